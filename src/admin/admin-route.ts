@@ -1,0 +1,116 @@
+// Owns how an operator (admin API) operation is declared and run: bearer ADMIN_TOKEN, the handler in
+// one operator transaction that sees every practice, and an audit row in the practice it touched.
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Static, TSchema } from 'typebox';
+import type { Deps } from '../deps.ts';
+import { asOperator, type Trx } from '../platform/db/transaction.ts';
+import { AppError } from '../platform/http/errors.ts';
+import { ProblemSchema } from '../platform/http/schema.ts';
+
+export interface AdminContext<P, Q, B> {
+  trx: Trx;
+  deps: Deps;
+  params: P;
+  query: Q;
+  body: B;
+  requestId: string;
+  now: Date;
+}
+
+export interface AdminResult<R> {
+  body: R;
+  /** The practice the operation touched, for its audit log. */
+  audit?: { practiceId: string; resourceType: string; resourceId: string };
+}
+
+export interface AdminRouteSpec<P extends TSchema, Q extends TSchema, B extends TSchema, R extends TSchema> {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  url: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  params?: P;
+  querystring?: Q;
+  body?: B;
+  successStatus: number;
+  response: R;
+  handler: (ctx: AdminContext<Static<P>, Static<Q>, Static<B>>) => Promise<AdminResult<Static<R>>>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of routes, each typed at declaration
+export type AnyAdminRoute = AdminRouteSpec<any, any, any, any>;
+
+export function defineAdminRoute<P extends TSchema, Q extends TSchema, B extends TSchema, R extends TSchema>(
+  spec: AdminRouteSpec<P, Q, B, R>,
+): AdminRouteSpec<P, Q, B, R> {
+  return spec;
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+export function registerAdminScope(app: FastifyInstance, deps: Deps, adminToken: string, routes: AnyAdminRoute[]) {
+  const expected = digest(adminToken);
+  app.addHook('onRequest', async (request: FastifyRequest, reply) => {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+    if (!match || !timingSafeEqual(digest(match[1]!), expected)) {
+      reply.header('www-authenticate', 'Bearer');
+      throw new AppError('unauthenticated', 'The admin API needs Authorization: Bearer <ADMIN_TOKEN>.');
+    }
+  });
+  for (const spec of routes) {
+    app.route({
+      method: spec.method,
+      url: spec.url,
+      schema: {
+        operationId: spec.operationId,
+        summary: spec.summary,
+        ...(spec.description ? { description: spec.description } : {}),
+        tags: ['Admin'],
+        security: [{ adminToken: [] }],
+        ...(spec.params ? { params: spec.params } : {}),
+        ...(spec.querystring ? { querystring: spec.querystring } : {}),
+        ...(spec.body ? { body: spec.body } : {}),
+        response: { [spec.successStatus]: spec.response, '4xx': ProblemSchema, '5xx': ProblemSchema },
+      },
+      handler: async (request, reply) => {
+        const result = await asOperator(deps.db, async (trx) => {
+          const now = deps.clock.now();
+          const result = await spec.handler({
+            trx,
+            deps,
+            params: request.params,
+            query: request.query,
+            body: request.body,
+            requestId: request.id,
+            now,
+          });
+          if (result.audit && spec.method !== 'GET') {
+            await deps.audit.write(trx, {
+              practiceId: result.audit.practiceId,
+              actor: 'operator',
+              clientId: null,
+              keyId: null,
+              performerId: null,
+              sourceIp: request.ip,
+              method: request.method,
+              route: `/admin/v1${spec.url}`,
+              status: spec.successStatus,
+              outcome: 'succeeded',
+              reason: null,
+              resourceType: result.audit.resourceType,
+              resourceId: result.audit.resourceId,
+              patientId: null,
+              requestId: request.id,
+              idempotencyKey: null,
+            });
+          }
+          return result;
+        });
+        return reply.code(spec.successStatus).send(result.body);
+      },
+    });
+  }
+}

@@ -1,0 +1,64 @@
+// Owns the embedded sandbox's first start: a demo practice with a practitioner, a client holding every
+// permission and its key, so an integrator can call the API at once. The sandbox keeps its admin
+// token and demo key in DATA_DIR/sandbox-credentials.json (mode 0600) so a restart can show them again;
+// the database itself stores only hashes. Never used with PostgreSQL.
+import fs from 'node:fs';
+import path from 'node:path';
+import { PERMISSIONS } from '../auth/permissions.ts';
+import type { Database } from '../platform/db/database.ts';
+import { asOperator } from '../platform/db/transaction.ts';
+import { randomToken } from '../platform/ids.ts';
+import { createClient, createPractice, createPractitioner, issueKey } from './service.ts';
+
+export interface SandboxCredentials {
+  adminToken: string;
+  practiceId: string;
+  practitionerId: string;
+  clientId: string;
+  apiKey: string;
+}
+
+const FILE_NAME = 'sandbox-credentials.json';
+
+function readCredentials(dataDir: string): Partial<SandboxCredentials> | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(dataDir, FILE_NAME), 'utf8')) as Partial<SandboxCredentials>;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeCredentials(dataDir: string, credentials: SandboxCredentials): void {
+  fs.writeFileSync(path.join(dataDir, FILE_NAME), `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+}
+
+/** Seeds the demo practice once; later starts find it and reuse the stored credentials. */
+export async function ensureSandbox(db: Database, dataDir: string, adminTokenFromEnv: string | undefined): Promise<SandboxCredentials> {
+  const stored = readCredentials(dataDir);
+  const adminToken = adminTokenFromEnv ?? stored?.adminToken ?? `adm_${randomToken(32)}`;
+  if (stored?.practiceId && stored.apiKey && stored.clientId && stored.practitionerId) {
+    const exists = await asOperator(db, (trx) =>
+      trx.selectFrom('practices').select('id').where('id', '=', stored.practiceId!).executeTakeFirst(),
+    );
+    if (exists) {
+      const credentials = { ...(stored as SandboxCredentials), adminToken };
+      writeCredentials(dataDir, credentials);
+      return credentials;
+    }
+  }
+  const credentials = await asOperator(db, async (trx) => {
+    const now = new Date();
+    const practice = await createPractice(trx, { name: 'Demo Family Practice' }, now);
+    const practitioner = await createPractitioner(
+      trx,
+      practice.id,
+      { name: 'Dr Thandi Nkosi', registrationNumber: 'MP0123456' },
+      now,
+    );
+    const client = await createClient(trx, practice.id, { name: 'Sandbox integration', permissions: [...PERMISSIONS] }, now);
+    const { key } = await issueKey(trx, client.id, null, now);
+    return { adminToken, practiceId: practice.id, practitionerId: practitioner.id, clientId: client.id, apiKey: key };
+  });
+  writeCredentials(dataDir, credentials);
+  return credentials;
+}

@@ -1,0 +1,107 @@
+// Builds the Fastify application: plugins and hooks in order, then the public API (/api/v1), the
+// operator API (/admin/v1), the docs and the health checks. Owns no rules of its own.
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { sql } from 'kysely';
+import { registerAdminScope } from './admin/admin-route.ts';
+import { adminRoutes } from './admin/routes.ts';
+import type { Deps } from './deps.ts';
+import { errorsPageHtml } from './docs/errors-page.ts';
+import { openApiInfo } from './docs/openapi-info.ts';
+import { patientRoutes } from './patients/routes.ts';
+import { randomToken } from './platform/ids.ts';
+import { registerApiScope } from './platform/http/api-scope.ts';
+import { installErrorHandler } from './platform/http/error-handler.ts';
+import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
+import { validatorCompiler } from './platform/http/validation.ts';
+
+export const BODY_LIMIT_BYTES = 256 * 1024;
+
+export const apiRoutes = [...patientRoutes];
+
+export interface AppOptions {
+  /** A pino logger shared with the rest of the process; none means silent. */
+  logger?: FastifyBaseLogger;
+  /** Serve the admin API (needs a token). */
+  adminToken?: string | undefined;
+}
+
+export function loggerOptions(level: string): FastifyServerOptions['logger'] {
+  return {
+    level,
+    // Keys, tokens and anything a client sent are never logged; request lines carry no query string.
+    redact: { paths: ['req.headers.authorization', 'headers.authorization', 'key', 'secret'], censor: '[redacted]' },
+    serializers: {
+      req: (req: { method: string; routeOptions?: { url?: string }; url: string; id: string }) => ({
+        method: req.method,
+        route: req.routeOptions?.url ?? req.url.split('?')[0],
+        requestId: req.id,
+      }),
+    },
+  };
+}
+
+export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    bodyLimit: BODY_LIMIT_BYTES,
+    genReqId: () => `req_${randomToken(12)}`,
+    requestIdHeader: false,
+    trustProxy: false,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  installErrorHandler(app, deps.config.errorsDocUrl);
+  trackRoutesForMethodCheck(app);
+
+  // JSON only. An empty body counts as no body, so operations with an optional body accept none.
+  app.removeAllContentTypeParsers();
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser(
+    ['application/json', 'application/merge-patch+json'],
+    { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES },
+    (request, body, done) => {
+      const text = typeof body === 'string' ? body : body.toString('utf8');
+      if (text.trim() === '') return done(null, undefined);
+      parseJson(request, text, done);
+    },
+  );
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    reply.header('cache-control', 'no-store');
+    reply.header('x-content-type-options', 'nosniff');
+  });
+
+  await app.register(swagger, { openapi: openApiInfo(deps.config.publicBaseUrl) });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { deepLinking: true } });
+
+  app.get('/errors', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/html; charset=utf-8').send(errorsPageHtml()),
+  );
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    await sql`SELECT 1`.execute(deps.db.kysely);
+    return reply.send({ status: 'ready', database: deps.db.kind });
+  });
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(
+    async (api) => {
+      registerApiScope(api, deps, apiRoutes);
+    },
+    { prefix: '/api/v1' },
+  );
+  if (options.adminToken) {
+    const token = options.adminToken;
+    await app.register(
+      async (adminScope) => {
+        registerAdminScope(adminScope, deps, token, adminRoutes);
+      },
+      { prefix: '/admin/v1' },
+    );
+  }
+  return app;
+}

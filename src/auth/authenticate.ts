@@ -1,0 +1,106 @@
+// Owns deciding who is calling: the key, its client and practice, and why a call is refused. Every
+// refusal gives the caller the same 401; the reason goes to the practice audit log when the key is
+// known. Never logs or returns the key itself.
+import type { Database } from '../platform/db/database.ts';
+import { asOperator } from '../platform/db/transaction.ts';
+import { parseApiKey, secretMatches } from './api-keys.ts';
+import { isAddressAllowed } from './ip-allow-list.ts';
+import type { Permission } from './permissions.ts';
+
+export interface PracticeContext {
+  id: string;
+  name: string;
+  currency: string;
+  timezone: string;
+  integrationsEnabled: boolean;
+}
+
+export interface AuthContext {
+  practice: PracticeContext;
+  clientId: string;
+  keyId: string;
+  permissions: ReadonlySet<Permission>;
+  rateLimitPerMinute: number | null;
+}
+
+export type AuthRefusalReason =
+  | 'missing_key'
+  | 'malformed_key'
+  | 'unknown_key'
+  | 'wrong_secret'
+  | 'revoked_key'
+  | 'expired_key'
+  | 'suspended_client'
+  | 'address_not_allowed';
+
+export type AuthResult =
+  | { ok: true; auth: AuthContext }
+  | {
+      ok: false;
+      reason: AuthRefusalReason;
+      /** Set when the key is known: the refusal is audited in this practice. */
+      known?: { practiceId: string; clientId: string; keyId: string };
+    };
+
+export async function authenticate(
+  db: Database,
+  authorization: string | undefined,
+  sourceAddress: string,
+  now: Date,
+): Promise<AuthResult> {
+  if (!authorization) return { ok: false, reason: 'missing_key' };
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  const parsed = match ? parseApiKey(match[1]!) : undefined;
+  if (!parsed) return { ok: false, reason: 'malformed_key' };
+
+  const row = await asOperator(db, (trx) =>
+    trx
+      .selectFrom('api_keys as k')
+      .innerJoin('clients as c', (j) => j.onRef('c.practice_id', '=', 'k.practice_id').onRef('c.id', '=', 'k.client_id'))
+      .innerJoin('practices as p', 'p.id', 'k.practice_id')
+      .select([
+        'k.id as key_id',
+        'k.secret_hash',
+        'k.expires_at',
+        'k.revoked_at',
+        'c.id as client_id',
+        'c.permissions',
+        'c.allowed_ips',
+        'c.rate_limit_per_minute',
+        'c.suspended_at',
+        'p.id as practice_id',
+        'p.name as practice_name',
+        'p.currency',
+        'p.timezone',
+        'p.integrations_enabled',
+      ])
+      .where('k.id', '=', parsed.id)
+      .executeTakeFirst(),
+  );
+
+  const secretOk = secretMatches(parsed.secret, row?.secret_hash);
+  if (!row) return { ok: false, reason: 'unknown_key' };
+  const known = { practiceId: row.practice_id, clientId: row.client_id, keyId: row.key_id };
+  if (!secretOk) return { ok: false, reason: 'wrong_secret', known };
+  if (row.revoked_at) return { ok: false, reason: 'revoked_key', known };
+  if (row.expires_at && row.expires_at.getTime() <= now.getTime()) return { ok: false, reason: 'expired_key', known };
+  if (row.suspended_at) return { ok: false, reason: 'suspended_client', known };
+  if (!isAddressAllowed(sourceAddress, row.allowed_ips)) return { ok: false, reason: 'address_not_allowed', known };
+
+  return {
+    ok: true,
+    auth: {
+      practice: {
+        id: row.practice_id,
+        name: row.practice_name,
+        currency: row.currency,
+        timezone: row.timezone,
+        integrationsEnabled: row.integrations_enabled,
+      },
+      clientId: row.client_id,
+      keyId: row.key_id,
+      permissions: new Set(row.permissions as Permission[]),
+      rateLimitPerMinute: row.rate_limit_per_minute,
+    },
+  };
+}

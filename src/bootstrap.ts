@@ -1,0 +1,60 @@
+// Owns assembling the running service from a Config: open the database (PostgreSQL or embedded),
+// migrate it, and build the dependencies every module receives.
+import type { Kysely } from 'kysely';
+import { AuditLog, type AuditFault } from './audit/audit.ts';
+import type { Config } from './config.ts';
+import type { Deps } from './deps.ts';
+import { type Clock, systemClock } from './platform/clock.ts';
+import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
+import { migrateToLatest } from './platform/db/migrate.ts';
+import { CursorCodec } from './platform/http/cursor.ts';
+import { RateLimits } from './platform/http/rate-limit.ts';
+
+export async function openConfiguredDatabase(config: Config, applicationName = 'practice-billing'): Promise<Database> {
+  if (config.databaseUrl) {
+    return openPostgres({
+      url: config.databaseUrl,
+      poolSize: config.databasePoolSize,
+      statementTimeoutMs: config.statementTimeoutMs,
+      applicationName,
+    });
+  }
+  return openPglite({ dataDir: config.dataDir });
+}
+
+/** Migrates with the owner connection (MIGRATION_DATABASE_URL, else the service's own). */
+export async function migrateConfigured(config: Config, db: Database): Promise<string[]> {
+  if (db.kind === 'postgres' && config.migrationDatabaseUrl && config.migrationDatabaseUrl !== config.databaseUrl) {
+    const owner = openPostgres({ url: config.migrationDatabaseUrl, poolSize: 1, statementTimeoutMs: 600_000 });
+    try {
+      return await migrateToLatest(owner.kysely as unknown as Kysely<unknown>);
+    } finally {
+      await owner.close();
+    }
+  }
+  return migrateToLatest(db.kysely as unknown as Kysely<unknown>);
+}
+
+export async function loadCursorSecret(db: Database): Promise<string> {
+  const row = await db.kysely
+    .selectFrom('service_settings')
+    .select('value')
+    .where('name', '=', 'cursor_secret')
+    .executeTakeFirstOrThrow();
+  return row.value;
+}
+
+export async function buildDeps(
+  config: Config,
+  db: Database,
+  options: { clock?: Clock; auditFault?: AuditFault } = {},
+): Promise<Deps> {
+  return {
+    config,
+    db,
+    clock: options.clock ?? systemClock,
+    cursors: new CursorCodec(await loadCursorSecret(db)),
+    audit: new AuditLog(options.auditFault),
+    rateLimits: new RateLimits(),
+  };
+}

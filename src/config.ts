@@ -1,0 +1,76 @@
+// Owns reading the environment. It is the only module that touches process.env; everything else
+// receives a validated Config.
+import path from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  /** PostgreSQL connection string; when undefined the embedded database in dataDir is used. */
+  databaseUrl: string | undefined;
+  /** Connection used to run migrations (owner of the schema); defaults to databaseUrl. */
+  migrationDatabaseUrl: string | undefined;
+  dataDir: string;
+  adminToken: string | undefined;
+  publicBaseUrl: string;
+  errorsDocUrl: string;
+  logLevel: string;
+  insurerDelayMs: number;
+  databasePoolSize: number;
+  statementTimeoutMs: number;
+  rateLimitPerMinute: number;
+  unauthenticatedRateLimitPerMinute: number;
+  idempotencyLeaseSeconds: number;
+  webhookAllowPrivate: boolean;
+}
+
+export class ConfigError extends Error {}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = integer(env, 'PORT', 3000, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const databaseUrl = env.DATABASE_URL || undefined;
+  const publicBaseUrl = (env.PUBLIC_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(
+    /\/+$/,
+    '',
+  );
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent`);
+  }
+  return {
+    port,
+    host,
+    databaseUrl,
+    migrationDatabaseUrl: env.MIGRATION_DATABASE_URL || databaseUrl,
+    dataDir: path.resolve(env.DATA_DIR || './data'),
+    adminToken: env.ADMIN_TOKEN || undefined,
+    publicBaseUrl,
+    errorsDocUrl: env.ERRORS_DOC_URL || `${publicBaseUrl}/errors`,
+    logLevel,
+    insurerDelayMs: integer(env, 'INSURER_DELAY_MS', 1000, 0, 600_000),
+    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 500),
+    statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
+    unauthenticatedRateLimitPerMinute: integer(env, 'RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE', 600, 1, 10_000_000),
+    idempotencyLeaseSeconds: integer(env, 'IDEMPOTENCY_LEASE_SECONDS', 60, 1, 3600),
+    webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', databaseUrl === undefined),
+  };
+}

@@ -1,0 +1,16 @@
+// The dependencies every module receives, built once in main.ts (or by the test harness).
+import type { AuditLog } from './audit/audit.ts';
+import type { Config } from './config.ts';
+import type { Clock } from './platform/clock.ts';
+import type { Database } from './platform/db/database.ts';
+import type { CursorCodec } from './platform/http/cursor.ts';
+import type { RateLimits } from './platform/http/rate-limit.ts';
+
+export interface Deps {
+  config: Config;
+  db: Database;
+  clock: Clock;
+  cursors: CursorCodec;
+  audit: AuditLog;
+  rateLimits: RateLimits;
+}

@@ -1,0 +1,34 @@
+// Owns the parts of the OpenAPI document that are not route schemas: title, version, servers,
+// security schemes and the tag descriptions an integrator reads first.
+export const API_VERSION = '1.3.1';
+
+export function openApiInfo(_publicBaseUrl: string) {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Practice Billing Integration API',
+      version: API_VERSION,
+      description: [
+        'Lets an external system act for one medical practice: register patients, record visits, bill them, claim from medical schemes and receive signed webhooks.',
+        '',
+        '- Every path of the public API starts with `/api/v1`; authenticate with `Authorization: Bearer <API key>`.',
+        '- Amounts are integers in the minor unit (cents for ZAR). Timestamps are UTC ISO 8601; plain dates `YYYY-MM-DD`.',
+        '- Errors are Problems; `code` is stable, see `/errors`.',
+        '- Creating operations need `Idempotency-Key` (at most 255 characters, remembered 24 hours per client); a retry with the same key and body replays the first answer with `Idempotent-Replayed: true`.',
+        '- Lists page with `limit` (1 to 100, default 50) and the opaque `nextCursor`.',
+        '- Every answer carries `X-Request-Id` and `X-RateLimit-Limit` / `-Remaining` / `-Reset`.',
+        '- The operator API under `/admin/v1` (tag Admin) provisions practices, clients and keys with the `ADMIN_TOKEN`.',
+      ].join('\n'),
+    },
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'http' as const, scheme: 'bearer', description: 'An API key of an integration client (`pbk_...`).' },
+        adminToken: { type: 'http' as const, scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN).' },
+      },
+    },
+    tags: [
+      { name: 'Patients', description: "Register, find, read and correct a practice's patients." },
+      { name: 'Admin', description: 'Operator API: practices, practitioners, clients, keys and the audit log.' },
+    ],
+  };
+}

@@ -1,0 +1,162 @@
+// Owns the rules for patients: registration with a unique practice number (externalId), reading,
+// finding by that number, and correcting demographics with a JSON merge patch.
+import { AppError, type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { compileBodyValidator, toFieldErrors } from '../platform/http/validation.ts';
+import { isUniqueViolation, type Trx } from '../platform/db/transaction.ts';
+import { newId } from '../platform/ids.ts';
+import { applyMergePatch } from './merge-patch.ts';
+import { type Patient, type PatientPatch, PatientRequest } from './schemas.ts';
+import {
+  findPatient,
+  findPatientsByExternalId,
+  insertPatient,
+  type PatientRow,
+  type PatientValues,
+  updatePatient,
+} from './store.ts';
+
+const validatePatientRequest = compileBodyValidator(PatientRequest);
+
+export function patientOf(row: PatientRow): Patient {
+  return {
+    object: 'patient',
+    id: row.id,
+    active: row.active,
+    prefix: row.prefix,
+    givenNames: row.given_names,
+    lastName: row.last_name,
+    gender: row.gender,
+    birthDate: row.birth_date,
+    identifiers: row.identifiers,
+    externalId:
+      row.external_system !== null && row.external_value !== null
+        ? { system: row.external_system, value: row.external_value }
+        : null,
+    contactPoints: row.contact_points,
+    addresses: row.addresses,
+    organizationId: row.practice_id,
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+function valuesOf(request: PatientRequest): PatientValues {
+  return {
+    prefix: request.prefix ?? null,
+    givenNames: request.givenNames,
+    lastName: request.lastName,
+    gender: request.gender ?? null,
+    birthDate: request.birthDate,
+    identifiers: request.identifiers ?? [],
+    externalId: request.externalId ?? null,
+    contactPoints: (request.contactPoints ?? []).map((c) => ({
+      system: c.system,
+      value: c.value,
+      use: c.use ?? null,
+      rank: c.rank ?? null,
+    })),
+    addresses: (request.addresses ?? []).map((a) => ({
+      type: a.type ?? null,
+      use: a.use ?? null,
+      lines: a.lines ?? [],
+      city: a.city ?? null,
+      district: a.district ?? null,
+      state: a.state ?? null,
+      postalCode: a.postalCode ?? null,
+      country: a.country ?? null,
+    })),
+  };
+}
+
+/** Rules beyond the schema: a birth date cannot lie in the future (in the practice's time zone). */
+function checkRules(request: PatientRequest, today: string): void {
+  const errors: FieldError[] = [];
+  if (request.birthDate > today) {
+    errors.push({ field: 'birthDate', code: 'invalid', message: 'birthDate cannot be in the future' });
+  }
+  if (errors.length > 0) throw fieldErrors(errors);
+}
+
+async function refuseDuplicate(trx: Trx, practiceId: string, externalId: { system: string; value: string }, selfId?: string) {
+  const existing = (await findPatientsByExternalId(trx, practiceId, externalId.system, externalId.value)).find(
+    (p) => p.id !== selfId,
+  );
+  if (existing) {
+    throw new AppError(
+      'duplicate',
+      `A patient with externalId ${externalId.system} ${externalId.value} already exists: ${existing.id}.`,
+    );
+  }
+}
+
+export async function registerPatient(
+  trx: Trx,
+  practiceId: string,
+  request: PatientRequest,
+  now: Date,
+  today: string,
+): Promise<PatientRow> {
+  checkRules(request, today);
+  // ON CONFLICT waits for a concurrent registration of the same number to commit, then yields
+  // nothing, so the winner can be named.
+  const row = await insertPatient(trx, practiceId, newId('patient'), valuesOf(request), now);
+  if (!row) {
+    await refuseDuplicate(trx, practiceId, request.externalId!);
+    throw new Error('patient insert conflicted but no duplicate was found');
+  }
+  return row;
+}
+
+export async function readPatient(trx: Trx, practiceId: string, id: string): Promise<PatientRow> {
+  const row = await findPatient(trx, practiceId, id);
+  if (!row) throw notFound('Patient');
+  return row;
+}
+
+export async function findByExternalId(trx: Trx, practiceId: string, system: string, value: string) {
+  return findPatientsByExternalId(trx, practiceId, system, value);
+}
+
+function requestOf(row: PatientRow): PatientRequest {
+  const p = patientOf(row);
+  return {
+    prefix: p.prefix,
+    givenNames: p.givenNames,
+    lastName: p.lastName ?? '',
+    gender: p.gender as PatientRequest['gender'],
+    birthDate: p.birthDate ?? '',
+    identifiers: p.identifiers,
+    externalId: p.externalId,
+    contactPoints: p.contactPoints as PatientRequest['contactPoints'],
+    addresses: p.addresses as PatientRequest['addresses'],
+  };
+}
+
+export async function patchPatient(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  patch: PatientPatch,
+  now: Date,
+  today: string,
+): Promise<PatientRow> {
+  const row = await findPatient(trx, practiceId, id, true);
+  if (!row) throw notFound('Patient');
+  const merged = applyMergePatch(requestOf(row), patch) as PatientRequest;
+  if (!validatePatientRequest(merged)) {
+    throw fieldErrors(toFieldErrors(validatePatientRequest.errors ?? [], 'body'));
+  }
+  checkRules(merged, today);
+  if (merged.externalId) await refuseDuplicate(trx, practiceId, merged.externalId, id);
+  try {
+    return await updatePatient(trx, practiceId, id, valuesOf(merged), now);
+  } catch (error) {
+    // A registration of the same number committed between the check and the update.
+    if (merged.externalId && isUniqueViolation(error, 'patients_external_id')) {
+      throw new AppError(
+        'duplicate',
+        `A patient with externalId ${merged.externalId.system} ${merged.externalId.value} already exists.`,
+      );
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,98 @@
+// Owns connections: PostgreSQL through a pg pool, or the embedded PGlite in a data directory guarded by
+// a lock file. Everything else reaches the database only through transaction.ts.
+import fs from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import lockfile from 'proper-lockfile';
+import type { Tables } from './tables.ts';
+
+export type DatabaseKind = 'postgres' | 'pglite';
+
+export interface Database {
+  kind: DatabaseKind;
+  kysely: Kysely<Tables>;
+  close(): Promise<void>;
+}
+
+const DATE_OID = 1082;
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+// Plain dates stay strings (a DATE has no time zone); counts and sums come back as numbers
+// (they stay far below 2^53 for any practice).
+const pgTypes = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === DATE_OID) return (value: string) => value;
+    if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format ?? 'text');
+  },
+};
+
+export interface PostgresOptions {
+  url: string;
+  poolSize: number;
+  statementTimeoutMs: number;
+  applicationName?: string;
+}
+
+export function openPostgres(options: PostgresOptions): Database {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize,
+    statement_timeout: options.statementTimeoutMs,
+    query_timeout: options.statementTimeoutMs + 1000,
+    connectionTimeoutMillis: 5000,
+    application_name: options.applicationName ?? 'practice-billing',
+    types: pgTypes,
+  });
+  // A pool client that errors while idle (server restart, terminated session) must not crash the process.
+  pool.on('error', () => {});
+  const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+  return { kind: 'postgres', kysely, close: () => kysely.destroy() };
+}
+
+const pgliteParsers = {
+  [DATE_OID]: (value: string) => value,
+  [INT8_OID]: (value: string) => Number(value),
+  [NUMERIC_OID]: (value: string) => Number(value),
+};
+
+export interface PgliteOptions {
+  /** A directory to persist in, or undefined for memory only. */
+  dataDir: string | undefined;
+  /** A dump (from dumpDataDir) to start from, used by tests to skip initdb. */
+  loadDataDir?: Blob;
+}
+
+export class DataDirectoryInUseError extends Error {}
+
+export async function openPglite(options: PgliteOptions): Promise<Database & { pglite: PGlite }> {
+  let release: (() => Promise<void>) | undefined;
+  if (options.dataDir) {
+    fs.mkdirSync(options.dataDir, { recursive: true });
+    try {
+      // PGlite has no lock of its own: two processes on one directory silently lose commits.
+      release = await lockfile.lock(options.dataDir, { stale: 15_000, update: 5_000, realpath: false });
+    } catch {
+      throw new DataDirectoryInUseError(
+        `The data directory ${options.dataDir} is in use by another process. Stop it first, or talk to it over HTTP (practice-billing admin ...).`,
+      );
+    }
+  }
+  const pglite = await PGlite.create({
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    parsers: pgliteParsers,
+  });
+  const kysely = new Kysely<Tables>({ dialect: new PGliteDialect({ pglite }) });
+  return {
+    kind: 'pglite',
+    kysely,
+    pglite,
+    async close() {
+      await kysely.destroy();
+      await release?.();
+    },
+  };
+}

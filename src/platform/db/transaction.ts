@@ -1,0 +1,69 @@
+// Owns the only way to run SQL for the service: a transaction that first switches to a service role
+// and, for tenant work, sets the practice. Both settings are transaction-local, so a pooled
+// connection never carries one request's practice into another's.
+import { sql, type Transaction } from 'kysely';
+import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
+import type { Database } from './database.ts';
+import type { Tables } from './tables.ts';
+
+export type Trx = Transaction<Tables>;
+
+/** Runs fn as the app role, seeing only the rows of practiceId. */
+export function inPractice<T>(db: Database, practiceId: string, fn: (trx: Trx) => Promise<T>): Promise<T> {
+  return db.kysely.transaction().execute(async (trx) => {
+    await sql`SELECT set_config('role', ${APP_ROLE}, true), set_config('app.practice_id', ${practiceId}, true)`.execute(
+      trx,
+    );
+    return fn(trx);
+  });
+}
+
+/** Runs fn as the operator role, across practices: admin API, key look-up, background workers. */
+export function asOperator<T>(db: Database, fn: (trx: Trx) => Promise<T>): Promise<T> {
+  return db.kysely.transaction().execute(async (trx) => {
+    await sql`SELECT set_config('role', ${OPERATOR_ROLE}, true)`.execute(trx);
+    return fn(trx);
+  });
+}
+
+/** Runs fn inside a savepoint; if it throws, the savepoint's work is undone and the error rethrown. */
+export async function withSavepoint<T>(trx: Trx, fn: () => Promise<T>): Promise<T> {
+  await sql`SAVEPOINT request_work`.execute(trx);
+  try {
+    const result = await fn();
+    await sql`RELEASE SAVEPOINT request_work`.execute(trx);
+    return result;
+  } catch (error) {
+    await sql`ROLLBACK TO SAVEPOINT request_work`.execute(trx);
+    throw error;
+  }
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { code?: string; constraint?: string };
+  return e.code === UNIQUE_VIOLATION && (constraint === undefined || e.constraint === constraint);
+}
+
+/** Errors that mean the database is away or restarting, not that the request was wrong. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { code?: string; message?: string };
+  const code = e.code ?? '';
+  return (
+    code.startsWith('08') ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' ||
+    code === '57014' ||
+    code === 'ECONNREFUSED' ||
+    code === 'ECONNRESET' ||
+    code === 'ETIMEDOUT' ||
+    code === 'EPIPE' ||
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+      e.message ?? '',
+    )
+  );
+}

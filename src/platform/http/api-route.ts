@@ -1,0 +1,316 @@
+// Owns how a public API operation is declared and run. A route is declared once (schemas, permission,
+// whether it creates) and its handler receives a transaction already scoped to the caller's practice.
+// Around the handler this module runs, in order: Idempotency-Key claim or replay, the work in one
+// transaction with its audit row and stored answer, and release of the claim if nothing committed.
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Static, TSchema } from 'typebox';
+import type { AuditEntry } from '../../audit/audit.ts';
+import type { AuthContext } from '../../auth/authenticate.ts';
+import type { Permission } from '../../auth/permissions.ts';
+import type { Deps } from '../../deps.ts';
+import { claimKey, completeKey, releaseKey, type StoredAnswer } from '../../idempotency/idempotency-store.ts';
+import { inPractice, type Trx, withSavepoint } from '../db/transaction.ts';
+import { AppError, invalidParameters, problemOf } from './errors.ts';
+import { ProblemSchema } from './schema.ts';
+
+export interface HandlerContext<P, Q, B> {
+  trx: Trx;
+  deps: Deps;
+  auth: AuthContext;
+  practiceId: string;
+  params: P;
+  query: Q;
+  body: B;
+  requestId: string;
+  performerId: string | null;
+  now: Date;
+}
+
+export interface HandlerResult<R> {
+  body: R;
+  /** Path of the created record, below the public base URL (for Location). */
+  location?: string;
+  resource?: { id: string; patientId?: string | null };
+}
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TSchema, R extends TSchema> {
+  method: Method;
+  /** Path below /api/v1, Fastify syntax (`/patients/:patientId`). */
+  url: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  permission: Permission;
+  /** Further permissions that depend on the body (checked before any work). */
+  extraPermissions?: (body: Static<B>) => Permission[];
+  /** A creating operation: Idempotency-Key required, answers replayed. */
+  creates?: boolean;
+  resourceType: string;
+  params?: P;
+  querystring?: Q;
+  body?: B;
+  /** Content types accepted for the body besides application/json. */
+  consumes?: string[];
+  successStatus: number;
+  response: R;
+  /** Problem statuses this operation can answer, for the OpenAPI document. */
+  errorStatuses: number[];
+  handler: (ctx: HandlerContext<Static<P>, Static<Q>, Static<B>>) => Promise<HandlerResult<Static<R>>>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of routes, each typed at declaration
+export type AnyApiRoute = ApiRouteSpec<any, any, any, any>;
+
+export function defineApiRoute<P extends TSchema, Q extends TSchema, B extends TSchema, R extends TSchema>(
+  spec: ApiRouteSpec<P, Q, B, R>,
+): ApiRouteSpec<P, Q, B, R> {
+  return spec;
+}
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+const PERFORMER_HEADER = 'x-service-performer';
+
+/** Refusals decided by the service's own rules after the work ran: stored and replayed like a success. */
+function isStoredRefusal(error: AppError): boolean {
+  return error.status === 404 || error.code === 'duplicate' || error.status === 422;
+}
+
+function fingerprintOf(request: FastifyRequest): string {
+  return createHash('sha256')
+    .update(`${request.method} ${request.url}\n${canonicalize(request.body ?? null) ?? 'null'}`)
+    .digest('hex');
+}
+
+function readIdempotencyKey(request: FastifyRequest): string {
+  const raw = request.headers[IDEMPOTENCY_HEADER];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined || value === '') {
+    throw invalidParameters([
+      { field: 'Idempotency-Key', code: 'required', message: 'Idempotency-Key is required on creating operations' },
+    ]);
+  }
+  if (value.length > MAX_IDEMPOTENCY_KEY_LENGTH || Array.isArray(raw)) {
+    throw invalidParameters([
+      { field: 'Idempotency-Key', code: 'invalid', message: 'Idempotency-Key must be one value of at most 255 characters' },
+    ]);
+  }
+  return value;
+}
+
+function readPerformer(request: FastifyRequest): string | null {
+  const raw = request.headers[PERFORMER_HEADER];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined || value === '') return null;
+  if (value.length > 100) {
+    throw invalidParameters([
+      { field: 'X-Service-Performer', code: 'invalid', message: 'X-Service-Performer must be a practitioner id' },
+    ]);
+  }
+  return value;
+}
+
+async function assertPerformerExists(trx: Trx, practiceId: string, performerId: string): Promise<void> {
+  const found = await trx
+    .selectFrom('practitioners')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', performerId)
+    .executeTakeFirst();
+  if (!found) {
+    throw invalidParameters([
+      {
+        field: 'X-Service-Performer',
+        code: 'invalid',
+        message: 'X-Service-Performer must be the id of a practitioner of this practice',
+      },
+    ]);
+  }
+}
+
+function sendAnswer(reply: FastifyReply, answer: StoredAnswer, replayed: boolean): FastifyReply {
+  reply.code(answer.status).headers(answer.headers).type('application/json; charset=utf-8');
+  if (replayed) reply.header('idempotent-replayed', 'true');
+  return reply.send(answer.body);
+}
+
+export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiRoute): void {
+  const problemResponses = Object.fromEntries(spec.errorStatuses.map((s) => [s, ProblemSchema]));
+  const headers: Record<string, unknown> = {};
+  if (spec.creates) {
+    headers[IDEMPOTENCY_HEADER] = {
+      type: 'string',
+      maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+      description: 'Required. Unique per request; a retry with the same key and body replays the first answer.',
+    };
+  }
+  app.route({
+    method: spec.method,
+    url: spec.url,
+    schema: {
+      operationId: spec.operationId,
+      summary: spec.summary,
+      ...(spec.description ? { description: spec.description } : {}),
+      tags: [spec.tag],
+      security: [{ apiKey: [] }],
+      ...(spec.params ? { params: spec.params } : {}),
+      ...(spec.querystring ? { querystring: spec.querystring } : {}),
+      ...(spec.body ? { body: spec.body } : {}),
+      ...(spec.consumes ? { consumes: ['application/json', ...spec.consumes] } : {}),
+      response: { [spec.successStatus]: spec.response, ...problemResponses },
+      'x-permission': spec.permission,
+    },
+    config: { permission: spec.permission, creates: spec.creates === true, resourceType: spec.resourceType },
+    preHandler: async (request) => {
+      if (spec.extraPermissions && request.auth) {
+        const missing = spec.extraPermissions(request.body).filter((p) => !request.auth?.permissions.has(p));
+        if (missing.length > 0) {
+          throw new AppError('forbidden', `This client lacks the permission ${missing.join(', ')} that this request needs.`);
+        }
+      }
+    },
+    handler: (request, reply) => runApiHandler(deps, spec, request, reply),
+  });
+}
+
+async function runApiHandler(
+  deps: Deps,
+  spec: AnyApiRoute,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const auth = request.auth;
+  if (!auth) throw new AppError('unauthenticated', 'A valid API key is required.');
+  const state = request.auditState;
+  state.resourceType = spec.resourceType;
+  const params = (request.params ?? {}) as Record<string, string>;
+  state.resourceId = Object.values(params)[0] ?? null;
+  const performerId = readPerformer(request);
+  state.performerId = performerId;
+
+  let claim: Awaited<ReturnType<typeof claimKey>> | undefined;
+  if (spec.creates) {
+    const key = readIdempotencyKey(request);
+    state.idempotencyKey = key;
+    claim = await claimKey(
+      deps.db,
+      { practiceId: auth.practice.id, clientId: auth.clientId },
+      key,
+      fingerprintOf(request),
+      deps.config.idempotencyLeaseSeconds,
+    );
+    if (claim.kind === 'replay') {
+      state.outcome = 'replayed';
+      const answer = claim.answer;
+      // A replayed Problem names this request, so requestId keeps matching X-Request-Id.
+      const body = answer.status >= 400 ? replaceRequestId(answer.body, request.id) : answer.body;
+      return sendAnswer(reply, { ...answer, body }, true);
+    }
+    if (claim.kind === 'running') {
+      throw new AppError('conflict', 'A request with this Idempotency-Key is still running. Wait and retry with the same key.');
+    }
+    if (claim.kind === 'reused') {
+      throw new AppError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was first used with a different method, path or body. Use a new key for a new request.',
+      );
+    }
+  }
+  const heldClaim = claim?.kind === 'claimed' ? claim.claim : undefined;
+
+  try {
+    const answer = await inPractice(deps.db, auth.practice.id, async (trx) => {
+      if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
+      const ctx: HandlerContext<unknown, unknown, unknown> = {
+        trx,
+        deps,
+        auth,
+        practiceId: auth.practice.id,
+        params: request.params,
+        query: request.query,
+        body: request.body,
+        requestId: request.id,
+        performerId,
+        now: deps.clock.now(),
+      };
+      let answer: StoredAnswer;
+      try {
+        const result =
+          spec.method === 'GET' ? await spec.handler(ctx) : await withSavepoint(trx, () => spec.handler(ctx));
+        const answerHeaders: Record<string, string> = {};
+        if (result.location) answerHeaders.location = `${deps.config.publicBaseUrl}${result.location}`;
+        reply.code(spec.successStatus);
+        answer = { status: spec.successStatus, headers: answerHeaders, body: String(reply.serialize(result.body)) };
+        state.outcome = 'succeeded';
+        if (result.resource) {
+          state.resourceId = result.resource.id;
+          state.patientId = result.resource.patientId ?? null;
+        }
+      } catch (error) {
+        if (!(error instanceof AppError) || !isStoredRefusal(error)) throw error;
+        answer = {
+          status: error.status,
+          headers: {},
+          body: JSON.stringify(problemOf(error, request.id, deps.config.errorsDocUrl)),
+        };
+        state.outcome = 'refused';
+        state.reason = error.code;
+      }
+      await deps.audit.write(trx, auditEntryOf(request, identityOf(auth), answer.status));
+      if (heldClaim) await completeKey(trx, heldClaim, answer);
+      return answer;
+    });
+    state.written = true;
+    return sendAnswer(reply, answer, false);
+  } catch (error) {
+    if (heldClaim) await releaseKey(deps.db, heldClaim).catch((e) => request.log.warn({ err: e }, 'releasing key'));
+    throw error;
+  }
+}
+
+function replaceRequestId(body: string, requestId: string): string {
+  try {
+    const parsed = JSON.parse(body) as Record<string, unknown>;
+    if (typeof parsed.requestId === 'string') parsed.requestId = requestId;
+    return JSON.stringify(parsed);
+  } catch {
+    return body;
+  }
+}
+
+export interface CallerIdentity {
+  practiceId: string;
+  clientId: string;
+  keyId: string;
+}
+
+export function identityOf(auth: AuthContext): CallerIdentity {
+  return { practiceId: auth.practice.id, clientId: auth.clientId, keyId: auth.keyId };
+}
+
+export function auditEntryOf(request: FastifyRequest, who: CallerIdentity, status: number): AuditEntry {
+  const s = request.auditState;
+  return {
+    practiceId: who.practiceId,
+    actor: 'client',
+    clientId: who.clientId,
+    keyId: who.keyId,
+    performerId: s.performerId,
+    sourceIp: request.ip,
+    method: request.method,
+    route: request.routeOptions.url ?? request.url.split('?')[0] ?? '',
+    status,
+    outcome: s.outcome ?? (status < 400 ? 'succeeded' : 'refused'),
+    reason: s.reason,
+    resourceType: s.resourceType,
+    resourceId: s.resourceId,
+    patientId: s.patientId,
+    requestId: request.id,
+    idempotencyKey: s.idempotencyKey,
+  };
+}

@@ -1,0 +1,94 @@
+// Owns the gate in front of every public API route: authentication, the per-client rate limit, the
+// Integrations add-on and the route's permission, in that order; and the audit row for requests that
+// were answered before their handler ran (refusals, validation errors, replays).
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { authenticate } from '../../auth/authenticate.ts';
+import type { Permission } from '../../auth/permissions.ts';
+import type { Deps } from '../../deps.ts';
+import { type AnyApiRoute, auditEntryOf, identityOf, registerApiRoute } from './api-route.ts';
+import { AppError, problemOf } from './errors.ts';
+import { rateLimitHeaders } from './rate-limit.ts';
+import { freshAuditState } from './request-state.ts';
+
+const UNAUTHENTICATED_DETAIL =
+  'A valid API key is required: send Authorization: Bearer <API key> with an active key of this practice.';
+
+export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyApiRoute[]): void {
+  app.decorateRequest('auth', null);
+  app.decorateRequest('auditState', null as never);
+
+  app.addHook('onRequest', async (request, reply) => {
+    request.auditState = freshAuditState();
+    const now = deps.clock.now();
+    const result = await authenticate(deps.db, request.headers.authorization, request.ip, now);
+    if (!result.ok) {
+      if (result.known) request.auditState.refusedKey = { ...result.known, reason: result.reason };
+      await limitOrRefuse(deps, reply, `ip:${request.ip}`, deps.config.unauthenticatedRateLimitPerMinute);
+      reply.header('www-authenticate', 'Bearer');
+      throw new AppError('unauthenticated', UNAUTHENTICATED_DETAIL);
+    }
+    request.auth = result.auth;
+    await limitOrRefuse(
+      deps,
+      reply,
+      `client:${result.auth.clientId}`,
+      result.auth.rateLimitPerMinute ?? deps.config.rateLimitPerMinute,
+    );
+    if (!result.auth.practice.integrationsEnabled) {
+      throw new AppError('addon_inactive', "The practice's Integrations add-on is switched off; the practice owner can turn it on.");
+    }
+    const permission = (request.routeOptions.config as { permission?: Permission }).permission;
+    if (permission && !result.auth.permissions.has(permission)) {
+      throw new AppError('forbidden', `This client lacks the permission ${permission} that this operation needs.`);
+    }
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const state = request.auditState;
+    if (!state || state.written || state.failed) return payload;
+    const auth = request.auth;
+    const refused = state.refusedKey;
+    if (!auth && !refused) return payload;
+    const entry = auth
+      ? auditEntryOf(request, identityOf(auth), reply.statusCode)
+      : { ...auditEntryOf(request, refused!, reply.statusCode), outcome: 'refused', reason: refused!.reason };
+    if (!entry.reason && reply.statusCode >= 400) entry.reason = problemCodeOf(payload);
+    try {
+      await deps.audit.writeAlone(deps.db, entry);
+      state.written = true;
+      return payload;
+    } catch (error) {
+      state.failed = true;
+      request.log.error({ err: error }, 'audit write failed; answer withheld');
+      reply.code(503).header('retry-after', '1').type('application/json; charset=utf-8');
+      reply.removeHeader('location');
+      reply.removeHeader('idempotent-replayed');
+      return JSON.stringify(
+        problemOf(
+          new AppError('service_unavailable', 'The request could not be recorded in the audit log; nothing was done. Retry shortly.'),
+          request.id,
+          deps.config.errorsDocUrl,
+        ),
+      );
+    }
+  });
+
+  for (const route of routes) registerApiRoute(app, deps, route);
+}
+
+async function limitOrRefuse(deps: Deps, reply: FastifyReply, key: string, perMinute: number): Promise<void> {
+  const state = await deps.rateLimits.consume(key, perMinute);
+  reply.headers(rateLimitHeaders(state));
+  if (!state.allowed) {
+    throw new AppError('rate_limited', `Too many requests; wait ${state.retryAfterSeconds} seconds.`, {
+      headers: { 'retry-after': String(state.retryAfterSeconds) },
+    });
+  }
+}
+
+function problemCodeOf(payload: unknown): string | null {
+  if (typeof payload !== 'string') return null;
+  const match = /"code":"([a-z_]+)"/.exec(payload);
+  return match?.[1] ?? null;
+}
+

@@ -1,0 +1,61 @@
+// Owns paging cursors: an opaque, signed token naming the last record of a page (keyset paging), bound
+// to the list and its filters. Anything not issued for this list and these filters is invalid_cursor.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import { AppError } from './errors.ts';
+
+export type CursorPosition = Array<string | number>;
+
+export class CursorCodec {
+  readonly #secret: Buffer;
+
+  constructor(secretHex: string) {
+    this.#secret = Buffer.from(secretHex, 'hex');
+  }
+
+  #sign(list: string, filters: object, payload: string): Buffer {
+    return createHmac('sha256', this.#secret)
+      .update(`${list}\u0000${canonicalize(filters) ?? ''}\u0000${payload}`)
+      .digest()
+      .subarray(0, 16);
+  }
+
+  encode(list: string, filters: object, position: CursorPosition): string {
+    const payload = Buffer.from(JSON.stringify(position)).toString('base64url');
+    return `${payload}.${this.#sign(list, filters, payload).toString('base64url')}`;
+  }
+
+  decode(list: string, filters: object, cursor: string): CursorPosition {
+    const refuse = () =>
+      new AppError('invalid_cursor', 'The cursor was not issued for this list and these filters; start from the first page.', {
+        errors: [{ field: 'cursor', code: 'invalid', message: 'cursor was not issued for this list and these filters' }],
+      });
+    const [payload, signature, extra] = cursor.split('.');
+    if (!payload || !signature || extra !== undefined) throw refuse();
+    const expected = this.#sign(list, filters, payload);
+    const given = Buffer.from(signature, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw refuse();
+    const position: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    if (!Array.isArray(position)) throw refuse();
+    return position as CursorPosition;
+  }
+}
+
+/** Cuts a fetched page (limit + 1 rows) to size and builds the list answer. */
+export function pageOf<Row, Item>(
+  rows: Row[],
+  limit: number,
+  toItem: (row: Row) => Item,
+  positionOf: (row: Row) => CursorPosition,
+  makeCursor: (position: CursorPosition) => string,
+): { object: 'list'; data: Item[]; hasMore: boolean; nextCursor: string | null } {
+  const hasMore = rows.length > limit;
+  const pageRows = hasMore ? rows.slice(0, limit) : rows;
+  const last = pageRows[pageRows.length - 1];
+  return {
+    object: 'list',
+    data: pageRows.map(toItem),
+    hasMore,
+    nextCursor: hasMore && last !== undefined ? makeCursor(positionOf(last)) : null,
+  };
+}

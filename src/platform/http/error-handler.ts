@@ -1,0 +1,67 @@
+// Owns turning anything thrown while answering into a Problem: our AppErrors as they are, Fastify's
+// own refusals (validation, body size, media type, bad JSON) by their kind, a lost database or audit
+// log as 503 with Retry-After, and everything else as a 500 that reveals nothing.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AuditUnavailableError } from '../../audit/audit.ts';
+import { LeaseLostError } from '../../idempotency/idempotency-store.ts';
+import { isDatabaseUnavailable } from '../db/transaction.ts';
+import { AppError, fieldErrors, invalidParameters, problemOf } from './errors.ts';
+import { toFieldErrors } from './validation.ts';
+
+function toAppError(error: FastifyError | Error, request: FastifyRequest): AppError {
+  if (error instanceof AppError) return error;
+  const fe = error as FastifyError;
+  if (fe.validation) {
+    const part = (fe.validationContext ?? 'body') as 'body' | 'querystring' | 'params' | 'headers';
+    const errors = toFieldErrors(fe.validation as never, part);
+    if (part === 'body') return fieldErrors(errors);
+    if (part === 'params') return new AppError('not_found', 'No such record in this practice.');
+    return invalidParameters(errors);
+  }
+  if (error instanceof AuditUnavailableError || isDatabaseUnavailable(error)) {
+    request.auditState && (request.auditState.failed = true);
+    return new AppError(
+      'service_unavailable',
+      error instanceof AuditUnavailableError
+        ? 'The request could not be recorded in the audit log; nothing was done. Retry shortly.'
+        : 'The database is unavailable; nothing was done. Retry shortly.',
+      { headers: { 'retry-after': error instanceof AuditUnavailableError ? '1' : '2' } },
+    );
+  }
+  if (error instanceof LeaseLostError) {
+    return new AppError('conflict', 'Another attempt with this Idempotency-Key took over; retry with the same key.');
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'The body is larger than 256 KB.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return invalidParameters([
+        { field: 'Content-Length', code: 'invalid', message: 'Content-Length does not match the body' },
+      ]);
+  }
+  if (fe.statusCode === 400 || error instanceof SyntaxError) {
+    return new AppError('invalid_request', 'The body is not valid JSON.', {
+      errors: [{ field: 'body', code: 'invalid', message: 'body is not valid JSON' }],
+    });
+  }
+  if (fe.statusCode === 413) return new AppError('payload_too_large', 'The body is larger than 256 KB.');
+  if (fe.statusCode === 415) {
+    return new AppError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
+  }
+  return new AppError('internal_error', 'Something failed on our side. Quote the requestId when you report it.');
+}
+
+export function installErrorHandler(app: FastifyInstance, errorsDocUrl: string): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const appError = toAppError(error, request);
+    if (appError.code === 'internal_error') {
+      request.log.error({ err: error }, 'unhandled error');
+    } else if (appError.code === 'service_unavailable') {
+      request.log.warn({ err: error }, 'answered 503');
+    }
+    reply.code(appError.status).headers(appError.headers).type('application/json; charset=utf-8');
+    return reply.send(JSON.stringify(problemOf(appError, request.id, errorsDocUrl)));
+  });
+}

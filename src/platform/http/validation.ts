@@ -1,0 +1,104 @@
+// Owns request validation: ajv compiles each route's schemas (body without type coercion, query,
+// params and headers with it), reports every error at once, and the errors become FieldErrors
+// with dotted paths.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FieldError } from './errors.ts';
+
+// ajv-formats is published as CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+function makeAjv(coerceTypes: boolean | 'array'): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    coerceTypes,
+    useDefaults: true,
+    removeAdditional: false,
+    strict: false,
+    messages: true,
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+const bodyAjv = makeAjv(false);
+const otherAjv = makeAjv('array');
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : otherAjv;
+  return ajv.compile(schema as object) as ValidateFunction;
+};
+
+/** Compiles a body schema for use outside routes (for example to validate a merged patch). */
+export function compileBodyValidator(schema: object): ValidateFunction {
+  return bodyAjv.compile(schema);
+}
+
+function pathOf(instancePath: string): string[] {
+  if (instancePath === '') return [];
+  return instancePath
+    .slice(1)
+    .split('/')
+    .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
+}
+
+function describe(error: ErrorObject): string {
+  switch (error.keyword) {
+    case 'type':
+      return `must be ${String((error.params as { type: string | string[] }).type).replace(',', ' or ')}`;
+    case 'format':
+      return (error.params as { format: string }).format === 'date'
+        ? 'must be a real calendar date, YYYY-MM-DD'
+        : `must be a valid ${(error.params as { format: string }).format}`;
+    case 'additionalProperties':
+      return 'is not a known field';
+    case 'enum':
+      return `must be one of ${((error.params as { allowedValues: unknown[] }).allowedValues ?? []).filter((v) => v !== null).join(', ')}`;
+    default:
+      return error.message ?? 'is invalid';
+  }
+}
+
+/**
+ * Turns ajv errors into one FieldError per field. `prefix` is used for the root of non-body parts;
+ * header names are reported as sent (`Idempotency-Key`).
+ */
+export function toFieldErrors(errors: ErrorObject[], part: 'body' | 'querystring' | 'params' | 'headers'): FieldError[] {
+  const byField = new Map<string, FieldError>();
+  const unionPaths = new Set(
+    errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => e.instancePath),
+  );
+  for (const error of errors) {
+    let segments = pathOf(error.instancePath);
+    let code: FieldError['code'] = 'invalid';
+    let message = describe(error);
+    if (error.keyword === 'required') {
+      segments = [...segments, (error.params as { missingProperty: string }).missingProperty];
+      code = 'required';
+      message = 'is required';
+    } else if (error.keyword === 'additionalProperties') {
+      segments = [...segments, (error.params as { additionalProperty: string }).additionalProperty];
+    } else if (unionPaths.has(error.instancePath) && error.keyword !== 'anyOf' && error.keyword !== 'oneOf') {
+      // A branch of a union failed; the union's own error speaks for the field.
+      continue;
+    } else if (error.keyword === 'anyOf' || error.keyword === 'oneOf') {
+      message = 'does not match any allowed shape';
+    }
+    let field = segments.join('.');
+    if (part === 'headers') field = headerName(field);
+    if (field === '') field = part === 'body' ? 'body' : part;
+    const existing = byField.get(field);
+    if (!existing || (existing.code !== 'required' && code === 'required')) {
+      byField.set(field, { field, code, message: `${field} ${message}` });
+    }
+  }
+  return [...byField.values()];
+}
+
+function headerName(lower: string): string {
+  return lower
+    .split('-')
+    .map((p) => (p.length > 0 ? p[0]!.toUpperCase() + p.slice(1) : p))
+    .join('-');
+}
