@@ -40,7 +40,8 @@ export async function enableTenantSecurity(
 ): Promise<void> {
   const column = options.column ?? 'practice_id';
   const operatorPrivileges =
-    options.operatorPrivileges ?? (table === 'audit_events' ? 'SELECT, INSERT' : 'SELECT, INSERT, UPDATE, DELETE');
+    options.operatorPrivileges ??
+    (table === 'audit_events' ? 'SELECT, INSERT' : 'SELECT, INSERT, UPDATE, DELETE');
   await runScript(
     db,
     `

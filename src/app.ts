@@ -10,11 +10,11 @@ import type { Deps } from './deps.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
 import { openApiInfo } from './docs/openapi-info.ts';
 import { patientRoutes } from './patients/routes.ts';
-import { randomToken } from './platform/ids.ts';
 import { registerApiScope } from './platform/http/api-scope.ts';
 import { installErrorHandler } from './platform/http/error-handler.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
+import { randomToken } from './platform/ids.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 
@@ -31,7 +31,10 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   return {
     level,
     // Keys, tokens and anything a client sent are never logged; request lines carry no query string.
-    redact: { paths: ['req.headers.authorization', 'headers.authorization', 'key', 'secret'], censor: '[redacted]' },
+    redact: {
+      paths: ['req.headers.authorization', 'headers.authorization', 'key', 'secret'],
+      censor: '[redacted]',
+    },
     serializers: {
       req: (req: { method: string; routeOptions?: { url?: string }; url: string; id: string }) => ({
         method: req.method,

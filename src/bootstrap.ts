@@ -1,16 +1,20 @@
 // Owns assembling the running service from a Config: open the database (PostgreSQL or embedded),
 // migrate it, and build the dependencies every module receives.
 import type { Kysely } from 'kysely';
-import { AuditLog, type AuditFault } from './audit/audit.ts';
+import { type AuditFault, AuditLog } from './audit/audit.ts';
 import type { Config } from './config.ts';
 import type { Deps } from './deps.ts';
+import { InFlightRequests } from './idempotency/in-flight.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import { CursorCodec } from './platform/http/cursor.ts';
 import { RateLimits } from './platform/http/rate-limit.ts';
 
-export async function openConfiguredDatabase(config: Config, applicationName = 'practice-billing'): Promise<Database> {
+export async function openConfiguredDatabase(
+  config: Config,
+  applicationName = 'practice-billing',
+): Promise<Database> {
   if (config.databaseUrl) {
     return openPostgres({
       url: config.databaseUrl,
@@ -24,8 +28,16 @@ export async function openConfiguredDatabase(config: Config, applicationName = '
 
 /** Migrates with the owner connection (MIGRATION_DATABASE_URL, else the service's own). */
 export async function migrateConfigured(config: Config, db: Database): Promise<string[]> {
-  if (db.kind === 'postgres' && config.migrationDatabaseUrl && config.migrationDatabaseUrl !== config.databaseUrl) {
-    const owner = openPostgres({ url: config.migrationDatabaseUrl, poolSize: 1, statementTimeoutMs: 600_000 });
+  if (
+    db.kind === 'postgres' &&
+    config.migrationDatabaseUrl &&
+    config.migrationDatabaseUrl !== config.databaseUrl
+  ) {
+    const owner = openPostgres({
+      url: config.migrationDatabaseUrl,
+      poolSize: 1,
+      statementTimeoutMs: 600_000,
+    });
     try {
       return await migrateToLatest(owner.kysely as unknown as Kysely<unknown>);
     } finally {
@@ -56,5 +68,6 @@ export async function buildDeps(
     cursors: new CursorCodec(await loadCursorSecret(db)),
     audit: new AuditLog(options.auditFault),
     rateLimits: new RateLimits(),
+    inFlight: new InFlightRequests(),
   };
 }

@@ -1,6 +1,7 @@
 // The dependencies every module receives, built once in main.ts (or by the test harness).
 import type { AuditLog } from './audit/audit.ts';
 import type { Config } from './config.ts';
+import type { InFlightRequests } from './idempotency/in-flight.ts';
 import type { Clock } from './platform/clock.ts';
 import type { Database } from './platform/db/database.ts';
 import type { CursorCodec } from './platform/http/cursor.ts';
@@ -13,4 +14,5 @@ export interface Deps {
   cursors: CursorCodec;
   audit: AuditLog;
   rateLimits: RateLimits;
+  inFlight: InFlightRequests;
 }

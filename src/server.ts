@@ -57,7 +57,11 @@ export async function runService(config: Config, options: RunOptions): Promise<v
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-function printSandbox(base: string, config: Config, sandbox: NonNullable<Awaited<ReturnType<typeof ensureSandbox>>>) {
+function printSandbox(
+  base: string,
+  config: Config,
+  sandbox: NonNullable<Awaited<ReturnType<typeof ensureSandbox>>>,
+) {
   const lines = [
     '',
     'Practice Billing sandbox is running (embedded database; for trying out, not for production data).',

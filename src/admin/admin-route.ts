@@ -1,6 +1,6 @@
 // Owns how an operator (admin API) operation is declared and run: bearer ADMIN_TOKEN, the handler in
 // one operator transaction that sees every practice, and an audit row in the practice it touched.
-import { timingSafeEqual, createHash } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Static, TSchema } from 'typebox';
 import type { Deps } from '../deps.ts';
@@ -51,7 +51,12 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
-export function registerAdminScope(app: FastifyInstance, deps: Deps, adminToken: string, routes: AnyAdminRoute[]) {
+export function registerAdminScope(
+  app: FastifyInstance,
+  deps: Deps,
+  adminToken: string,
+  routes: AnyAdminRoute[],
+) {
   const expected = digest(adminToken);
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');

@@ -40,7 +40,10 @@ export const adminRoutes = [
     response: Practice,
     handler: async ({ trx, body, now }) => {
       const row = await admin.createPractice(trx, body, now);
-      return { body: admin.practiceOf(row), audit: { practiceId: row.id, resourceType: 'practice', resourceId: row.id } };
+      return {
+        body: admin.practiceOf(row),
+        audit: { practiceId: row.id, resourceType: 'practice', resourceId: row.id },
+      };
     },
   }),
   defineAdminRoute({
@@ -60,7 +63,9 @@ export const adminRoutes = [
     params: PracticeParam,
     successStatus: 200,
     response: Practice,
-    handler: async ({ trx, params }) => ({ body: admin.practiceOf(await admin.getPractice(trx, params.practiceId)) }),
+    handler: async ({ trx, params }) => ({
+      body: admin.practiceOf(await admin.getPractice(trx, params.practiceId)),
+    }),
   }),
   defineAdminRoute({
     method: 'PUT',
@@ -74,7 +79,10 @@ export const adminRoutes = [
     response: Practice,
     handler: async ({ trx, params, body, now }) => {
       const row = await admin.setIntegrations(trx, params.practiceId, body.enabled, now);
-      return { body: admin.practiceOf(row), audit: { practiceId: row.id, resourceType: 'practice', resourceId: row.id } };
+      return {
+        body: admin.practiceOf(row),
+        audit: { practiceId: row.id, resourceType: 'practice', resourceId: row.id },
+      };
     },
   }),
   defineAdminRoute({
@@ -112,14 +120,18 @@ export const adminRoutes = [
     url: '/practices/:practiceId/clients',
     operationId: 'adminCreateClient',
     summary: 'Create an integration client',
-    description: 'Permissions are `RESOURCE:ACTION` names; `allowedIps` (IPv4/IPv6 addresses or CIDR ranges) empty means any address.',
+    description:
+      'Permissions are `RESOURCE:ACTION` names; `allowedIps` (IPv4/IPv6 addresses or CIDR ranges) empty means any address.',
     params: PracticeParam,
     body: ClientRequest,
     successStatus: 201,
     response: Client,
     handler: async ({ trx, params, body, now }) => {
       const row = await admin.createClient(trx, params.practiceId, body, now);
-      return { body: admin.clientOf(row), audit: { practiceId: row.practice_id, resourceType: 'client', resourceId: row.id } };
+      return {
+        body: admin.clientOf(row),
+        audit: { practiceId: row.practice_id, resourceType: 'client', resourceId: row.id },
+      };
     },
   }),
   defineAdminRoute({
@@ -130,7 +142,9 @@ export const adminRoutes = [
     params: PracticeParam,
     successStatus: 200,
     response: ClientList,
-    handler: async ({ trx, params }) => ({ body: list((await admin.listClients(trx, params.practiceId)).map(admin.clientOf)) }),
+    handler: async ({ trx, params }) => ({
+      body: list((await admin.listClients(trx, params.practiceId)).map(admin.clientOf)),
+    }),
   }),
   defineAdminRoute({
     method: 'GET',
@@ -140,21 +154,27 @@ export const adminRoutes = [
     params: ClientParam,
     successStatus: 200,
     response: Client,
-    handler: async ({ trx, params }) => ({ body: admin.clientOf(await admin.getClient(trx, params.clientId)) }),
+    handler: async ({ trx, params }) => ({
+      body: admin.clientOf(await admin.getClient(trx, params.clientId)),
+    }),
   }),
   defineAdminRoute({
     method: 'PUT',
     url: '/clients/:clientId',
     operationId: 'adminReplaceClient',
     summary: 'Replace an integration client',
-    description: 'Full replacement of name, permissions, allowedIps and rateLimitPerMinute; fields left out are cleared.',
+    description:
+      'Full replacement of name, permissions, allowedIps and rateLimitPerMinute; fields left out are cleared.',
     params: ClientParam,
     body: ClientRequest,
     successStatus: 200,
     response: Client,
     handler: async ({ trx, params, body, now }) => {
       const row = await admin.replaceClient(trx, params.clientId, body, now);
-      return { body: admin.clientOf(row), audit: { practiceId: row.practice_id, resourceType: 'client', resourceId: row.id } };
+      return {
+        body: admin.clientOf(row),
+        audit: { practiceId: row.practice_id, resourceType: 'client', resourceId: row.id },
+      };
     },
   }),
   ...(['suspend', 'resume'] as const).map((action) =>
@@ -162,13 +182,19 @@ export const adminRoutes = [
       method: 'POST',
       url: `/clients/:clientId/${action}`,
       operationId: action === 'suspend' ? 'adminSuspendClient' : 'adminResumeClient',
-      summary: action === 'suspend' ? 'Suspend an integration client (its keys answer 401)' : 'Resume a suspended client',
+      summary:
+        action === 'suspend'
+          ? 'Suspend an integration client (its keys answer 401)'
+          : 'Resume a suspended client',
       params: ClientParam,
       successStatus: 200,
       response: Client,
       handler: async ({ trx, params, now }) => {
         const row = await admin.setClientSuspended(trx, params.clientId, action === 'suspend', now);
-        return { body: admin.clientOf(row), audit: { practiceId: row.practice_id, resourceType: 'client', resourceId: row.id } };
+        return {
+          body: admin.clientOf(row),
+          audit: { practiceId: row.practice_id, resourceType: 'client', resourceId: row.id },
+        };
       },
     }),
   ),
@@ -184,7 +210,10 @@ export const adminRoutes = [
     response: ApiKey,
     handler: async ({ trx, params, body, now }) => {
       const { row, key } = await admin.issueKey(trx, params.clientId, body?.expiresAt, now);
-      return { body: admin.apiKeyOf(row, key), audit: { practiceId: row.practice_id, resourceType: 'api_key', resourceId: row.id } };
+      return {
+        body: admin.apiKeyOf(row, key),
+        audit: { practiceId: row.practice_id, resourceType: 'api_key', resourceId: row.id },
+      };
     },
   }),
   defineAdminRoute({
@@ -209,7 +238,10 @@ export const adminRoutes = [
     response: ApiKey,
     handler: async ({ trx, params, now }) => {
       const row = await admin.revokeKey(trx, params.keyId, now);
-      return { body: admin.apiKeyOf(row), audit: { practiceId: row.practice_id, resourceType: 'api_key', resourceId: row.id } };
+      return {
+        body: admin.apiKeyOf(row),
+        audit: { practiceId: row.practice_id, resourceType: 'api_key', resourceId: row.id },
+      };
     },
   }),
   defineAdminRoute({

@@ -29,11 +29,17 @@ function readCredentials(dataDir: string): Partial<SandboxCredentials> | undefin
 }
 
 function writeCredentials(dataDir: string, credentials: SandboxCredentials): void {
-  fs.writeFileSync(path.join(dataDir, FILE_NAME), `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+  fs.writeFileSync(path.join(dataDir, FILE_NAME), `${JSON.stringify(credentials, null, 2)}\n`, {
+    mode: 0o600,
+  });
 }
 
 /** Seeds the demo practice once; later starts find it and reuse the stored credentials. */
-export async function ensureSandbox(db: Database, dataDir: string, adminTokenFromEnv: string | undefined): Promise<SandboxCredentials> {
+export async function ensureSandbox(
+  db: Database,
+  dataDir: string,
+  adminTokenFromEnv: string | undefined,
+): Promise<SandboxCredentials> {
   const stored = readCredentials(dataDir);
   const adminToken = adminTokenFromEnv ?? stored?.adminToken ?? `adm_${randomToken(32)}`;
   if (stored?.practiceId && stored.apiKey && stored.clientId && stored.practitionerId) {
@@ -55,9 +61,20 @@ export async function ensureSandbox(db: Database, dataDir: string, adminTokenFro
       { name: 'Dr Thandi Nkosi', registrationNumber: 'MP0123456' },
       now,
     );
-    const client = await createClient(trx, practice.id, { name: 'Sandbox integration', permissions: [...PERMISSIONS] }, now);
+    const client = await createClient(
+      trx,
+      practice.id,
+      { name: 'Sandbox integration', permissions: [...PERMISSIONS] },
+      now,
+    );
     const { key } = await issueKey(trx, client.id, null, now);
-    return { adminToken, practiceId: practice.id, practitionerId: practitioner.id, clientId: client.id, apiKey: key };
+    return {
+      adminToken,
+      practiceId: practice.id,
+      practitionerId: practitioner.id,
+      clientId: client.id,
+      apiKey: key,
+    };
   });
   writeCredentials(dataDir, credentials);
   return credentials;

@@ -8,9 +8,16 @@ const Text = (max: number) => Type.String({ minLength: 1, maxLength: max });
 export const PracticeRequest = Type.Object(
   {
     name: Text(200),
-    currency: Type.Optional(Type.String({ pattern: '^[A-Z]{3}$', default: 'ZAR', description: 'ISO 4217; default ZAR.' })),
+    currency: Type.Optional(
+      Type.String({ pattern: '^[A-Z]{3}$', default: 'ZAR', description: 'ISO 4217; default ZAR.' }),
+    ),
     timezone: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 64, default: 'Africa/Johannesburg', description: 'IANA time zone.' }),
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        default: 'Africa/Johannesburg',
+        description: 'IANA time zone.',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -61,9 +68,12 @@ export const ClientRequest = Type.Object(
     name: Text(200),
     permissions: Type.Array(Enum(PERMISSIONS), { maxItems: PERMISSIONS.length, uniqueItems: true }),
     allowedIps: Type.Optional(
-      Type.Array(Type.String({ minLength: 2, maxLength: 64, description: 'IPv4 or IPv6 address or CIDR range.' }), {
-        maxItems: 100,
-      }),
+      Type.Array(
+        Type.String({ minLength: 2, maxLength: 64, description: 'IPv4 or IPv6 address or CIDR range.' }),
+        {
+          maxItems: 100,
+        },
+      ),
     ),
     rateLimitPerMinute: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 10_000_000 }))),
   },
@@ -93,7 +103,9 @@ export const ApiKey = Type.Object({
   id: Type.String(),
   clientId: Type.String(),
   practiceId: Type.String(),
-  key: Type.Optional(Type.String({ description: 'The key itself: shown only in the answer that issues it.' })),
+  key: Type.Optional(
+    Type.String({ description: 'The key itself: shown only in the answer that issues it.' }),
+  ),
   expiresAt: Nullable(Type.String({ format: 'date-time' })),
   revokedAt: Nullable(Type.String({ format: 'date-time' })),
   createdAt: Type.String({ format: 'date-time' }),

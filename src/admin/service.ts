@@ -51,11 +51,20 @@ function isTimeZone(value: string): boolean {
 export async function createPractice(trx: Trx, request: Static<typeof PracticeRequest>, now: Date) {
   const timezone = request.timezone ?? 'Africa/Johannesburg';
   if (!isTimeZone(timezone)) {
-    throw fieldErrors([{ field: 'timezone', code: 'invalid', message: 'timezone must be an IANA time zone' }]);
+    throw fieldErrors([
+      { field: 'timezone', code: 'invalid', message: 'timezone must be an IANA time zone' },
+    ]);
   }
   return trx
     .insertInto('practices')
-    .values({ id: newId('practice'), name: request.name, currency: request.currency ?? 'ZAR', timezone, created_at: now, updated_at: now })
+    .values({
+      id: newId('practice'),
+      name: request.name,
+      currency: request.currency ?? 'ZAR',
+      timezone,
+      created_at: now,
+      updated_at: now,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -150,14 +159,23 @@ function checkAllowedIps(allowedIps: string[] | undefined): string[] {
   const errors: FieldError[] = [];
   (allowedIps ?? []).forEach((value, index) => {
     if (!isValidCidr(value)) {
-      errors.push({ field: `allowedIps.${index}`, code: 'invalid', message: `allowedIps.${index} must be an IP address or CIDR range` });
+      errors.push({
+        field: `allowedIps.${index}`,
+        code: 'invalid',
+        message: `allowedIps.${index} must be an IP address or CIDR range`,
+      });
     }
   });
   if (errors.length > 0) throw fieldErrors(errors);
   return allowedIps ?? [];
 }
 
-export async function createClient(trx: Trx, practiceId: string, request: Static<typeof ClientRequest>, now: Date) {
+export async function createClient(
+  trx: Trx,
+  practiceId: string,
+  request: Static<typeof ClientRequest>,
+  now: Date,
+) {
   const allowedIps = checkAllowedIps(request.allowedIps);
   await getPractice(trx, practiceId);
   return trx
@@ -184,10 +202,21 @@ export async function getClient(trx: Trx, clientId: string) {
 
 export async function listClients(trx: Trx, practiceId: string) {
   await getPractice(trx, practiceId);
-  return trx.selectFrom('clients').selectAll().where('practice_id', '=', practiceId).orderBy('created_at').orderBy('id').execute();
+  return trx
+    .selectFrom('clients')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
 }
 
-export async function replaceClient(trx: Trx, clientId: string, request: Static<typeof ClientRequest>, now: Date) {
+export async function replaceClient(
+  trx: Trx,
+  clientId: string,
+  request: Static<typeof ClientRequest>,
+  now: Date,
+) {
   const allowedIps = checkAllowedIps(request.allowedIps);
   const client = await getClient(trx, clientId);
   return trx
@@ -298,7 +327,12 @@ export function auditEventOf(row: Selectable<AuditEventsTable>): Static<typeof A
 }
 
 /** Newest first; `beforeId` is the keyset position of the previous page's last row. */
-export async function listAuditEvents(trx: Trx, practiceId: string, limit: number, beforeId: number | undefined) {
+export async function listAuditEvents(
+  trx: Trx,
+  practiceId: string,
+  limit: number,
+  beforeId: number | undefined,
+) {
   await getPractice(trx, practiceId);
   let query = trx
     .selectFrom('audit_events')

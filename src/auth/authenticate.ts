@@ -56,7 +56,9 @@ export async function authenticate(
   const row = await asOperator(db, (trx) =>
     trx
       .selectFrom('api_keys as k')
-      .innerJoin('clients as c', (j) => j.onRef('c.practice_id', '=', 'k.practice_id').onRef('c.id', '=', 'k.client_id'))
+      .innerJoin('clients as c', (j) =>
+        j.onRef('c.practice_id', '=', 'k.practice_id').onRef('c.id', '=', 'k.client_id'),
+      )
       .innerJoin('practices as p', 'p.id', 'k.practice_id')
       .select([
         'k.id as key_id',
@@ -83,9 +85,11 @@ export async function authenticate(
   const known = { practiceId: row.practice_id, clientId: row.client_id, keyId: row.key_id };
   if (!secretOk) return { ok: false, reason: 'wrong_secret', known };
   if (row.revoked_at) return { ok: false, reason: 'revoked_key', known };
-  if (row.expires_at && row.expires_at.getTime() <= now.getTime()) return { ok: false, reason: 'expired_key', known };
+  if (row.expires_at && row.expires_at.getTime() <= now.getTime())
+    return { ok: false, reason: 'expired_key', known };
   if (row.suspended_at) return { ok: false, reason: 'suspended_client', known };
-  if (!isAddressAllowed(sourceAddress, row.allowed_ips)) return { ok: false, reason: 'address_not_allowed', known };
+  if (!isAddressAllowed(sourceAddress, row.allowed_ips))
+    return { ok: false, reason: 'address_not_allowed', known };
 
   return {
     ok: true,

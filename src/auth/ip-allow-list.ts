@@ -26,9 +26,13 @@ export function isAddressAllowed(address: string, allowList: string[]): boolean 
   }
   return allowList.some((entry) => {
     const [range, bits] = parseRange(entry);
-    const normalisedRange = range.kind() === 'ipv6' && (range as ipaddr.IPv6).isIPv4MappedAddress()
-      ? [(range as ipaddr.IPv6).toIPv4Address(), Math.max(0, bits - 96)] as const
-      : ([range, bits] as const);
-    return parsed.kind() === normalisedRange[0].kind() && parsed.match([normalisedRange[0], normalisedRange[1]] as never);
+    const normalisedRange =
+      range.kind() === 'ipv6' && (range as ipaddr.IPv6).isIPv4MappedAddress()
+        ? ([(range as ipaddr.IPv6).toIPv4Address(), Math.max(0, bits - 96)] as const)
+        : ([range, bits] as const);
+    return (
+      parsed.kind() === normalisedRange[0].kind() &&
+      parsed.match([normalisedRange[0], normalisedRange[1]] as never)
+    );
   });
 }

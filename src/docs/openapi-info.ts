@@ -22,13 +22,24 @@ export function openApiInfo(_publicBaseUrl: string) {
     },
     components: {
       securitySchemes: {
-        apiKey: { type: 'http' as const, scheme: 'bearer', description: 'An API key of an integration client (`pbk_...`).' },
-        adminToken: { type: 'http' as const, scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN).' },
+        apiKey: {
+          type: 'http' as const,
+          scheme: 'bearer',
+          description: 'An API key of an integration client (`pbk_...`).',
+        },
+        adminToken: {
+          type: 'http' as const,
+          scheme: 'bearer',
+          description: 'The operator token (ADMIN_TOKEN).',
+        },
       },
     },
     tags: [
       { name: 'Patients', description: "Register, find, read and correct a practice's patients." },
-      { name: 'Admin', description: 'Operator API: practices, practitioners, clients, keys and the audit log.' },
+      {
+        name: 'Admin',
+        description: 'Operator API: practices, practitioners, clients, keys and the audit log.',
+      },
     ],
   };
 }

@@ -92,7 +92,9 @@ export async function completeKey(trx: Trx, claim: Claim, answer: StoredAnswer):
     .where('state', '=', 'running')
     .executeTakeFirst();
   if (result.numUpdatedRows !== 1n) {
-    throw new LeaseLostError('The Idempotency-Key lease ran out and was taken over before the work committed');
+    throw new LeaseLostError(
+      'The Idempotency-Key lease ran out and was taken over before the work committed',
+    );
   }
 }
 
@@ -112,6 +114,9 @@ export async function releaseKey(db: Database, claim: Claim): Promise<void> {
 
 /** Deletes keys past their 24 hours; run by the worker. */
 export async function purgeExpiredKeys(trx: Trx): Promise<number> {
-  const result = await trx.deleteFrom('idempotency_keys').where('expires_at', '<=', new Date()).executeTakeFirst();
+  const result = await trx
+    .deleteFrom('idempotency_keys')
+    .where('expires_at', '<=', new Date())
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

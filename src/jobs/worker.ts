@@ -23,7 +23,11 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
-export function startWorker(db: Database, log: FastifyBaseLogger, tasks: PeriodicTask[] = periodicTasks): Worker {
+export function startWorker(
+  db: Database,
+  log: FastifyBaseLogger,
+  tasks: PeriodicTask[] = periodicTasks,
+): Worker {
   let stopped = false;
   const running = new Set<Promise<unknown>>();
   const timers = tasks.map((task) => {

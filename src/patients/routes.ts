@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { dateIn } from '../platform/clock.ts';
 import { defineApiRoute } from '../platform/http/api-route.ts';
 import { IdParam } from '../platform/http/schema.ts';
-import { PatientList, Patient, PatientPatch, PatientRequest } from './schemas.ts';
+import { Patient, PatientList, PatientPatch, PatientRequest } from './schemas.ts';
 import { findByExternalId, patchPatient, patientOf, readPatient, registerPatient } from './service.ts';
 
 const PatientIdParam = IdParam('patientId', 'Patient id (`pat_...`).');
@@ -26,7 +26,11 @@ export const patientRoutes = [
     errorStatuses: [400, 401, 403, 409, 413, 415, 422, 429, 500, 503],
     handler: async ({ trx, practiceId, body, now, auth }) => {
       const row = await registerPatient(trx, practiceId, body, now, dateIn(auth.practice.timezone, now));
-      return { body: patientOf(row), location: `/api/v1/patients/${row.id}`, resource: { id: row.id, patientId: row.id } };
+      return {
+        body: patientOf(row),
+        location: `/api/v1/patients/${row.id}`,
+        resource: { id: row.id, patientId: row.id },
+      };
     },
   }),
   defineApiRoute({
@@ -51,7 +55,8 @@ export const patientRoutes = [
     url: '/patients',
     operationId: 'findPatients',
     summary: "Find patients by the practice's own number",
-    description: 'Answers every patient with this externalId in one page: `hasMore` is false and `nextCursor` null.',
+    description:
+      'Answers every patient with this externalId in one page: `hasMore` is false and `nextCursor` null.',
     tag: 'Patients',
     permission: 'PATIENTS:READ',
     resourceType: 'patient',
@@ -90,7 +95,14 @@ export const patientRoutes = [
     response: Patient,
     errorStatuses: [400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503],
     handler: async ({ trx, practiceId, params, body, now, auth }) => {
-      const row = await patchPatient(trx, practiceId, params.patientId, body, now, dateIn(auth.practice.timezone, now));
+      const row = await patchPatient(
+        trx,
+        practiceId,
+        params.patientId,
+        body,
+        now,
+        dateIn(auth.practice.timezone, now),
+      );
       return { body: patientOf(row), resource: { id: row.id, patientId: row.id } };
     },
   }),

@@ -17,7 +17,10 @@ const Identifier = Type.Object(
     type: Text(50),
     value: Text(100),
   },
-  { additionalProperties: false, description: 'An identity document or other number, e.g. type `national_id`.' },
+  {
+    additionalProperties: false,
+    description: 'An identity document or other number, e.g. type `national_id`.',
+  },
 );
 
 const ExternalId = Type.Object(
@@ -26,7 +29,7 @@ const ExternalId = Type.Object(
       minLength: 1,
       maxLength: 255,
       format: 'uri',
-      description: "A URI chosen by the caller naming its own numbering system (e.g. `urn:acme:mrn`).",
+      description: 'A URI chosen by the caller naming its own numbering system (e.g. `urn:acme:mrn`).',
     }),
     value: Type.String({ minLength: 1, maxLength: 100, description: "The practice's own patient number." }),
   },
@@ -89,7 +92,10 @@ export const PatientPatch = Type.Object(
     externalId: Type.Optional(
       Nullable(
         Type.Object(
-          { system: Type.Optional(ExternalId.properties.system), value: Type.Optional(ExternalId.properties.value) },
+          {
+            system: Type.Optional(ExternalId.properties.system),
+            value: Type.Optional(ExternalId.properties.value),
+          },
           { additionalProperties: false },
         ),
       ),

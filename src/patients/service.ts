@@ -1,8 +1,9 @@
 // Owns the rules for patients: registration with a unique practice number (externalId), reading,
 // finding by that number, and correcting demographics with a JSON merge patch.
+
+import { isUniqueViolation, type Trx } from '../platform/db/transaction.ts';
 import { AppError, type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { compileBodyValidator, toFieldErrors } from '../platform/http/validation.ts';
-import { isUniqueViolation, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 import { applyMergePatch } from './merge-patch.ts';
 import { type Patient, type PatientPatch, PatientRequest } from './schemas.ts';
@@ -76,10 +77,15 @@ function checkRules(request: PatientRequest, today: string): void {
   if (errors.length > 0) throw fieldErrors(errors);
 }
 
-async function refuseDuplicate(trx: Trx, practiceId: string, externalId: { system: string; value: string }, selfId?: string) {
-  const existing = (await findPatientsByExternalId(trx, practiceId, externalId.system, externalId.value)).find(
-    (p) => p.id !== selfId,
-  );
+async function refuseDuplicate(
+  trx: Trx,
+  practiceId: string,
+  externalId: { system: string; value: string },
+  selfId?: string,
+) {
+  const existing = (
+    await findPatientsByExternalId(trx, practiceId, externalId.system, externalId.value)
+  ).find((p) => p.id !== selfId);
   if (existing) {
     throw new AppError(
       'duplicate',

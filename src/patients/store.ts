@@ -32,18 +32,33 @@ function columnsOf(values: PatientValues) {
   };
 }
 
-export async function insertPatient(trx: Trx, practiceId: string, id: string, values: PatientValues, now: Date) {
+export async function insertPatient(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  values: PatientValues,
+  now: Date,
+) {
   return trx
     .insertInto('patients')
     .values({ practice_id: practiceId, id, ...columnsOf(values), created_at: now, updated_at: now })
     .onConflict((oc) =>
-      oc.columns(['practice_id', 'external_system', 'external_value']).where('external_system', 'is not', null).doNothing(),
+      oc
+        .columns(['practice_id', 'external_system', 'external_value'])
+        .where('external_system', 'is not', null)
+        .doNothing(),
     )
     .returningAll()
     .executeTakeFirst();
 }
 
-export async function updatePatient(trx: Trx, practiceId: string, id: string, values: PatientValues, now: Date) {
+export async function updatePatient(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  values: PatientValues,
+  now: Date,
+) {
   return trx
     .updateTable('patients')
     .set({ ...columnsOf(values), updated_at: now })
@@ -54,7 +69,11 @@ export async function updatePatient(trx: Trx, practiceId: string, id: string, va
 }
 
 export async function findPatient(trx: Trx, practiceId: string, id: string, forUpdate = false) {
-  let query = trx.selectFrom('patients').selectAll().where('practice_id', '=', practiceId).where('id', '=', id);
+  let query = trx
+    .selectFrom('patients')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id);
   if (forUpdate) query = query.forUpdate();
   return query.executeTakeFirst();
 }

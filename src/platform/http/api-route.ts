@@ -87,29 +87,44 @@ function fingerprintOf(request: FastifyRequest): string {
     .digest('hex');
 }
 
+export function headerValue(raw: string | string[] | undefined): string | undefined {
+  return Array.isArray(raw) ? raw[0] : raw;
+}
+
 function readIdempotencyKey(request: FastifyRequest): string {
   const raw = request.headers[IDEMPOTENCY_HEADER];
-  const value = Array.isArray(raw) ? raw[0] : raw;
+  const value = headerValue(raw);
   if (value === undefined || value === '') {
     throw invalidParameters([
-      { field: 'Idempotency-Key', code: 'required', message: 'Idempotency-Key is required on creating operations' },
+      {
+        field: 'Idempotency-Key',
+        code: 'required',
+        message: 'Idempotency-Key is required on creating operations',
+      },
     ]);
   }
   if (value.length > MAX_IDEMPOTENCY_KEY_LENGTH || Array.isArray(raw)) {
     throw invalidParameters([
-      { field: 'Idempotency-Key', code: 'invalid', message: 'Idempotency-Key must be one value of at most 255 characters' },
+      {
+        field: 'Idempotency-Key',
+        code: 'invalid',
+        message: 'Idempotency-Key must be one value of at most 255 characters',
+      },
     ]);
   }
   return value;
 }
 
 function readPerformer(request: FastifyRequest): string | null {
-  const raw = request.headers[PERFORMER_HEADER];
-  const value = Array.isArray(raw) ? raw[0] : raw;
+  const value = headerValue(request.headers[PERFORMER_HEADER]);
   if (value === undefined || value === '') return null;
   if (value.length > 100) {
     throw invalidParameters([
-      { field: 'X-Service-Performer', code: 'invalid', message: 'X-Service-Performer must be a practitioner id' },
+      {
+        field: 'X-Service-Performer',
+        code: 'invalid',
+        message: 'X-Service-Performer must be a practitioner id',
+      },
     ]);
   }
   return value;
@@ -146,7 +161,8 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
     headers[IDEMPOTENCY_HEADER] = {
       type: 'string',
       maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
-      description: 'Required. Unique per request; a retry with the same key and body replays the first answer.',
+      description:
+        'Required. Unique per request; a retry with the same key and body replays the first answer.',
     };
   }
   app.route({
@@ -170,7 +186,10 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
       if (spec.extraPermissions && request.auth) {
         const missing = spec.extraPermissions(request.body).filter((p) => !request.auth?.permissions.has(p));
         if (missing.length > 0) {
-          throw new AppError('forbidden', `This client lacks the permission ${missing.join(', ')} that this request needs.`);
+          throw new AppError(
+            'forbidden',
+            `This client lacks the permission ${missing.join(', ')} that this request needs.`,
+          );
         }
       }
     },
@@ -212,7 +231,10 @@ async function runApiHandler(
       return sendAnswer(reply, { ...answer, body }, true);
     }
     if (claim.kind === 'running') {
-      throw new AppError('conflict', 'A request with this Idempotency-Key is still running. Wait and retry with the same key.');
+      throw new AppError(
+        'conflict',
+        'A request with this Idempotency-Key is still running. Wait and retry with the same key.',
+      );
     }
     if (claim.kind === 'reused') {
       throw new AppError(
@@ -222,6 +244,10 @@ async function runApiHandler(
     }
   }
   const heldClaim = claim?.kind === 'claimed' ? claim.claim : undefined;
+  const leaveInFlight =
+    heldClaim && request.headers.authorization
+      ? deps.inFlight.add(request.headers.authorization, heldClaim.key)
+      : undefined;
 
   try {
     const answer = await inPractice(deps.db, auth.practice.id, async (trx) => {
@@ -245,7 +271,11 @@ async function runApiHandler(
         const answerHeaders: Record<string, string> = {};
         if (result.location) answerHeaders.location = `${deps.config.publicBaseUrl}${result.location}`;
         reply.code(spec.successStatus);
-        answer = { status: spec.successStatus, headers: answerHeaders, body: String(reply.serialize(result.body)) };
+        answer = {
+          status: spec.successStatus,
+          headers: answerHeaders,
+          body: String(reply.serialize(result.body)),
+        };
         state.outcome = 'succeeded';
         if (result.resource) {
           state.resourceId = result.resource.id;
@@ -268,8 +298,11 @@ async function runApiHandler(
     state.written = true;
     return sendAnswer(reply, answer, false);
   } catch (error) {
-    if (heldClaim) await releaseKey(deps.db, heldClaim).catch((e) => request.log.warn({ err: e }, 'releasing key'));
+    if (heldClaim)
+      await releaseKey(deps.db, heldClaim).catch((e) => request.log.warn({ err: e }, 'releasing key'));
     throw error;
+  } finally {
+    leaveInFlight?.();
   }
 }
 

@@ -5,7 +5,14 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { authenticate } from '../../auth/authenticate.ts';
 import type { Permission } from '../../auth/permissions.ts';
 import type { Deps } from '../../deps.ts';
-import { type AnyApiRoute, auditEntryOf, identityOf, registerApiRoute } from './api-route.ts';
+import {
+  type AnyApiRoute,
+  auditEntryOf,
+  headerValue,
+  IDEMPOTENCY_HEADER,
+  identityOf,
+  registerApiRoute,
+} from './api-route.ts';
 import { AppError, problemOf } from './errors.ts';
 import { rateLimitHeaders } from './rate-limit.ts';
 import { freshAuditState } from './request-state.ts';
@@ -19,6 +26,16 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
 
   app.addHook('onRequest', async (request, reply) => {
     request.auditState = freshAuditState();
+    const creates = (request.routeOptions.config as { creates?: boolean }).creates === true;
+    if (
+      creates &&
+      deps.inFlight.has(request.headers.authorization, headerValue(request.headers[IDEMPOTENCY_HEADER]))
+    ) {
+      throw new AppError(
+        'conflict',
+        'A request with this Idempotency-Key is still running. Wait and retry with the same key.',
+      );
+    }
     const now = deps.clock.now();
     const result = await authenticate(deps.db, request.headers.authorization, request.ip, now);
     if (!result.ok) {
@@ -35,11 +52,17 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
       result.auth.rateLimitPerMinute ?? deps.config.rateLimitPerMinute,
     );
     if (!result.auth.practice.integrationsEnabled) {
-      throw new AppError('addon_inactive', "The practice's Integrations add-on is switched off; the practice owner can turn it on.");
+      throw new AppError(
+        'addon_inactive',
+        "The practice's Integrations add-on is switched off; the practice owner can turn it on.",
+      );
     }
     const permission = (request.routeOptions.config as { permission?: Permission }).permission;
     if (permission && !result.auth.permissions.has(permission)) {
-      throw new AppError('forbidden', `This client lacks the permission ${permission} that this operation needs.`);
+      throw new AppError(
+        'forbidden',
+        `This client lacks the permission ${permission} that this operation needs.`,
+      );
     }
   });
 
@@ -65,7 +88,10 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
       reply.removeHeader('idempotent-replayed');
       return JSON.stringify(
         problemOf(
-          new AppError('service_unavailable', 'The request could not be recorded in the audit log; nothing was done. Retry shortly.'),
+          new AppError(
+            'service_unavailable',
+            'The request could not be recorded in the audit log; nothing was done. Retry shortly.',
+          ),
           request.id,
           deps.config.errorsDocUrl,
         ),
@@ -91,4 +117,3 @@ function problemCodeOf(payload: unknown): string | null {
   const match = /"code":"([a-z_]+)"/.exec(payload);
   return match?.[1] ?? null;
 }
-

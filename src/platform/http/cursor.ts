@@ -27,9 +27,19 @@ export class CursorCodec {
 
   decode(list: string, filters: object, cursor: string): CursorPosition {
     const refuse = () =>
-      new AppError('invalid_cursor', 'The cursor was not issued for this list and these filters; start from the first page.', {
-        errors: [{ field: 'cursor', code: 'invalid', message: 'cursor was not issued for this list and these filters' }],
-      });
+      new AppError(
+        'invalid_cursor',
+        'The cursor was not issued for this list and these filters; start from the first page.',
+        {
+          errors: [
+            {
+              field: 'cursor',
+              code: 'invalid',
+              message: 'cursor was not issued for this list and these filters',
+            },
+          ],
+        },
+      );
     const [payload, signature, extra] = cursor.split('.');
     if (!payload || !signature || extra !== undefined) throw refuse();
     const expected = this.#sign(list, filters, payload);

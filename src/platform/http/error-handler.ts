@@ -19,7 +19,7 @@ function toAppError(error: FastifyError | Error, request: FastifyRequest): AppEr
     return invalidParameters(errors);
   }
   if (error instanceof AuditUnavailableError || isDatabaseUnavailable(error)) {
-    request.auditState && (request.auditState.failed = true);
+    if (request.auditState) request.auditState.failed = true;
     return new AppError(
       'service_unavailable',
       error instanceof AuditUnavailableError
@@ -29,13 +29,19 @@ function toAppError(error: FastifyError | Error, request: FastifyRequest): AppEr
     );
   }
   if (error instanceof LeaseLostError) {
-    return new AppError('conflict', 'Another attempt with this Idempotency-Key took over; retry with the same key.');
+    return new AppError(
+      'conflict',
+      'Another attempt with this Idempotency-Key took over; retry with the same key.',
+    );
   }
   switch (fe.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('payload_too_large', 'The body is larger than 256 KB.');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new AppError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
+      return new AppError(
+        'unsupported_media_type',
+        'Send the body as JSON with Content-Type: application/json.',
+      );
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return invalidParameters([
         { field: 'Content-Length', code: 'invalid', message: 'Content-Length does not match the body' },
@@ -48,9 +54,15 @@ function toAppError(error: FastifyError | Error, request: FastifyRequest): AppEr
   }
   if (fe.statusCode === 413) return new AppError('payload_too_large', 'The body is larger than 256 KB.');
   if (fe.statusCode === 415) {
-    return new AppError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.');
+    return new AppError(
+      'unsupported_media_type',
+      'Send the body as JSON with Content-Type: application/json.',
+    );
   }
-  return new AppError('internal_error', 'Something failed on our side. Quote the requestId when you report it.');
+  return new AppError(
+    'internal_error',
+    'Something failed on our side. Quote the requestId when you report it.',
+  );
 }
 
 export function installErrorHandler(app: FastifyInstance, errorsDocUrl: string): void {

@@ -2,24 +2,104 @@
 // code; only the HTTP layer turns it into a Problem body. Each code is defined here once.
 
 export const ERROR_CODES = {
-  invalid_request: { status: 400, title: 'Invalid request', description: 'A query parameter or header is missing or malformed, or the body is not valid JSON. `errors` names each parameter.' },
-  invalid_cursor: { status: 400, title: 'Invalid cursor', description: 'The `cursor` was not issued by this service for this list and these filters. Start again from the first page.' },
-  unauthenticated: { status: 401, title: 'Unauthenticated', description: 'No valid API key. The same answer is given for a missing, unknown, revoked or expired key, a suspended client and a call from outside the allowed addresses; the practice audit log records which.' },
-  forbidden: { status: 403, title: 'Forbidden', description: 'The integration client lacks the permission this operation needs.' },
-  addon_inactive: { status: 403, title: 'Integrations add-on inactive', description: "The practice's Integrations add-on is switched off." },
-  not_found: { status: 404, title: 'Not found', description: 'No such record in this practice, or no such path.' },
-  method_not_allowed: { status: 405, title: 'Method not allowed', description: 'The path exists but does not accept this method; the `Allow` header lists the accepted ones.' },
-  duplicate: { status: 409, title: 'Duplicate', description: 'The record conflicts with an existing one; `detail` names it.' },
-  conflict: { status: 409, title: 'Conflict', description: 'A request with the same Idempotency-Key is still running. Wait and retry with the same key.' },
-  payload_too_large: { status: 413, title: 'Payload too large', description: 'The body is larger than 256 KB.' },
-  unsupported_media_type: { status: 415, title: 'Unsupported media type', description: 'The body was not sent as application/json; set Content-Type.' },
-  validation_failed: { status: 422, title: 'Validation failed', description: 'One or more body fields are wrong; `errors` lists every one with its dotted path.' },
-  business_rule: { status: 422, title: 'Business rule', description: 'The request is well formed but the record is in a state that does not allow it (for example issuing an invoice that is not a draft).' },
-  unprocessable: { status: 422, title: 'Unprocessable', description: 'The request is well formed but cannot be carried out for another reason given in `detail`.' },
-  idempotency_key_reused: { status: 422, title: 'Idempotency-Key reused', description: 'The Idempotency-Key was first used with a different method, path or body. Use a new key for a new request.' },
-  rate_limited: { status: 429, title: 'Rate limited', description: 'Too many requests. Wait the seconds in `Retry-After`.' },
-  internal_error: { status: 500, title: 'Internal error', description: 'A failure on the service side. Quote `requestId` when reporting it.' },
-  service_unavailable: { status: 503, title: 'Service unavailable', description: 'The request could not be recorded in the practice audit log or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry.' },
+  invalid_request: {
+    status: 400,
+    title: 'Invalid request',
+    description:
+      'A query parameter or header is missing or malformed, or the body is not valid JSON. `errors` names each parameter.',
+  },
+  invalid_cursor: {
+    status: 400,
+    title: 'Invalid cursor',
+    description:
+      'The `cursor` was not issued by this service for this list and these filters. Start again from the first page.',
+  },
+  unauthenticated: {
+    status: 401,
+    title: 'Unauthenticated',
+    description:
+      'No valid API key. The same answer is given for a missing, unknown, revoked or expired key, a suspended client and a call from outside the allowed addresses; the practice audit log records which.',
+  },
+  forbidden: {
+    status: 403,
+    title: 'Forbidden',
+    description: 'The integration client lacks the permission this operation needs.',
+  },
+  addon_inactive: {
+    status: 403,
+    title: 'Integrations add-on inactive',
+    description: "The practice's Integrations add-on is switched off.",
+  },
+  not_found: {
+    status: 404,
+    title: 'Not found',
+    description: 'No such record in this practice, or no such path.',
+  },
+  method_not_allowed: {
+    status: 405,
+    title: 'Method not allowed',
+    description:
+      'The path exists but does not accept this method; the `Allow` header lists the accepted ones.',
+  },
+  duplicate: {
+    status: 409,
+    title: 'Duplicate',
+    description: 'The record conflicts with an existing one; `detail` names it.',
+  },
+  conflict: {
+    status: 409,
+    title: 'Conflict',
+    description:
+      'A request with the same Idempotency-Key is still running. Wait and retry with the same key.',
+  },
+  payload_too_large: {
+    status: 413,
+    title: 'Payload too large',
+    description: 'The body is larger than 256 KB.',
+  },
+  unsupported_media_type: {
+    status: 415,
+    title: 'Unsupported media type',
+    description: 'The body was not sent as application/json; set Content-Type.',
+  },
+  validation_failed: {
+    status: 422,
+    title: 'Validation failed',
+    description: 'One or more body fields are wrong; `errors` lists every one with its dotted path.',
+  },
+  business_rule: {
+    status: 422,
+    title: 'Business rule',
+    description:
+      'The request is well formed but the record is in a state that does not allow it (for example issuing an invoice that is not a draft).',
+  },
+  unprocessable: {
+    status: 422,
+    title: 'Unprocessable',
+    description: 'The request is well formed but cannot be carried out for another reason given in `detail`.',
+  },
+  idempotency_key_reused: {
+    status: 422,
+    title: 'Idempotency-Key reused',
+    description:
+      'The Idempotency-Key was first used with a different method, path or body. Use a new key for a new request.',
+  },
+  rate_limited: {
+    status: 429,
+    title: 'Rate limited',
+    description: 'Too many requests. Wait the seconds in `Retry-After`.',
+  },
+  internal_error: {
+    status: 500,
+    title: 'Internal error',
+    description: 'A failure on the service side. Quote `requestId` when reporting it.',
+  },
+  service_unavailable: {
+    status: 503,
+    title: 'Service unavailable',
+    description:
+      'The request could not be recorded in the practice audit log or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry.',
+  },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -37,7 +117,11 @@ export class AppError extends Error {
   readonly errors: FieldError[] | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, detail: string, options: { errors?: FieldError[]; headers?: Record<string, string> } = {}) {
+  constructor(
+    code: ErrorCode,
+    detail: string,
+    options: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+  ) {
     super(detail);
     this.name = 'AppError';
     this.code = code;
@@ -58,7 +142,8 @@ export function notFound(what: string): AppError {
 export function fieldErrors(errors: FieldError[], detail?: string): AppError {
   return new AppError(
     'validation_failed',
-    detail ?? `${errors.length === 1 ? 'One field is' : `${errors.length} fields are`} wrong: ${errors.map((e) => e.field).join(', ')}.`,
+    detail ??
+      `${errors.length === 1 ? 'One field is' : `${errors.length} fields are`} wrong: ${errors.map((e) => e.field).join(', ')}.`,
     { errors },
   );
 }

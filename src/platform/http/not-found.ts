@@ -1,7 +1,8 @@
 // Owns answers for paths no route serves: 405 with Allow when the path exists under another method,
 // else 404. Fastify's router does not tell the two apart, so every route is mirrored here.
-import FindMyWay from 'find-my-way';
+
 import type { FastifyInstance, HTTPMethods } from 'fastify';
+import FindMyWay from 'find-my-way';
 import { AppError } from './errors.ts';
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
@@ -24,7 +25,10 @@ export function trackRoutesForMethodCheck(app: FastifyInstance): void {
     const allowed = METHODS.filter((m) => m !== request.method && router.find(m as never, path));
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
-      throw new AppError('method_not_allowed', `${request.method} is not accepted here; use ${allowed.join(' or ')}.`);
+      throw new AppError(
+        'method_not_allowed',
+        `${request.method} is not accepted here; use ${allowed.join(' or ')}.`,
+      );
     }
     throw new AppError('not_found', `There is no ${path}. The API lives under /api/v1; see /docs.`);
   });

@@ -14,7 +14,9 @@ export function Nullable<T extends TSchema>(schema: T): ReturnType<typeof Type.U
 
 export const FieldErrorSchema = Type.Object(
   {
-    field: Type.String({ description: 'Dotted path of a body field (`givenNames.0`), or a query parameter or header name.' }),
+    field: Type.String({
+      description: 'Dotted path of a body field (`givenNames.0`), or a query parameter or header name.',
+    }),
     code: Enum(['required', 'invalid']),
     message: Type.String(),
   },
@@ -47,9 +49,15 @@ export function ListOf<T extends TSchema>(item: T, name: string) {
 }
 
 export const PagingQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Page size, 1 to 100.' })),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Page size, 1 to 100.' }),
+  ),
   cursor: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 2000, description: '`nextCursor` of the previous page, unchanged.' }),
+    Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      description: '`nextCursor` of the previous page, unchanged.',
+    }),
   ),
 };
 

@@ -64,7 +64,10 @@ function describe(error: ErrorObject): string {
  * Turns ajv errors into one FieldError per field. `prefix` is used for the root of non-body parts;
  * header names are reported as sent (`Idempotency-Key`).
  */
-export function toFieldErrors(errors: ErrorObject[], part: 'body' | 'querystring' | 'params' | 'headers'): FieldError[] {
+export function toFieldErrors(
+  errors: ErrorObject[],
+  part: 'body' | 'querystring' | 'params' | 'headers',
+): FieldError[] {
   const byField = new Map<string, FieldError>();
   const unionPaths = new Set(
     errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => e.instancePath),

@@ -1,0 +1,301 @@
+// The test harness: a real service over real HTTP on a fresh database per test file, on PGlite always
+// and on PostgreSQL too when DATABASE_URL is set. Migrated templates make a fresh database cheap:
+// a PGlite dump loaded in memory, or CREATE DATABASE ... TEMPLATE on PostgreSQL.
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Kysely } from 'kysely';
+import pg from 'pg';
+import lockfile from 'proper-lockfile';
+import { buildApp } from '../src/app.ts';
+import type { AuditFault } from '../src/audit/audit.ts';
+import { PERMISSIONS, type Permission } from '../src/auth/permissions.ts';
+import { buildDeps } from '../src/bootstrap.ts';
+import { loadConfig } from '../src/config.ts';
+import type { Deps } from '../src/deps.ts';
+import type { Clock } from '../src/platform/clock.ts';
+import { type Database, openPglite, openPostgres } from '../src/platform/db/database.ts';
+import { migrateToLatest } from '../src/platform/db/migrate.ts';
+
+export type Backend = 'pglite' | 'postgres';
+
+export function backends(): Backend[] {
+  return process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+}
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const TMP = path.join(ROOT, '.tmp');
+
+function migrationsHash(): string {
+  const dir = path.join(ROOT, 'migrations');
+  const hash = createHash('sha256');
+  for (const name of fs.readdirSync(dir).sort())
+    hash.update(name).update(fs.readFileSync(path.join(dir, name)));
+  return hash.digest('hex').slice(0, 12);
+}
+
+async function withFileLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  fs.mkdirSync(TMP, { recursive: true });
+  const target = path.join(TMP, name);
+  fs.writeFileSync(target, '', { flag: 'a' });
+  const release = await lockfile.lock(target, {
+    retries: { retries: 600, minTimeout: 100, maxTimeout: 200 },
+    stale: 60_000,
+  });
+  try {
+    return await fn();
+  } finally {
+    await release();
+  }
+}
+
+async function pgliteTemplate(): Promise<Blob> {
+  const file = path.join(TMP, `pglite-template-${migrationsHash()}.tar.gz`);
+  if (!fs.existsSync(file)) {
+    await withFileLock('pglite-template.lock', async () => {
+      if (fs.existsSync(file)) return;
+      const db = await openPglite({ dataDir: undefined });
+      await migrateToLatest(db.kysely as unknown as Kysely<unknown>);
+      const dump = await db.pglite.dumpDataDir('gzip');
+      await db.close();
+      fs.writeFileSync(`${file}.part`, Buffer.from(await dump.arrayBuffer()));
+      fs.renameSync(`${file}.part`, file);
+    });
+  }
+  return new Blob([fs.readFileSync(file)]);
+}
+
+function databaseUrlFor(base: string, database: string): string {
+  const url = new URL(base);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function postgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = process.env.DATABASE_URL!;
+  const template = `pb_tpl_${migrationsHash()}`;
+  const name = `pb_t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query('SELECT pg_advisory_lock(4242)');
+    try {
+      const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [template]);
+      if (exists.rowCount === 0) {
+        await admin.query(`CREATE DATABASE ${template}`);
+        const db = openPostgres({
+          url: databaseUrlFor(base, template),
+          poolSize: 1,
+          statementTimeoutMs: 60_000,
+        });
+        try {
+          await migrateToLatest(db.kysely as unknown as Kysely<unknown>);
+        } catch (error) {
+          await db.close();
+          await admin.query(`DROP DATABASE ${template}`);
+          throw error;
+        }
+        await db.close();
+      }
+      await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+    } finally {
+      await admin.query('SELECT pg_advisory_unlock(4242)');
+    }
+  } finally {
+    await admin.end();
+  }
+  return {
+    url: databaseUrlFor(base, name),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** A clock tests can move forward. */
+export class TestClock implements Clock {
+  offsetMs = 0;
+  now(): Date {
+    return new Date(Date.now() + this.offsetMs);
+  }
+  advance(ms: number): void {
+    this.offsetMs += ms;
+  }
+}
+
+export interface TestPractice {
+  practiceId: string;
+  practitionerId: string;
+  clientId: string;
+  keyId: string;
+  key: string;
+}
+
+export interface ServiceOptions {
+  auditFault?: AuditFault;
+  poolSize?: number;
+  env?: Record<string, string>;
+}
+
+export interface TestService {
+  backend: Backend;
+  baseUrl: string;
+  adminToken: string;
+  deps: Deps;
+  db: Database;
+  clock: TestClock;
+  /** The PostgreSQL connection string of this test's database (postgres backend only). */
+  databaseUrl: string | undefined;
+  newPractice(options?: {
+    permissions?: readonly Permission[];
+    allowedIps?: string[];
+    rateLimitPerMinute?: number;
+  }): Promise<TestPractice>;
+  admin(method: string, path: string, body?: unknown): Promise<Answer>;
+  close(): Promise<void>;
+}
+
+export async function startService(backend: Backend, options: ServiceOptions = {}): Promise<TestService> {
+  const adminToken = `adm_test_${randomBytes(8).toString('hex')}`;
+  let db: Database;
+  let databaseUrl: string | undefined;
+  let drop: (() => Promise<void>) | undefined;
+  if (backend === 'pglite') {
+    db = await openPglite({ dataDir: undefined, loadDataDir: await pgliteTemplate() });
+  } else {
+    const created = await postgresDatabase();
+    databaseUrl = created.url;
+    drop = created.drop;
+    db = openPostgres({ url: created.url, poolSize: options.poolSize ?? 10, statementTimeoutMs: 15_000 });
+  }
+  const config = loadConfig({
+    PORT: '0',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: path.join(TMP, 'unused') }),
+    ADMIN_TOKEN: adminToken,
+    LOG_LEVEL: 'silent',
+    INSURER_DELAY_MS: '0',
+    ...options.env,
+  });
+  const clock = new TestClock();
+  const deps = await buildDeps(config, db, {
+    clock,
+    ...(options.auditFault ? { auditFault: options.auditFault } : {}),
+  });
+  const app = await buildApp(deps, { adminToken });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  // Location headers and Problem types use the public base URL: point it at this server.
+  (deps.config as { publicBaseUrl: string }).publicBaseUrl = baseUrl;
+
+  const admin = (method: string, p: string, body?: unknown) =>
+    call(baseUrl, method, `/admin/v1${p}`, { token: adminToken, ...(body !== undefined ? { body } : {}) });
+
+  return {
+    backend,
+    baseUrl,
+    adminToken,
+    deps,
+    db,
+    clock,
+    databaseUrl,
+    admin,
+    async newPractice(opts = {}) {
+      const practice = await admin('POST', '/practices', {
+        name: `Practice ${randomBytes(3).toString('hex')}`,
+      });
+      const practiceId = practice.body.id as string;
+      const practitioner = await admin('POST', `/practices/${practiceId}/practitioners`, { name: 'Dr Test' });
+      const client = await admin('POST', `/practices/${practiceId}/clients`, {
+        name: 'Test client',
+        permissions: [...(opts.permissions ?? PERMISSIONS)],
+        ...(opts.allowedIps ? { allowedIps: opts.allowedIps } : {}),
+        ...(opts.rateLimitPerMinute ? { rateLimitPerMinute: opts.rateLimitPerMinute } : {}),
+      });
+      const key = await admin('POST', `/clients/${client.body.id}/keys`, {});
+      if (key.status !== 201) throw new Error(`could not issue a key: ${JSON.stringify(key.body)}`);
+      return {
+        practiceId,
+        practitionerId: practitioner.body.id as string,
+        clientId: client.body.id as string,
+        keyId: key.body.id as string,
+        key: key.body.key as string,
+      };
+    },
+    async close() {
+      await app.close();
+      await db.close();
+      await drop?.();
+    },
+  };
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
+  body: any;
+  text: string;
+}
+
+export interface CallOptions {
+  token?: string;
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+  idempotencyKey?: string;
+}
+
+export async function call(
+  baseUrl: string,
+  method: string,
+  p: string,
+  options: CallOptions = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
+  let body: string | undefined;
+  if (options.rawBody !== undefined) body = options.rawBody;
+  else if (options.body !== undefined) body = JSON.stringify(options.body);
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+    headers['content-type'] = 'application/json';
+  }
+  const response = await fetch(`${baseUrl}${p}`, {
+    method,
+    headers,
+    ...(body !== undefined ? { body } : {}),
+  });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, body: parsed, text };
+}
+
+/** A client of the public API for one key. */
+export function apiClient(svc: TestService, key: string) {
+  return (method: string, p: string, options: Omit<CallOptions, 'token'> = {}) =>
+    call(svc.baseUrl, method, `/api/v1${p}`, { token: key, ...options });
+}
+
+export function uniqueKey(): string {
+  return `idem-${randomBytes(8).toString('hex')}`;
+}
+
+export function patientBody(overrides: Record<string, unknown> = {}) {
+  return {
+    givenNames: ['Lerato', 'Grace'],
+    lastName: 'Dlamini',
+    birthDate: '1990-02-28',
+    externalId: { system: 'urn:test:mrn', value: randomBytes(5).toString('hex') },
+    ...overrides,
+  };
+}
