@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Static, TSchema } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import type { AuditEntry } from '../../audit/audit.ts';
 import type { AuthContext } from '../../auth/authenticate.ts';
 import type { Permission } from '../../auth/permissions.ts';
@@ -156,15 +156,28 @@ function sendAnswer(reply: FastifyReply, answer: StoredAnswer, replayed: boolean
 
 export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiRoute): void {
   const problemResponses = Object.fromEntries(spec.errorStatuses.map((s) => [s, ProblemSchema]));
-  const headers: Record<string, unknown> = {};
-  if (spec.creates) {
-    headers[IDEMPOTENCY_HEADER] = {
-      type: 'string',
-      maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
-      description:
-        'Required. Unique per request; a retry with the same key and body replays the first answer.',
-    };
-  }
+  const headers = Type.Object(
+    {
+      ...(spec.creates
+        ? {
+            [IDEMPOTENCY_HEADER]: Type.String({
+              minLength: 1,
+              maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+              description:
+                'Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours).',
+            }),
+          }
+        : {}),
+      [PERFORMER_HEADER]: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          description: 'Optional: id of the practitioner acting, recorded in the audit trail.',
+        }),
+      ),
+    },
+    { additionalProperties: true },
+  );
   app.route({
     method: spec.method,
     url: spec.url,
@@ -174,6 +187,7 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
       ...(spec.description ? { description: spec.description } : {}),
       tags: [spec.tag],
       security: [{ apiKey: [] }],
+      headers,
       ...(spec.params ? { params: spec.params } : {}),
       ...(spec.querystring ? { querystring: spec.querystring } : {}),
       ...(spec.body ? { body: spec.body } : {}),

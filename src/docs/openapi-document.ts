@@ -1,0 +1,38 @@
+// Owns producing the OpenAPI 3.1 document from the route schemas, without a database: the document
+// depends only on the declarations. `npm run openapi` writes it to docs/openapi.json.
+import { AuditLog } from '../audit/audit.ts';
+import { buildApp } from '../app.ts';
+import { loadConfig } from '../config.ts';
+import type { Deps } from '../deps.ts';
+import { InFlightRequests } from '../idempotency/in-flight.ts';
+import { systemClock } from '../platform/clock.ts';
+import type { Database } from '../platform/db/database.ts';
+import { CursorCodec } from '../platform/http/cursor.ts';
+import { RateLimits } from '../platform/http/rate-limit.ts';
+
+const noDatabase = new Proxy({} as Database, {
+  get() {
+    throw new Error('the OpenAPI document is built without a database');
+  },
+});
+
+export async function openApiDocument(): Promise<unknown> {
+  const deps: Deps = {
+    config: loadConfig({ LOG_LEVEL: 'silent' }),
+    db: noDatabase,
+    clock: systemClock,
+    cursors: new CursorCodec('00'),
+    audit: new AuditLog(),
+    rateLimits: new RateLimits(),
+    inFlight: new InFlightRequests(),
+  };
+  const app = await buildApp(deps, { adminToken: 'document-only' });
+  await app.ready();
+  const document = app.swagger();
+  await app.close();
+  return document;
+}
+
+export function serialiseDocument(document: unknown): string {
+  return `${JSON.stringify(document, null, 2)}\n`;
+}
