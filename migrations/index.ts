@@ -1,7 +1,9 @@
 // The ordered list of migrations. Forward-only: a shipped migration is never edited.
 import type { Migration } from 'kysely/migration';
 import * as m0001 from './0001_foundation.ts';
+import * as m0002 from './0002_catalogue_and_encounters.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
+  '0002_catalogue_and_encounters': m0002,
 };

@@ -9,16 +9,20 @@ import { adminRoutes } from './admin/routes.ts';
 import type { Deps } from './deps.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
 import { openApiInfo } from './docs/openapi-info.ts';
+import { codeSystemRoutes } from './code-systems/routes.ts';
+import { encounterRoutes } from './encounters/routes.ts';
+import { insuranceRoutes } from './insurance/routes.ts';
 import { patientRoutes } from './patients/routes.ts';
+import { priceAdminRoutes } from './pricing/admin.ts';
 import { registerApiScope } from './platform/http/api-scope.ts';
-import { installErrorHandler } from './platform/http/error-handler.ts';
+import { frameworkErrorHandler, installErrorHandler } from './platform/http/error-handler.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 
-export const apiRoutes = [...patientRoutes];
+export const apiRoutes = [...patientRoutes, ...insuranceRoutes, ...encounterRoutes, ...codeSystemRoutes];
 
 export interface AppOptions {
   /** A pino logger shared with the rest of the process; none means silent. */
@@ -53,6 +57,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     requestIdHeader: false,
     trustProxy: false,
     return503OnClosing: true,
+    frameworkErrors: frameworkErrorHandler(deps.config.errorsDocUrl),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -101,7 +106,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     const token = options.adminToken;
     await app.register(
       async (adminScope) => {
-        registerAdminScope(adminScope, deps, token, adminRoutes);
+        registerAdminScope(adminScope, deps, token, [...adminRoutes, ...priceAdminRoutes]);
       },
       { prefix: '/admin/v1' },
     );

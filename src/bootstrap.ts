@@ -2,12 +2,14 @@
 // migrate it, and build the dependencies every module receives.
 import type { Kysely } from 'kysely';
 import { type AuditFault, AuditLog } from './audit/audit.ts';
+import { loadCatalogue, SHIPPED_CATALOGUE_DIR } from './catalogue/loader.ts';
 import type { Config } from './config.ts';
 import type { Deps } from './deps.ts';
 import { InFlightRequests } from './idempotency/in-flight.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
+import type { Tables } from './platform/db/tables.ts';
 import { CursorCodec } from './platform/http/cursor.ts';
 import { RateLimits } from './platform/http/rate-limit.ts';
 
@@ -26,25 +28,28 @@ export async function openConfiguredDatabase(
   return openPglite({ dataDir: config.dataDir });
 }
 
-/** Migrates with the owner connection (MIGRATION_DATABASE_URL, else the service's own). */
+/**
+ * Brings the schema to the latest migration and loads the published catalogue (the shipped one, then
+ * `extraCatalogueDir` laid over it). Runs as the connection's own role, the schema owner.
+ */
+export async function prepareSchema(kysely: Kysely<Tables>, extraCatalogueDir?: string): Promise<string[]> {
+  const applied = await migrateToLatest(kysely as unknown as Kysely<unknown>);
+  await loadCatalogue(kysely, SHIPPED_CATALOGUE_DIR);
+  if (extraCatalogueDir) await loadCatalogue(kysely, extraCatalogueDir);
+  return applied;
+}
+
+/** Prepares the schema with the owner connection (MIGRATION_DATABASE_URL, else the service's own). */
 export async function migrateConfigured(config: Config, db: Database): Promise<string[]> {
-  if (
-    db.kind === 'postgres' &&
-    config.migrationDatabaseUrl &&
-    config.migrationDatabaseUrl !== config.databaseUrl
-  ) {
-    const owner = openPostgres({
-      url: config.migrationDatabaseUrl,
-      poolSize: 1,
-      statementTimeoutMs: 600_000,
-    });
+  if (db.kind === 'postgres' && config.migrationDatabaseUrl && config.migrationDatabaseUrl !== config.databaseUrl) {
+    const owner = openPostgres({ url: config.migrationDatabaseUrl, poolSize: 1, statementTimeoutMs: 600_000 });
     try {
-      return await migrateToLatest(owner.kysely as unknown as Kysely<unknown>);
+      return await prepareSchema(owner.kysely, config.catalogueDir);
     } finally {
       await owner.close();
     }
   }
-  return migrateToLatest(db.kysely as unknown as Kysely<unknown>);
+  return prepareSchema(db.kysely, config.catalogueDir);
 }
 
 export async function loadCursorSecret(db: Database): Promise<string> {

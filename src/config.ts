@@ -10,6 +10,8 @@ export interface Config {
   /** Connection used to run migrations (owner of the schema); defaults to databaseUrl. */
   migrationDatabaseUrl: string | undefined;
   dataDir: string;
+  /** A directory of extra catalogue files (same layout as catalogue/) loaded over the shipped one. */
+  catalogueDir: string | undefined;
   adminToken: string | undefined;
   publicBaseUrl: string;
   errorsDocUrl: string;
@@ -60,6 +62,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl,
     migrationDatabaseUrl: env.MIGRATION_DATABASE_URL || databaseUrl,
     dataDir: path.resolve(env.DATA_DIR || './data'),
+    catalogueDir: env.CATALOGUE_DIR ? path.resolve(env.CATALOGUE_DIR) : undefined,
     adminToken: env.ADMIN_TOKEN || undefined,
     publicBaseUrl,
     errorsDocUrl: env.ERRORS_DOC_URL || `${publicBaseUrl}/errors`,

@@ -4,18 +4,16 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Kysely } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { buildApp } from '../src/app.ts';
 import type { AuditFault } from '../src/audit/audit.ts';
 import { PERMISSIONS, type Permission } from '../src/auth/permissions.ts';
-import { buildDeps } from '../src/bootstrap.ts';
+import { buildDeps, prepareSchema } from '../src/bootstrap.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Deps } from '../src/deps.ts';
 import type { Clock } from '../src/platform/clock.ts';
 import { type Database, openPglite, openPostgres } from '../src/platform/db/database.ts';
-import { migrateToLatest } from '../src/platform/db/migrate.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -26,11 +24,16 @@ export function backends(): Backend[] {
 const ROOT = path.resolve(import.meta.dirname, '..');
 const TMP = path.join(ROOT, '.tmp');
 
+/** Names a template by everything that shapes a fresh database: migrations, catalogue and its loader. */
 function migrationsHash(): string {
-  const dir = path.join(ROOT, 'migrations');
   const hash = createHash('sha256');
-  for (const name of fs.readdirSync(dir).sort())
-    hash.update(name).update(fs.readFileSync(path.join(dir, name)));
+  for (const dir of ['migrations', 'catalogue']) {
+    const full = path.join(ROOT, dir);
+    if (!fs.existsSync(full)) continue;
+    for (const name of fs.readdirSync(full).sort())
+      hash.update(name).update(fs.readFileSync(path.join(full, name)));
+  }
+  hash.update(fs.readFileSync(path.join(ROOT, 'src', 'catalogue', 'loader.ts')));
   return hash.digest('hex').slice(0, 12);
 }
 
@@ -55,7 +58,7 @@ async function pgliteTemplate(): Promise<Blob> {
     await withFileLock('pglite-template.lock', async () => {
       if (fs.existsSync(file)) return;
       const db = await openPglite({ dataDir: undefined });
-      await migrateToLatest(db.kysely as unknown as Kysely<unknown>);
+      await prepareSchema(db.kysely);
       const dump = await db.pglite.dumpDataDir('gzip');
       await db.close();
       fs.writeFileSync(`${file}.part`, Buffer.from(await dump.arrayBuffer()));
@@ -89,7 +92,7 @@ async function postgresDatabase(): Promise<{ url: string; drop: () => Promise<vo
           statementTimeoutMs: 60_000,
         });
         try {
-          await migrateToLatest(db.kysely as unknown as Kysely<unknown>);
+          await prepareSchema(db.kysely);
         } catch (error) {
           await db.close();
           await admin.query(`DROP DATABASE ${template}`);

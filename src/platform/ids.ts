@@ -11,6 +11,8 @@ export const ID_PREFIXES = {
   apiKey: 'key',
   patient: 'pat',
   encounter: 'enc',
+  diagnosis: 'dx',
+  procedure: 'proc',
   invoice: 'inv',
   lineItem: 'li',
   claim: 'clm',

@@ -120,6 +120,162 @@ export interface PatientsTable {
   updated_at: UpdatedAt;
 }
 
+export interface CodeSystemsTable {
+  id: string;
+  url: string;
+  name: string;
+  title: string | null;
+  description: string | null;
+  usage: string[];
+  status: Generated<'active' | 'retired'>;
+  updated_at: UpdatedAt;
+}
+
+export interface CodeConceptsTable {
+  id: string;
+  code_system_id: string;
+  code: string;
+  display: string;
+  definition: string | null;
+  usage: Generated<string[]>;
+  default_price: number | null;
+  currency: string | null;
+  active: Generated<boolean>;
+  updated_at: UpdatedAt;
+}
+
+export interface TariffModifiersTable {
+  system: string;
+  code: string;
+  display: string;
+  percent_basis_points: number;
+}
+
+export interface GoverningBodiesTable {
+  id: string;
+  name: string;
+}
+
+export interface RateRow {
+  system: string;
+  code: string;
+  amount: number;
+  currency: Generated<string>;
+}
+
+export interface GoverningBodyRatesTable extends RateRow {
+  governing_body_id: string;
+}
+
+export interface InsuranceSchemesTable {
+  id: string;
+  name: string;
+}
+
+export interface InsuranceSchemeRatesTable extends RateRow {
+  scheme_id: string;
+}
+
+export interface InsurancePlansTable {
+  id: string;
+  scheme_id: string;
+  name: string;
+  aliases: string[];
+  option_code: string | null;
+  active: boolean;
+}
+
+export interface InsurancePlanRatesTable extends RateRow {
+  plan_id: string;
+}
+
+export interface PracticeCodeSystemsTable {
+  practice_id: string;
+  id: string;
+  url: string;
+  name: string;
+  title: string | null;
+  description: string | null;
+  usage: string[];
+  status: Generated<'active' | 'retired'>;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface PracticeCodeConceptsTable {
+  practice_id: string;
+  id: string;
+  code_system_id: string;
+  code: string;
+  display: string;
+  definition: string | null;
+  usage: string[];
+  default_price: number | null;
+  currency: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface CoveragesTable {
+  practice_id: string;
+  id: string;
+  patient_id: string;
+  plan_id: string;
+  member_number: string;
+  dependent_code: string | null;
+  start_date: string | null;
+  end_date: string | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface PracticePricesTable {
+  practice_id: string;
+  id: string;
+  system: string;
+  code: string;
+  practitioner_id: string | null;
+  amount: number;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface EncountersTable {
+  practice_id: string;
+  id: string;
+  status: string;
+  class: string;
+  patient_id: string;
+  practitioner_id: string | null;
+  start_at: Date;
+  end_at: Date | null;
+  created_at: CreatedAt;
+  updated_at: UpdatedAt;
+}
+
+export interface EncounterDiagnosesTable {
+  practice_id: string;
+  id: string;
+  encounter_id: string;
+  position: number;
+  system: string;
+  code: string;
+  display: string;
+}
+
+export interface EncounterProceduresTable {
+  practice_id: string;
+  id: string;
+  encounter_id: string;
+  position: number;
+  status: string;
+  system: string;
+  code: string;
+  display: string;
+  diagnosis_codes: string[];
+  note: string | null;
+}
+
 export interface Tables {
   service_settings: ServiceSettingsTable;
   practices: PracticesTable;
@@ -129,4 +285,20 @@ export interface Tables {
   audit_events: AuditEventsTable;
   idempotency_keys: IdempotencyKeysTable;
   patients: PatientsTable;
+  code_systems: CodeSystemsTable;
+  code_concepts: CodeConceptsTable;
+  tariff_modifiers: TariffModifiersTable;
+  governing_bodies: GoverningBodiesTable;
+  governing_body_rates: GoverningBodyRatesTable;
+  insurance_schemes: InsuranceSchemesTable;
+  insurance_scheme_rates: InsuranceSchemeRatesTable;
+  insurance_plans: InsurancePlansTable;
+  insurance_plan_rates: InsurancePlanRatesTable;
+  practice_code_systems: PracticeCodeSystemsTable;
+  practice_code_concepts: PracticeCodeConceptsTable;
+  coverages: CoveragesTable;
+  practice_prices: PracticePricesTable;
+  encounters: EncountersTable;
+  encounter_diagnoses: EncounterDiagnosesTable;
+  encounter_procedures: EncounterProceduresTable;
 }

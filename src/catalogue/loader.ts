@@ -1,0 +1,254 @@
+// Owns loading the published catalogue from data files into the database: code systems and their
+// concepts, tariff modifiers, governing-body prices, medical schemes, plans and their rates. Runs as
+// the schema owner after migrations, at every start; loading is an upsert keyed on natural keys, so it
+// is idempotent and a fuller catalogue (CATALOGUE_DIR, same layout) can be laid over the shipped one.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { type Kysely, sql } from 'kysely';
+import type { Tables } from '../platform/db/tables.ts';
+
+export const SHIPPED_CATALOGUE_DIR = path.resolve(import.meta.dirname, '..', '..', 'catalogue');
+
+interface CodeSystemFile {
+  id: string;
+  url: string;
+  name: string;
+  title?: string | null;
+  description?: string | null;
+  usage: string[];
+  /** CSV of concepts: code, display, and optionally definition, defaultPrice, governingBodyPrice. */
+  concepts?: string;
+  /** CSV of modifiers: code, display, percent (basis points). */
+  modifiers?: string;
+  /** The body whose prices the concepts file's governingBodyPrice column holds. */
+  governingBody?: { id: string; name: string };
+}
+
+interface RateFile {
+  system: string;
+  code: string;
+  amount: number;
+}
+
+interface InsuranceFile {
+  schemes: Array<{
+    id: string;
+    name: string;
+    rates?: RateFile[];
+    plans: Array<{
+      id: string;
+      name: string;
+      aliases?: string[];
+      optionCode?: string | null;
+      active?: boolean;
+      rates: RateFile[];
+    }>;
+  }>;
+}
+
+export interface CatalogueCounts {
+  codeSystems: number;
+  concepts: number;
+  modifiers: number;
+  governingBodyRates: number;
+  plans: number;
+  planRates: number;
+}
+
+/** A stable id for a published concept, so reloading keeps ids the same. */
+export function publishedConceptId(systemUrl: string, code: string): string {
+  return `cc_${createHash('sha256').update(`${systemUrl}|${code}`).digest('base64url').replace(/[-_]/g, '').slice(0, 22)}`;
+}
+
+function readCsv(file: string): Array<Record<string, string>> {
+  return parse(fs.readFileSync(file, 'utf8'), { columns: true, skip_empty_lines: true, trim: true }) as Array<
+    Record<string, string>
+  >;
+}
+
+function integerOrNull(value: string | undefined, what: string): number | null {
+  if (value === undefined || value === '') return null;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw new Error(`${what}: "${value}" is not an integer`);
+  return n;
+}
+
+async function inChunks<T>(rows: T[], size: number, fn: (chunk: T[]) => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < rows.length; i += size) await fn(rows.slice(i, i + size));
+}
+
+export async function loadCatalogue(db: Kysely<Tables>, dir: string): Promise<CatalogueCounts> {
+  const counts: CatalogueCounts = { codeSystems: 0, concepts: 0, modifiers: 0, governingBodyRates: 0, plans: 0, planRates: 0 };
+  const systemsFile = path.join(dir, 'code-systems.json');
+  const insuranceFile = path.join(dir, 'insurance.json');
+  await db.transaction().execute(async (trx) => {
+    if (fs.existsSync(systemsFile)) {
+      const systems = JSON.parse(fs.readFileSync(systemsFile, 'utf8')) as CodeSystemFile[];
+      for (const system of systems) {
+        await loadCodeSystem(trx, dir, system, counts);
+      }
+    }
+    if (fs.existsSync(insuranceFile)) {
+      await loadInsurance(trx, JSON.parse(fs.readFileSync(insuranceFile, 'utf8')) as InsuranceFile, counts);
+    }
+  });
+  return counts;
+}
+
+async function loadCodeSystem(trx: Kysely<Tables>, dir: string, system: CodeSystemFile, counts: CatalogueCounts) {
+  await trx
+    .insertInto('code_systems')
+    .values({
+      id: system.id,
+      url: system.url,
+      name: system.name,
+      title: system.title ?? null,
+      description: system.description ?? null,
+      usage: system.usage,
+    })
+    .onConflict((oc) =>
+      oc.column('url').doUpdateSet((eb) => ({
+        name: eb.ref('excluded.name'),
+        title: eb.ref('excluded.title'),
+        description: eb.ref('excluded.description'),
+        usage: eb.ref('excluded.usage'),
+        updated_at: sql`now()`,
+      })),
+    )
+    .execute();
+  counts.codeSystems++;
+  const stored = await trx.selectFrom('code_systems').select('id').where('url', '=', system.url).executeTakeFirstOrThrow();
+
+  if (system.concepts) {
+    const rows = readCsv(path.join(dir, system.concepts));
+    const concepts = rows.map((row) => {
+      if (!row.code || !row.display) throw new Error(`${system.concepts}: every row needs code and display`);
+      const defaultPrice = integerOrNull(row.defaultPrice, `${system.concepts} ${row.code} defaultPrice`);
+      return {
+        id: publishedConceptId(system.url, row.code),
+        code_system_id: stored.id,
+        code: row.code,
+        display: row.display,
+        definition: row.definition || null,
+        default_price: defaultPrice,
+        currency: defaultPrice === null ? null : 'ZAR',
+      };
+    });
+    await inChunks(concepts, 200, (chunk) =>
+      trx
+        .insertInto('code_concepts')
+        .values(chunk)
+        .onConflict((oc) =>
+          oc.columns(['code_system_id', 'code']).doUpdateSet((eb) => ({
+            display: eb.ref('excluded.display'),
+            definition: eb.ref('excluded.definition'),
+            default_price: eb.ref('excluded.default_price'),
+            currency: eb.ref('excluded.currency'),
+            updated_at: sql`now()`,
+          })),
+        )
+        .execute(),
+    );
+    counts.concepts += concepts.length;
+
+    if (system.governingBody) {
+      const body = system.governingBody;
+      await trx
+        .insertInto('governing_bodies')
+        .values({ id: body.id, name: body.name })
+        .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
+        .execute();
+      const rates = rows
+        .filter((row) => row.governingBodyPrice)
+        .map((row) => ({
+          governing_body_id: body.id,
+          system: system.url,
+          code: row.code!,
+          amount: integerOrNull(row.governingBodyPrice, `${system.concepts} ${row.code} governingBodyPrice`)!,
+        }));
+      await inChunks(rates, 200, (chunk) =>
+        trx
+          .insertInto('governing_body_rates')
+          .values(chunk)
+          .onConflict((oc) =>
+            oc.columns(['governing_body_id', 'system', 'code']).doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })),
+          )
+          .execute(),
+      );
+      counts.governingBodyRates += rates.length;
+    }
+  }
+
+  if (system.modifiers) {
+    const modifiers = readCsv(path.join(dir, system.modifiers)).map((row) => ({
+      system: system.url,
+      code: row.code!,
+      display: row.display!,
+      percent_basis_points: integerOrNull(row.percent, `${system.modifiers} ${row.code} percent`)!,
+    }));
+    await inChunks(modifiers, 200, (chunk) =>
+      trx
+        .insertInto('tariff_modifiers')
+        .values(chunk)
+        .onConflict((oc) =>
+          oc.columns(['system', 'code']).doUpdateSet((eb) => ({
+            display: eb.ref('excluded.display'),
+            percent_basis_points: eb.ref('excluded.percent_basis_points'),
+          })),
+        )
+        .execute(),
+    );
+    counts.modifiers += modifiers.length;
+  }
+}
+
+async function loadInsurance(trx: Kysely<Tables>, insurance: InsuranceFile, counts: CatalogueCounts) {
+  for (const scheme of insurance.schemes) {
+    await trx
+      .insertInto('insurance_schemes')
+      .values({ id: scheme.id, name: scheme.name })
+      .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
+      .execute();
+    for (const rate of scheme.rates ?? []) {
+      await trx
+        .insertInto('insurance_scheme_rates')
+        .values({ scheme_id: scheme.id, system: rate.system, code: rate.code, amount: rate.amount })
+        .onConflict((oc) => oc.columns(['scheme_id', 'system', 'code']).doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })))
+        .execute();
+    }
+    for (const plan of scheme.plans) {
+      await trx
+        .insertInto('insurance_plans')
+        .values({
+          id: plan.id,
+          scheme_id: scheme.id,
+          name: plan.name,
+          aliases: plan.aliases ?? [],
+          option_code: plan.optionCode ?? null,
+          active: plan.active ?? true,
+        })
+        .onConflict((oc) =>
+          oc.column('id').doUpdateSet((eb) => ({
+            scheme_id: eb.ref('excluded.scheme_id'),
+            name: eb.ref('excluded.name'),
+            aliases: eb.ref('excluded.aliases'),
+            option_code: eb.ref('excluded.option_code'),
+            active: eb.ref('excluded.active'),
+          })),
+        )
+        .execute();
+      counts.plans++;
+      const rates = plan.rates.map((rate) => ({ plan_id: plan.id, system: rate.system, code: rate.code, amount: rate.amount }));
+      if (rates.length > 0) {
+        await trx
+          .insertInto('insurance_plan_rates')
+          .values(rates)
+          .onConflict((oc) => oc.columns(['plan_id', 'system', 'code']).doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })))
+          .execute();
+      }
+      counts.planRates += rates.length;
+    }
+  }
+}

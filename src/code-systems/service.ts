@@ -1,0 +1,190 @@
+// Owns the rules for code systems: the published ones are read-only; a practice creates, replaces
+// and fills its own (whose url derives from its name), and cannot delete a code still in use.
+import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+import { newId } from '../platform/ids.ts';
+import type { CodeConcept, CodeConceptRequest, CodeSystem, CodeSystemRequest } from './schemas.ts';
+import { type CodeSystemRow, type ConceptRow, codeUses, findCodeSystem } from './store.ts';
+
+export function codeSystemOf(row: CodeSystemRow): CodeSystem {
+  return {
+    object: 'code_system',
+    id: row.id,
+    url: row.url,
+    name: row.name,
+    title: row.title,
+    description: row.description,
+    owner: row.owner,
+    usage: row.usage,
+    status: row.status,
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+}
+
+export function conceptOf(row: ConceptRow): CodeConcept {
+  return {
+    object: 'code_concept',
+    id: row.id,
+    codeSystemId: row.code_system_id,
+    system: row.system,
+    code: row.code,
+    display: row.display,
+    definition: row.definition,
+    usage: row.usage,
+    defaultPrice: row.default_price === null ? null : Number(row.default_price),
+    currency: row.currency,
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+}
+
+export function slugOf(name: string): string {
+  return name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+}
+
+export function practiceSystemUrl(practiceId: string, name: string): string {
+  return `urn:service:organization:${practiceId}:codesystem:${slugOf(name)}`;
+}
+
+export async function readCodeSystem(trx: Trx, practiceId: string, id: string): Promise<CodeSystemRow> {
+  const row = await findCodeSystem(trx, practiceId, id);
+  if (!row) throw notFound('Code system');
+  return row;
+}
+
+async function practiceSystem(trx: Trx, practiceId: string, id: string, action: string): Promise<CodeSystemRow> {
+  const row = await readCodeSystem(trx, practiceId, id);
+  if (row.owner !== 'practice') {
+    throw new AppError('business_rule', `${row.name} is a published code system; only a practice's own system can ${action}.`);
+  }
+  return row;
+}
+
+export async function createCodeSystem(trx: Trx, practiceId: string, request: CodeSystemRequest, now: Date) {
+  if (slugOf(request.name) === '') {
+    throw fieldErrors([{ field: 'name', code: 'invalid', message: 'name must contain at least one letter or digit' }]);
+  }
+  const url = practiceSystemUrl(practiceId, request.name);
+  const id = newId('codeSystem');
+  const inserted = await trx
+    .insertInto('practice_code_systems')
+    .values({
+      practice_id: practiceId,
+      id,
+      url,
+      name: request.name,
+      title: request.title ?? null,
+      description: request.description ?? null,
+      usage: request.usage,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.columns(['practice_id', 'url']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  if (!inserted) {
+    const existing = await trx
+      .selectFrom('practice_code_systems')
+      .select('id')
+      .where('practice_id', '=', practiceId)
+      .where('url', '=', url)
+      .executeTakeFirstOrThrow();
+    throw new AppError('duplicate', `The practice already has a code system with url ${url}: ${existing.id}.`);
+  }
+  return readCodeSystem(trx, practiceId, id);
+}
+
+export async function replaceCodeSystem(trx: Trx, practiceId: string, id: string, request: CodeSystemRequest, now: Date) {
+  const row = await practiceSystem(trx, practiceId, id, 'be changed');
+  if (request.name !== row.name) {
+    throw fieldErrors([
+      { field: 'name', code: 'invalid', message: `name cannot change once the system exists (it is "${row.name}")` },
+    ]);
+  }
+  await trx
+    .updateTable('practice_code_systems')
+    .set({ title: request.title ?? null, description: request.description ?? null, usage: request.usage, updated_at: now })
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .execute();
+  return readCodeSystem(trx, practiceId, id);
+}
+
+export async function addConcept(
+  trx: Trx,
+  practiceId: string,
+  currency: string,
+  systemId: string,
+  request: CodeConceptRequest,
+  now: Date,
+): Promise<ConceptRow> {
+  const system = await practiceSystem(trx, practiceId, systemId, 'take new codes');
+  const defaultPrice = request.defaultPrice ?? null;
+  const row = await trx
+    .insertInto('practice_code_concepts')
+    .values({
+      practice_id: practiceId,
+      id: newId('codeConcept'),
+      code_system_id: system.id,
+      code: request.code,
+      display: request.display,
+      definition: request.definition ?? null,
+      usage: request.usage ?? [],
+      default_price: defaultPrice,
+      currency: defaultPrice === null ? null : currency,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.columns(['practice_id', 'code_system_id', 'code']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) {
+    const existing = await trx
+      .selectFrom('practice_code_concepts')
+      .select('id')
+      .where('practice_id', '=', practiceId)
+      .where('code_system_id', '=', system.id)
+      .where('code', '=', request.code)
+      .executeTakeFirstOrThrow();
+    throw new AppError('duplicate', `Code ${request.code} already exists in ${system.name}: ${existing.id}.`);
+  }
+  return { ...row, system: system.url };
+}
+
+export async function deleteConcept(trx: Trx, practiceId: string, systemId: string, conceptId: string) {
+  const system = await readCodeSystem(trx, practiceId, systemId);
+  const concept =
+    system.owner === 'practice'
+      ? await trx
+          .selectFrom('practice_code_concepts')
+          .select(['id', 'code'])
+          .where('practice_id', '=', practiceId)
+          .where('code_system_id', '=', system.id)
+          .where('id', '=', conceptId)
+          .forUpdate()
+          .executeTakeFirst()
+      : await trx
+          .selectFrom('code_concepts')
+          .select(['id', 'code'])
+          .where('code_system_id', '=', system.id)
+          .where('id', '=', conceptId)
+          .executeTakeFirst();
+  if (!concept) throw notFound('Code');
+  if (system.owner !== 'practice') {
+    throw new AppError('business_rule', `${system.name} is a published code system; its codes cannot be deleted.`);
+  }
+  const uses = await codeUses(trx, practiceId, system.url, concept.code);
+  if (uses.length > 0) {
+    throw new AppError('business_rule', `Code ${concept.code} is still used on ${uses.join(' and on ')}; it cannot be deleted.`);
+  }
+  await trx
+    .deleteFrom('practice_code_concepts')
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', concept.id)
+    .execute();
+  return { object: 'code_concept' as const, id: concept.id, deleted: true as const };
+}

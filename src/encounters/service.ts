@@ -1,0 +1,157 @@
+// Owns the rules for recording a visit: every wrong field is reported at once; times carry an offset
+// and are stored in UTC; a visit cannot end in the future, before it starts, or start more than 120
+// days ago; codes must exist, active, in their system (by default the practitioner's for that kind of
+// code) and the service's own wording replaces any display sent; a procedure's diagnosisCodes must
+// name diagnoses of the same visit. The patient and practitioner must be the practice's.
+import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
+import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
+import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+import { newId } from '../platform/ids.ts';
+import type { Encounter, EncounterRequest } from './schemas.ts';
+import { type EncounterRecord, findEncounter, insertEncounter } from './store.ts';
+
+export const MAX_DAYS_AGO = 120;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export function encounterOf(record: EncounterRecord): Encounter {
+  const e = record.encounter;
+  return {
+    object: 'encounter',
+    id: e.id,
+    status: e.status as Encounter['status'],
+    class: e.class as Encounter['class'],
+    patientId: e.patient_id,
+    practitionerId: e.practitioner_id,
+    start: e.start_at.toISOString(),
+    end: e.end_at?.toISOString() ?? null,
+    diagnoses: record.diagnoses.map((d) => ({ id: d.id, system: d.system, code: d.code, display: d.display })),
+    procedures: record.procedures.map((p) => ({
+      id: p.id,
+      status: p.status as Encounter['procedures'][number]['status'],
+      system: p.system,
+      code: p.code,
+      display: p.display,
+      diagnosisCodes: p.diagnosis_codes,
+      note: p.note,
+    })),
+    updatedAt: e.updated_at.toISOString(),
+  };
+}
+
+/** Parses a date-time the schema's pattern already shaped, checking that its calendar date and clock time exist. */
+export function parseOffsetDateTime(value: string): Date | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|([+-])(\d{2}):(\d{2}))$/.exec(value);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '0'].map(Number) as number[];
+  const daysInMonth = new Date(Date.UTC(year!, month!, 0)).getUTCDate();
+  if (month! < 1 || month! > 12 || day! < 1 || day! > daysInMonth) return undefined;
+  if (hour! > 23 || minute! > 59 || second! > 59) return undefined;
+  if (m[7] !== 'Z' && (Number(m[9]) > 23 || Number(m[10]) > 59)) return undefined;
+  const parsed = new Date(value);
+  return Number.isNaN(parsed.getTime()) ? undefined : parsed;
+}
+
+export async function recordEncounter(trx: Trx, practiceId: string, request: EncounterRequest, now: Date): Promise<EncounterRecord> {
+  const errors: FieldError[] = [];
+  const invalid = (field: string, message: string) => errors.push({ field, code: 'invalid', message: `${field} ${message}` });
+
+  const [patient, practitioner] = await Promise.all([
+    trx.selectFrom('patients').select('id').where('practice_id', '=', practiceId).where('id', '=', request.patientId).executeTakeFirst(),
+    trx
+      .selectFrom('practitioners')
+      .select(['id', 'default_condition_system', 'default_procedure_system'])
+      .where('practice_id', '=', practiceId)
+      .where('id', '=', request.practitionerId)
+      .executeTakeFirst(),
+  ]);
+  if (!patient) invalid('patientId', 'is not a patient of this practice');
+  if (!practitioner) invalid('practitionerId', 'is not a practitioner of this practice');
+
+  const start = parseOffsetDateTime(request.start);
+  const end = parseOffsetDateTime(request.end);
+  if (!start) invalid('start', 'is not a real date and time');
+  if (!end) invalid('end', 'is not a real date and time');
+  if (start && end && end.getTime() < start.getTime()) invalid('end', 'cannot be before start');
+  if (end && end.getTime() > now.getTime()) invalid('end', 'cannot be in the future');
+  if (start && start.getTime() > now.getTime()) invalid('start', 'cannot be in the future');
+  if (start && start.getTime() < now.getTime() - MAX_DAYS_AGO * DAY_MS) {
+    invalid('start', `cannot be more than ${MAX_DAYS_AGO} days ago`);
+  }
+
+  const conditionSystem = practitioner?.default_condition_system ?? ICD10_URL;
+  const procedureSystem = practitioner?.default_procedure_system ?? TARIFF_URL;
+  const diagnoses = request.diagnoses.map((d) => ({ system: d.system ?? conditionSystem, code: d.code }));
+  const procedures = request.procedures.map((p) => ({ system: p.system ?? procedureSystem, code: p.code }));
+  const codings = [...diagnoses, ...procedures];
+  const [resolved, systems] = await Promise.all([
+    resolveCodes(trx, practiceId, codings),
+    knownSystemUrls(trx, practiceId, [...new Set(codings.map((c) => c.system))]),
+  ]);
+  const checkCoding = (field: string, coding: { system: string; code: string }) => {
+    if (!systems.has(coding.system)) {
+      invalid(`${field}.system`, 'is not a code system this practice can use');
+      return;
+    }
+    const found = resolved.get(`${coding.system}|${coding.code}`);
+    if (!found) invalid(`${field}.code`, `is not a code of ${coding.system}`);
+    else if (!found.active) invalid(`${field}.code`, 'is no longer active');
+  };
+  diagnoses.forEach((d, i) => checkCoding(`diagnoses.${i}`, d));
+  procedures.forEach((p, i) => checkCoding(`procedures.${i}`, p));
+
+  const diagnosisCodes = new Set(diagnoses.map((d) => d.code));
+  request.procedures.forEach((p, i) => {
+    (p.diagnosisCodes ?? []).forEach((code, j) => {
+      if (!diagnosisCodes.has(code)) invalid(`procedures.${i}.diagnosisCodes.${j}`, "is not one of this visit's diagnoses");
+    });
+  });
+
+  if (errors.length > 0) throw fieldErrors(errors);
+
+  const id = newId('encounter');
+  const display = (c: { system: string; code: string }) => resolved.get(`${c.system}|${c.code}`)!.display;
+  const record: EncounterRecord = {
+    encounter: {
+      practice_id: practiceId,
+      id,
+      status: request.status ?? 'completed',
+      class: 'amb',
+      patient_id: request.patientId,
+      practitioner_id: request.practitionerId,
+      start_at: start!,
+      end_at: end!,
+      created_at: now,
+      updated_at: now,
+    },
+    diagnoses: diagnoses.map((d, position) => ({
+      practice_id: practiceId,
+      id: newId('diagnosis'),
+      encounter_id: id,
+      position,
+      system: d.system,
+      code: d.code,
+      display: display(d),
+    })),
+    procedures: procedures.map((p, position) => ({
+      practice_id: practiceId,
+      id: newId('procedure'),
+      encounter_id: id,
+      position,
+      status: 'completed',
+      system: p.system,
+      code: p.code,
+      display: display(p),
+      diagnosis_codes: request.procedures[position]!.diagnosisCodes ?? [],
+      note: request.procedures[position]!.note ?? null,
+    })),
+  };
+  await insertEncounter(trx, record);
+  return record;
+}
+
+export async function readEncounter(trx: Trx, practiceId: string, id: string): Promise<EncounterRecord> {
+  const record = await findEncounter(trx, practiceId, id);
+  if (!record) throw notFound('Encounter');
+  return record;
+}

@@ -1,0 +1,96 @@
+// Owns the rules for insurance plans and coverages. A coverage is active while its plan is offered
+// and today (in the practice's time zone) lies within its start and end dates (either may be open).
+// A patient's first active coverage is the active one registered earliest (then by id): that is the
+// default coverage a bill or claim uses.
+import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+import { newId } from '../platform/ids.ts';
+import { readPatient } from '../patients/service.ts';
+import type { Coverage, CoverageRequest, InsurancePlan } from './schemas.ts';
+import { type CoverageRow, findCoverage, findPlan, listCoverages, type PlanRow } from './store.ts';
+
+export function planOf(row: PlanRow): InsurancePlan {
+  return {
+    object: 'insurance_plan',
+    id: row.id,
+    name: row.name,
+    aliases: row.aliases,
+    active: row.active,
+    optionCode: row.option_code,
+    insurerId: row.scheme_id,
+    insurerName: row.scheme_name,
+  };
+}
+
+export function isCoverageActive(row: CoverageRow, today: string): boolean {
+  return (
+    row.plan_active &&
+    (row.start_date === null || row.start_date <= today) &&
+    (row.end_date === null || row.end_date >= today)
+  );
+}
+
+export function coverageOf(row: CoverageRow, today: string): Coverage {
+  return {
+    object: 'coverage',
+    id: row.id,
+    patientId: row.patient_id,
+    planId: row.plan_id,
+    memberNumber: row.member_number,
+    dependentCode: row.dependent_code,
+    active: isCoverageActive(row, today),
+    startDate: row.start_date,
+    endDate: row.end_date,
+  };
+}
+
+export async function addCoverage(trx: Trx, practiceId: string, patientId: string, request: CoverageRequest, now: Date) {
+  await readPatient(trx, practiceId, patientId);
+  const errors: FieldError[] = [];
+  const plan = await findPlan(trx, request.planId);
+  if (!plan) errors.push({ field: 'planId', code: 'invalid', message: 'planId is not a known insurance plan' });
+  if (request.startDate && request.endDate && request.endDate < request.startDate) {
+    errors.push({ field: 'endDate', code: 'invalid', message: 'endDate cannot be before startDate' });
+  }
+  if (errors.length > 0) throw fieldErrors(errors);
+  const id = newId('coverage');
+  await trx
+    .insertInto('coverages')
+    .values({
+      practice_id: practiceId,
+      id,
+      patient_id: patientId,
+      plan_id: request.planId,
+      member_number: request.memberNumber,
+      dependent_code: request.dependentCode ?? null,
+      start_date: request.startDate ?? null,
+      end_date: request.endDate ?? null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  const row = await findCoverage(trx, practiceId, id);
+  if (!row) throw new Error('coverage vanished after insert');
+  return row;
+}
+
+export async function patientCoverages(trx: Trx, practiceId: string, patientId: string): Promise<CoverageRow[]> {
+  await readPatient(trx, practiceId, patientId);
+  return listCoverages(trx, practiceId, patientId);
+}
+
+/** The patient's first active coverage, or undefined when none is active today. */
+export async function firstActiveCoverage(
+  trx: Trx,
+  practiceId: string,
+  patientId: string,
+  today: string,
+): Promise<CoverageRow | undefined> {
+  return (await listCoverages(trx, practiceId, patientId)).find((c) => isCoverageActive(c, today));
+}
+
+export async function readCoverage(trx: Trx, practiceId: string, coverageId: string): Promise<CoverageRow> {
+  const row = await findCoverage(trx, practiceId, coverageId);
+  if (!row) throw notFound('Coverage');
+  return row;
+}
