@@ -6,23 +6,32 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServ
 import { sql } from 'kysely';
 import { registerAdminScope } from './admin/admin-route.ts';
 import { adminRoutes } from './admin/routes.ts';
+import { queueClaimFromBill } from './claims/queue.ts';
+import { codeSystemRoutes } from './code-systems/routes.ts';
 import type { Deps } from './deps.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
 import { openApiInfo } from './docs/openapi-info.ts';
-import { codeSystemRoutes } from './code-systems/routes.ts';
 import { encounterRoutes } from './encounters/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
+import { billingAdminRoutes } from './invoices/admin.ts';
+import { invoiceRoutes } from './invoices/routes.ts';
 import { patientRoutes } from './patients/routes.ts';
-import { priceAdminRoutes } from './pricing/admin.ts';
 import { registerApiScope } from './platform/http/api-scope.ts';
 import { frameworkErrorHandler, installErrorHandler } from './platform/http/error-handler.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
+import { priceAdminRoutes } from './pricing/admin.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 
-export const apiRoutes = [...patientRoutes, ...insuranceRoutes, ...encounterRoutes, ...codeSystemRoutes];
+export const apiRoutes = [
+  ...patientRoutes,
+  ...insuranceRoutes,
+  ...encounterRoutes,
+  ...invoiceRoutes(queueClaimFromBill),
+  ...codeSystemRoutes,
+];
 
 export interface AppOptions {
   /** A pino logger shared with the rest of the process; none means silent. */
@@ -57,11 +66,11 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     requestIdHeader: false,
     trustProxy: false,
     return503OnClosing: true,
-    frameworkErrors: frameworkErrorHandler(deps.config.errorsDocUrl),
+    frameworkErrors: frameworkErrorHandler(deps.config),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
   app.setValidatorCompiler(validatorCompiler);
-  installErrorHandler(app, deps.config.errorsDocUrl);
+  installErrorHandler(app, deps.config);
   trackRoutesForMethodCheck(app);
 
   // JSON only. An empty body counts as no body, so operations with an optional body accept none.
@@ -106,7 +115,11 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     const token = options.adminToken;
     await app.register(
       async (adminScope) => {
-        registerAdminScope(adminScope, deps, token, [...adminRoutes, ...priceAdminRoutes]);
+        registerAdminScope(adminScope, deps, token, [
+          ...adminRoutes,
+          ...priceAdminRoutes,
+          ...billingAdminRoutes,
+        ]);
       },
       { prefix: '/admin/v1' },
     );

@@ -41,8 +41,16 @@ export async function prepareSchema(kysely: Kysely<Tables>, extraCatalogueDir?: 
 
 /** Prepares the schema with the owner connection (MIGRATION_DATABASE_URL, else the service's own). */
 export async function migrateConfigured(config: Config, db: Database): Promise<string[]> {
-  if (db.kind === 'postgres' && config.migrationDatabaseUrl && config.migrationDatabaseUrl !== config.databaseUrl) {
-    const owner = openPostgres({ url: config.migrationDatabaseUrl, poolSize: 1, statementTimeoutMs: 600_000 });
+  if (
+    db.kind === 'postgres' &&
+    config.migrationDatabaseUrl &&
+    config.migrationDatabaseUrl !== config.databaseUrl
+  ) {
+    const owner = openPostgres({
+      url: config.migrationDatabaseUrl,
+      poolSize: 1,
+      statementTimeoutMs: 600_000,
+    });
     try {
       return await prepareSchema(owner.kysely, config.catalogueDir);
     } finally {

@@ -1,7 +1,9 @@
 // Owns running the service as a process: open and migrate the database, start the HTTP API and/or the
 // background worker, print how to try the sandbox, and shut down cleanly on SIGINT/SIGTERM.
+import net from 'node:net';
+import path from 'node:path';
 import pino from 'pino';
-import { ensureSandbox } from './admin/sandbox.ts';
+import { ensureSandbox, type SandboxCredentials } from './admin/sandbox.ts';
 import { buildApp, loggerOptions } from './app.ts';
 import { buildDeps, migrateConfigured, openConfiguredDatabase } from './bootstrap.ts';
 import { type Config, ConfigError } from './config.ts';
@@ -12,56 +14,100 @@ export interface RunOptions {
   worker: boolean;
 }
 
-export async function runService(config: Config, options: RunOptions): Promise<void> {
-  const log = pino(loggerOptions(config.logLevel) as pino.LoggerOptions);
-  if (config.databaseUrl && options.api && !config.adminToken) {
+export async function runService(configured: Config, options: RunOptions): Promise<void> {
+  const log = pino(loggerOptions(configured.logLevel) as pino.LoggerOptions);
+  if (configured.databaseUrl && options.api && !configured.adminToken) {
     throw new ConfigError('ADMIN_TOKEN must be set when DATABASE_URL is set (the admin API needs it).');
   }
-  if (!config.databaseUrl && options.api !== options.worker) {
+  if (!configured.databaseUrl && options.api !== options.worker) {
     throw new ConfigError(
       'The embedded database is used by one process only: run `practice-billing start` (API and worker together), or set DATABASE_URL.',
     );
   }
+  const config = options.api ? await withConcretePort(configured) : configured;
   const db = await openConfiguredDatabase(config);
-  await migrateConfigured(config, db);
-  const deps = await buildDeps(config, db);
-
-  let adminToken = config.adminToken;
-  let sandbox: Awaited<ReturnType<typeof ensureSandbox>> | undefined;
-  if (db.kind === 'pglite') {
-    sandbox = await ensureSandbox(db, config.dataDir, config.adminToken);
-    adminToken = sandbox.adminToken;
-  }
-
-  const app = options.api ? await buildApp(deps, { logger: log, adminToken }) : undefined;
-  const worker: Worker | undefined = options.worker ? startWorker(db, log) : undefined;
-  if (app) {
-    await app.listen({ port: config.port, host: config.host });
-    const address = app.server.address();
-    const port = typeof address === 'object' && address ? address.port : config.port;
-    const base = config.publicBaseUrl.replace(/:\d+$/, `:${port}`);
-    if (sandbox) printSandbox(base, config, sandbox);
-  }
-
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let worker: Worker | undefined;
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal while shutting down (a stuck request, a hung close): give up waiting.
+      log.warn({ signal }, 'second signal: exiting without waiting');
+      process.exit(1);
+    }
     stopping = true;
     log.info({ signal }, 'shutting down');
-    await app?.close();
-    await worker?.stop();
-    await db.close();
-    process.exit(0);
+    let code = 0;
+    try {
+      await app?.close();
+      await worker?.stop();
+    } catch (err) {
+      log.error({ err }, 'error while shutting down');
+      code = 1;
+    } finally {
+      // Always release the database (and the embedded data directory's lock).
+      await db.close().catch((err: unknown) => log.error({ err }, 'error closing the database'));
+    }
+    process.exit(code);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+
+  try {
+    await migrateConfigured(config, db);
+    const deps = await buildDeps(config, db);
+
+    let adminToken = config.adminToken;
+    let sandbox: SandboxCredentials | undefined;
+    if (db.kind === 'pglite') {
+      sandbox = await ensureSandbox(db, config.dataDir, config.adminToken);
+      adminToken = sandbox.adminToken;
+    }
+
+    app = options.api ? await buildApp(deps, { logger: log, adminToken }) : undefined;
+    worker = options.worker ? startWorker(db, log) : undefined;
+    if (app) {
+      await app.listen({ port: config.port, host: config.host });
+      if (sandbox) printSandbox(config, sandbox);
+    }
+  } catch (error) {
+    // A failed start (migration, port in use) must not leave the database open or the data directory locked.
+    await app?.close().catch(() => {});
+    await worker?.stop().catch(() => {});
+    await db.close().catch(() => {});
+    throw error;
+  }
 }
 
-function printSandbox(
-  base: string,
-  config: Config,
-  sandbox: NonNullable<Awaited<ReturnType<typeof ensureSandbox>>>,
-) {
+/**
+ * PORT=0 asks for any free port. Pick it before building the app, so that Location headers, the
+ * errors page link and the printed address carry the real port rather than ":0".
+ */
+async function withConcretePort(config: Config): Promise<Config> {
+  if (config.port !== 0) return config;
+  const port = await new Promise<number>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, config.host, () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+  const defaultBase = config.publicBaseUrl;
+  const fromDefault = (url: string) =>
+    defaultBase.endsWith(':0') && url.startsWith(defaultBase)
+      ? `${defaultBase.slice(0, -2)}:${port}${url.slice(defaultBase.length)}`
+      : url;
+  return {
+    ...config,
+    port,
+    publicBaseUrl: fromDefault(config.publicBaseUrl),
+    errorsDocUrl: fromDefault(config.errorsDocUrl),
+  };
+}
+
+function printSandbox(config: Config, sandbox: SandboxCredentials) {
+  const base = config.publicBaseUrl;
   const lines = [
     '',
     'Practice Billing sandbox is running (embedded database; for trying out, not for production data).',
@@ -76,6 +122,9 @@ function printSandbox(
     `    -H 'Authorization: Bearer ${sandbox.apiKey}' -H 'Content-Type: application/json' \\`,
     `    -H "Idempotency-Key: $(date +%s%N)" \\`,
     `    -d '{"givenNames":["Lerato"],"lastName":"Dlamini","birthDate":"1990-02-28","externalId":{"system":"urn:demo:mrn","value":"1001"}}'`,
+    '',
+    'Operator (admin) API, through the CLI, which reads the admin token from the data dir:',
+    `  ${config.dataDir === path.resolve('data') ? '' : `DATA_DIR=${config.dataDir} `}npx practice-billing admin practices list --url ${base}`,
     '',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -194,6 +194,7 @@ export async function startService(backend: Backend, options: ServiceOptions = {
   const baseUrl = `http://127.0.0.1:${port}`;
   // Location headers and Problem types use the public base URL: point it at this server.
   (deps.config as { publicBaseUrl: string }).publicBaseUrl = baseUrl;
+  (deps.config as { errorsDocUrl: string }).errorsDocUrl = `${baseUrl}/errors`;
 
   const admin = (method: string, p: string, body?: unknown) =>
     call(baseUrl, method, `/admin/v1${p}`, { token: adminToken, ...(body !== undefined ? { body } : {}) });

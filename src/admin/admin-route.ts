@@ -33,6 +33,8 @@ export interface AdminRouteSpec<P extends TSchema, Q extends TSchema, B extends 
   params?: P;
   querystring?: Q;
   body?: B;
+  /** The body may be left out entirely (every field of it is optional): no body counts as `{}`. */
+  bodyOptional?: boolean;
   successStatus: number;
   response: R;
   handler: (ctx: AdminContext<Static<P>, Static<Q>, Static<B>>) => Promise<AdminResult<Static<R>>>;
@@ -80,6 +82,13 @@ export function registerAdminScope(
         ...(spec.body ? { body: spec.body } : {}),
         response: { [spec.successStatus]: spec.response, '4xx': ProblemSchema, '5xx': ProblemSchema },
       },
+      ...(spec.bodyOptional
+        ? {
+            preValidation: async (request: FastifyRequest) => {
+              if (request.body === undefined || request.body === null) request.body = {};
+            },
+          }
+        : {}),
       handler: async (request, reply) => {
         const result = await asOperator(deps.db, async (trx) => {
           const now = deps.clock.now();

@@ -206,10 +206,11 @@ export const adminRoutes = [
     description: 'The answer carries `key`, shown this once; only a hash is stored.',
     params: ClientParam,
     body: KeyRequest,
+    bodyOptional: true,
     successStatus: 201,
     response: ApiKey,
     handler: async ({ trx, params, body, now }) => {
-      const { row, key } = await admin.issueKey(trx, params.clientId, body?.expiresAt, now);
+      const { row, key } = await admin.issueKey(trx, params.clientId, body.expiresAt, now);
       return {
         body: admin.apiKeyOf(row, key),
         audit: { practiceId: row.practice_id, resourceType: 'api_key', resourceId: row.id },

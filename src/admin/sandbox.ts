@@ -29,9 +29,11 @@ function readCredentials(dataDir: string): Partial<SandboxCredentials> | undefin
 }
 
 function writeCredentials(dataDir: string, credentials: SandboxCredentials): void {
-  fs.writeFileSync(path.join(dataDir, FILE_NAME), `${JSON.stringify(credentials, null, 2)}\n`, {
-    mode: 0o600,
-  });
+  // Written aside and renamed: a crash mid-write must not leave a torn file (the next start would
+  // then seed a second demo practice and a new admin token), and the new file always gets mode 0600.
+  const file = path.join(dataDir, FILE_NAME);
+  fs.writeFileSync(`${file}.tmp`, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+  fs.renameSync(`${file}.tmp`, file);
 }
 
 /** Seeds the demo practice once; later starts find it and reuse the stored credentials. */

@@ -80,7 +80,14 @@ async function inChunks<T>(rows: T[], size: number, fn: (chunk: T[]) => Promise<
 }
 
 export async function loadCatalogue(db: Kysely<Tables>, dir: string): Promise<CatalogueCounts> {
-  const counts: CatalogueCounts = { codeSystems: 0, concepts: 0, modifiers: 0, governingBodyRates: 0, plans: 0, planRates: 0 };
+  const counts: CatalogueCounts = {
+    codeSystems: 0,
+    concepts: 0,
+    modifiers: 0,
+    governingBodyRates: 0,
+    plans: 0,
+    planRates: 0,
+  };
   const systemsFile = path.join(dir, 'code-systems.json');
   const insuranceFile = path.join(dir, 'insurance.json');
   await db.transaction().execute(async (trx) => {
@@ -97,7 +104,12 @@ export async function loadCatalogue(db: Kysely<Tables>, dir: string): Promise<Ca
   return counts;
 }
 
-async function loadCodeSystem(trx: Kysely<Tables>, dir: string, system: CodeSystemFile, counts: CatalogueCounts) {
+async function loadCodeSystem(
+  trx: Kysely<Tables>,
+  dir: string,
+  system: CodeSystemFile,
+  counts: CatalogueCounts,
+) {
   await trx
     .insertInto('code_systems')
     .values({
@@ -119,7 +131,11 @@ async function loadCodeSystem(trx: Kysely<Tables>, dir: string, system: CodeSyst
     )
     .execute();
   counts.codeSystems++;
-  const stored = await trx.selectFrom('code_systems').select('id').where('url', '=', system.url).executeTakeFirstOrThrow();
+  const stored = await trx
+    .selectFrom('code_systems')
+    .select('id')
+    .where('url', '=', system.url)
+    .executeTakeFirstOrThrow();
 
   if (system.concepts) {
     const rows = readCsv(path.join(dir, system.concepts));
@@ -173,7 +189,9 @@ async function loadCodeSystem(trx: Kysely<Tables>, dir: string, system: CodeSyst
           .insertInto('governing_body_rates')
           .values(chunk)
           .onConflict((oc) =>
-            oc.columns(['governing_body_id', 'system', 'code']).doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })),
+            oc
+              .columns(['governing_body_id', 'system', 'code'])
+              .doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })),
           )
           .execute(),
       );
@@ -215,7 +233,11 @@ async function loadInsurance(trx: Kysely<Tables>, insurance: InsuranceFile, coun
       await trx
         .insertInto('insurance_scheme_rates')
         .values({ scheme_id: scheme.id, system: rate.system, code: rate.code, amount: rate.amount })
-        .onConflict((oc) => oc.columns(['scheme_id', 'system', 'code']).doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })))
+        .onConflict((oc) =>
+          oc
+            .columns(['scheme_id', 'system', 'code'])
+            .doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })),
+        )
         .execute();
     }
     for (const plan of scheme.plans) {
@@ -240,12 +262,21 @@ async function loadInsurance(trx: Kysely<Tables>, insurance: InsuranceFile, coun
         )
         .execute();
       counts.plans++;
-      const rates = plan.rates.map((rate) => ({ plan_id: plan.id, system: rate.system, code: rate.code, amount: rate.amount }));
+      const rates = plan.rates.map((rate) => ({
+        plan_id: plan.id,
+        system: rate.system,
+        code: rate.code,
+        amount: rate.amount,
+      }));
       if (rates.length > 0) {
         await trx
           .insertInto('insurance_plan_rates')
           .values(rates)
-          .onConflict((oc) => oc.columns(['plan_id', 'system', 'code']).doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })))
+          .onConflict((oc) =>
+            oc
+              .columns(['plan_id', 'system', 'code'])
+              .doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })),
+          )
           .execute();
       }
       counts.planRates += rates.length;

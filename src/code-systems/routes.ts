@@ -41,14 +41,18 @@ export const codeSystemRoutes = [
     url: '/code-systems',
     operationId: 'listCodeSystems',
     summary: 'List code systems',
-    description: 'Published systems first, then the practice\'s own, each by name.',
+    description: "Published systems first, then the practice's own, each by name.",
     tag: 'Code systems',
     permission: 'CODE_SYSTEMS:READ',
     resourceType: 'code_system',
     querystring: Type.Object(
       {
         usage: Type.Optional(Enum(USAGES)),
-        owner: Type.Optional(Enum(['service', 'practice'], { description: 'Only published systems, or only the practice\'s own.' })),
+        owner: Type.Optional(
+          Enum(['service', 'practice'], {
+            description: "Only published systems, or only the practice's own.",
+          }),
+        ),
         ...PagingQuery,
       },
       { additionalProperties: false },
@@ -60,7 +64,13 @@ export const codeSystemRoutes = [
       const limit = query.limit ?? 50;
       const filters = { usage: query.usage, owner: query.owner };
       const after = query.cursor ? deps.cursors.decode('code-systems', filters, query.cursor) : undefined;
-      const rows = await listCodeSystems(trx, practiceId, filters, after as [number, string, string] | undefined, limit);
+      const rows = await listCodeSystems(
+        trx,
+        practiceId,
+        filters,
+        after as [number, string, string] | undefined,
+        limit,
+      );
       return {
         body: pageOf(
           rows,
@@ -87,7 +97,11 @@ export const codeSystemRoutes = [
     errorStatuses: WRITE_ERRORS,
     handler: async ({ trx, practiceId, body, now }) => {
       const row = await createCodeSystem(trx, practiceId, body, now);
-      return { body: codeSystemOf(row), location: `/api/v1/code-systems/${row.id}`, resource: { id: row.id } };
+      return {
+        body: codeSystemOf(row),
+        location: `/api/v1/code-systems/${row.id}`,
+        resource: { id: row.id },
+      };
     },
   }),
   defineApiRoute({
@@ -111,7 +125,8 @@ export const codeSystemRoutes = [
     url: '/code-systems/:codeSystemId',
     operationId: 'replaceCodeSystem',
     summary: "Replace a practice's own code system",
-    description: 'Full replacement. `name` cannot change (it makes the url). A published system answers 422 `business_rule`.',
+    description:
+      'Full replacement. `name` cannot change (it makes the url). A published system answers 422 `business_rule`.',
     tag: 'Code systems',
     permission: 'CODE_SYSTEMS:UPDATE',
     resourceType: 'code_system',
@@ -129,7 +144,8 @@ export const codeSystemRoutes = [
     url: '/code-systems/:codeSystemId/concepts',
     operationId: 'listCodeConcepts',
     summary: 'Look codes up in a code system',
-    description: '`code` finds one code exactly; `search` matches part of the wording or the start of the code, ignoring case. Ordered by code.',
+    description:
+      '`code` finds one code exactly; `search` matches part of the wording or the start of the code, ignoring case. Ordered by code.',
     tag: 'Code systems',
     permission: 'CODE_SYSTEMS:READ',
     resourceType: 'code_system',
@@ -150,7 +166,14 @@ export const codeSystemRoutes = [
       const limit = query.limit ?? 50;
       const filters = { system: system.id, code: query.code, search: query.search };
       const after = query.cursor ? deps.cursors.decode('code-concepts', filters, query.cursor) : undefined;
-      const rows = await listConcepts(trx, practiceId, system, filters, after as [string, string] | undefined, limit);
+      const rows = await listConcepts(
+        trx,
+        practiceId,
+        system,
+        filters,
+        after as [string, string] | undefined,
+        limit,
+      );
       return {
         body: pageOf(
           rows,
@@ -167,7 +190,8 @@ export const codeSystemRoutes = [
     url: '/code-systems/:codeSystemId/concepts',
     operationId: 'addCodeConcept',
     summary: "Add a code to a practice's own code system",
-    description: 'A published system answers 422 `business_rule`; a code already in the system answers 409 `duplicate`.',
+    description:
+      'A published system answers 422 `business_rule`; a code already in the system answers 409 `duplicate`.',
     tag: 'Code systems',
     permission: 'CODE_SYSTEMS:UPDATE',
     creates: true,
@@ -191,7 +215,8 @@ export const codeSystemRoutes = [
     url: '/code-systems/:codeSystemId/concepts/:conceptId',
     operationId: 'deleteCodeConcept',
     summary: "Delete a code from a practice's own code system",
-    description: 'A code still on a patient\'s record (a visit\'s diagnoses or procedures) or on a saved price answers 422 `business_rule`.',
+    description:
+      "A code still on a patient's record (a visit's diagnoses or procedures) or on a saved price answers 422 `business_rule`.",
     tag: 'Code systems',
     permission: 'CODE_SYSTEMS:UPDATE',
     resourceType: 'code_concept',

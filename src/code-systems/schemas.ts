@@ -21,7 +21,8 @@ export const CodeSystemRequest = Type.Object(
     name: Type.String({
       minLength: 1,
       maxLength: 60,
-      description: 'Makes the url (`urn:service:organization:<practice id>:codesystem:<slug of name>`), so it cannot change.',
+      description:
+        'Makes the url (`urn:service:organization:<practice id>:codesystem:<slug of name>`), so it cannot change.',
     }),
     title: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
     description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
@@ -53,12 +54,21 @@ export const CodeSystemList = ListOf(CodeSystem, 'CodeSystemList');
 
 export const CodeConceptRequest = Type.Object(
   {
-    code: Type.String({ pattern: '^[A-Za-z0-9._-]{1,32}$', description: '1 to 32 letters, digits, dots, underscores, hyphens.' }),
+    code: Type.String({
+      pattern: '^[A-Za-z0-9._-]{1,32}$',
+      description: '1 to 32 letters, digits, dots, underscores, hyphens.',
+    }),
     display: Type.String({ minLength: 1, maxLength: 500 }),
     definition: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
     usage: Type.Optional(Nullable(Type.Array(Usage, { maxItems: 9, uniqueItems: true }))),
     defaultPrice: Type.Optional(
-      Nullable(Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: "Minor units of the practice's currency." })),
+      Nullable(
+        Type.Integer({
+          minimum: 0,
+          maximum: 1_000_000_000,
+          description: "Minor units of the practice's currency.",
+        }),
+      ),
     ),
   },
   { title: 'CodeConceptRequest', additionalProperties: false },

@@ -1,7 +1,8 @@
 // Owns the rules for code systems: the published ones are read-only; a practice creates, replaces
 // and fills its own (whose url derives from its name), and cannot delete a code still in use.
-import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
+
 import type { Trx } from '../platform/db/transaction.ts';
+import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { CodeConcept, CodeConceptRequest, CodeSystem, CodeSystemRequest } from './schemas.ts';
 import { type CodeSystemRow, type ConceptRow, codeUses, findCodeSystem } from './store.ts';
@@ -56,17 +57,27 @@ export async function readCodeSystem(trx: Trx, practiceId: string, id: string): 
   return row;
 }
 
-async function practiceSystem(trx: Trx, practiceId: string, id: string, action: string): Promise<CodeSystemRow> {
+async function practiceSystem(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  action: string,
+): Promise<CodeSystemRow> {
   const row = await readCodeSystem(trx, practiceId, id);
   if (row.owner !== 'practice') {
-    throw new AppError('business_rule', `${row.name} is a published code system; only a practice's own system can ${action}.`);
+    throw new AppError(
+      'business_rule',
+      `${row.name} is a published code system; only a practice's own system can ${action}.`,
+    );
   }
   return row;
 }
 
 export async function createCodeSystem(trx: Trx, practiceId: string, request: CodeSystemRequest, now: Date) {
   if (slugOf(request.name) === '') {
-    throw fieldErrors([{ field: 'name', code: 'invalid', message: 'name must contain at least one letter or digit' }]);
+    throw fieldErrors([
+      { field: 'name', code: 'invalid', message: 'name must contain at least one letter or digit' },
+    ]);
   }
   const url = practiceSystemUrl(practiceId, request.name);
   const id = newId('codeSystem');
@@ -93,21 +104,39 @@ export async function createCodeSystem(trx: Trx, practiceId: string, request: Co
       .where('practice_id', '=', practiceId)
       .where('url', '=', url)
       .executeTakeFirstOrThrow();
-    throw new AppError('duplicate', `The practice already has a code system with url ${url}: ${existing.id}.`);
+    throw new AppError(
+      'duplicate',
+      `The practice already has a code system with url ${url}: ${existing.id}.`,
+    );
   }
   return readCodeSystem(trx, practiceId, id);
 }
 
-export async function replaceCodeSystem(trx: Trx, practiceId: string, id: string, request: CodeSystemRequest, now: Date) {
+export async function replaceCodeSystem(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  request: CodeSystemRequest,
+  now: Date,
+) {
   const row = await practiceSystem(trx, practiceId, id, 'be changed');
   if (request.name !== row.name) {
     throw fieldErrors([
-      { field: 'name', code: 'invalid', message: `name cannot change once the system exists (it is "${row.name}")` },
+      {
+        field: 'name',
+        code: 'invalid',
+        message: `name cannot change once the system exists (it is "${row.name}")`,
+      },
     ]);
   }
   await trx
     .updateTable('practice_code_systems')
-    .set({ title: request.title ?? null, description: request.description ?? null, usage: request.usage, updated_at: now })
+    .set({
+      title: request.title ?? null,
+      description: request.description ?? null,
+      usage: request.usage,
+      updated_at: now,
+    })
     .where('practice_id', '=', practiceId)
     .where('id', '=', id)
     .execute();
@@ -175,11 +204,17 @@ export async function deleteConcept(trx: Trx, practiceId: string, systemId: stri
           .executeTakeFirst();
   if (!concept) throw notFound('Code');
   if (system.owner !== 'practice') {
-    throw new AppError('business_rule', `${system.name} is a published code system; its codes cannot be deleted.`);
+    throw new AppError(
+      'business_rule',
+      `${system.name} is a published code system; its codes cannot be deleted.`,
+    );
   }
   const uses = await codeUses(trx, practiceId, system.url, concept.code);
   if (uses.length > 0) {
-    throw new AppError('business_rule', `Code ${concept.code} is still used on ${uses.join(' and on ')}; it cannot be deleted.`);
+    throw new AppError(
+      'business_rule',
+      `Code ${concept.code} is still used on ${uses.join(' and on ')}; it cannot be deleted.`,
+    );
   }
   await trx
     .deleteFrom('practice_code_concepts')

@@ -40,8 +40,15 @@ export async function listCodeSystems(
   return result.rows;
 }
 
-export async function findCodeSystem(trx: Trx, practiceId: string, id: string): Promise<CodeSystemRow | undefined> {
-  const result = await sql<CodeSystemRow>`SELECT * FROM ${visibleSystems(practiceId)} AS s WHERE s.id = ${id}`.execute(trx);
+export async function findCodeSystem(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+): Promise<CodeSystemRow | undefined> {
+  const result =
+    await sql<CodeSystemRow>`SELECT * FROM ${visibleSystems(practiceId)} AS s WHERE s.id = ${id}`.execute(
+      trx,
+    );
   return result.rows[0];
 }
 
@@ -68,7 +75,9 @@ export async function listConcepts(
 ): Promise<ConceptRow[]> {
   const table = system.owner === 'service' ? sql`code_concepts` : sql`practice_code_concepts`;
   const tenantFilter = system.owner === 'service' ? sql`TRUE` : sql`c.practice_id = ${practiceId}`;
-  const search = filters.search ? `%${filters.search.replace(/[\\%_]/g, (m) => `\\${m}`).toLowerCase()}%` : null;
+  const search = filters.search
+    ? `%${filters.search.replace(/[\\%_]/g, (m) => `\\${m}`).toLowerCase()}%`
+    : null;
   const result = await sql<ConceptRow>`
     SELECT c.id, c.code_system_id, ${system.url}::text AS system, c.code, c.display, c.definition, c.usage,
            c.default_price, c.currency, c.updated_at
@@ -99,7 +108,13 @@ export async function resolveCodes(
   if (codings.length === 0) return new Map();
   const systems = codings.map((c) => c.system);
   const codes = codings.map((c) => c.code);
-  const result = await sql<{ system: string; code: string; display: string; active: boolean; default_price: number | null }>`
+  const result = await sql<{
+    system: string;
+    code: string;
+    display: string;
+    active: boolean;
+    default_price: number | null;
+  }>`
     WITH wanted (system, code) AS (SELECT * FROM unnest(${systems}::text[], ${codes}::text[]))
     SELECT s.url AS system, c.code, c.display, c.active, c.default_price
       FROM wanted w
@@ -109,7 +124,9 @@ export async function resolveCodes(
     SELECT s.url AS system, c.code, c.display, true AS active, c.default_price
       FROM wanted w
       JOIN practice_code_systems s ON s.practice_id = ${practiceId} AND s.url = w.system AND s.status = 'active'
-      JOIN practice_code_concepts c ON c.practice_id = s.practice_id AND c.code_system_id = s.id AND c.code = w.code`.execute(trx);
+      JOIN practice_code_concepts c ON c.practice_id = s.practice_id AND c.code_system_id = s.id AND c.code = w.code`.execute(
+    trx,
+  );
   return new Map(
     result.rows.map((r) => [
       `${r.system}|${r.code}`,
@@ -131,7 +148,12 @@ export async function knownSystemUrls(trx: Trx, practiceId: string, urls: string
 }
 
 /** Where a code is still used on a patient's record or a saved price; empty when free to delete. */
-export async function codeUses(trx: Trx, practiceId: string, system: string, code: string): Promise<string[]> {
+export async function codeUses(
+  trx: Trx,
+  practiceId: string,
+  system: string,
+  code: string,
+): Promise<string[]> {
   const result = await sql<{ place: string }>`
     SELECT 'a visit''s diagnoses' AS place WHERE EXISTS (
       SELECT 1 FROM encounter_diagnoses WHERE practice_id = ${practiceId} AND system = ${system} AND code = ${code})

@@ -1,7 +1,8 @@
 // Owns producing the OpenAPI 3.1 document from the route schemas, without a database: the document
 // depends only on the declarations. `npm run openapi` writes it to docs/openapi.json.
-import { AuditLog } from '../audit/audit.ts';
+
 import { buildApp } from '../app.ts';
+import { AuditLog } from '../audit/audit.ts';
 import { loadConfig } from '../config.ts';
 import type { Deps } from '../deps.ts';
 import { InFlightRequests } from '../idempotency/in-flight.ts';

@@ -36,9 +36,19 @@ export function openApiInfo(_publicBaseUrl: string) {
     },
     tags: [
       { name: 'Patients', description: "Register, find, read and correct a practice's patients." },
-      { name: 'Insurance', description: "Find medical scheme plans and record a patient's coverage (membership)." },
+      {
+        name: 'Insurance',
+        description: "Find medical scheme plans and record a patient's coverage (membership).",
+      },
       { name: 'Encounters', description: 'Record visits with their diagnoses and procedures.' },
-      { name: 'Code systems', description: 'ICD-10, the procedure tariff and the practice\'s own code systems.' },
+      {
+        name: 'Invoices',
+        description: 'Bill visits, change lines, read prices, issue, amend and follow payments.',
+      },
+      {
+        name: 'Code systems',
+        description: "ICD-10, the procedure tariff and the practice's own code systems.",
+      },
       {
         name: 'Admin',
         description: 'Operator API: practices, practitioners, clients, keys and the audit log.',

@@ -15,7 +15,7 @@ export const encounterRoutes = [
     operationId: 'createEncounter',
     summary: 'Record a visit',
     description:
-      'Records a completed outpatient visit (`class` amb) with its diagnoses (first is primary) and procedures. A visit cannot end in the future or start more than 120 days ago. Codes must exist and be active in their system; `display` is replaced by the system\'s own wording. Every wrong field is reported at once.',
+      "Records a completed outpatient visit (`class` amb) with its diagnoses (first is primary) and procedures. A visit cannot end in the future or start more than 120 days ago. Codes must exist and be active in their system; `display` is replaced by the system's own wording. Every wrong field is reported at once.",
     tag: 'Encounters',
     permission: 'ENCOUNTERS:CREATE',
     creates: true,
@@ -47,7 +47,10 @@ export const encounterRoutes = [
     errorStatuses: [401, 403, 404, 429, 500, 503],
     handler: async ({ trx, practiceId, params }) => {
       const record = await readEncounter(trx, practiceId, params.encounterId);
-      return { body: encounterOf(record), resource: { id: record.encounter.id, patientId: record.encounter.patient_id } };
+      return {
+        body: encounterOf(record),
+        resource: { id: record.encounter.id, patientId: record.encounter.patient_id },
+      };
     },
   }),
   defineApiRoute({

@@ -33,7 +33,8 @@ export const PROCEDURE_STATUSES = [
 /** Full ISO 8601 date-time, seconds optional, offset mandatory; the calendar check is in the service. */
 const OffsetDateTime = Type.String({
   pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})$',
-  description: 'ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`); seconds optional. Returned in UTC.',
+  description:
+    'ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`); seconds optional. Returned in UTC.',
 });
 
 const Coding = {
@@ -42,13 +43,19 @@ const Coding = {
       Type.String({
         minLength: 1,
         maxLength: 255,
-        description: "Code system url; when left out, the practitioner's default system for this kind of code.",
+        description:
+          "Code system url; when left out, the practitioner's default system for this kind of code.",
       }),
     ),
   ),
   code: Type.String({ minLength: 1, maxLength: 40 }),
   display: Type.Optional(
-    Nullable(Type.String({ maxLength: 500, description: "Ignored: the service records the code system's own wording." })),
+    Nullable(
+      Type.String({
+        maxLength: 500,
+        description: "Ignored: the service records the code system's own wording.",
+      }),
+    ),
   ),
 };
 
@@ -72,7 +79,8 @@ export const EncounterRequest = Type.Object(
             Nullable(
               Type.Array(Type.String({ minLength: 1, maxLength: 40 }), {
                 maxItems: 12,
-                description: "Codes from this request's diagnoses the procedure was done for; the first is primary on the claim.",
+                description:
+                  "Codes from this request's diagnoses the procedure was done for; the first is primary on the claim.",
               }),
             ),
           ),
@@ -92,13 +100,20 @@ export const Encounter = Type.Object(
     object: Type.Literal('encounter'),
     id: Type.String(),
     status: Enum(ENCOUNTER_STATUSES),
-    class: Enum(ENCOUNTER_CLASSES, { description: 'amb is an outpatient visit (what POST /encounters records).' }),
+    class: Enum(ENCOUNTER_CLASSES, {
+      description: 'amb is an outpatient visit (what POST /encounters records).',
+    }),
     patientId: Type.String(),
     practitionerId: Nullable(Type.String()),
     start: Type.String({ format: 'date-time' }),
     end: Nullable(Type.String({ format: 'date-time' })),
     diagnoses: Type.Array(
-      Type.Object({ id: Type.String(), system: Nullable(Type.String()), code: Type.String(), display: Nullable(Type.String()) }),
+      Type.Object({
+        id: Type.String(),
+        system: Nullable(Type.String()),
+        code: Type.String(),
+        display: Nullable(Type.String()),
+      }),
     ),
     procedures: Type.Array(
       Type.Object({

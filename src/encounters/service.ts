@@ -5,8 +5,8 @@
 // name diagnoses of the same visit. The patient and practitioner must be the practice's.
 import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
 import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
-import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { Encounter, EncounterRequest } from './schemas.ts';
 import { type EncounterRecord, findEncounter, insertEncounter } from './store.ts';
@@ -25,7 +25,12 @@ export function encounterOf(record: EncounterRecord): Encounter {
     practitionerId: e.practitioner_id,
     start: e.start_at.toISOString(),
     end: e.end_at?.toISOString() ?? null,
-    diagnoses: record.diagnoses.map((d) => ({ id: d.id, system: d.system, code: d.code, display: d.display })),
+    diagnoses: record.diagnoses.map((d) => ({
+      id: d.id,
+      system: d.system,
+      code: d.code,
+      display: d.display,
+    })),
     procedures: record.procedures.map((p) => ({
       id: p.id,
       status: p.status as Encounter['procedures'][number]['status'],
@@ -41,9 +46,13 @@ export function encounterOf(record: EncounterRecord): Encounter {
 
 /** Parses a date-time the schema's pattern already shaped, checking that its calendar date and clock time exist. */
 export function parseOffsetDateTime(value: string): Date | undefined {
-  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|([+-])(\d{2}):(\d{2}))$/.exec(value);
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|([+-])(\d{2}):(\d{2}))$/.exec(
+    value,
+  );
   if (!m) return undefined;
-  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '0'].map(Number) as number[];
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '0'].map(
+    Number,
+  ) as number[];
   const daysInMonth = new Date(Date.UTC(year!, month!, 0)).getUTCDate();
   if (month! < 1 || month! > 12 || day! < 1 || day! > daysInMonth) return undefined;
   if (hour! > 23 || minute! > 59 || second! > 59) return undefined;
@@ -52,12 +61,27 @@ export function parseOffsetDateTime(value: string): Date | undefined {
   return Number.isNaN(parsed.getTime()) ? undefined : parsed;
 }
 
-export async function recordEncounter(trx: Trx, practiceId: string, request: EncounterRequest, now: Date): Promise<EncounterRecord> {
+export async function recordEncounter(
+  trx: Trx,
+  practiceId: string,
+  request: EncounterRequest,
+  now: Date,
+): Promise<EncounterRecord> {
   const errors: FieldError[] = [];
-  const invalid = (field: string, message: string) => errors.push({ field, code: 'invalid', message: `${field} ${message}` });
+  // One entry per wrong field: a field breaking several rules gets them all in one message.
+  const invalid = (field: string, message: string) => {
+    const existing = errors.find((e) => e.field === field);
+    if (existing) existing.message = `${existing.message}, and ${message}`;
+    else errors.push({ field, code: 'invalid', message: `${field} ${message}` });
+  };
 
   const [patient, practitioner] = await Promise.all([
-    trx.selectFrom('patients').select('id').where('practice_id', '=', practiceId).where('id', '=', request.patientId).executeTakeFirst(),
+    trx
+      .selectFrom('patients')
+      .select('id')
+      .where('practice_id', '=', practiceId)
+      .where('id', '=', request.patientId)
+      .executeTakeFirst(),
     trx
       .selectFrom('practitioners')
       .select(['id', 'default_condition_system', 'default_procedure_system'])
@@ -97,13 +121,14 @@ export async function recordEncounter(trx: Trx, practiceId: string, request: Enc
     if (!found) invalid(`${field}.code`, `is not a code of ${coding.system}`);
     else if (!found.active) invalid(`${field}.code`, 'is no longer active');
   };
-  diagnoses.forEach((d, i) => checkCoding(`diagnoses.${i}`, d));
-  procedures.forEach((p, i) => checkCoding(`procedures.${i}`, p));
+  for (const [i, d] of diagnoses.entries()) checkCoding(`diagnoses.${i}`, d);
+  for (const [i, p] of procedures.entries()) checkCoding(`procedures.${i}`, p);
 
   const diagnosisCodes = new Set(diagnoses.map((d) => d.code));
   request.procedures.forEach((p, i) => {
     (p.diagnosisCodes ?? []).forEach((code, j) => {
-      if (!diagnosisCodes.has(code)) invalid(`procedures.${i}.diagnosisCodes.${j}`, "is not one of this visit's diagnoses");
+      if (!diagnosisCodes.has(code))
+        invalid(`procedures.${i}.diagnosisCodes.${j}`, "is not one of this visit's diagnoses");
     });
   });
 

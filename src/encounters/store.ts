@@ -1,6 +1,10 @@
 // Owns the encounters tables: an encounter with its ordered diagnoses and procedures.
 import type { Selectable } from 'kysely';
-import type { EncounterDiagnosesTable, EncounterProceduresTable, EncountersTable } from '../platform/db/tables.ts';
+import type {
+  EncounterDiagnosesTable,
+  EncounterProceduresTable,
+  EncountersTable,
+} from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
 export interface EncounterRecord {
@@ -15,7 +19,11 @@ export async function insertEncounter(trx: Trx, record: EncounterRecord): Promis
   await trx.insertInto('encounter_procedures').values(record.procedures).execute();
 }
 
-async function withChildren(trx: Trx, practiceId: string, encounters: Selectable<EncountersTable>[]): Promise<EncounterRecord[]> {
+async function withChildren(
+  trx: Trx,
+  practiceId: string,
+  encounters: Selectable<EncountersTable>[],
+): Promise<EncounterRecord[]> {
   if (encounters.length === 0) return [];
   const ids = encounters.map((e) => e.id);
   const [diagnoses, procedures] = await Promise.all([
@@ -41,7 +49,11 @@ async function withChildren(trx: Trx, practiceId: string, encounters: Selectable
   }));
 }
 
-export async function findEncounter(trx: Trx, practiceId: string, id: string): Promise<EncounterRecord | undefined> {
+export async function findEncounter(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+): Promise<EncounterRecord | undefined> {
   const encounter = await trx
     .selectFrom('encounters')
     .selectAll()

@@ -23,7 +23,13 @@ export const insuranceRoutes = [
     resourceType: 'insurance_plan',
     querystring: Type.Object(
       {
-        name: Type.Optional(Type.String({ minLength: 2, maxLength: 100, description: 'Part of the plan name, at least 2 characters.' })),
+        name: Type.Optional(
+          Type.String({
+            minLength: 2,
+            maxLength: 100,
+            description: 'Part of the plan name, at least 2 characters.',
+          }),
+        ),
         optionCode: Type.Optional(Type.String({ minLength: 1, maxLength: 30 })),
         ...PagingQuery,
       },
@@ -76,7 +82,8 @@ export const insuranceRoutes = [
     url: '/patients/:patientId/coverages',
     operationId: 'listCoverages',
     summary: "List a patient's coverages",
-    description: 'Every coverage in the order registered, in one page. The first active one is the default for bills and claims.',
+    description:
+      'Every coverage in the order registered, in one page. The first active one is the default for bills and claims.',
     tag: 'Insurance',
     permission: 'PATIENT_COVERAGE:READ',
     resourceType: 'coverage',
@@ -88,7 +95,12 @@ export const insuranceRoutes = [
       const today = dateIn(auth.practice.timezone, now);
       const rows = await patientCoverages(trx, practiceId, params.patientId);
       return {
-        body: { object: 'list' as const, data: rows.map((r) => coverageOf(r, today)), hasMore: false, nextCursor: null },
+        body: {
+          object: 'list' as const,
+          data: rows.map((r) => coverageOf(r, today)),
+          hasMore: false,
+          nextCursor: null,
+        },
         resource: { id: params.patientId, patientId: params.patientId },
       };
     },

@@ -20,9 +20,19 @@ export const InsurancePlanList = ListOf(InsurancePlan, 'InsurancePlanList');
 
 export const CoverageRequest = Type.Object(
   {
-    planId: Type.String({ minLength: 1, maxLength: 100, description: 'An insurance plan id from GET /insurance-plans.' }),
-    memberNumber: Type.String({ minLength: 1, maxLength: 30, description: "The member's number on the scheme." }),
-    dependentCode: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 10, description: 'e.g. 00 for the main member.' }))),
+    planId: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'An insurance plan id from GET /insurance-plans.',
+    }),
+    memberNumber: Type.String({
+      minLength: 1,
+      maxLength: 30,
+      description: "The member's number on the scheme.",
+    }),
+    dependentCode: Type.Optional(
+      Nullable(Type.String({ minLength: 1, maxLength: 10, description: 'e.g. 00 for the main member.' })),
+    ),
     startDate: Type.Optional(Nullable(CalendarDate)),
     endDate: Type.Optional(Nullable(CalendarDate)),
   },
@@ -39,7 +49,8 @@ export const Coverage = Type.Object(
     memberNumber: Type.String(),
     dependentCode: Nullable(Type.String()),
     active: Type.Boolean({
-      description: "True while the plan is offered and today (in the practice's time zone) lies within startDate..endDate.",
+      description:
+        "True while the plan is offered and today (in the practice's time zone) lies within startDate..endDate.",
     }),
     startDate: Nullable(Type.String({ format: 'date' })),
     endDate: Nullable(Type.String({ format: 'date' })),

@@ -2,10 +2,11 @@
 // and today (in the practice's time zone) lies within its start and end dates (either may be open).
 // A patient's first active coverage is the active one registered earliest (then by id): that is the
 // default coverage a bill or claim uses.
-import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
-import type { Trx } from '../platform/db/transaction.ts';
-import { newId } from '../platform/ids.ts';
+
 import { readPatient } from '../patients/service.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { newId } from '../platform/ids.ts';
 import type { Coverage, CoverageRequest, InsurancePlan } from './schemas.ts';
 import { type CoverageRow, findCoverage, findPlan, listCoverages, type PlanRow } from './store.ts';
 
@@ -44,11 +45,18 @@ export function coverageOf(row: CoverageRow, today: string): Coverage {
   };
 }
 
-export async function addCoverage(trx: Trx, practiceId: string, patientId: string, request: CoverageRequest, now: Date) {
+export async function addCoverage(
+  trx: Trx,
+  practiceId: string,
+  patientId: string,
+  request: CoverageRequest,
+  now: Date,
+) {
   await readPatient(trx, practiceId, patientId);
   const errors: FieldError[] = [];
   const plan = await findPlan(trx, request.planId);
-  if (!plan) errors.push({ field: 'planId', code: 'invalid', message: 'planId is not a known insurance plan' });
+  if (!plan)
+    errors.push({ field: 'planId', code: 'invalid', message: 'planId is not a known insurance plan' });
   if (request.startDate && request.endDate && request.endDate < request.startDate) {
     errors.push({ field: 'endDate', code: 'invalid', message: 'endDate cannot be before startDate' });
   }
@@ -74,7 +82,11 @@ export async function addCoverage(trx: Trx, practiceId: string, patientId: strin
   return row;
 }
 
-export async function patientCoverages(trx: Trx, practiceId: string, patientId: string): Promise<CoverageRow[]> {
+export async function patientCoverages(
+  trx: Trx,
+  practiceId: string,
+  patientId: string,
+): Promise<CoverageRow[]> {
   await readPatient(trx, practiceId, patientId);
   return listCoverages(trx, practiceId, patientId);
 }

@@ -66,9 +66,17 @@ function coverageQuery(trx: Trx, practiceId: string) {
 }
 
 export async function listCoverages(trx: Trx, practiceId: string, patientId: string): Promise<CoverageRow[]> {
-  return coverageQuery(trx, practiceId).where('c.patient_id', '=', patientId).orderBy('c.created_at').orderBy('c.id').execute();
+  return coverageQuery(trx, practiceId)
+    .where('c.patient_id', '=', patientId)
+    .orderBy('c.created_at')
+    .orderBy('c.id')
+    .execute();
 }
 
-export async function findCoverage(trx: Trx, practiceId: string, coverageId: string): Promise<CoverageRow | undefined> {
+export async function findCoverage(
+  trx: Trx,
+  practiceId: string,
+  coverageId: string,
+): Promise<CoverageRow | undefined> {
   return coverageQuery(trx, practiceId).where('c.id', '=', coverageId).executeTakeFirst();
 }

@@ -10,16 +10,30 @@ import { resolveCodes } from '../code-systems/store.ts';
 import type { PracticePricesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
-import { newId } from '../platform/ids.ts';
 import { ListOf, Nullable } from '../platform/http/schema.ts';
+import { newId } from '../platform/ids.ts';
 
 export const PriceRequest = Type.Object(
   {
-    system: Type.String({ minLength: 1, maxLength: 255, description: 'Code system url, e.g. urn:service:codesystem:tariff.' }),
+    system: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'Code system url, e.g. urn:service:codesystem:tariff.',
+    }),
     code: Type.String({ minLength: 1, maxLength: 64 }),
-    amount: Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: "Minor units of the practice's currency." }),
+    amount: Type.Integer({
+      minimum: 0,
+      maximum: 1_000_000_000,
+      description: "Minor units of the practice's currency.",
+    }),
     practitionerId: Type.Optional(
-      Nullable(Type.String({ minLength: 1, maxLength: 100, description: "With it, the practitioner's favourite price." })),
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          description: "With it, the practitioner's favourite price.",
+        }),
+      ),
     ),
   },
   { additionalProperties: false },
@@ -67,7 +81,12 @@ async function setPrice(trx: Trx, practiceId: string, request: Static<typeof Pri
       .where('practice_id', '=', practiceId)
       .where('id', '=', request.practitionerId)
       .executeTakeFirst();
-    if (!practitioner) errors.push({ field: 'practitionerId', code: 'invalid', message: 'practitionerId is not a practitioner of this practice' });
+    if (!practitioner)
+      errors.push({
+        field: 'practitionerId',
+        code: 'invalid',
+        message: 'practitionerId is not a practitioner of this practice',
+      });
   }
   if (errors.length > 0) throw fieldErrors(errors);
   const row = await trx
@@ -83,14 +102,19 @@ async function setPrice(trx: Trx, practiceId: string, request: Static<typeof Pri
       updated_at: now,
     })
     .onConflict((oc) =>
-      oc.columns(['practice_id', 'system', 'code', 'practitioner_id']).doUpdateSet({ amount: request.amount, updated_at: sql`now()` }),
+      oc
+        .columns(['practice_id', 'system', 'code', 'practitioner_id'])
+        .doUpdateSet({ amount: request.amount, updated_at: sql`now()` }),
     )
     .returningAll()
     .executeTakeFirstOrThrow();
   return priceOf(row, practice.currency);
 }
 
-const PracticeParam = Type.Object({ practiceId: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
+const PracticeParam = Type.Object(
+  { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },
+  { additionalProperties: false },
+);
 
 export const priceAdminRoutes = [
   defineAdminRoute({
@@ -106,7 +130,10 @@ export const priceAdminRoutes = [
     response: Price,
     handler: async ({ trx, params, body, now }) => {
       const price = await setPrice(trx, params.practiceId, body, now);
-      return { body: price, audit: { practiceId: params.practiceId, resourceType: 'price', resourceId: price.id } };
+      return {
+        body: price,
+        audit: { practiceId: params.practiceId, resourceType: 'price', resourceId: price.id },
+      };
     },
   }),
   defineAdminRoute({
@@ -127,7 +154,14 @@ export const priceAdminRoutes = [
         .orderBy('code')
         .orderBy('id')
         .execute();
-      return { body: { object: 'list' as const, data: rows.map((r) => priceOf(r, practice.currency)), hasMore: false, nextCursor: null } };
+      return {
+        body: {
+          object: 'list' as const,
+          data: rows.map((r) => priceOf(r, practice.currency)),
+          hasMore: false,
+          nextCursor: null,
+        },
+      };
     },
   }),
   defineAdminRoute({
@@ -136,7 +170,10 @@ export const priceAdminRoutes = [
     operationId: 'adminDeletePrice',
     summary: 'Delete a practice price or favourite',
     params: Type.Object(
-      { practiceId: Type.String({ minLength: 1, maxLength: 100 }), priceId: Type.String({ minLength: 1, maxLength: 100 }) },
+      {
+        practiceId: Type.String({ minLength: 1, maxLength: 100 }),
+        priceId: Type.String({ minLength: 1, maxLength: 100 }),
+      },
       { additionalProperties: false },
     ),
     successStatus: 200,

@@ -17,6 +17,9 @@ export interface PracticesTable {
   currency: Generated<string>;
   timezone: Generated<string>;
   integrations_enabled: Generated<boolean>;
+  vat_rate_basis_points: Generated<number>;
+  payment_terms_days: Generated<number>;
+  invoice_number_prefix: Generated<string>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -276,6 +279,104 @@ export interface EncounterProceduresTable {
   note: string | null;
 }
 
+export interface InvoiceClocksTable {
+  practice_id: string;
+  last_number: Generated<number>;
+  last_change: Generated<Date>;
+}
+
+export interface InvoicesTable {
+  practice_id: string;
+  id: string;
+  number: string;
+  status: string;
+  claim_status: string | null;
+  patient_id: string;
+  practitioner_id: string | null;
+  coverage_id: string | null;
+  pricing_coverage_id: string | null;
+  place_of_service_code: string | null;
+  recipient_name: string | null;
+  date: string;
+  due_date: string | null;
+  currency: string;
+  total_net: Generated<number>;
+  total_gross: Generated<number>;
+  amount_paid: Generated<number>;
+  balance_due: ColumnType<number, never, never>;
+  issued_at: Date | null;
+  created_at: CreatedAt;
+  updated_at: Date;
+}
+
+export interface InvoiceEncountersTable {
+  practice_id: string;
+  invoice_id: string;
+  encounter_id: string;
+  live: Generated<boolean>;
+}
+
+export interface LineDiagnosis {
+  system: string | null;
+  code: string;
+  display: string;
+  primary: boolean;
+}
+
+export interface InvoiceLinesTable {
+  practice_id: string;
+  id: string;
+  invoice_id: string;
+  position: number;
+  service_date: string;
+  service_date_end: string | null;
+  system: string | null;
+  code: string;
+  description: string;
+  modifiers: string[];
+  quantity: number;
+  unit_price: number;
+  subtotal: number;
+  total: number;
+  pricing_source: string | null;
+  diagnoses: Json<LineDiagnosis[]>;
+  procedure_id: string | null;
+}
+
+export interface PaymentsTable {
+  practice_id: string;
+  id: string;
+  invoice_id: string;
+  amount: number;
+  currency: string;
+  method: string;
+  source: 'patient' | 'insurer';
+  reference: string | null;
+  received_at: Date;
+}
+
+export interface NotificationsTable {
+  practice_id: string;
+  id: string;
+  recipient: 'patient' | 'practice';
+  patient_id: string | null;
+  kind: string;
+  subject_type: string;
+  subject_id: string;
+  message: string;
+  created_at: Date;
+}
+
+export interface EventsTable {
+  practice_id: string;
+  id: string;
+  seq: Generated<number>;
+  type: string;
+  object_type: string;
+  object_id: string;
+  occurred_at: Date;
+}
+
 export interface Tables {
   service_settings: ServiceSettingsTable;
   practices: PracticesTable;
@@ -301,4 +402,11 @@ export interface Tables {
   encounters: EncountersTable;
   encounter_diagnoses: EncounterDiagnosesTable;
   encounter_procedures: EncounterProceduresTable;
+  invoice_clocks: InvoiceClocksTable;
+  invoices: InvoicesTable;
+  invoice_encounters: InvoiceEncountersTable;
+  invoice_lines: InvoiceLinesTable;
+  payments: PaymentsTable;
+  notifications: NotificationsTable;
+  events: EventsTable;
 }

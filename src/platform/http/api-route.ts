@@ -54,6 +54,8 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   params?: P;
   querystring?: Q;
   body?: B;
+  /** The whole body may be left out; no body then counts as `{}`. */
+  bodyOptional?: boolean;
   /** Content types accepted for the body besides application/json. */
   consumes?: string[];
   successStatus: number;
@@ -196,6 +198,9 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
       'x-permission': spec.permission,
     },
     config: { permission: spec.permission, creates: spec.creates === true, resourceType: spec.resourceType },
+    preValidation: async (request) => {
+      if (spec.bodyOptional && (request.body === undefined || request.body === null)) request.body = {};
+    },
     preHandler: async (request) => {
       if (spec.extraPermissions && request.auth) {
         const missing = spec.extraPermissions(request.body).filter((p) => !request.auth?.permissions.has(p));

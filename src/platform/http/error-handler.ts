@@ -65,7 +65,7 @@ function toAppError(error: FastifyError | Error, request: FastifyRequest): AppEr
   );
 }
 
-export function installErrorHandler(app: FastifyInstance, errorsDocUrl: string): void {
+export function installErrorHandler(app: FastifyInstance, config: { readonly errorsDocUrl: string }): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const appError = toAppError(error, request);
     if (appError.code === 'internal_error') {
@@ -74,6 +74,29 @@ export function installErrorHandler(app: FastifyInstance, errorsDocUrl: string):
       request.log.warn({ err: error }, 'answered 503');
     }
     reply.code(appError.status).headers(appError.headers).type('application/json; charset=utf-8');
-    return reply.send(JSON.stringify(problemOf(appError, request.id, errorsDocUrl)));
+    return reply.send(JSON.stringify(problemOf(appError, request.id, config.errorsDocUrl)));
   });
+}
+
+/**
+ * Fastify's router refuses some paths before any route or hook runs (a path parameter longer than
+ * the router allows, a malformed percent-encoding). Answer those with Problems too: a parameter too
+ * long to be any id names no record (404), a malformed path is a bad request (400).
+ */
+export function frameworkErrorHandler(config: { readonly errorsDocUrl: string }) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+    const appError =
+      error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? new AppError('not_found', 'No such record in this practice.')
+        : new AppError('invalid_request', 'The path is not a valid URL.', {
+            errors: [{ field: 'path', code: 'invalid', message: 'path is not a valid URL' }],
+          });
+    reply
+      .code(appError.status)
+      .header('x-request-id', request.id)
+      .header('cache-control', 'no-store')
+      .header('x-content-type-options', 'nosniff')
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify(problemOf(appError, request.id, config.errorsDocUrl)));
+  };
 }

@@ -1,0 +1,138 @@
+// Owns `practice-billing admin <resource> <action> [id] [--flags]`: reads the arguments, calls the
+// running server's admin API and prints its JSON answer. Exit code 0 on 2xx, 1 on a Problem (printed
+// to stdout) or an unreachable server, 2 on a usage mistake.
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import {
+  AdminClient,
+  AdminConnectionError,
+  resolveAdminConnection,
+  ServerUnreachableError,
+} from './admin-client.ts';
+import {
+  ADMIN_COMMANDS,
+  type AdminCommand,
+  buildAdminRequest,
+  type FlagSpec,
+  findCommand,
+  UsageError,
+} from './admin-commands.ts';
+
+export interface CliOutput {
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+const CONNECTION_HELP = [
+  'Connection (every admin command):',
+  '  --url <url>      server base URL (else PRACTICE_BILLING_URL, PUBLIC_BASE_URL, http://127.0.0.1:$PORT)',
+  '  --token <token>  admin token (else ADMIN_TOKEN, else the embedded sandbox token in $DATA_DIR)',
+];
+
+function placeholder(flag: FlagSpec): string {
+  if (flag.kind === 'list') return '<a,b,...>';
+  if (flag.kind === 'integer') return '<n>';
+  if (flag.kind === 'boolean') return '<true|false>';
+  return `<${flag.flag}>`;
+}
+
+function commandLine(command: AdminCommand): string {
+  const target = command.target ? ` <${command.target}Id>` : '';
+  const flags = command.flags.map((f) =>
+    f.required ? ` --${f.flag} ${placeholder(f)}` : ` [--${f.flag} ${placeholder(f)}]`,
+  );
+  return `practice-billing admin ${command.resource} ${command.action}${target}${flags.join('')}`;
+}
+
+export function adminUsage(resource?: string): string {
+  const commands = ADMIN_COMMANDS.filter((c) => resource === undefined || c.resource === resource);
+  const lines = ['Admin commands (call the admin API of a running server):', ''];
+  for (const command of commands) lines.push(`  ${commandLine(command)}`, `      ${command.summary}`);
+  return [...lines, '', ...CONNECTION_HELP, ''].join('\n');
+}
+
+function commandUsage(command: AdminCommand): string {
+  const lines = [`Usage: ${commandLine(command)}`, '', command.summary];
+  if (command.target) lines.push('', `  <${command.target}Id>  also accepted as --${command.target} <id>`);
+  if (command.flags.length > 0) {
+    lines.push('', 'Flags:');
+    for (const flag of command.flags) lines.push(`  --${flag.flag.padEnd(24)} ${flag.help}`);
+  }
+  return [...lines, '', ...CONNECTION_HELP, ''].join('\n');
+}
+
+function usageError(output: CliOutput, message: string, usage: string): number {
+  output.stderr(`practice-billing: ${message}\n\n${usage}`);
+  return 2;
+}
+
+export async function runAdmin(args: string[], env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
+  const [resource, action] = args;
+  const wantsHelp = (value: string | undefined) => value === '--help' || value === '-h' || value === 'help';
+  if (resource === undefined || wantsHelp(resource)) {
+    if (resource === undefined)
+      return usageError(output, 'admin needs a resource and an action.', adminUsage());
+    output.stdout(adminUsage());
+    return 0;
+  }
+  if (!ADMIN_COMMANDS.some((c) => c.resource === resource)) {
+    return usageError(output, `unknown admin resource "${resource}".`, adminUsage());
+  }
+  if (action === undefined || wantsHelp(action)) {
+    if (action === undefined)
+      return usageError(output, `admin ${resource} needs an action.`, adminUsage(resource));
+    output.stdout(adminUsage(resource));
+    return 0;
+  }
+  const command = findCommand(resource, action);
+  if (!command)
+    return usageError(output, `unknown action "${action}" for ${resource}.`, adminUsage(resource));
+
+  const options: NonNullable<ParseArgsConfig['options']> = {
+    url: { type: 'string' },
+    token: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  };
+  for (const flag of command.flags) options[flag.flag] = { type: 'string' };
+  if (command.target) options[command.target] = { type: 'string' };
+
+  try {
+    const parsed = parseArgs({ args: args.slice(2), options, allowPositionals: true, strict: true });
+    const values = parsed.values as Record<string, string | boolean | undefined>;
+    if (values.help) {
+      output.stdout(commandUsage(command));
+      return 0;
+    }
+    const strings = Object.fromEntries(
+      Object.entries(values).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+    );
+    const positionals = parsed.positionals;
+    if (positionals.length > (command.target ? 1 : 0)) {
+      throw new UsageError(`unexpected argument "${positionals[command.target ? 1 : 0]}".`);
+    }
+    const flagId = command.target ? strings[command.target] : undefined;
+    if (positionals[0] !== undefined && flagId !== undefined && positionals[0] !== flagId) {
+      throw new UsageError(`the ${command.target} id is given twice, differently.`);
+    }
+    const request = buildAdminRequest(command, positionals[0] ?? flagId, strings);
+    const client = new AdminClient(resolveAdminConnection({ url: strings.url, token: strings.token }, env));
+    const answer = await client.request(request);
+    output.stdout(
+      answer.body === undefined ? `${answer.text}\n` : `${JSON.stringify(answer.body, null, 2)}\n`,
+    );
+    return answer.status >= 200 && answer.status < 300 ? 0 : 1;
+  } catch (error) {
+    if (error instanceof UsageError) return usageError(output, error.message, commandUsage(command));
+    if (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) {
+      return usageError(output, error.message, commandUsage(command));
+    }
+    if (error instanceof AdminConnectionError) {
+      output.stderr(`practice-billing: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof ServerUnreachableError) {
+      output.stderr(`practice-billing: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}

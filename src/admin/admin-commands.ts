@@ -1,0 +1,321 @@
+// Owns the catalogue of `practice-billing admin <resource> <action>` commands: for each, the admin API
+// route it calls (as declared in routes.ts) and how its arguments become the path, the query or the
+// JSON body. Pure: no I/O, so the catalogue can be checked against the routes in a test.
+import type { AdminRequest } from './admin-client.ts';
+
+/** A mistake in how the command was written: the CLI prints it with the usage and exits 2. */
+export class UsageError extends Error {}
+
+export type FlagKind = 'text' | 'list' | 'integer' | 'boolean';
+
+export interface FlagSpec {
+  /** The flag without its dashes: `rate-limit-per-minute`. */
+  flag: string;
+  kind: FlagKind;
+  /** Where the value goes: a dotted body field (`defaultSystems.condition`) or a query parameter. */
+  to: { body: string } | { query: string };
+  required?: boolean;
+  help: string;
+}
+
+export type Target = 'practice' | 'client' | 'key';
+
+export interface AdminCommand {
+  resource: string;
+  action: string;
+  summary: string;
+  method: AdminRequest['method'];
+  /** The route under /admin/v1 exactly as routes.ts declares it. */
+  route: string;
+  /** The record the route names: given as the one positional argument, or as --practice/--client/--key. */
+  target?: Target;
+  /** Sends a JSON body built from the body flags (`{}` when none is given). */
+  sendsBody?: boolean;
+  flags: FlagSpec[];
+}
+
+const TARGET_PARAM: Record<Target, string> = { practice: 'practiceId', client: 'clientId', key: 'keyId' };
+
+const clientFlags: FlagSpec[] = [
+  { flag: 'name', kind: 'text', to: { body: 'name' }, required: true, help: 'Name of the integration' },
+  {
+    flag: 'permissions',
+    kind: 'list',
+    to: { body: 'permissions' },
+    required: true,
+    help: 'Comma-separated, e.g. PATIENTS:READ,PATIENTS:CREATE ("" for none)',
+  },
+  {
+    flag: 'allowed-ips',
+    kind: 'list',
+    to: { body: 'allowedIps' },
+    help: 'Comma-separated addresses or CIDR ranges; left out means any address',
+  },
+  {
+    flag: 'rate-limit-per-minute',
+    kind: 'integer',
+    to: { body: 'rateLimitPerMinute' },
+    help: "Requests per minute for this client; left out means the service's default",
+  },
+];
+
+export const ADMIN_COMMANDS: AdminCommand[] = [
+  {
+    resource: 'practices',
+    action: 'create',
+    summary: 'Create a practice (Integrations add-on on)',
+    method: 'POST',
+    route: '/practices',
+    sendsBody: true,
+    flags: [
+      { flag: 'name', kind: 'text', to: { body: 'name' }, required: true, help: 'Practice name' },
+      { flag: 'currency', kind: 'text', to: { body: 'currency' }, help: 'ISO 4217 code (default ZAR)' },
+      {
+        flag: 'timezone',
+        kind: 'text',
+        to: { body: 'timezone' },
+        help: 'IANA time zone (default Africa/Johannesburg)',
+      },
+    ],
+  },
+  {
+    resource: 'practices',
+    action: 'list',
+    summary: 'List practices',
+    method: 'GET',
+    route: '/practices',
+    flags: [],
+  },
+  {
+    resource: 'practices',
+    action: 'get',
+    summary: 'Read a practice',
+    method: 'GET',
+    route: '/practices/:practiceId',
+    target: 'practice',
+    flags: [],
+  },
+  {
+    resource: 'practices',
+    action: 'integrations',
+    summary: 'Turn the Integrations add-on on or off',
+    method: 'PUT',
+    route: '/practices/:practiceId/integrations',
+    target: 'practice',
+    sendsBody: true,
+    flags: [
+      { flag: 'enabled', kind: 'boolean', to: { body: 'enabled' }, required: true, help: 'true or false' },
+    ],
+  },
+  {
+    resource: 'practitioners',
+    action: 'create',
+    summary: 'Add a practitioner to a practice',
+    method: 'POST',
+    route: '/practices/:practiceId/practitioners',
+    target: 'practice',
+    sendsBody: true,
+    flags: [
+      { flag: 'name', kind: 'text', to: { body: 'name' }, required: true, help: 'Practitioner name' },
+      {
+        flag: 'registration-number',
+        kind: 'text',
+        to: { body: 'registrationNumber' },
+        help: 'Professional registration number',
+      },
+      {
+        flag: 'condition-system',
+        kind: 'text',
+        to: { body: 'defaultSystems.condition' },
+        help: 'Default code system for conditions (default ICD-10)',
+      },
+      {
+        flag: 'procedure-system',
+        kind: 'text',
+        to: { body: 'defaultSystems.procedure' },
+        help: 'Default code system for procedures (default the tariff)',
+      },
+    ],
+  },
+  {
+    resource: 'practitioners',
+    action: 'list',
+    summary: "List a practice's practitioners",
+    method: 'GET',
+    route: '/practices/:practiceId/practitioners',
+    target: 'practice',
+    flags: [],
+  },
+  {
+    resource: 'clients',
+    action: 'create',
+    summary: 'Create an integration client in a practice',
+    method: 'POST',
+    route: '/practices/:practiceId/clients',
+    target: 'practice',
+    sendsBody: true,
+    flags: clientFlags,
+  },
+  {
+    resource: 'clients',
+    action: 'list',
+    summary: "List a practice's integration clients",
+    method: 'GET',
+    route: '/practices/:practiceId/clients',
+    target: 'practice',
+    flags: [],
+  },
+  {
+    resource: 'clients',
+    action: 'get',
+    summary: 'Read an integration client',
+    method: 'GET',
+    route: '/clients/:clientId',
+    target: 'client',
+    flags: [],
+  },
+  {
+    resource: 'clients',
+    action: 'replace',
+    summary: 'Replace a client (full replacement: flags left out are cleared)',
+    method: 'PUT',
+    route: '/clients/:clientId',
+    target: 'client',
+    sendsBody: true,
+    flags: clientFlags,
+  },
+  {
+    resource: 'clients',
+    action: 'suspend',
+    summary: 'Suspend a client (its keys answer 401)',
+    method: 'POST',
+    route: '/clients/:clientId/suspend',
+    target: 'client',
+    flags: [],
+  },
+  {
+    resource: 'clients',
+    action: 'resume',
+    summary: 'Resume a suspended client',
+    method: 'POST',
+    route: '/clients/:clientId/resume',
+    target: 'client',
+    flags: [],
+  },
+  {
+    resource: 'keys',
+    action: 'create',
+    summary: 'Issue an API key for a client (the key is shown this once)',
+    method: 'POST',
+    route: '/clients/:clientId/keys',
+    target: 'client',
+    sendsBody: true,
+    flags: [
+      {
+        flag: 'expires-at',
+        kind: 'text',
+        to: { body: 'expiresAt' },
+        help: 'Date-time the key stops working, e.g. 2027-01-31T00:00:00Z',
+      },
+    ],
+  },
+  {
+    resource: 'keys',
+    action: 'list',
+    summary: "List a client's keys (never the keys themselves)",
+    method: 'GET',
+    route: '/clients/:clientId/keys',
+    target: 'client',
+    flags: [],
+  },
+  {
+    resource: 'keys',
+    action: 'revoke',
+    summary: 'Revoke an API key',
+    method: 'POST',
+    route: '/keys/:keyId/revoke',
+    target: 'key',
+    flags: [],
+  },
+  {
+    resource: 'audit',
+    action: 'list',
+    summary: "Read a practice's audit log, newest first",
+    method: 'GET',
+    route: '/practices/:practiceId/audit-events',
+    target: 'practice',
+    flags: [
+      { flag: 'limit', kind: 'integer', to: { query: 'limit' }, help: 'Page size, 1 to 100 (default 50)' },
+      { flag: 'cursor', kind: 'text', to: { query: 'cursor' }, help: 'nextCursor of the previous page' },
+    ],
+  },
+];
+
+export function findCommand(resource: string, action: string): AdminCommand | undefined {
+  return ADMIN_COMMANDS.find((c) => c.resource === resource && c.action === action);
+}
+
+function convert(spec: FlagSpec, raw: string): unknown {
+  switch (spec.kind) {
+    case 'text':
+      return raw;
+    case 'list':
+      return raw
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
+    case 'integer':
+      if (!/^-?\d+$/.test(raw.trim()))
+        throw new UsageError(`--${spec.flag} must be a whole number, got "${raw}".`);
+      return Number(raw.trim());
+    case 'boolean': {
+      const value = raw.trim().toLowerCase();
+      if (['true', 'on', 'yes', '1'].includes(value)) return true;
+      if (['false', 'off', 'no', '0'].includes(value)) return false;
+      throw new UsageError(`--${spec.flag} must be true or false, got "${raw}".`);
+    }
+  }
+}
+
+function setPath(target: Record<string, unknown>, dotted: string, value: unknown): void {
+  const parts = dotted.split('.');
+  let node = target;
+  for (const part of parts.slice(0, -1)) {
+    node[part] ??= {};
+    node = node[part] as Record<string, unknown>;
+  }
+  node[parts[parts.length - 1]!] = value;
+}
+
+/** Builds the HTTP request for a command from its target id and flag values (as parseArgs gives them). */
+export function buildAdminRequest(
+  command: AdminCommand,
+  targetId: string | undefined,
+  values: Record<string, string | undefined>,
+): AdminRequest {
+  let path = command.route;
+  if (command.target) {
+    if (!targetId) {
+      throw new UsageError(`Give the ${command.target} id, after the action or as --${command.target} <id>.`);
+    }
+    path = path.replace(`:${TARGET_PARAM[command.target]}`, encodeURIComponent(targetId));
+  }
+  const query: Record<string, string> = {};
+  const body: Record<string, unknown> = {};
+  for (const spec of command.flags) {
+    const raw = values[spec.flag];
+    if (raw === undefined) {
+      if (spec.required) throw new UsageError(`--${spec.flag} is required.`);
+      continue;
+    }
+    const value = convert(spec, raw);
+    if ('query' in spec.to) query[spec.to.query] = String(value);
+    else setPath(body, spec.to.body, value);
+  }
+  return {
+    method: command.method,
+    path,
+    ...(Object.keys(query).length > 0 ? { query } : {}),
+    ...(command.sendsBody ? { body } : {}),
+  };
+}

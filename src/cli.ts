@@ -1,0 +1,102 @@
+// Owns the `practice-billing` command line: running the service (start, serve, worker), migrating the
+// configured database, and the operator's admin commands. Admin commands always go over HTTP to a
+// running server: the CLI never opens the embedded data directory while a server holds it. The
+// service's modules (Fastify, the database drivers) load only for the commands that need them, so that
+// admin commands and help start fast.
+import { type CliOutput, runAdmin } from './admin/admin-cli.ts';
+
+export const USAGE = `Usage: practice-billing <command> [options]
+
+Commands:
+  start                 run the API and the background worker in one process (what npm start does)
+  serve                 run the API only (needs DATABASE_URL: several processes share one PostgreSQL)
+  worker                run the background worker only (needs DATABASE_URL)
+  migrate               bring the configured database to the latest schema; prints the applied
+                        migrations as JSON (refused while a server holds the embedded data directory)
+  admin <resource> <action> [id] [--flags]
+                        call the admin API of a running server and print its JSON answer;
+                        \`practice-billing admin help\` lists every admin command
+  help                  print this text
+
+Configuration is by environment: PORT (3000), HOST (127.0.0.1), DATABASE_URL (PostgreSQL; unset
+means the embedded database in DATA_DIR, default ./data), MIGRATION_DATABASE_URL, ADMIN_TOKEN,
+PUBLIC_BASE_URL, LOG_LEVEL, INSURER_DELAY_MS. Admin commands also read PRACTICE_BILLING_URL.
+
+Exit codes: 0 success, 1 failure (a Problem answer is printed to stdout), 2 usage mistake.
+`;
+
+const processOutput: CliOutput = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
+
+const SERVICE_COMMANDS = {
+  start: { api: true, worker: true },
+  serve: { api: true, worker: false },
+  worker: { api: false, worker: true },
+} as const;
+
+function failure(output: CliOutput, error: unknown): number {
+  output.stderr(`practice-billing: ${error instanceof Error ? error.message : String(error)}\n`);
+  return 1;
+}
+
+async function migrate(env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
+  const { loadConfig } = await import('./config.ts');
+  const { migrateConfigured, openConfiguredDatabase } = await import('./bootstrap.ts');
+  const config = loadConfig(env);
+  const db = await openConfiguredDatabase(config, 'practice-billing-migrate');
+  try {
+    const applied = await migrateConfigured(config, db);
+    output.stdout(
+      `${JSON.stringify({ database: db.kind === 'pglite' ? 'embedded' : 'postgres', applied }, null, 2)}\n`,
+    );
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * Runs one command line. Resolves with the exit code; for start/serve/worker it resolves once the
+ * service runs, and the process then lives until SIGINT/SIGTERM.
+ */
+export async function runCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  output: CliOutput = processOutput,
+): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined) {
+    output.stderr(`practice-billing: give a command.\n\n${USAGE}`);
+    return 2;
+  }
+  if (command === 'help' || command === '--help' || command === '-h') {
+    output.stdout(USAGE);
+    return 0;
+  }
+  if (command === 'admin') return runAdmin(rest, env, output);
+  if (command !== 'migrate' && !(command in SERVICE_COMMANDS)) {
+    output.stderr(`practice-billing: unknown command "${command}".\n\n${USAGE}`);
+    return 2;
+  }
+  if (rest.some((arg) => arg === '--help' || arg === '-h')) {
+    output.stdout(USAGE);
+    return 0;
+  }
+  if (rest.length > 0) {
+    output.stderr(
+      `practice-billing: ${command} takes no arguments (configure it with environment variables).\n\n${USAGE}`,
+    );
+    return 2;
+  }
+  try {
+    if (command === 'migrate') return await migrate(env, output);
+    const { loadConfig } = await import('./config.ts');
+    const { runService } = await import('./server.ts');
+    await runService(loadConfig(env), SERVICE_COMMANDS[command as keyof typeof SERVICE_COMMANDS]);
+    return 0;
+  } catch (error) {
+    return failure(output, error);
+  }
+}

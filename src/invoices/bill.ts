@@ -1,0 +1,194 @@
+// Owns turning a visit into an invoice: one line per procedure that was done, priced from the first
+// rate found, with the procedure's diagnoses (or the visit's) and one primary; optionally issued and
+// its claim queued in the same transaction. The invoice exists whether or not issuing or claiming
+// was done; the result says why something was skipped.
+
+import { readEncounter } from '../encounters/service.ts';
+import { firstActiveCoverage, readCoverage } from '../insurance/service.ts';
+import { dateIn } from '../platform/clock.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { lineSubtotal, lineTotal } from './money.ts';
+import { ratesFor } from './rates.ts';
+import type { BillRequest, BillResult } from './schemas.ts';
+import { invoiceOf, issueInvoice, type PracticeBilling, readInvoice, touchInvoice } from './service.ts';
+import { liveInvoiceOfEncounter, tickInvoiceClock } from './store.ts';
+
+const NOT_BILLED = ['not_done', 'entered_in_error'];
+
+/** Queues the invoice's claim in the caller's transaction, or says why it cannot be sent. */
+export type ClaimQueuer = (
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  request: { coverageId: string | null; placeOfServiceCode: string | null },
+  now: Date,
+) => Promise<{ queued: true } | { queued: false; reason: string }>;
+
+function addDays(date: string, days: number): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + days);
+  return d.toISOString().slice(0, 10);
+}
+
+export async function billEncounter(
+  trx: Trx,
+  billing: PracticeBilling,
+  encounterId: string,
+  request: BillRequest,
+  now: Date,
+  queueClaim: ClaimQueuer,
+): Promise<BillResult> {
+  if (request.submitClaim === true && request.issue !== true) {
+    throw fieldErrors([
+      {
+        field: 'submitClaim',
+        code: 'invalid',
+        message: 'submitClaim needs issue true: only an issued invoice can be claimed',
+      },
+    ]);
+  }
+  const locked = await trx
+    .selectFrom('encounters')
+    .select('id')
+    .where('practice_id', '=', billing.id)
+    .where('id', '=', encounterId)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!locked) throw notFound('Encounter');
+  const existing = await liveInvoiceOfEncounter(trx, billing.id, encounterId);
+  if (existing) {
+    throw new AppError(
+      'duplicate',
+      `Encounter ${encounterId} is already billed on invoice ${existing.invoice_id}.`,
+    );
+  }
+  const { encounter, diagnoses, procedures } = await readEncounter(trx, billing.id, encounterId);
+  const today = dateIn(billing.timezone, now);
+
+  let pricingCoverage: Awaited<ReturnType<typeof readCoverage>> | undefined;
+  if (request.coverageId) {
+    pricingCoverage = await readCoverage(trx, billing.id, request.coverageId).catch(() => undefined);
+    if (!pricingCoverage || pricingCoverage.patient_id !== encounter.patient_id) {
+      throw fieldErrors([
+        {
+          field: 'coverageId',
+          code: 'invalid',
+          message: "coverageId is not one of this patient's coverages",
+        },
+      ]);
+    }
+  } else {
+    pricingCoverage = await firstActiveCoverage(trx, billing.id, encounter.patient_id, today);
+  }
+
+  const { number, changedAt } = await tickInvoiceClock(trx, billing.id, true);
+  const invoiceId = newId('invoice');
+  const patient = await trx
+    .selectFrom('patients')
+    .select(['given_names', 'last_name', 'prefix'])
+    .where('practice_id', '=', billing.id)
+    .where('id', '=', encounter.patient_id)
+    .executeTakeFirstOrThrow();
+  await trx
+    .insertInto('invoices')
+    .values({
+      practice_id: billing.id,
+      id: invoiceId,
+      number: `${billing.invoiceNumberPrefix}${String(number).padStart(6, '0')}`,
+      status: 'draft',
+      claim_status: null,
+      patient_id: encounter.patient_id,
+      practitioner_id: encounter.practitioner_id,
+      coverage_id: null,
+      pricing_coverage_id: pricingCoverage?.id ?? null,
+      place_of_service_code: request.placeOfServiceCode ?? null,
+      recipient_name: [patient.prefix, ...patient.given_names, patient.last_name].filter(Boolean).join(' '),
+      date: today,
+      due_date: addDays(today, billing.paymentTermsDays),
+      currency: billing.currency,
+      created_at: now,
+      updated_at: changedAt,
+    })
+    .execute();
+  await trx
+    .insertInto('invoice_encounters')
+    .values({ practice_id: billing.id, invoice_id: invoiceId, encounter_id: encounterId })
+    .execute();
+
+  const serviceDate = dateIn(billing.timezone, encounter.start_at);
+  const serviceDateEnd = encounter.end_at ? dateIn(billing.timezone, encounter.end_at) : null;
+  const pricing = {
+    practiceId: billing.id,
+    currency: billing.currency,
+    practitionerId: encounter.practitioner_id,
+    planId: pricingCoverage?.plan_id ?? null,
+  };
+  const billed = procedures.filter((p) => !NOT_BILLED.includes(p.status));
+  const lines = [];
+  for (const [index, procedure] of billed.entries()) {
+    const [rate] = await ratesFor(trx, pricing, procedure.system, procedure.code);
+    const unitPrice = rate?.amount ?? 0;
+    const subtotal = lineSubtotal(1, unitPrice);
+    const named = procedure.diagnosis_codes
+      .map((code) => diagnoses.find((d) => d.code === code))
+      .filter((d): d is (typeof diagnoses)[number] => d !== undefined);
+    const lineDiagnoses = named.length > 0 ? named : diagnoses;
+    lines.push({
+      practice_id: billing.id,
+      id: newId('lineItem'),
+      invoice_id: invoiceId,
+      position: index + 1,
+      service_date: serviceDate,
+      service_date_end: serviceDateEnd === serviceDate ? null : serviceDateEnd,
+      system: procedure.system,
+      code: procedure.code,
+      description: procedure.display,
+      modifiers: [],
+      quantity: 1,
+      unit_price: unitPrice,
+      subtotal,
+      total: lineTotal(subtotal, []),
+      pricing_source: rate?.pricingSource ?? null,
+      diagnoses: JSON.stringify(
+        lineDiagnoses.map((d, i) => ({
+          system: d.system,
+          code: d.code,
+          display: d.display,
+          primary: i === 0,
+        })),
+      ),
+      procedure_id: procedure.id,
+    });
+  }
+  if (lines.length > 0) await trx.insertInto('invoice_lines').values(lines).execute();
+  await touchInvoice(trx, billing, invoiceId);
+
+  let issued: boolean | null = null;
+  let claimQueued: boolean | null = null;
+  let claimSkippedReason: string | null = null;
+  if (request.issue === true) {
+    await issueInvoice(trx, billing, invoiceId, now);
+    issued = true;
+  }
+  if (request.submitClaim === true) {
+    const outcome = await queueClaim(
+      trx,
+      billing,
+      invoiceId,
+      { coverageId: request.coverageId ?? null, placeOfServiceCode: request.placeOfServiceCode ?? null },
+      now,
+    );
+    claimQueued = outcome.queued;
+    claimSkippedReason = outcome.queued ? null : outcome.reason;
+  }
+  return {
+    object: 'bill_result',
+    invoice: invoiceOf(await readInvoice(trx, billing.id, invoiceId)),
+    issued,
+    issueSkippedReason: null,
+    claimQueued,
+    claimSkippedReason,
+  };
+}

@@ -1,0 +1,211 @@
+// Owns invoice lines: resolving a requested line's code, wording, modifiers and diagnoses (reporting
+// every wrong field at once), pricing it with integer arithmetic, and adding, replacing or deleting a
+// line while the invoice is a draft or amending.
+import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
+import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
+import type { LineDiagnosis } from '../platform/db/tables.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { lineSubtotal, lineTotal, scaledQuantity } from './money.ts';
+import type { LineItemRequest } from './schemas.ts';
+import { type PracticeBilling, readInvoice, requireEditable, touchInvoice } from './service.ts';
+import type { InvoiceRecord } from './store.ts';
+
+export interface LineValues {
+  service_date: string;
+  service_date_end: string | null;
+  system: string | null;
+  code: string;
+  description: string;
+  modifiers: string[];
+  quantity: number;
+  unit_price: number;
+  subtotal: number;
+  total: number;
+  pricing_source: string | null;
+  diagnoses: LineDiagnosis[];
+}
+
+async function practitionerDefaults(trx: Trx, practiceId: string, practitionerId: string | null) {
+  const row = practitionerId
+    ? await trx
+        .selectFrom('practitioners')
+        .select(['default_condition_system', 'default_procedure_system'])
+        .where('practice_id', '=', practiceId)
+        .where('id', '=', practitionerId)
+        .executeTakeFirst()
+    : undefined;
+  return {
+    condition: row?.default_condition_system ?? ICD10_URL,
+    procedure: row?.default_procedure_system ?? TARIFF_URL,
+  };
+}
+
+/** Modifier percentages (basis points) of a system, by code. */
+export async function modifiersOf(trx: Trx, system: string, codes: string[]): Promise<Map<string, number>> {
+  if (codes.length === 0) return new Map();
+  const rows = await trx
+    .selectFrom('tariff_modifiers')
+    .select(['code', 'percent_basis_points'])
+    .where('system', '=', system)
+    .where('code', 'in', codes)
+    .execute();
+  return new Map(rows.map((r) => [r.code, r.percent_basis_points]));
+}
+
+export async function resolveLine(
+  trx: Trx,
+  practiceId: string,
+  practitionerId: string | null,
+  request: LineItemRequest,
+): Promise<LineValues> {
+  const errors: FieldError[] = [];
+  const invalid = (field: string, message: string): void => {
+    errors.push({ field, code: 'invalid', message: `${field} ${message}` });
+  };
+  const defaults = await practitionerDefaults(trx, practiceId, practitionerId);
+  const system = request.system ?? defaults.procedure;
+  const diagnoses = (request.diagnoses ?? []).map((d) => ({
+    system: d.system ?? defaults.condition,
+    code: d.code,
+    primary: d.primary,
+  }));
+  const codings = [{ system, code: request.code }, ...diagnoses];
+  const [resolved, systems] = await Promise.all([
+    resolveCodes(trx, practiceId, codings),
+    knownSystemUrls(trx, practiceId, [...new Set(codings.map((c) => c.system))]),
+  ]);
+
+  const lineCode = resolved.get(`${system}|${request.code}`);
+  if (!systems.has(system)) invalid('system', 'is not a code system this practice can use');
+  else if (!lineCode) invalid('code', `is not a code of ${system}`);
+
+  diagnoses.forEach((d, i) => {
+    if (!systems.has(d.system))
+      invalid(`diagnoses.${i}.system`, 'is not a code system this practice can use');
+    else if (!resolved.has(`${d.system}|${d.code}`))
+      invalid(`diagnoses.${i}.code`, `is not a code of ${d.system}`);
+  });
+  if (diagnoses.filter((d) => d.primary === true).length > 1)
+    invalid('diagnoses', 'can have only one primary diagnosis');
+
+  if (request.serviceDateEnd && request.serviceDateEnd < request.serviceDate)
+    invalid('serviceDateEnd', 'cannot be before serviceDate');
+  if (scaledQuantity(request.quantity) === undefined)
+    invalid('quantity', 'can have at most 4 decimal places');
+
+  const modifierCodes = request.modifiers ?? [];
+  const percentages = await modifiersOf(trx, system, modifierCodes);
+  modifierCodes.forEach((m, i) => {
+    if (!percentages.has(m)) invalid(`modifiers.${i}`, `is not a modifier of ${system}`);
+  });
+  if (errors.length > 0) throw fieldErrors(errors);
+
+  const primaryIndex = Math.max(
+    0,
+    diagnoses.findIndex((d) => d.primary === true),
+  );
+  const subtotal = lineSubtotal(request.quantity, request.unitPrice);
+  return {
+    service_date: request.serviceDate,
+    service_date_end: request.serviceDateEnd ?? null,
+    system,
+    code: request.code,
+    description: request.description ?? lineCode!.display,
+    modifiers: modifierCodes,
+    quantity: request.quantity,
+    unit_price: request.unitPrice,
+    subtotal,
+    total: lineTotal(
+      subtotal,
+      modifierCodes.map((m) => percentages.get(m)!),
+    ),
+    pricing_source: request.pricingSource ?? null,
+    diagnoses: diagnoses.map((d, i) => ({
+      system: d.system,
+      code: d.code,
+      display: resolved.get(`${d.system}|${d.code}`)!.display,
+      primary: i === primaryIndex,
+    })),
+  };
+}
+
+function lineColumns(values: LineValues) {
+  return { ...values, diagnoses: JSON.stringify(values.diagnoses) };
+}
+
+async function editableInvoice(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+): Promise<InvoiceRecord> {
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  requireEditable(record);
+  return record;
+}
+
+export async function addLine(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  request: LineItemRequest,
+) {
+  const record = await editableInvoice(trx, billing, invoiceId);
+  const values = await resolveLine(trx, billing.id, record.invoice.practitioner_id, request);
+  const position = record.lines.reduce((max, l) => Math.max(max, l.position), 0) + 1;
+  const id = newId('lineItem');
+  await trx
+    .insertInto('invoice_lines')
+    .values({
+      practice_id: billing.id,
+      id,
+      invoice_id: invoiceId,
+      position,
+      procedure_id: null,
+      ...lineColumns(values),
+    })
+    .execute();
+  await touchInvoice(trx, billing, invoiceId);
+  return { record: await readInvoice(trx, billing.id, invoiceId), lineId: id };
+}
+
+function requireLine(record: InvoiceRecord, lineId: string) {
+  const line = record.lines.find((l) => l.id === lineId);
+  if (!line) throw notFound('Line item');
+  return line;
+}
+
+export async function replaceLine(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  lineId: string,
+  request: LineItemRequest,
+) {
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  requireLine(record, lineId);
+  requireEditable(record);
+  const values = await resolveLine(trx, billing.id, record.invoice.practitioner_id, request);
+  await trx
+    .updateTable('invoice_lines')
+    .set(lineColumns(values))
+    .where('practice_id', '=', billing.id)
+    .where('id', '=', lineId)
+    .execute();
+  await touchInvoice(trx, billing, invoiceId);
+  return readInvoice(trx, billing.id, invoiceId);
+}
+
+export async function deleteLine(trx: Trx, billing: PracticeBilling, invoiceId: string, lineId: string) {
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  requireLine(record, lineId);
+  requireEditable(record);
+  await trx
+    .deleteFrom('invoice_lines')
+    .where('practice_id', '=', billing.id)
+    .where('id', '=', lineId)
+    .execute();
+  await touchInvoice(trx, billing, invoiceId);
+  return readInvoice(trx, billing.id, invoiceId);
+}

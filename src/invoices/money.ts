@@ -1,0 +1,46 @@
+// Owns the arithmetic of money: integer minor units only, computed in BigInt so no floating-point
+// drift can creep in. Quantities carry at most 4 decimal places and are scaled to integers first.
+// Rounding is half away from zero, applied once per computed amount:
+//   subtotal = round(quantity × unitPrice)
+//   total    = round(subtotal × (10000 + Σ modifier basis points) / 10000), never below 0
+//   tax      = round(totalNet × VAT basis points / 10000); totalGross = totalNet + tax
+
+export const QUANTITY_SCALE = 10_000n;
+const BASIS = 10_000n;
+
+/** Divides with rounding half away from zero. */
+function divideRounded(numerator: bigint, denominator: bigint): bigint {
+  const negative = numerator < 0n !== denominator < 0n;
+  const n = numerator < 0n ? -numerator : numerator;
+  const d = denominator < 0n ? -denominator : denominator;
+  const q = (n * 2n + d) / (d * 2n);
+  return negative ? -q : q;
+}
+
+/** The quantity as an integer count of 1/10000 units, or undefined when it has more than 4 decimals. */
+export function scaledQuantity(quantity: number): bigint | undefined {
+  const scaled = Math.round(quantity * 10_000);
+  if (Math.abs(scaled - quantity * 10_000) > 1e-6 || !Number.isSafeInteger(scaled)) return undefined;
+  return BigInt(scaled);
+}
+
+export function lineSubtotal(quantity: number, unitPrice: number): number {
+  const q = scaledQuantity(quantity);
+  if (q === undefined) throw new Error('quantity has more than 4 decimal places');
+  return Number(divideRounded(q * BigInt(unitPrice), QUANTITY_SCALE));
+}
+
+export function lineTotal(subtotal: number, modifierBasisPoints: number[]): number {
+  const factor = BASIS + modifierBasisPoints.reduce((sum, bp) => sum + BigInt(bp), 0n);
+  const total = divideRounded(BigInt(subtotal) * factor, BASIS);
+  return total < 0n ? 0 : Number(total);
+}
+
+export function invoiceTotals(
+  lineTotals: number[],
+  vatBasisPoints: number,
+): { totalNet: number; totalGross: number } {
+  const net = lineTotals.reduce((sum, t) => sum + BigInt(t), 0n);
+  const tax = divideRounded(net * BigInt(vatBasisPoints), BASIS);
+  return { totalNet: Number(net), totalGross: Number(net + tax) };
+}

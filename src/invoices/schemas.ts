@@ -1,0 +1,200 @@
+// Owns the Invoice, line, LineItemRequest, BillRequest, BillResult, Rate and Payment shapes.
+import { type Static, Type } from 'typebox';
+import { CalendarDate, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
+import { PRICING_SOURCES, RATE_SOURCES } from './rates.ts';
+
+export const INVOICE_STATUSES = [
+  'draft',
+  'issued',
+  'amending',
+  'balanced',
+  'cancelled',
+  'entered_in_error',
+  'partially_paid',
+  'overdue',
+  'written_off',
+] as const;
+export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
+
+const Amount = Type.Integer({ minimum: -9007199254740991, maximum: 9007199254740991 });
+
+export const LineDiagnosis = Type.Object({
+  system: Nullable(Type.String()),
+  code: Type.String(),
+  display: Type.String(),
+  primary: Type.Boolean(),
+});
+
+export const InvoiceLine = Type.Object(
+  {
+    id: Type.String(),
+    serviceDate: Type.String({ format: 'date' }),
+    serviceDateEnd: Nullable(Type.String({ format: 'date' })),
+    system: Nullable(Type.String()),
+    code: Type.String(),
+    description: Type.String(),
+    modifiers: Type.Array(Type.String(), { description: 'Tariff modifiers.' }),
+    quantity: Type.Number(),
+    unitPrice: Amount,
+    subtotal: Amount,
+    total: Amount,
+    pricingSource: Nullable(Enum(PRICING_SOURCES)),
+    diagnoses: Type.Array(LineDiagnosis),
+  },
+  { title: 'InvoiceLine' },
+);
+
+export const Invoice = Type.Object(
+  {
+    object: Type.Literal('invoice'),
+    id: Type.String(),
+    number: Type.String({ description: 'The invoice number the patient sees.' }),
+    status: Enum(INVOICE_STATUSES),
+    claimStatus: Nullable(Type.String()),
+    patientId: Type.String(),
+    coverageId: Nullable(
+      Type.String({ description: 'Coverage the claim was sent under; null while no claim was sent.' }),
+    ),
+    encounterIds: Type.Array(Type.String()),
+    recipientName: Nullable(Type.String()),
+    date: Type.String({ format: 'date' }),
+    dueDate: Nullable(Type.String({ format: 'date' })),
+    currency: Type.String(),
+    totalNet: Amount,
+    totalGross: Amount,
+    amountPaid: Amount,
+    balanceDue: Amount,
+    lineItems: Type.Array(InvoiceLine),
+    updatedAt: Type.String({ format: 'date-time' }),
+  },
+  { title: 'Invoice' },
+);
+export type Invoice = Static<typeof Invoice>;
+export const InvoiceList = ListOf(Invoice, 'InvoiceList');
+
+export const LineItemRequest = Type.Object(
+  {
+    system: Type.Optional(
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 255,
+          description: "Default: the practitioner's procedure system.",
+        }),
+      ),
+    ),
+    code: Type.String({ minLength: 1, maxLength: 64 }),
+    description: Type.Optional(
+      Nullable(
+        Type.String({ minLength: 1, maxLength: 500, description: "Default: the code's own wording." }),
+      ),
+    ),
+    serviceDate: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', format: 'date' }),
+    serviceDateEnd: Type.Optional(Nullable(CalendarDate)),
+    quantity: Type.Number({ exclusiveMinimum: 0, maximum: 10000, description: 'At most 4 decimal places.' }),
+    unitPrice: Type.Integer({
+      minimum: 0,
+      maximum: 1_000_000_000,
+      description: 'Price of one, in minor units.',
+    }),
+    pricingSource: Type.Optional(
+      Nullable(
+        Enum(PRICING_SOURCES, {
+          description: "The chosen rate's pricingSource; left out, the price counts as set by hand.",
+        }),
+      ),
+    ),
+    modifiers: Type.Optional(
+      Nullable(Type.Array(Type.String({ minLength: 1, maxLength: 10 }), { maxItems: 10, uniqueItems: true })),
+    ),
+    diagnoses: Type.Optional(
+      Nullable(
+        Type.Array(
+          Type.Object(
+            {
+              system: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),
+              code: Type.String({ minLength: 1, maxLength: 40 }),
+              primary: Type.Optional(Nullable(Type.Boolean())),
+            },
+            { additionalProperties: false },
+          ),
+          { maxItems: 12, description: 'One is primary; when none is marked the first counts as primary.' },
+        ),
+      ),
+    ),
+  },
+  { title: 'LineItemRequest', additionalProperties: false },
+);
+export type LineItemRequest = Static<typeof LineItemRequest>;
+
+export const BillRequest = Type.Object(
+  {
+    issue: Type.Optional(
+      Type.Boolean({ default: false, description: 'Issue in the same call (needs INVOICES:UPDATE).' }),
+    ),
+    submitClaim: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description: 'Queue the claim in the same call: needs issue true and CLAIMS:SUBMIT.',
+      }),
+    ),
+    coverageId: Type.Optional(
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          description: "Default: the patient's first active coverage.",
+        }),
+      ),
+    ),
+    placeOfServiceCode: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 10 }))),
+  },
+  { title: 'BillRequest', additionalProperties: false },
+);
+export type BillRequest = Static<typeof BillRequest>;
+
+export const BillResult = Type.Object(
+  {
+    object: Type.Literal('bill_result'),
+    invoice: Invoice,
+    issued: Nullable(Type.Boolean({ description: 'null when issuing was not requested.' })),
+    issueSkippedReason: Nullable(Type.String()),
+    claimQueued: Nullable(Type.Boolean({ description: 'null when claiming was not requested.' })),
+    claimSkippedReason: Nullable(Type.String()),
+  },
+  { title: 'BillResult' },
+);
+export type BillResult = Static<typeof BillResult>;
+
+export const Rate = Type.Object(
+  {
+    object: Type.Literal('rate'),
+    source: Enum(RATE_SOURCES),
+    name: Nullable(Type.String({ description: 'Plan, scheme, body or practice it belongs to.' })),
+    amount: Amount,
+    currency: Type.String(),
+    pricingSource: Enum(PRICING_SOURCES, {
+      description: "Send it as the line's pricingSource when using the rate.",
+    }),
+    current: Type.Boolean({ description: "True when it is the line's unit price now." }),
+  },
+  { title: 'Rate' },
+);
+export const RateList = ListOf(Rate, 'RateList');
+
+export const Payment = Type.Object(
+  {
+    object: Type.Literal('payment'),
+    id: Type.String(),
+    invoiceId: Type.String(),
+    amount: Amount,
+    currency: Type.String(),
+    method: Type.String(),
+    source: Enum(['patient', 'insurer']),
+    reference: Nullable(Type.String()),
+    receivedAt: Type.String({ format: 'date-time' }),
+  },
+  { title: 'Payment' },
+);
+export type Payment = Static<typeof Payment>;
+export const PaymentList = ListOf(Payment, 'PaymentList');

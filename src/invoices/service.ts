@@ -1,0 +1,187 @@
+// Owns the invoice's life: reading it, keeping its totals equal to the sum of its parts, issuing
+// (draft or amending → issued; the patient is told through a recorded notification and the
+// invoice.issued event) and reopening for amendment. Every change locks the invoice, then the
+// practice's invoice clock, so change times follow commit order.
+import { recordEvent } from '../events/outbox.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+import { AppError, notFound } from '../platform/http/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { invoiceTotals } from './money.ts';
+import type { Invoice, InvoiceStatus } from './schemas.ts';
+import { findInvoice, type InvoiceRecord, tickInvoiceClock } from './store.ts';
+
+export interface PracticeBilling {
+  id: string;
+  name: string;
+  currency: string;
+  timezone: string;
+  vatRateBasisPoints: number;
+  paymentTermsDays: number;
+  invoiceNumberPrefix: string;
+}
+
+export async function practiceBilling(trx: Trx, practiceId: string): Promise<PracticeBilling> {
+  const row = await trx
+    .selectFrom('practices')
+    .selectAll()
+    .where('id', '=', practiceId)
+    .executeTakeFirstOrThrow();
+  return {
+    id: row.id,
+    name: row.name,
+    currency: row.currency,
+    timezone: row.timezone,
+    vatRateBasisPoints: row.vat_rate_basis_points,
+    paymentTermsDays: row.payment_terms_days,
+    invoiceNumberPrefix: row.invoice_number_prefix,
+  };
+}
+
+export const EDITABLE_STATUSES: readonly InvoiceStatus[] = ['draft', 'amending'];
+export const CLAIM_IN_FLIGHT = ['submitting', 'reversing'];
+
+export function invoiceOf(record: InvoiceRecord): Invoice {
+  const i = record.invoice;
+  return {
+    object: 'invoice',
+    id: i.id,
+    number: i.number,
+    status: i.status as InvoiceStatus,
+    claimStatus: i.claim_status,
+    patientId: i.patient_id,
+    coverageId: i.coverage_id,
+    encounterIds: record.encounterIds,
+    recipientName: i.recipient_name,
+    date: i.date,
+    dueDate: i.due_date,
+    currency: i.currency,
+    totalNet: Number(i.total_net),
+    totalGross: Number(i.total_gross),
+    amountPaid: Number(i.amount_paid),
+    balanceDue: Number(i.balance_due),
+    lineItems: record.lines.map((l) => ({
+      id: l.id,
+      serviceDate: l.service_date,
+      serviceDateEnd: l.service_date_end,
+      system: l.system,
+      code: l.code,
+      description: l.description,
+      modifiers: l.modifiers,
+      quantity: Number(l.quantity),
+      unitPrice: Number(l.unit_price),
+      subtotal: Number(l.subtotal),
+      total: Number(l.total),
+      pricingSource: l.pricing_source as Invoice['lineItems'][number]['pricingSource'],
+      diagnoses: l.diagnoses,
+    })),
+    updatedAt: i.updated_at.toISOString(),
+  };
+}
+
+export async function readInvoice(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  forUpdate = false,
+): Promise<InvoiceRecord> {
+  const record = await findInvoice(trx, practiceId, id, forUpdate);
+  if (!record) throw notFound('Invoice');
+  return record;
+}
+
+/** Marks the invoice changed now (in commit order) and recomputes its totals from its lines. */
+export async function touchInvoice(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  set: Record<string, unknown> = {},
+) {
+  const { changedAt } = await tickInvoiceClock(trx, billing.id, false);
+  const lines = await trx
+    .selectFrom('invoice_lines')
+    .select('total')
+    .where('practice_id', '=', billing.id)
+    .where('invoice_id', '=', invoiceId)
+    .execute();
+  const totals = invoiceTotals(
+    lines.map((l) => Number(l.total)),
+    billing.vatRateBasisPoints,
+  );
+  await trx
+    .updateTable('invoices')
+    .set({ ...set, total_net: totals.totalNet, total_gross: totals.totalGross, updated_at: changedAt })
+    .where('practice_id', '=', billing.id)
+    .where('id', '=', invoiceId)
+    .execute();
+  return changedAt;
+}
+
+export function requireEditable(record: InvoiceRecord): void {
+  if (!EDITABLE_STATUSES.includes(record.invoice.status as InvoiceStatus)) {
+    throw new AppError(
+      'business_rule',
+      `Invoice ${record.invoice.number} is ${record.invoice.status}; lines can be changed only while it is a draft or amending (POST /invoices/${record.invoice.id}/amend reopens an issued invoice).`,
+    );
+  }
+}
+
+function formatAmount(amount: number, currency: string): string {
+  return `${currency} ${(amount / 100).toFixed(2)}`;
+}
+
+export async function issueInvoice(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  now: Date,
+): Promise<InvoiceRecord> {
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  if (!EDITABLE_STATUSES.includes(record.invoice.status as InvoiceStatus)) {
+    throw new AppError(
+      'business_rule',
+      `Invoice ${record.invoice.number} is ${record.invoice.status}; only a draft or amending invoice can be issued.`,
+    );
+  }
+  await touchInvoice(trx, billing, invoiceId, { status: 'issued', issued_at: now });
+  const issued = await readInvoice(trx, billing.id, invoiceId);
+  await trx
+    .insertInto('notifications')
+    .values({
+      practice_id: billing.id,
+      id: newId('notification'),
+      recipient: 'patient',
+      patient_id: issued.invoice.patient_id,
+      kind: 'invoice_issued',
+      subject_type: 'invoice',
+      subject_id: invoiceId,
+      message: `Invoice ${issued.invoice.number} from ${billing.name} for ${formatAmount(Number(issued.invoice.total_gross), issued.invoice.currency)} is due${issued.invoice.due_date ? ` by ${issued.invoice.due_date}` : ''}.`,
+      created_at: now,
+    })
+    .execute();
+  await recordEvent(trx, billing.id, 'invoice.issued', { type: 'invoice', id: invoiceId }, now);
+  return issued;
+}
+
+const AMENDABLE: readonly InvoiceStatus[] = ['issued', 'partially_paid', 'overdue'];
+
+export async function amendInvoice(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+): Promise<InvoiceRecord> {
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  if (!AMENDABLE.includes(record.invoice.status as InvoiceStatus)) {
+    throw new AppError(
+      'business_rule',
+      `Invoice ${record.invoice.number} is ${record.invoice.status}; only an issued, partially paid or overdue invoice can be reopened.`,
+    );
+  }
+  if (record.invoice.claim_status && CLAIM_IN_FLIGHT.includes(record.invoice.claim_status)) {
+    throw new AppError(
+      'business_rule',
+      `Invoice ${record.invoice.number} has a claim that is ${record.invoice.claim_status}; wait for the insurer's answer before amending.`,
+    );
+  }
+  await touchInvoice(trx, billing, invoiceId, { status: 'amending' });
+  return readInvoice(trx, billing.id, invoiceId);
+}

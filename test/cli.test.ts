@@ -1,0 +1,406 @@
+// The `practice-billing` command as an operator runs it: the real bin script against a real server
+// process on the embedded database (once, not per backend), and `migrate` on a fresh embedded data
+// directory and on a fresh PostgreSQL database.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { migrations } from '../migrations/index.ts';
+import { ADMIN_COMMANDS } from '../src/admin/admin-commands.ts';
+import { adminRoutes } from '../src/admin/routes.ts';
+import {
+  BIN,
+  childEnv,
+  cli,
+  freePort,
+  removeDataDir,
+  run,
+  type ServiceProcess,
+  sandboxBanner,
+  startServiceProcess,
+  tempDir,
+} from './processes.ts';
+
+const MIGRATION_NAMES = Object.keys(migrations);
+const tempDirs: string[] = [];
+
+after(() => {
+  for (const dir of tempDirs) removeDataDir(dir);
+});
+
+function scratchDir(prefix: string): string {
+  const dir = tempDir(prefix);
+  tempDirs.push(dir);
+  return dir;
+}
+
+function json(text: string) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    assert.fail(`not JSON:\n${text}`);
+  }
+}
+
+test('the admin commands cover every admin route, each once', () => {
+  const routes = adminRoutes.map((r) => `${r.method} ${r.url}`).sort();
+  const commands = ADMIN_COMMANDS.map((c) => `${c.method} ${c.route}`).sort();
+  assert.deepEqual(commands, routes);
+});
+
+test('help prints the usage; no command or an unknown one is a usage error (exit 2)', async () => {
+  const env = childEnv();
+  const help = await cli(['help'], env);
+  assert.equal(help.code, 0, help.stderr);
+  assert.match(help.stdout, /Usage: practice-billing <command>/);
+  for (const name of ['start', 'serve', 'worker', 'migrate', 'admin'])
+    assert.match(help.stdout, new RegExp(name));
+
+  const adminHelp = await cli(['admin', 'help'], env);
+  assert.equal(adminHelp.code, 0);
+  for (const command of ADMIN_COMMANDS) {
+    assert.ok(adminHelp.stdout.includes(`admin ${command.resource} ${command.action}`), command.action);
+  }
+
+  for (const args of [[], ['frobnicate'], ['start', '--port', '1'], ['admin'], ['admin', 'practices']]) {
+    const refused = await cli(args, env);
+    assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stderr}`);
+    assert.match(refused.stderr, /Usage: practice-billing|Admin commands/);
+    assert.equal(refused.stdout, '');
+  }
+});
+
+test('serve and worker alone are refused on the embedded database', async () => {
+  for (const command of ['serve', 'worker']) {
+    const refused = await cli([command], childEnv({ DATA_DIR: scratchDir('alone') }));
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.match(refused.stderr, /embedded database is used by one process only/);
+  }
+});
+
+test('the bin refuses an older Node clearly', async (t) => {
+  // The machine's own node, outside node_modules, if it is older than 24.
+  const dirs = (process.env.PATH ?? '').split(path.delimiter).filter((d) => d && !d.includes('node_modules'));
+  const older = dirs
+    .map((d) => path.join(d, 'node'))
+    .find((file) => {
+      try {
+        fs.accessSync(file, fs.constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  const version = older ? (await run(older, ['--version'], childEnv())).stdout.trim() : '';
+  if (!older || Number(version.replace(/^v/, '').split('.')[0]) >= 24) {
+    t.skip('no Node older than 24 on PATH');
+    return;
+  }
+  const refused = await run(older, [BIN, 'help'], childEnv());
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /needs Node\.js 24 or newer/);
+  assert.equal(refused.stdout, '');
+});
+
+describe('admin commands against a running server', () => {
+  let server: ServiceProcess;
+  let dataDir: string;
+  let env: NodeJS.ProcessEnv;
+  let adminToken: string;
+
+  before(async () => {
+    dataDir = scratchDir('cli');
+    server = await startServiceProcess({ dataDir, port: await freePort() });
+    assert.match(server.stdout(), /Demo API key/, server.stderr());
+    adminToken = sandboxBanner(server.stdout()).adminToken;
+    // The token comes from DATA_DIR/sandbox-credentials.json, the server from PORT.
+    env = childEnv({ DATA_DIR: dataDir, PORT: String(server.port) });
+  });
+  after(async () => {
+    await server?.stop('SIGTERM');
+  });
+
+  test('creates a practice, a client and a key, and the key works', async () => {
+    const practice = await cli(['admin', 'practices', 'create', '--name', 'CLI Practice'], env);
+    assert.equal(practice.code, 0, practice.stderr + practice.stdout);
+    const practiceBody = json(practice.stdout);
+    assert.equal(practiceBody.object, 'practice');
+    assert.equal(practiceBody.currency, 'ZAR');
+    const practiceId: string = practiceBody.id;
+
+    const practitioner = await cli(
+      ['admin', 'practitioners', 'create', practiceId, '--name', 'Dr CLI', '--condition-system', 'urn:x:c'],
+      env,
+    );
+    assert.equal(practitioner.code, 0, practitioner.stdout);
+    assert.deepEqual(json(practitioner.stdout).defaultSystems, {
+      condition: 'urn:x:c',
+      procedure: 'urn:service:codesystem:tariff',
+    });
+
+    // URL and token from the environment, the practice as a flag.
+    const client = await cli(
+      [
+        'admin',
+        'clients',
+        'create',
+        '--practice',
+        practiceId,
+        '--name',
+        'CLI client',
+        '--permissions',
+        'PATIENTS:READ, PATIENTS:CREATE',
+        '--allowed-ips',
+        '127.0.0.1,::1',
+        '--rate-limit-per-minute',
+        '600',
+      ],
+      childEnv({ PRACTICE_BILLING_URL: server.baseUrl, ADMIN_TOKEN: adminToken }),
+    );
+    assert.equal(client.code, 0, client.stdout);
+    const clientBody = json(client.stdout);
+    assert.deepEqual(clientBody.permissions, ['PATIENTS:READ', 'PATIENTS:CREATE']);
+    assert.deepEqual(clientBody.allowedIps, ['127.0.0.1', '::1']);
+    assert.equal(clientBody.rateLimitPerMinute, 600);
+
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const key = await cli(
+      [
+        'admin',
+        'keys',
+        'create',
+        clientBody.id,
+        '--expires-at',
+        expiresAt,
+        '--url',
+        server.baseUrl,
+        '--token',
+        adminToken,
+      ],
+      childEnv(),
+    );
+    assert.equal(key.code, 0, key.stdout);
+    const keyBody = json(key.stdout);
+    assert.match(keyBody.key, /^pbk_/);
+    assert.equal(keyBody.expiresAt, expiresAt);
+
+    const callApi = () =>
+      fetch(`${server.baseUrl}/api/v1/patients?externalSystem=a&externalId=b`, {
+        headers: { authorization: `Bearer ${keyBody.key}` },
+      });
+    assert.equal((await callApi()).status, 200);
+
+    const keys = await cli(['admin', 'keys', 'list', clientBody.id], env);
+    assert.equal(keys.code, 0);
+    assert.equal(keys.stdout.includes(keyBody.key), false);
+    assert.equal(json(keys.stdout).data[0].id, keyBody.id);
+
+    const listed = await cli(['admin', 'clients', 'list', practiceId], env);
+    assert.deepEqual(
+      json(listed.stdout).data.map((c: { id: string }) => c.id),
+      [clientBody.id],
+    );
+
+    const revoked = await cli(['admin', 'keys', 'revoke', keyBody.id], env);
+    assert.equal(revoked.code, 0, revoked.stdout);
+    assert.equal((await callApi()).status, 401);
+  });
+
+  test('replaces, suspends and resumes a client and toggles the add-on', async () => {
+    const practiceId = json((await cli(['admin', 'practices', 'create', '--name', 'P2'], env)).stdout).id;
+    const created = await cli(
+      [
+        'admin',
+        'clients',
+        'create',
+        practiceId,
+        '--name',
+        'C',
+        '--permissions',
+        'PATIENTS:READ',
+        '--allowed-ips',
+        '10.0.0.0/8',
+      ],
+      env,
+    );
+    const clientId = json(created.stdout).id;
+
+    const replaced = await cli(
+      ['admin', 'clients', 'replace', clientId, '--name', 'C2', '--permissions', ''],
+      env,
+    );
+    assert.equal(replaced.code, 0, replaced.stdout);
+    const replacedBody = json(replaced.stdout);
+    assert.equal(replacedBody.name, 'C2');
+    assert.deepEqual(replacedBody.permissions, []);
+    assert.deepEqual(replacedBody.allowedIps, []);
+
+    const suspended = await cli(['admin', 'clients', 'suspend', clientId], env);
+    assert.equal(json(suspended.stdout).status, 'suspended');
+    const resumed = await cli(['admin', 'clients', 'resume', clientId], env);
+    assert.equal(json(resumed.stdout).status, 'active');
+    const read = await cli(['admin', 'clients', 'get', clientId], env);
+    assert.equal(json(read.stdout).status, 'active');
+
+    const off = await cli(['admin', 'practices', 'integrations', practiceId, '--enabled', 'false'], env);
+    assert.equal(off.code, 0, off.stdout);
+    assert.equal(json(off.stdout).integrationsEnabled, false);
+    const got = await cli(['admin', 'practices', 'get', practiceId], env);
+    assert.equal(json(got.stdout).integrationsEnabled, false);
+
+    const page = await cli(['admin', 'audit', 'list', practiceId, '--limit', '2'], env);
+    assert.equal(page.code, 0, page.stdout);
+    const pageBody = json(page.stdout);
+    assert.equal(pageBody.data.length, 2);
+    assert.equal(pageBody.hasMore, true);
+    const next = await cli(
+      ['admin', 'audit', 'list', practiceId, '--limit', '2', '--cursor', pageBody.nextCursor],
+      env,
+    );
+    assert.equal(next.code, 0, next.stdout);
+    assert.notEqual(json(next.stdout).data[0].id, pageBody.data[0].id);
+  });
+
+  test('a Problem answer is printed as JSON on stdout with exit 1', async () => {
+    const missing = await cli(['admin', 'practices', 'get', 'org_doesnotexist'], env);
+    assert.equal(missing.code, 1);
+    const problem = json(missing.stdout);
+    assert.equal(problem.status, 404);
+    assert.equal(problem.code, 'not_found');
+
+    const practiceId = json((await cli(['admin', 'practices', 'create', '--name', 'P3'], env)).stdout).id;
+    const invalid = await cli(
+      [
+        'admin',
+        'clients',
+        'create',
+        practiceId,
+        '--name',
+        'C',
+        '--permissions',
+        'PATIENTS:FLY',
+        '--allowed-ips',
+        'nowhere',
+      ],
+      env,
+    );
+    assert.equal(invalid.code, 1);
+    assert.deepEqual(
+      json(invalid.stdout)
+        .errors.map((e: { field: string }) => e.field)
+        .sort(),
+      ['permissions.0'],
+    );
+
+    const wrongToken = await cli(['admin', 'practices', 'list', '--token', 'adm_wrong'], env);
+    assert.equal(wrongToken.code, 1);
+    assert.equal(json(wrongToken.stdout).status, 401);
+  });
+
+  test('usage mistakes exit 2 with the usage, before calling the server', async () => {
+    const cases = [
+      ['admin', 'practices', 'create'],
+      ['admin', 'practices', 'fly'],
+      ['admin', 'planets', 'list'],
+      ['admin', 'practices', 'get'],
+      ['admin', 'practices', 'get', 'org_a', 'org_b'],
+      ['admin', 'practices', 'list', '--bogus'],
+      ['admin', 'practices', 'integrations', 'org_a', '--enabled', 'maybe'],
+      [
+        'admin',
+        'clients',
+        'create',
+        'org_a',
+        '--name',
+        'C',
+        '--permissions',
+        'PATIENTS:READ',
+        '--rate-limit-per-minute',
+        'lots',
+      ],
+      ['admin', 'clients', 'create', 'org_a', '--name', 'C'],
+    ];
+    for (const args of cases) {
+      const refused = await cli(args, env);
+      assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stdout}${refused.stderr}`);
+      assert.match(refused.stderr, /^practice-billing: /);
+      assert.match(refused.stderr, /Usage: practice-billing admin|Admin commands/);
+      assert.equal(refused.stdout, '');
+    }
+    const help = await cli(['admin', 'clients', 'create', '--help'], env);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /--rate-limit-per-minute/);
+  });
+
+  test('no admin token to be found is a usage error; an unreachable server exits 1', async () => {
+    const noToken = await cli(['admin', 'practices', 'list'], childEnv({ DATA_DIR: scratchDir('empty') }));
+    assert.equal(noToken.code, 2);
+    assert.match(noToken.stderr, /No admin token/);
+
+    const closedPort = await freePort();
+    const unreachable = await cli(
+      ['admin', 'practices', 'list', '--url', `http://127.0.0.1:${closedPort}`],
+      env,
+    );
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.stderr, /Cannot reach the server/);
+  });
+
+  test('migrate refuses the data directory while the server holds it', async () => {
+    const refused = await cli(['migrate'], env);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /in use by another process/);
+    // The server is unharmed.
+    const listed = await cli(['admin', 'practices', 'list'], env);
+    assert.equal(listed.code, 0, listed.stdout);
+  });
+});
+
+test('migrate on a fresh embedded data directory prints the migrations it applied', async () => {
+  const dataDir = scratchDir('migrate');
+  const env = childEnv({ DATA_DIR: dataDir });
+  const first = await cli(['migrate'], env, 120_000);
+  assert.equal(first.code, 0, first.stderr);
+  assert.deepEqual(json(first.stdout), { database: 'embedded', applied: MIGRATION_NAMES });
+  const again = await cli(['migrate'], env, 120_000);
+  assert.equal(again.code, 0, again.stderr);
+  assert.deepEqual(json(again.stdout), { database: 'embedded', applied: [] });
+});
+
+test('migrate on a fresh PostgreSQL database prints the migrations it applied', {
+  skip: process.env.DATABASE_URL ? false : 'set DATABASE_URL to run it',
+}, async () => {
+  const base = process.env.DATABASE_URL!;
+  const name = `pb_cli_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(base);
+    url.pathname = `/${name}`;
+    const env = childEnv({ DATABASE_URL: url.toString() });
+    const first = await cli(['migrate'], env);
+    assert.equal(first.code, 0, first.stderr);
+    assert.deepEqual(json(first.stdout), { database: 'postgres', applied: MIGRATION_NAMES });
+    const again = await cli(['migrate'], env);
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(json(again.stdout), { database: 'postgres', applied: [] });
+
+    const check = new pg.Client({ connectionString: url.toString() });
+    await check.connect();
+    try {
+      const rows = await check.query('SELECT name FROM kysely_migration ORDER BY name');
+      assert.deepEqual(
+        rows.rows.map((r: { name: string }) => r.name),
+        MIGRATION_NAMES,
+      );
+    } finally {
+      await check.end();
+    }
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+});
