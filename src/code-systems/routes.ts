@@ -145,7 +145,7 @@ export const codeSystemRoutes = [
     operationId: 'listCodeConcepts',
     summary: 'Look codes up in a code system',
     description:
-      '`code` finds one code exactly; `search` matches part of the wording or the start of the code, ignoring case. Ordered by code.',
+      '`code` finds one code exactly; `search` matches part of the wording or of the code, ignoring case. Ordered by code.',
     tag: 'Code systems',
     permission: 'CODE_SYSTEMS:READ',
     resourceType: 'code_system',
