@@ -3,9 +3,11 @@ import type { Migration } from 'kysely/migration';
 import * as m0001 from './0001_foundation.ts';
 import * as m0002 from './0002_catalogue_and_encounters.ts';
 import * as m0003 from './0003_billing.ts';
+import * as m0004 from './0004_claims_and_jobs.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
   '0002_catalogue_and_encounters': m0002,
   '0003_billing': m0003,
+  '0004_claims_and_jobs': m0004,
 };

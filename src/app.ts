@@ -6,7 +6,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServ
 import { sql } from 'kysely';
 import { registerAdminScope } from './admin/admin-route.ts';
 import { adminRoutes } from './admin/routes.ts';
-import { queueClaimFromBill } from './claims/queue.ts';
+import { claimRoutes } from './claims/routes.ts';
+import { queueClaimFromBill } from './claims/service.ts';
 import { codeSystemRoutes } from './code-systems/routes.ts';
 import type { Deps } from './deps.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
@@ -30,6 +31,7 @@ export const apiRoutes = [
   ...insuranceRoutes,
   ...encounterRoutes,
   ...invoiceRoutes(queueClaimFromBill),
+  ...claimRoutes,
   ...codeSystemRoutes,
 ];
 

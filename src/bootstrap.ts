@@ -6,6 +6,8 @@ import { loadCatalogue, SHIPPED_CATALOGUE_DIR } from './catalogue/loader.ts';
 import type { Config } from './config.ts';
 import type { Deps } from './deps.ts';
 import { InFlightRequests } from './idempotency/in-flight.ts';
+import type { Insurer } from './insurer/port.ts';
+import { SandboxInsurer } from './insurer/sandbox.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
@@ -72,7 +74,7 @@ export async function loadCursorSecret(db: Database): Promise<string> {
 export async function buildDeps(
   config: Config,
   db: Database,
-  options: { clock?: Clock; auditFault?: AuditFault } = {},
+  options: { clock?: Clock; auditFault?: AuditFault; insurer?: Insurer } = {},
 ): Promise<Deps> {
   return {
     config,
@@ -82,5 +84,6 @@ export async function buildDeps(
     audit: new AuditLog(options.auditFault),
     rateLimits: new RateLimits(),
     inFlight: new InFlightRequests(),
+    insurer: options.insurer ?? new SandboxInsurer(db, config.insurerDelayMs),
   };
 }

@@ -23,6 +23,13 @@ export interface Config {
   unauthenticatedRateLimitPerMinute: number;
   idempotencyLeaseSeconds: number;
   webhookAllowPrivate: boolean;
+  /** How long the insurer may stay silent before a claim or reversal is given up. */
+  claimAnswerWindowSeconds: number;
+  /** Delay before the sandbox insurer pays approved benefits (its remittance). */
+  remittanceDelayMs: number;
+  jobPollMs: number;
+  jobConcurrency: number;
+  jobLeaseSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -80,5 +87,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     idempotencyLeaseSeconds: integer(env, 'IDEMPOTENCY_LEASE_SECONDS', 60, 1, 3600),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', databaseUrl === undefined),
+    claimAnswerWindowSeconds: integer(env, 'CLAIM_ANSWER_WINDOW_SECONDS', 900, 1, 7 * 24 * 3600),
+    remittanceDelayMs: integer(env, 'REMITTANCE_DELAY_MS', 30_000, 0, 7 * 24 * 3600 * 1000),
+    jobPollMs: integer(env, 'JOB_POLL_MS', 200, 10, 60_000),
+    jobConcurrency: integer(env, 'JOB_CONCURRENCY', 8, 1, 256),
+    jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
   };
 }

@@ -2,6 +2,7 @@
 import type { AuditLog } from './audit/audit.ts';
 import type { Config } from './config.ts';
 import type { InFlightRequests } from './idempotency/in-flight.ts';
+import type { Insurer } from './insurer/port.ts';
 import type { Clock } from './platform/clock.ts';
 import type { Database } from './platform/db/database.ts';
 import type { CursorCodec } from './platform/http/cursor.ts';
@@ -15,4 +16,5 @@ export interface Deps {
   audit: AuditLog;
   rateLimits: RateLimits;
   inFlight: InFlightRequests;
+  insurer: Insurer;
 }

@@ -65,7 +65,9 @@ export async function runService(configured: Config, options: RunOptions): Promi
     }
 
     app = options.api ? await buildApp(deps, { logger: log, adminToken }) : undefined;
-    worker = options.worker ? startWorker(db, log) : undefined;
+    worker = options.worker
+      ? startWorker({ db, clock: deps.clock, config, insurer: deps.insurer, log })
+      : undefined;
     if (app) {
       await app.listen({ port: config.port, host: config.host });
       if (sandbox) printSandbox(config, sandbox);

@@ -5,6 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import pino from 'pino';
 import lockfile from 'proper-lockfile';
 import { buildApp } from '../src/app.ts';
 import type { AuditFault } from '../src/audit/audit.ts';
@@ -12,10 +13,13 @@ import { PERMISSIONS, type Permission } from '../src/auth/permissions.ts';
 import { buildDeps, prepareSchema } from '../src/bootstrap.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Deps } from '../src/deps.ts';
+import { startWorker, type Worker } from '../src/jobs/worker.ts';
 import type { Clock } from '../src/platform/clock.ts';
 import { type Database, openPglite, openPostgres } from '../src/platform/db/database.ts';
 
 export type Backend = 'pglite' | 'postgres';
+
+const silentLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 export function backends(): Backend[] {
   return process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
@@ -37,6 +41,9 @@ function migrationsHash(): string {
   return hash.digest('hex').slice(0, 12);
 }
 
+/** Computed once, when the migration code is loaded, so the name always matches the code that builds it. */
+const TEMPLATE_HASH = migrationsHash();
+
 async function withFileLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
   fs.mkdirSync(TMP, { recursive: true });
   const target = path.join(TMP, name);
@@ -53,7 +60,7 @@ async function withFileLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
 }
 
 async function pgliteTemplate(): Promise<Blob> {
-  const file = path.join(TMP, `pglite-template-${migrationsHash()}.tar.gz`);
+  const file = path.join(TMP, `pglite-template-${TEMPLATE_HASH}.tar.gz`);
   if (!fs.existsSync(file)) {
     await withFileLock('pglite-template.lock', async () => {
       if (fs.existsSync(file)) return;
@@ -76,7 +83,7 @@ function databaseUrlFor(base: string, database: string): string {
 
 async function postgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const base = process.env.DATABASE_URL!;
-  const template = `pb_tpl_${migrationsHash()}`;
+  const template = `pb_tpl_${TEMPLATE_HASH}`;
   const name = `pb_t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
@@ -85,20 +92,20 @@ async function postgresDatabase(): Promise<{ url: string; drop: () => Promise<vo
     try {
       const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [template]);
       if (exists.rowCount === 0) {
-        await admin.query(`CREATE DATABASE ${template}`);
+        // Built under a temporary name and renamed when complete, so a half-built template is never used.
+        const building = `${template}_b${randomBytes(3).toString('hex')}`;
+        await admin.query(`CREATE DATABASE ${building}`);
         const db = openPostgres({
-          url: databaseUrlFor(base, template),
+          url: databaseUrlFor(base, building),
           poolSize: 1,
           statementTimeoutMs: 60_000,
         });
         try {
           await prepareSchema(db.kysely);
-        } catch (error) {
+        } finally {
           await db.close();
-          await admin.query(`DROP DATABASE ${template}`);
-          throw error;
         }
-        await db.close();
+        await admin.query(`ALTER DATABASE ${building} RENAME TO ${template}`);
       }
       await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
     } finally {
@@ -138,6 +145,8 @@ export interface TestPractice {
 }
 
 export interface ServiceOptions {
+  /** Let the worker poll on its own (default: only drain() runs jobs). */
+  workerPolls?: boolean;
   auditFault?: AuditFault;
   poolSize?: number;
   env?: Record<string, string>;
@@ -152,6 +161,7 @@ export interface TestService {
   clock: TestClock;
   /** The PostgreSQL connection string of this test's database (postgres backend only). */
   databaseUrl: string | undefined;
+  worker: Worker;
   newPractice(options?: {
     permissions?: readonly Permission[];
     allowedIps?: string[];
@@ -180,6 +190,7 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     ADMIN_TOKEN: adminToken,
     LOG_LEVEL: 'silent',
     INSURER_DELAY_MS: '0',
+    REMITTANCE_DELAY_MS: '0',
     ...options.env,
   });
   const clock = new TestClock();
@@ -187,7 +198,15 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     clock,
     ...(options.auditFault ? { auditFault: options.auditFault } : {}),
   });
-  const app = await buildApp(deps, { adminToken });
+  const app = await buildApp(deps, {
+    adminToken,
+    ...(process.env.TEST_LOG_LEVEL ? { logger: silentLogger } : {}),
+  });
+  // The worker does not poll: tests drive the queue with drain(), so outcomes are deterministic.
+  const worker = startWorker(
+    { db, clock, config, insurer: deps.insurer, log: silentLogger },
+    { poll: options.workerPolls === true, tasks: [] },
+  );
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -230,7 +249,9 @@ export async function startService(backend: Backend, options: ServiceOptions = {
         key: key.body.key as string,
       };
     },
+    worker,
     async close() {
+      await worker.stop();
       await app.close();
       await db.close();
       await drop?.();

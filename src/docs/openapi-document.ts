@@ -6,6 +6,7 @@ import { AuditLog } from '../audit/audit.ts';
 import { loadConfig } from '../config.ts';
 import type { Deps } from '../deps.ts';
 import { InFlightRequests } from '../idempotency/in-flight.ts';
+import { SandboxInsurer } from '../insurer/sandbox.ts';
 import { systemClock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { CursorCodec } from '../platform/http/cursor.ts';
@@ -26,6 +27,7 @@ export async function openApiDocument(): Promise<unknown> {
     audit: new AuditLog(),
     rateLimits: new RateLimits(),
     inFlight: new InFlightRequests(),
+    insurer: new SandboxInsurer(noDatabase, 0),
   };
   const app = await buildApp(deps, { adminToken: 'document-only' });
   await app.ready();

@@ -1,40 +1,134 @@
-// Owns background work. Today: housekeeping that keeps the database lean (Idempotency-Keys past their
-// 24 hours). Each task is safe to run in several worker processes at once.
+// Owns the worker: it takes due jobs from the queue and runs each with its handler (a bounded number
+// at a time), and runs periodic housekeeping (overdue invoices, expired Idempotency-Keys). A job that
+// throws is retried with backoff, up to a limit; a worker that dies leaves its jobs to be taken again
+// when their lease runs out. Any number of workers can share one database.
 import type { FastifyBaseLogger } from 'fastify';
+import { type ClaimJobContext, runRemittanceJob, runReverseJob, runSubmitJob } from '../claims/jobs.ts';
+import { CLAIM_JOBS } from '../claims/service.ts';
+import type { Config } from '../config.ts';
 import { purgeExpiredKeys } from '../idempotency/idempotency-store.ts';
+import type { Insurer } from '../insurer/port.ts';
+import { markOverdueInvoices } from '../invoices/overdue.ts';
+import type { Clock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';
+import { randomToken } from '../platform/ids.ts';
+import { failJob, type JobRow, retryJob, takeDueJobs } from './queue.ts';
+
+export interface WorkerDeps {
+  db: Database;
+  clock: Clock;
+  config: Config;
+  insurer: Insurer;
+  log: FastifyBaseLogger;
+}
+
+export type JobHandler = (job: JobRow) => Promise<void>;
+
+const MAX_ATTEMPTS = 20;
+
+export function jobHandlers(deps: WorkerDeps): Record<string, JobHandler> {
+  const claims: ClaimJobContext = {
+    db: deps.db,
+    insurer: deps.insurer,
+    now: () => deps.clock.now(),
+    answerWindowMs: deps.config.claimAnswerWindowSeconds * 1000,
+    remittanceDelayMs: deps.config.remittanceDelayMs,
+  };
+  return {
+    [CLAIM_JOBS.submit]: (job) => runSubmitJob(claims, job),
+    [CLAIM_JOBS.reverse]: (job) => runReverseJob(claims, job),
+    [CLAIM_JOBS.remittance]: (job) => runRemittanceJob(claims, job),
+  };
+}
 
 export interface PeriodicTask {
   name: string;
   everyMs: number;
-  run(db: Database): Promise<number>;
+  run(deps: WorkerDeps): Promise<number>;
 }
 
 export const periodicTasks: PeriodicTask[] = [
   {
     name: 'purge-expired-idempotency-keys',
     everyMs: 10 * 60 * 1000,
-    run: (db) => asOperator(db, (trx) => purgeExpiredKeys(trx)),
+    run: ({ db }) => asOperator(db, (trx) => purgeExpiredKeys(trx)),
+  },
+  {
+    name: 'mark-overdue-invoices',
+    everyMs: 60 * 1000,
+    run: ({ db, clock }) => markOverdueInvoices(db, clock.now()),
   },
 ];
 
 export interface Worker {
+  /** Takes and runs due jobs until none is left (tests use it to drive the queue deterministically). */
+  drain(): Promise<number>;
   stop(): Promise<void>;
 }
 
 export function startWorker(
-  db: Database,
-  log: FastifyBaseLogger,
-  tasks: PeriodicTask[] = periodicTasks,
+  deps: WorkerDeps,
+  options: { poll?: boolean; tasks?: PeriodicTask[] } = {},
 ): Worker {
+  const workerId = `wrk_${randomToken(8)}`;
+  const handlers = jobHandlers(deps);
+  const { config, log } = deps;
   let stopped = false;
   const running = new Set<Promise<unknown>>();
-  const timers = tasks.map((task) => {
+
+  const runJob = async (job: JobRow) => {
+    const handler = handlers[job.kind];
+    try {
+      if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
+      await handler(job);
+    } catch (err) {
+      const now = deps.clock.now();
+      const message = err instanceof Error ? err.message : String(err);
+      if (job.attempts >= MAX_ATTEMPTS || !handler) {
+        log.error({ err, job: job.id, kind: job.kind }, 'job failed for good');
+        await failJob(deps.db, job, now, message).catch(() => {});
+      } else {
+        log.warn({ err, job: job.id, kind: job.kind }, 'job failed; will retry');
+        const delay = Math.min(2 ** job.attempts * 1000, 10 * 60 * 1000);
+        await retryJob(deps.db, job, new Date(now.getTime() + delay), message).catch(() => {});
+      }
+    }
+  };
+
+  const takeAndRun = async (): Promise<number> => {
+    const jobs = await takeDueJobs(
+      deps.db,
+      workerId,
+      deps.clock.now(),
+      config.jobConcurrency,
+      config.jobLeaseSeconds * 1000,
+    );
+    await Promise.all(jobs.map(runJob));
+    return jobs.length;
+  };
+
+  let polling: Promise<void> | undefined;
+  if (options.poll !== false) {
+    polling = (async () => {
+      while (!stopped) {
+        let taken = 0;
+        try {
+          taken = await takeAndRun();
+        } catch (err) {
+          log.warn({ err }, 'taking jobs failed; will retry');
+        }
+        if (taken < config.jobConcurrency && !stopped)
+          await new Promise((r) => setTimeout(r, config.jobPollMs));
+      }
+    })();
+  }
+
+  const timers = (options.tasks ?? periodicTasks).map((task) => {
     const tick = () => {
       if (stopped) return;
       const run = task
-        .run(db)
+        .run(deps)
         .then((count) => {
           if (count > 0) log.info({ task: task.name, count }, 'background task done');
         })
@@ -42,13 +136,23 @@ export function startWorker(
         .finally(() => running.delete(run));
       running.add(run);
     };
-    setImmediate(tick);
+    if (options.poll !== false) setImmediate(tick);
     return setInterval(tick, task.everyMs);
   });
+
   return {
+    async drain() {
+      let total = 0;
+      for (;;) {
+        const taken = await takeAndRun();
+        total += taken;
+        if (taken === 0) return total;
+      }
+    },
     async stop() {
       stopped = true;
       for (const timer of timers) clearInterval(timer);
+      await polling;
       await Promise.allSettled([...running]);
     },
   };

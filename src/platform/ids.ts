@@ -26,6 +26,8 @@ export const ID_PREFIXES = {
   price: 'prc',
   webhookEndpoint: 'whe',
   event: 'evt',
+  job: 'job',
+  submission: 'sub',
   request: 'req',
 } as const;
 

@@ -377,6 +377,63 @@ export interface EventsTable {
   occurred_at: Date;
 }
 
+export interface JobsTable {
+  practice_id: string;
+  id: string;
+  kind: string;
+  payload: Json<Record<string, unknown>>;
+  state: Generated<'queued' | 'done' | 'failed'>;
+  run_at: Date;
+  attempts: Generated<number>;
+  locked_by: string | null;
+  locked_until: Date | null;
+  last_error: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+export interface ClaimsTable {
+  practice_id: string;
+  id: string;
+  invoice_id: string;
+  status: string;
+  message: string | null;
+  authorization_reference: string | null;
+  submitted_at: Date | null;
+  currency: string;
+  coverage_id: string;
+  place_of_service_code: string | null;
+  submission_id: string;
+  submission_started_at: Date;
+  resubmit_after_reversal: Generated<boolean>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ClaimNote {
+  code: string;
+  description: string;
+}
+
+export interface ClaimItemsTable {
+  practice_id: string;
+  claim_id: string;
+  line_number: number;
+  line_item_id: string | null;
+  decision: 'approved' | 'approved_with_warning' | 'denied';
+  submitted: number | null;
+  benefit: number | null;
+  rejections: Json<ClaimNote[]>;
+  warnings: Json<ClaimNote[]>;
+}
+
+export interface SandboxInsurerMessagesTable {
+  message_id: string;
+  kind: string;
+  answer: Json<unknown>;
+  received_at: Generated<Date>;
+}
+
 export interface Tables {
   service_settings: ServiceSettingsTable;
   practices: PracticesTable;
@@ -409,4 +466,8 @@ export interface Tables {
   payments: PaymentsTable;
   notifications: NotificationsTable;
   events: EventsTable;
+  jobs: JobsTable;
+  claims: ClaimsTable;
+  claim_items: ClaimItemsTable;
+  sandbox_insurer_messages: SandboxInsurerMessagesTable;
 }

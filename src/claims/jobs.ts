@@ -1,0 +1,304 @@
+// Owns the background work of claims: sending a submission or a reversal to the insurer and
+// recording its answer, retrying an insurer that does not answer (with backoff, until the answer
+// window closes, when the claim is rejected saying so), and paying approved benefits as the
+// insurer's remittance. Each job re-reads the claim first and acts only if it is still waiting for
+// this very message, so a retried or duplicated job never records an answer twice.
+import { isCoverageActive } from '../insurance/service.ts';
+import { findCoverage } from '../insurance/store.ts';
+import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
+import { PAYABLE, recordPayment } from '../invoices/payments.ts';
+import type { InvoiceStatus } from '../invoices/schemas.ts';
+import { practiceBilling, readInvoice } from '../invoices/service.ts';
+import { enqueueJob, finishJob, type JobRow, retryJob } from '../jobs/queue.ts';
+import { dateIn } from '../platform/clock.ts';
+import type { Database } from '../platform/db/database.ts';
+import { inPractice } from '../platform/db/transaction.ts';
+import { newId } from '../platform/ids.ts';
+import { CLAIM_JOBS, setClaimStatus } from './service.ts';
+import { claimItems, findClaim, replaceClaimItems } from './store.ts';
+
+export interface ClaimJobContext {
+  db: Database;
+  insurer: Insurer;
+  now: () => Date;
+  /** How long the insurer may stay silent before a claim (or reversal) is given up. */
+  answerWindowMs: number;
+  /** When approved benefits are paid after an acceptance; null when the insurer does not pay here. */
+  remittanceDelayMs: number | null;
+}
+
+/** Delays between attempts at an insurer that did not answer. */
+export const RETRY_DELAYS_MS = [2_000, 5_000, 15_000, 30_000, 60_000, 120_000, 300_000];
+
+function retryDelay(attempts: number): number {
+  return RETRY_DELAYS_MS[Math.min(attempts - 1, RETRY_DELAYS_MS.length - 1)]!;
+}
+
+function minutes(ms: number): string {
+  return `${Math.round(ms / 60_000)} minutes`;
+}
+
+/** Retries the job, or returns false when the next attempt would fall outside the answer window. */
+async function retryWithinWindow(
+  ctx: ClaimJobContext,
+  job: JobRow,
+  startedAt: Date,
+  error: unknown,
+): Promise<boolean> {
+  const now = ctx.now();
+  const next = new Date(now.getTime() + retryDelay(job.attempts));
+  if (next.getTime() > startedAt.getTime() + ctx.answerWindowMs) return false;
+  await retryJob(ctx.db, job, next, error instanceof Error ? error.message : String(error));
+  return true;
+}
+
+export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
+  const { claimId, submissionId } = job.payload as { claimId: string; submissionId: string };
+  const practiceId = job.practice_id;
+  const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
+    const claim = await findClaim(trx, practiceId, claimId);
+    if (!claim || claim.status !== 'submitting' || claim.submission_id !== submissionId) {
+      await finishJob(trx, job, ctx.now());
+      return undefined;
+    }
+    const billing = await practiceBilling(trx, practiceId);
+    const record = await readInvoice(trx, practiceId, claim.invoice_id);
+    const coverage = (await findCoverage(trx, practiceId, claim.coverage_id))!;
+    const submission: ClaimSubmission = {
+      submissionId,
+      claimId,
+      invoiceNumber: record.invoice.number,
+      currency: claim.currency,
+      placeOfServiceCode: claim.place_of_service_code,
+      member: {
+        planId: coverage.plan_id,
+        memberNumber: coverage.member_number,
+        dependentCode: coverage.dependent_code,
+        membershipActive: isCoverageActive(coverage, dateIn(billing.timezone, ctx.now())),
+      },
+      lines: record.lines.map((line, index) => {
+        const primary = line.diagnoses.find((d) => d.primary);
+        return {
+          lineNumber: index + 1,
+          lineItemId: line.id,
+          system: line.system,
+          code: line.code,
+          serviceDate: line.service_date,
+          quantity: Number(line.quantity),
+          amount: Number(line.total),
+          primaryDiagnosis: primary ? { system: primary.system, code: primary.code } : null,
+        };
+      }),
+    };
+    return { submission, startedAt: claim.submission_started_at };
+  });
+  if (!prepared) return;
+
+  let answer: Awaited<ReturnType<Insurer['submit']>>;
+  try {
+    answer = await ctx.insurer.submit(prepared.submission);
+  } catch (error) {
+    if (await retryWithinWindow(ctx, job, prepared.startedAt, error)) return;
+    await inPractice(ctx.db, practiceId, async (trx) => {
+      const billing = await practiceBilling(trx, practiceId);
+      const current = await findClaim(trx, practiceId, claimId);
+      if (current) await readInvoice(trx, practiceId, current.invoice_id, true);
+      const claim = await findClaim(trx, practiceId, claimId, true);
+      if (claim && claim.status === 'submitting' && claim.submission_id === submissionId) {
+        await setClaimStatus(
+          trx,
+          billing,
+          claim,
+          'rejected',
+          {
+            message: `The insurer did not answer within ${minutes(ctx.answerWindowMs)}; the claim was not accepted. Resubmit it to try again.`,
+          },
+          ctx.now(),
+        );
+      }
+      await finishJob(trx, job, ctx.now());
+    });
+    return;
+  }
+
+  await inPractice(ctx.db, practiceId, async (trx) => {
+    const now = ctx.now();
+    const current = await findClaim(trx, practiceId, claimId);
+    if (!current) return;
+    await readInvoice(trx, practiceId, current.invoice_id, true);
+    const claim = await findClaim(trx, practiceId, claimId, true);
+    if (!claim || claim.status !== 'submitting' || claim.submission_id !== submissionId) {
+      await finishJob(trx, job, now);
+      return;
+    }
+    const lineIds = new Map(prepared.submission.lines.map((l) => [l.lineNumber, l.lineItemId]));
+    await replaceClaimItems(
+      trx,
+      practiceId,
+      claimId,
+      answer.lines.map((line) => ({
+        line_number: line.lineNumber,
+        line_item_id: lineIds.get(line.lineNumber) ?? null,
+        decision: line.decision,
+        submitted: line.submitted,
+        benefit: line.benefit,
+        rejections: line.rejections,
+        warnings: line.warnings,
+      })),
+    );
+    const billing = await practiceBilling(trx, practiceId);
+    await setClaimStatus(
+      trx,
+      billing,
+      claim,
+      answer.status,
+      { message: answer.message, authorization_reference: answer.authorizationReference },
+      now,
+    );
+    if (answer.status !== 'rejected' && ctx.remittanceDelayMs !== null) {
+      await enqueueJob(
+        trx,
+        practiceId,
+        CLAIM_JOBS.remittance,
+        { claimId, submissionId },
+        new Date(now.getTime() + ctx.remittanceDelayMs),
+        now,
+      );
+    }
+    await finishJob(trx, job, now);
+  });
+}
+
+export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
+  const { claimId, reversalId, reason } = job.payload as {
+    claimId: string;
+    reversalId: string;
+    reason?: string | null;
+  };
+  const practiceId = job.practice_id;
+  const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
+    const claim = await findClaim(trx, practiceId, claimId);
+    if (!claim || claim.status !== 'reversing') {
+      await finishJob(trx, job, ctx.now());
+      return undefined;
+    }
+    const coverage = (await findCoverage(trx, practiceId, claim.coverage_id))!;
+    return { claim, memberNumber: coverage.member_number };
+  });
+  if (!prepared) return;
+
+  let outcome: { reversed: true } | { reversed: false; message: string };
+  try {
+    outcome = await ctx.insurer.reverse({
+      reversalId,
+      claimId,
+      submissionId: prepared.claim.submission_id,
+      authorizationReference: prepared.claim.authorization_reference,
+      member: { memberNumber: prepared.memberNumber },
+      reason: reason ?? null,
+    });
+  } catch (error) {
+    if (await retryWithinWindow(ctx, job, prepared.claim.submission_started_at, error)) return;
+    outcome = {
+      reversed: false,
+      message: `The insurer did not answer the reversal within ${minutes(ctx.answerWindowMs)}.`,
+    };
+  }
+
+  await inPractice(ctx.db, practiceId, async (trx) => {
+    const now = ctx.now();
+    await readInvoice(trx, practiceId, prepared.claim.invoice_id, true);
+    const claim = await findClaim(trx, practiceId, claimId, true);
+    if (!claim || claim.status !== 'reversing') {
+      await finishJob(trx, job, now);
+      return;
+    }
+    const billing = await practiceBilling(trx, practiceId);
+    if (!outcome.reversed) {
+      await setClaimStatus(
+        trx,
+        billing,
+        claim,
+        'reversal_failed',
+        { message: outcome.message, resubmit_after_reversal: false },
+        now,
+      );
+    } else {
+      const reversed = await setClaimStatus(trx, billing, claim, 'reversed', { message: null }, now);
+      if (claim.resubmit_after_reversal) {
+        const resent = await setClaimStatus(
+          trx,
+          billing,
+          reversed,
+          'submitting',
+          {
+            authorization_reference: null,
+            submission_id: newId('submission'),
+            submission_started_at: now,
+            submitted_at: now,
+            resubmit_after_reversal: false,
+          },
+          now,
+        );
+        await enqueueJob(
+          trx,
+          practiceId,
+          CLAIM_JOBS.submit,
+          { claimId, submissionId: resent.submission_id },
+          now,
+          now,
+        );
+      }
+    }
+    await finishJob(trx, job, now);
+  });
+}
+
+/**
+ * Pays the approved benefits of an accepted claim as the insurer's payment on the invoice, net of what
+ * the insurer already paid on it. The sandbox does not claw a remittance back when a claim is reversed.
+ */
+export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
+  const { claimId, submissionId } = job.payload as { claimId: string; submissionId: string };
+  const practiceId = job.practice_id;
+  await inPractice(ctx.db, practiceId, async (trx) => {
+    const now = ctx.now();
+    const claim = await findClaim(trx, practiceId, claimId);
+    if (
+      claim &&
+      claim.submission_id === submissionId &&
+      (claim.status === 'accepted' || claim.status === 'partially_accepted')
+    ) {
+      const items = await claimItems(trx, practiceId, claimId);
+      const benefit = items.reduce(
+        (sum, i) => sum + (i.decision === 'denied' ? 0 : Number(i.benefit ?? 0)),
+        0,
+      );
+      const record = await readInvoice(trx, practiceId, claim.invoice_id, true);
+      // Net of what the insurer already paid on this invoice (an earlier submission's remittance).
+      const paidByInsurer = await trx
+        .selectFrom('payments')
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('amount'), eb.lit(0)).as('total'))
+        .where('practice_id', '=', practiceId)
+        .where('invoice_id', '=', claim.invoice_id)
+        .where('source', '=', 'insurer')
+        .executeTakeFirstOrThrow();
+      const amount = Math.min(benefit - Number(paidByInsurer.total), Number(record.invoice.balance_due));
+      if (amount > 0 && PAYABLE.includes(record.invoice.status as InvoiceStatus)) {
+        await recordPayment(
+          trx,
+          await practiceBilling(trx, practiceId),
+          {
+            invoiceId: claim.invoice_id,
+            amount,
+            method: 'remittance',
+            reference: claim.authorization_reference,
+            source: 'insurer',
+          },
+          now,
+        );
+      }
+    }
+    await finishJob(trx, job, now);
+  });
+}

@@ -1,0 +1,349 @@
+// Owns the claim lifecycle on our side. A claim is sent (submitting), the insurer's answer makes it
+// accepted, partially_accepted or rejected; a reversal goes reversing → reversed or reversal_failed;
+// a resubmission of a rejected or reversed claim is sent again from the invoice's current lines, and
+// one of a partially accepted claim is reversed first, then sent by itself. Every status change
+// updates the invoice's claimStatus and writes claim.status_changed in the same transaction; the
+// insurer is called only by background jobs enqueued in that transaction.
+import { recordEvent } from '../events/outbox.ts';
+import { isCoverageActive } from '../insurance/service.ts';
+import { type CoverageRow, findCoverage, listCoverages } from '../insurance/store.ts';
+import type { PracticeBilling } from '../invoices/service.ts';
+import { readInvoice, touchInvoice } from '../invoices/service.ts';
+import type { InvoiceRecord } from '../invoices/store.ts';
+import { enqueueJob } from '../jobs/queue.ts';
+import { dateIn } from '../platform/clock.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { newId } from '../platform/ids.ts';
+import type { Claim, ClaimRequest, ClaimStatus } from './schemas.ts';
+import { type ClaimItemRow, type ClaimRow, claimItems, findClaimOfInvoice } from './store.ts';
+
+export const CLAIM_JOBS = {
+  submit: 'claim.submit',
+  reverse: 'claim.reverse',
+  remittance: 'insurer.remittance',
+} as const;
+
+const OUTCOME_OF: Record<ClaimStatus, Claim['outcome']> = {
+  submitting: 'queued',
+  reversing: 'queued',
+  accepted: 'complete',
+  reversed: 'complete',
+  partially_accepted: 'partial',
+  rejected: 'error',
+  reversal_failed: 'error',
+};
+const RESUBMITTABLE: readonly string[] = ['rejected', 'reversed'];
+const REVERSIBLE: readonly string[] = ['accepted', 'partially_accepted', 'reversal_failed'];
+const CLAIMABLE_INVOICE = ['issued', 'partially_paid', 'overdue'];
+
+export function claimOf(row: ClaimRow, items: ClaimItemRow[]): Claim {
+  const status = row.status as ClaimStatus;
+  return {
+    object: 'claim',
+    id: row.id,
+    invoiceId: row.invoice_id,
+    status,
+    outcome: OUTCOME_OF[status],
+    message: row.message,
+    resubmittable: RESUBMITTABLE.includes(status),
+    reversible: REVERSIBLE.includes(status),
+    authorizationReference: row.authorization_reference,
+    submittedAt: row.submitted_at?.toISOString() ?? null,
+    currency: row.currency,
+    items: items.map((i) => ({
+      lineNumber: i.line_number,
+      lineItemId: i.line_item_id,
+      decision: i.decision,
+      submitted: i.submitted === null ? null : Number(i.submitted),
+      benefit: i.benefit === null ? null : Number(i.benefit),
+      rejections: i.rejections,
+      warnings: i.warnings,
+    })),
+  };
+}
+
+export async function readClaim(trx: Trx, practiceId: string, invoiceId: string): Promise<Claim> {
+  await readInvoice(trx, practiceId, invoiceId);
+  const claim = await findClaimOfInvoice(trx, practiceId, invoiceId);
+  if (!claim) throw notFound('Claim');
+  return claimOf(claim, await claimItems(trx, practiceId, claim.id));
+}
+
+/** Changes a claim's status with its event and the invoice's claimStatus, in the caller's transaction. */
+export async function setClaimStatus(
+  trx: Trx,
+  billing: PracticeBilling,
+  claim: ClaimRow,
+  status: ClaimStatus,
+  fields: Partial<
+    Pick<
+      ClaimRow,
+      | 'message'
+      | 'authorization_reference'
+      | 'submission_id'
+      | 'submission_started_at'
+      | 'submitted_at'
+      | 'resubmit_after_reversal'
+      | 'coverage_id'
+      | 'place_of_service_code'
+    >
+  >,
+  now: Date,
+): Promise<ClaimRow> {
+  const updated = await trx
+    .updateTable('claims')
+    .set({ ...fields, status, updated_at: now })
+    .where('practice_id', '=', billing.id)
+    .where('id', '=', claim.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await touchInvoice(trx, billing, claim.invoice_id, {
+    claim_status: status,
+    coverage_id: updated.coverage_id,
+  });
+  if (status !== claim.status) {
+    await recordEvent(
+      trx,
+      billing.id,
+      'claim.status_changed',
+      { type: 'invoice', id: claim.invoice_id },
+      now,
+    );
+  }
+  return updated;
+}
+
+/** Why the invoice cannot be claimed now, or the coverage to claim under. */
+async function claimReadiness(
+  trx: Trx,
+  billing: PracticeBilling,
+  record: InvoiceRecord,
+  request: ClaimRequest,
+  lastCoverageId: string | null,
+  now: Date,
+): Promise<{ ready: true; coverage: CoverageRow } | { ready: false; reason: string }> {
+  const invoice = record.invoice;
+  if (!CLAIMABLE_INVOICE.includes(invoice.status)) {
+    return {
+      ready: false,
+      reason: `Invoice ${invoice.number} is ${invoice.status}; only an issued, partially paid or overdue invoice can be claimed.`,
+    };
+  }
+  if (record.lines.length === 0)
+    return { ready: false, reason: `Invoice ${invoice.number} has no lines to claim.` };
+  const withoutPrimary = record.lines.findIndex((l) => !l.diagnoses.some((d) => d.primary));
+  if (withoutPrimary >= 0) {
+    return {
+      ready: false,
+      reason: `Line ${withoutPrimary + 1} (${record.lines[withoutPrimary]!.code}) has no primary diagnosis; add one before claiming.`,
+    };
+  }
+  const coverageId = request.coverageId ?? lastCoverageId;
+  if (coverageId) {
+    const coverage = await findCoverage(trx, billing.id, coverageId);
+    if (!coverage || coverage.patient_id !== invoice.patient_id) {
+      if (request.coverageId) {
+        throw fieldErrors([
+          {
+            field: 'coverageId',
+            code: 'invalid',
+            message: "coverageId is not one of this patient's coverages",
+          },
+        ]);
+      }
+    } else {
+      return { ready: true, coverage };
+    }
+  }
+  const today = dateIn(billing.timezone, now);
+  const active = (await listCoverages(trx, billing.id, invoice.patient_id)).find((c) =>
+    isCoverageActive(c, today),
+  );
+  if (!active) {
+    return {
+      ready: false,
+      reason:
+        'The patient has no active coverage; add one (POST /patients/{id}/coverages) or send coverageId.',
+    };
+  }
+  return { ready: true, coverage: active };
+}
+
+async function queueSubmission(
+  trx: Trx,
+  billing: PracticeBilling,
+  claim: ClaimRow,
+  now: Date,
+): Promise<void> {
+  await enqueueJob(
+    trx,
+    billing.id,
+    CLAIM_JOBS.submit,
+    { claimId: claim.id, submissionId: claim.submission_id },
+    now,
+    now,
+  );
+}
+
+/** Sends the invoice's first claim. Throws business_rule with the reason when it cannot. */
+export async function sendClaim(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  request: ClaimRequest,
+  now: Date,
+): Promise<ClaimRow> {
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  const existing = await findClaimOfInvoice(trx, billing.id, invoiceId, true);
+  if (existing) {
+    const next = RESUBMITTABLE.includes(existing.status)
+      ? `resubmit it with POST /invoices/${invoiceId}/claim/resubmit`
+      : REVERSIBLE.includes(existing.status)
+        ? `reverse it with POST /invoices/${invoiceId}/claim/reverse, or resubmit`
+        : 'wait for the insurer to answer';
+    throw new AppError(
+      'business_rule',
+      `Invoice ${record.invoice.number} already has a claim that is ${existing.status}; ${next}.`,
+    );
+  }
+  const readiness = await claimReadiness(trx, billing, record, request, null, now);
+  if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
+  const claim = await trx
+    .insertInto('claims')
+    .values({
+      practice_id: billing.id,
+      id: newId('claim'),
+      invoice_id: invoiceId,
+      status: 'submitting',
+      message: null,
+      authorization_reference: null,
+      submitted_at: now,
+      currency: record.invoice.currency,
+      coverage_id: readiness.coverage.id,
+      place_of_service_code: request.placeOfServiceCode ?? record.invoice.place_of_service_code,
+      submission_id: newId('submission'),
+      submission_started_at: now,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await touchInvoice(trx, billing, invoiceId, { claim_status: 'submitting', coverage_id: claim.coverage_id });
+  await recordEvent(trx, billing.id, 'claim.status_changed', { type: 'invoice', id: invoiceId }, now);
+  await queueSubmission(trx, billing, claim, now);
+  return claim;
+}
+
+/** Bill's submitClaim: queue the claim, or say why it was not sent. */
+export async function queueClaimFromBill(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  request: ClaimRequest,
+  now: Date,
+): Promise<{ queued: true } | { queued: false; reason: string }> {
+  try {
+    await sendClaim(trx, billing, invoiceId, request, now);
+    return { queued: true };
+  } catch (error) {
+    if (error instanceof AppError && (error.code === 'business_rule' || error.code === 'validation_failed')) {
+      return { queued: false, reason: error.errors?.[0]?.message ?? error.detail };
+    }
+    throw error;
+  }
+}
+
+export async function resubmitClaim(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  request: ClaimRequest,
+  now: Date,
+): Promise<ClaimRow> {
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  const claim = await findClaimOfInvoice(trx, billing.id, invoiceId, true);
+  if (!claim)
+    throw new AppError(
+      'business_rule',
+      `Invoice ${record.invoice.number} has no claim yet; send it with POST /invoices/${invoiceId}/claim.`,
+    );
+  if (claim.status === 'partially_accepted') {
+    // Accepted lines must not be billed twice: reverse first, then send again by itself.
+    return startReversal(trx, billing, claim, now, true, 'Resubmission of a partially accepted claim');
+  }
+  if (!RESUBMITTABLE.includes(claim.status)) {
+    throw new AppError(
+      'business_rule',
+      `The claim is ${claim.status}; only a rejected, reversed or partially accepted claim can be resubmitted.`,
+    );
+  }
+  const readiness = await claimReadiness(trx, billing, record, request, claim.coverage_id, now);
+  if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
+  const updated = await setClaimStatus(
+    trx,
+    billing,
+    claim,
+    'submitting',
+    {
+      message: null,
+      authorization_reference: null,
+      coverage_id: readiness.coverage.id,
+      place_of_service_code: request.placeOfServiceCode ?? claim.place_of_service_code,
+      submission_id: newId('submission'),
+      submission_started_at: now,
+      submitted_at: now,
+      resubmit_after_reversal: false,
+    },
+    now,
+  );
+  await queueSubmission(trx, billing, updated, now);
+  return updated;
+}
+
+async function startReversal(
+  trx: Trx,
+  billing: PracticeBilling,
+  claim: ClaimRow,
+  now: Date,
+  thenResubmit: boolean,
+  reason: string | null,
+) {
+  const updated = await setClaimStatus(
+    trx,
+    billing,
+    claim,
+    'reversing',
+    { message: null, resubmit_after_reversal: thenResubmit, submission_started_at: now },
+    now,
+  );
+  await enqueueJob(
+    trx,
+    billing.id,
+    CLAIM_JOBS.reverse,
+    { claimId: claim.id, reversalId: newId('submission'), reason },
+    now,
+    now,
+  );
+  return updated;
+}
+
+export async function reverseClaim(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  reason: string | null,
+  now: Date,
+): Promise<ClaimRow> {
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  const claim = await findClaimOfInvoice(trx, billing.id, invoiceId, true);
+  if (!claim)
+    throw new AppError('business_rule', `Invoice ${record.invoice.number} has no claim to reverse.`);
+  if (!REVERSIBLE.includes(claim.status)) {
+    throw new AppError(
+      'business_rule',
+      `The claim is ${claim.status}; only an accepted or partially accepted claim, or one whose reversal failed, can be reversed.`,
+    );
+  }
+  return startReversal(trx, billing, claim, now, false, reason);
+}

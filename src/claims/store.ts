@@ -1,0 +1,63 @@
+// Owns the claims tables: one claim per invoice, with the insurer's per-line answer.
+import type { Selectable } from 'kysely';
+import type { ClaimItemsTable, ClaimsTable } from '../platform/db/tables.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+
+export type ClaimRow = Selectable<ClaimsTable>;
+export type ClaimItemRow = Selectable<ClaimItemsTable>;
+
+export async function findClaimOfInvoice(trx: Trx, practiceId: string, invoiceId: string, forUpdate = false) {
+  let query = trx
+    .selectFrom('claims')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId);
+  if (forUpdate) query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+export async function findClaim(trx: Trx, practiceId: string, claimId: string, forUpdate = false) {
+  let query = trx
+    .selectFrom('claims')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', claimId);
+  if (forUpdate) query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+export async function claimItems(trx: Trx, practiceId: string, claimId: string): Promise<ClaimItemRow[]> {
+  return trx
+    .selectFrom('claim_items')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('claim_id', '=', claimId)
+    .orderBy('line_number')
+    .execute();
+}
+
+export async function replaceClaimItems(
+  trx: Trx,
+  practiceId: string,
+  claimId: string,
+  items: Omit<ClaimItemRow, 'practice_id' | 'claim_id'>[],
+) {
+  await trx
+    .deleteFrom('claim_items')
+    .where('practice_id', '=', practiceId)
+    .where('claim_id', '=', claimId)
+    .execute();
+  if (items.length === 0) return;
+  await trx
+    .insertInto('claim_items')
+    .values(
+      items.map((item) => ({
+        ...item,
+        practice_id: practiceId,
+        claim_id: claimId,
+        rejections: JSON.stringify(item.rejections),
+        warnings: JSON.stringify(item.warnings),
+      })),
+    )
+    .execute();
+}

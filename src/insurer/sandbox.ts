@@ -1,0 +1,195 @@
+// The sandbox insurer: a deterministic stand-in for a medical scheme, so an integrator can reach every
+// claim outcome on purpose. Rules, in order:
+// - a member number starting with REJECT rejects the whole claim; TIMEOUT never answers;
+//   REVFAIL makes reversals fail; an inactive membership rejects the whole claim;
+// - per line: no primary diagnosis → denied NO_PRIMARY_DIAGNOSIS; a primary diagnosis that is an
+//   external cause (ICD-10 V01 to Y98) → denied DIAGNOSIS_NOT_PRIMARY; a code the plan does not cover
+//   → denied NOT_COVERED; billed above the plan's rate → approved_with_warning ABOVE_PLAN_RATE with
+//   the plan rate as benefit; otherwise approved at the lower of the amount and the plan rate.
+// It remembers every message id it answered and answers a repeat the same way.
+import { createHash } from 'node:crypto';
+import type { Database } from '../platform/db/database.ts';
+import { asOperator } from '../platform/db/transaction.ts';
+import {
+  type AdjudicatedLine,
+  type ClaimSubmission,
+  type Insurer,
+  InsurerNoAnswer,
+  type ReversalRequest,
+  type ReverseAnswer,
+  type SubmitAnswer,
+} from './port.ts';
+
+export const SANDBOX_TRIGGERS = { reject: 'REJECT', timeout: 'TIMEOUT', reversalFails: 'REVFAIL' } as const;
+
+const EXTERNAL_CAUSE = /^[V-Y]\d\d/;
+const ICD10 = 'http://hl7.org/fhir/sid/icd-10';
+
+function isExternalCause(diagnosis: { system: string | null; code: string }): boolean {
+  if (diagnosis.system !== null && diagnosis.system !== ICD10) return false;
+  const match = EXTERNAL_CAUSE.exec(diagnosis.code.toUpperCase());
+  if (!match) return false;
+  const letter = diagnosis.code[0]!.toUpperCase();
+  const number = Number(diagnosis.code.slice(1, 3));
+  return !(letter === 'V' && number < 1) && !(letter === 'Y' && number > 98);
+}
+
+export class SandboxInsurer implements Insurer {
+  readonly #db: Database;
+  readonly #delayMs: number;
+
+  constructor(db: Database, delayMs: number) {
+    this.#db = db;
+    this.#delayMs = delayMs;
+  }
+
+  async #answerOnce<T>(messageId: string, kind: string, decide: () => Promise<T>): Promise<T> {
+    if (this.#delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.#delayMs));
+    const seen = await asOperator(this.#db, (trx) =>
+      trx
+        .selectFrom('sandbox_insurer_messages')
+        .select('answer')
+        .where('message_id', '=', messageId)
+        .executeTakeFirst(),
+    );
+    if (seen) return seen.answer as T;
+    const answer = await decide();
+    await asOperator(this.#db, (trx) =>
+      trx
+        .insertInto('sandbox_insurer_messages')
+        .values({ message_id: messageId, kind, answer: JSON.stringify(answer) })
+        .onConflict((oc) => oc.column('message_id').doNothing())
+        .execute(),
+    );
+    const stored = await asOperator(this.#db, (trx) =>
+      trx
+        .selectFrom('sandbox_insurer_messages')
+        .select('answer')
+        .where('message_id', '=', messageId)
+        .executeTakeFirstOrThrow(),
+    );
+    return stored.answer as T;
+  }
+
+  async submit(submission: ClaimSubmission): Promise<SubmitAnswer> {
+    const member = submission.member.memberNumber.toUpperCase();
+    if (member.startsWith(SANDBOX_TRIGGERS.timeout)) {
+      throw new InsurerNoAnswer('The sandbox insurer never answers members whose number starts with TIMEOUT');
+    }
+    return this.#answerOnce(submission.submissionId, 'submit', () => this.#adjudicate(submission));
+  }
+
+  async #adjudicate(submission: ClaimSubmission): Promise<SubmitAnswer> {
+    const member = submission.member.memberNumber.toUpperCase();
+    const rejectAll = (message: string): SubmitAnswer => ({
+      status: 'rejected',
+      message,
+      authorizationReference: null,
+      lines: submission.lines.map((line) => ({
+        lineNumber: line.lineNumber,
+        decision: 'denied',
+        submitted: line.amount,
+        benefit: 0,
+        rejections: [{ code: 'CLAIM_REJECTED', description: message }],
+        warnings: [],
+      })),
+    });
+    if (member.startsWith(SANDBOX_TRIGGERS.reject)) {
+      return rejectAll(
+        `Member ${submission.member.memberNumber} is not known to the scheme (sandbox REJECT trigger).`,
+      );
+    }
+    if (!submission.member.membershipActive) {
+      return rejectAll(`Membership ${submission.member.memberNumber} is not active on the date of service.`);
+    }
+    const rates = await asOperator(this.#db, (trx) =>
+      trx
+        .selectFrom('insurance_plan_rates')
+        .select(['system', 'code', 'amount'])
+        .where('plan_id', '=', submission.member.planId)
+        .execute(),
+    );
+    const rateOf = (system: string | null, code: string) =>
+      rates.find((r) => r.code === code && (system === null || r.system === system));
+    const lines: AdjudicatedLine[] = submission.lines.map((line) => {
+      const base = {
+        lineNumber: line.lineNumber,
+        submitted: line.amount,
+        warnings: [] as AdjudicatedLine['warnings'],
+      };
+      if (!line.primaryDiagnosis) {
+        return {
+          ...base,
+          decision: 'denied',
+          benefit: 0,
+          rejections: [{ code: 'NO_PRIMARY_DIAGNOSIS', description: 'The line has no primary diagnosis.' }],
+        };
+      }
+      if (isExternalCause(line.primaryDiagnosis)) {
+        return {
+          ...base,
+          decision: 'denied',
+          benefit: 0,
+          rejections: [
+            {
+              code: 'DIAGNOSIS_NOT_PRIMARY',
+              description: `${line.primaryDiagnosis.code} is an external cause and cannot be the primary diagnosis; put the injury first.`,
+            },
+          ],
+        };
+      }
+      const rate = rateOf(line.system, line.code);
+      if (!rate) {
+        return {
+          ...base,
+          decision: 'denied',
+          benefit: 0,
+          rejections: [{ code: 'NOT_COVERED', description: `Code ${line.code} is not covered by the plan.` }],
+        };
+      }
+      const planRate = Number(rate.amount);
+      if (line.amount > planRate) {
+        return {
+          ...base,
+          decision: 'approved_with_warning',
+          benefit: planRate,
+          rejections: [],
+          warnings: [
+            {
+              code: 'ABOVE_PLAN_RATE',
+              description: `Billed ${line.amount} above the plan rate ${planRate}; the benefit is the plan rate.`,
+            },
+          ],
+        };
+      }
+      return { ...base, decision: 'approved', benefit: line.amount, rejections: [] };
+    });
+    const approved = lines.filter((l) => l.decision !== 'denied').length;
+    const status =
+      approved === 0 ? 'rejected' : approved === lines.length ? 'accepted' : 'partially_accepted';
+    return {
+      status,
+      message: status === 'rejected' ? 'No line of the claim was approved.' : null,
+      authorizationReference:
+        status === 'rejected'
+          ? null
+          : `SBX-${createHash('sha256').update(submission.submissionId).digest('hex').slice(0, 12).toUpperCase()}`,
+      lines,
+    };
+  }
+
+  async reverse(request: ReversalRequest): Promise<ReverseAnswer> {
+    const member = request.member.memberNumber.toUpperCase();
+    if (member.startsWith(SANDBOX_TRIGGERS.timeout)) {
+      throw new InsurerNoAnswer('The sandbox insurer never answers members whose number starts with TIMEOUT');
+    }
+    return this.#answerOnce(request.reversalId, 'reverse', async () =>
+      member.startsWith(SANDBOX_TRIGGERS.reversalFails)
+        ? {
+            reversed: false as const,
+            message: 'The scheme could not reverse the claim (sandbox REVFAIL trigger).',
+          }
+        : { reversed: true as const },
+    );
+  }
+}

@@ -1,0 +1,100 @@
+// Owns the job queue: background work stored as rows, enqueued in the transaction of the change that
+// asks for it (so it exists exactly when the change committed). Workers take due jobs with FOR UPDATE
+// SKIP LOCKED and a lease: any number of worker processes can share one database, and a job whose
+// worker died is taken again once its lease runs out. Times come from the service clock.
+import type { Selectable } from 'kysely';
+import { sql } from 'kysely';
+import type { Database } from '../platform/db/database.ts';
+import type { JobsTable } from '../platform/db/tables.ts';
+import { asOperator, type Trx } from '../platform/db/transaction.ts';
+import { newId } from '../platform/ids.ts';
+
+export type JobRow = Selectable<JobsTable>;
+
+export async function enqueueJob(
+  trx: Trx,
+  practiceId: string,
+  kind: string,
+  payload: Record<string, unknown>,
+  runAt: Date,
+  now: Date,
+): Promise<string> {
+  const id = newId('job');
+  await trx
+    .insertInto('jobs')
+    .values({
+      practice_id: practiceId,
+      id,
+      kind,
+      payload: JSON.stringify(payload),
+      run_at: runAt,
+      created_at: now,
+      locked_by: null,
+      locked_until: null,
+      last_error: null,
+      finished_at: null,
+    })
+    .execute();
+  return id;
+}
+
+/** Takes up to `limit` due jobs for this worker, leasing them until now + leaseMs. */
+export async function takeDueJobs(
+  db: Database,
+  workerId: string,
+  now: Date,
+  limit: number,
+  leaseMs: number,
+): Promise<JobRow[]> {
+  return asOperator(db, async (trx) => {
+    const result = await sql<JobRow>`
+      UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${new Date(now.getTime() + leaseMs)},
+             attempts = j.attempts + 1
+        FROM (SELECT practice_id, id FROM jobs
+               WHERE state = 'queued' AND run_at <= ${now} AND (locked_until IS NULL OR locked_until <= ${now})
+               ORDER BY run_at, id
+               LIMIT ${limit}
+               FOR UPDATE SKIP LOCKED) AS due
+       WHERE j.practice_id = due.practice_id AND j.id = due.id
+       RETURNING j.*`.execute(trx);
+    return result.rows;
+  });
+}
+
+/** Marks a job done inside the transaction of its work; false when the lease was lost meanwhile. */
+export async function finishJob(trx: Trx, job: JobRow, now: Date): Promise<boolean> {
+  const result = await trx
+    .updateTable('jobs')
+    .set({ state: 'done', finished_at: now, locked_until: null })
+    .where('practice_id', '=', job.practice_id)
+    .where('id', '=', job.id)
+    .where('locked_by', '=', job.locked_by)
+    .where('state', '=', 'queued')
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+export async function retryJob(db: Database, job: JobRow, runAt: Date, error: string): Promise<void> {
+  await asOperator(db, (trx) =>
+    trx
+      .updateTable('jobs')
+      .set({ run_at: runAt, locked_by: null, locked_until: null, last_error: error.slice(0, 2000) })
+      .where('practice_id', '=', job.practice_id)
+      .where('id', '=', job.id)
+      .where('locked_by', '=', job.locked_by)
+      .where('state', '=', 'queued')
+      .execute(),
+  );
+}
+
+export async function failJob(db: Database, job: JobRow, now: Date, error: string): Promise<void> {
+  await asOperator(db, (trx) =>
+    trx
+      .updateTable('jobs')
+      .set({ state: 'failed', finished_at: now, locked_until: null, last_error: error.slice(0, 2000) })
+      .where('practice_id', '=', job.practice_id)
+      .where('id', '=', job.id)
+      .where('locked_by', '=', job.locked_by)
+      .execute(),
+  );
+}
