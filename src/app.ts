@@ -23,6 +23,7 @@ import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
 import { priceAdminRoutes } from './pricing/admin.ts';
+import { webhookAdminRoutes } from './webhooks/admin.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 
@@ -121,6 +122,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
           ...adminRoutes,
           ...priceAdminRoutes,
           ...billingAdminRoutes,
+          ...webhookAdminRoutes,
         ]);
       },
       { prefix: '/admin/v1' },

@@ -1,5 +1,8 @@
 // Owns assembling the running service from a Config: open the database (PostgreSQL or embedded),
 // migrate it, and build the dependencies every module receives.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Kysely } from 'kysely';
 import { type AuditFault, AuditLog } from './audit/audit.ts';
 import { loadCatalogue, SHIPPED_CATALOGUE_DIR } from './catalogue/loader.ts';
@@ -14,6 +17,7 @@ import { migrateToLatest } from './platform/db/migrate.ts';
 import type { Tables } from './platform/db/tables.ts';
 import { CursorCodec } from './platform/http/cursor.ts';
 import { RateLimits } from './platform/http/rate-limit.ts';
+import { SecretBox } from './platform/secret-box.ts';
 
 export async function openConfiguredDatabase(
   config: Config,
@@ -71,6 +75,19 @@ export async function loadCursorSecret(db: Database): Promise<string> {
   return row.value;
 }
 
+/**
+ * The box that encrypts webhook secrets: SECRET_ENCRYPTION_KEY, or for the embedded sandbox a key kept in
+ * DATA_DIR/secret-encryption.key (mode 0600). With PostgreSQL and no key, webhooks are unavailable and say so.
+ */
+export function secretBoxFor(config: Config, db: Database): SecretBox | undefined {
+  if (config.secretEncryptionKey) return new SecretBox(config.secretEncryptionKey);
+  if (db.kind !== 'pglite' || !fs.existsSync(config.dataDir)) return undefined;
+  const file = path.join(config.dataDir, 'secret-encryption.key');
+  if (!fs.existsSync(file))
+    fs.writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+  return new SecretBox(Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'hex'));
+}
+
 export async function buildDeps(
   config: Config,
   db: Database,
@@ -85,5 +102,6 @@ export async function buildDeps(
     rateLimits: new RateLimits(),
     inFlight: new InFlightRequests(),
     insurer: options.insurer ?? new SandboxInsurer(db, config.insurerDelayMs),
+    secrets: secretBoxFor(config, db),
   };
 }

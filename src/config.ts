@@ -30,6 +30,10 @@ export interface Config {
   jobPollMs: number;
   jobConcurrency: number;
   jobLeaseSeconds: number;
+  /** 32-byte key (base64 or hex) that encrypts webhook secrets at rest; the sandbox keeps one in DATA_DIR. */
+  secretEncryptionKey: Buffer | undefined;
+  /** How long a rotated-out webhook secret keeps signing beside the new one. */
+  webhookSecretOverlapSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -50,6 +54,14 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function encryptionKey(raw: string | undefined): Buffer | undefined {
+  if (!raw) return undefined;
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32)
+    throw new ConfigError('SECRET_ENCRYPTION_KEY must be 32 bytes, as 64 hex digits or base64');
+  return key;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -92,5 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobPollMs: integer(env, 'JOB_POLL_MS', 200, 10, 60_000),
     jobConcurrency: integer(env, 'JOB_CONCURRENCY', 8, 1, 256),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
+    secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),
+    webhookSecretOverlapSeconds: integer(env, 'WEBHOOK_SECRET_OVERLAP_SECONDS', 24 * 3600, 0, 30 * 24 * 3600),
   };
 }

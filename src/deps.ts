@@ -7,6 +7,7 @@ import type { Clock } from './platform/clock.ts';
 import type { Database } from './platform/db/database.ts';
 import type { CursorCodec } from './platform/http/cursor.ts';
 import type { RateLimits } from './platform/http/rate-limit.ts';
+import type { SecretBox } from './platform/secret-box.ts';
 
 export interface Deps {
   config: Config;
@@ -17,4 +18,6 @@ export interface Deps {
   rateLimits: RateLimits;
   inFlight: InFlightRequests;
   insurer: Insurer;
+  /** Encrypts webhook secrets at rest; undefined when no key is configured. */
+  secrets: SecretBox | undefined;
 }

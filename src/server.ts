@@ -66,7 +66,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
 
     app = options.api ? await buildApp(deps, { logger: log, adminToken }) : undefined;
     worker = options.worker
-      ? startWorker({ db, clock: deps.clock, config, insurer: deps.insurer, log })
+      ? startWorker({ db, clock: deps.clock, config, insurer: deps.insurer, secrets: deps.secrets, log })
       : undefined;
     if (app) {
       await app.listen({ port: config.port, host: config.host });

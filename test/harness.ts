@@ -191,6 +191,8 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     LOG_LEVEL: 'silent',
     INSURER_DELAY_MS: '0',
     REMITTANCE_DELAY_MS: '0',
+    SECRET_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+    WEBHOOK_ALLOW_PRIVATE: 'true',
     ...options.env,
   });
   const clock = new TestClock();
@@ -202,18 +204,22 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     adminToken,
     ...(process.env.TEST_LOG_LEVEL ? { logger: silentLogger } : {}),
   });
-  // The worker does not poll: tests drive the queue with drain(), so outcomes are deterministic.
-  const worker = startWorker(
-    { db, clock, config, insurer: deps.insurer, log: silentLogger },
-    { poll: options.workerPolls === true, tasks: [] },
-  );
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const baseUrl = `http://127.0.0.1:${port}`;
   // Location headers and Problem types use the public base URL: point it at this server.
-  (deps.config as { publicBaseUrl: string }).publicBaseUrl = baseUrl;
-  (deps.config as { errorsDocUrl: string }).errorsDocUrl = `${baseUrl}/errors`;
+  // A test that configures PUBLIC_BASE_URL itself keeps it.
+  if (!options.env?.PUBLIC_BASE_URL) {
+    (deps.config as { publicBaseUrl: string }).publicBaseUrl = baseUrl;
+    if (!options.env?.ERRORS_DOC_URL)
+      (deps.config as { errorsDocUrl: string }).errorsDocUrl = `${baseUrl}/errors`;
+  }
+  // The worker does not poll: tests drive the queue with drain(), so outcomes are deterministic.
+  const worker = startWorker(
+    { db, clock, config, insurer: deps.insurer, secrets: deps.secrets, log: silentLogger, random: () => 0.5 },
+    { poll: options.workerPolls === true, tasks: [] },
+  );
 
   const admin = (method: string, p: string, body?: unknown) =>
     call(baseUrl, method, `/admin/v1${p}`, { token: adminToken, ...(body !== undefined ? { body } : {}) });

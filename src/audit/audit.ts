@@ -6,7 +6,7 @@ import { inPractice, type Trx } from '../platform/db/transaction.ts';
 
 export interface AuditEntry {
   practiceId: string;
-  actor: 'client' | 'operator';
+  actor: 'client' | 'operator' | 'service';
   clientId: string | null;
   keyId: string | null;
   performerId: string | null;

@@ -14,7 +14,7 @@ import { dateIn } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
-import { CLAIM_JOBS, setClaimStatus } from './service.ts';
+import { CLAIM_JOBS, type ResubmitAfterReversal, setClaimStatus } from './service.ts';
 import { claimItems, findClaim, replaceClaimItems } from './store.ts';
 
 export interface ClaimJobContext {
@@ -170,10 +170,11 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
 }
 
 export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
-  const { claimId, reversalId, reason } = job.payload as {
+  const { claimId, reversalId, reason, resubmit } = job.payload as {
     claimId: string;
     reversalId: string;
     reason?: string | null;
+    resubmit?: ResubmitAfterReversal | null;
   };
   const practiceId = job.practice_id;
   const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
@@ -233,6 +234,9 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
           'submitting',
           {
             authorization_reference: null,
+            ...(resubmit
+              ? { coverage_id: resubmit.coverageId, place_of_service_code: resubmit.placeOfServiceCode }
+              : {}),
             submission_id: newId('submission'),
             submission_started_at: now,
             submitted_at: now,

@@ -16,7 +16,13 @@ import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { Claim, ClaimRequest, ClaimStatus } from './schemas.ts';
-import { type ClaimItemRow, type ClaimRow, claimItems, findClaimOfInvoice } from './store.ts';
+import {
+  type ClaimItemRow,
+  type ClaimRow,
+  claimItems,
+  findClaimOfInvoice,
+  replaceClaimItems,
+} from './store.ts';
 
 export const CLAIM_JOBS = {
   submit: 'claim.submit',
@@ -98,6 +104,8 @@ export async function setClaimStatus(
     .where('id', '=', claim.id)
     .returningAll()
     .executeTakeFirstOrThrow();
+  // A new submission has no decisions yet: the earlier answer's items must not be read as its own.
+  if (status === 'submitting') await replaceClaimItems(trx, billing.id, claim.id, []);
   await touchInvoice(trx, billing, claim.invoice_id, {
     claim_status: status,
     coverage_id: updated.coverage_id,
@@ -269,8 +277,22 @@ export async function resubmitClaim(
       `Invoice ${record.invoice.number} has no claim yet; send it with POST /invoices/${invoiceId}/claim.`,
     );
   if (claim.status === 'partially_accepted') {
-    // Accepted lines must not be billed twice: reverse first, then send again by itself.
-    return startReversal(trx, billing, claim, now, true, 'Resubmission of a partially accepted claim');
+    // Accepted lines must not be billed twice: reverse first, then send again by itself, under the
+    // coverage and place of service this request names (the invoice must be claim-ready now, and
+    // cannot be amended while the claim is reversing).
+    const readiness = await claimReadiness(trx, billing, record, request, claim.coverage_id, now);
+    if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
+    return startReversal(
+      trx,
+      billing,
+      claim,
+      now,
+      {
+        coverageId: readiness.coverage.id,
+        placeOfServiceCode: request.placeOfServiceCode ?? claim.place_of_service_code,
+      },
+      'Resubmission of a partially accepted claim',
+    );
   }
   if (!RESUBMITTABLE.includes(claim.status)) {
     throw new AppError(
@@ -301,12 +323,18 @@ export async function resubmitClaim(
   return updated;
 }
 
+/** What a resubmission sent once the reversal is through is sent under. */
+export interface ResubmitAfterReversal {
+  coverageId: string;
+  placeOfServiceCode: string | null;
+}
+
 async function startReversal(
   trx: Trx,
   billing: PracticeBilling,
   claim: ClaimRow,
   now: Date,
-  thenResubmit: boolean,
+  thenResubmit: ResubmitAfterReversal | null,
   reason: string | null,
 ) {
   const updated = await setClaimStatus(
@@ -314,14 +342,14 @@ async function startReversal(
     billing,
     claim,
     'reversing',
-    { message: null, resubmit_after_reversal: thenResubmit, submission_started_at: now },
+    { message: null, resubmit_after_reversal: thenResubmit !== null, submission_started_at: now },
     now,
   );
   await enqueueJob(
     trx,
     billing.id,
     CLAIM_JOBS.reverse,
-    { claimId: claim.id, reversalId: newId('submission'), reason },
+    { claimId: claim.id, reversalId: newId('submission'), reason, resubmit: thenResubmit },
     now,
     now,
   );
@@ -345,5 +373,5 @@ export async function reverseClaim(
       `The claim is ${claim.status}; only an accepted or partially accepted claim, or one whose reversal failed, can be reversed.`,
     );
   }
-  return startReversal(trx, billing, claim, now, false, reason);
+  return startReversal(trx, billing, claim, now, null, reason);
 }

@@ -28,6 +28,7 @@ export async function openApiDocument(): Promise<unknown> {
     rateLimits: new RateLimits(),
     inFlight: new InFlightRequests(),
     insurer: new SandboxInsurer(noDatabase, 0),
+    secrets: undefined,
   };
   const app = await buildApp(deps, { adminToken: 'document-only' });
   await app.ready();

@@ -1,10 +1,15 @@
-// Owns the event outbox: an event is written in the same transaction as the change it reports, so
-// it exists exactly when the change committed. Deliveries (webhooks) are made from it.
+// Owns the event outbox: an event is written in the same transaction as the change it reports, and
+// so are its deliveries (one per enabled webhook endpoint of the practice that wants its type) and
+// the jobs that make them. An event exists exactly when its change committed, and none is lost
+// between a commit and a queue.
+import { sql } from 'kysely';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 
 export const EVENT_TYPES = ['invoice.issued', 'claim.status_changed', 'payment.created'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+
+export const DELIVER_JOB = 'webhook.deliver';
 
 export async function recordEvent(
   trx: Trx,
@@ -25,5 +30,54 @@ export async function recordEvent(
       occurred_at: occurredAt,
     })
     .execute();
+  const endpoints = await trx
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('enabled', '=', true)
+    .where(sql<boolean>`(cardinality(event_types) = 0 OR ${type} = ANY (event_types))`)
+    .execute();
+  for (const endpoint of endpoints) await queueDelivery(trx, practiceId, endpoint.id, id, occurredAt);
   return id;
+}
+
+/** A delivery of one event to one endpoint, with the job that makes its first attempt now. */
+export async function queueDelivery(
+  trx: Trx,
+  practiceId: string,
+  endpointId: string,
+  eventId: string,
+  now: Date,
+): Promise<string> {
+  const deliveryId = newId('delivery');
+  await trx
+    .insertInto('webhook_deliveries')
+    .values({
+      practice_id: practiceId,
+      id: deliveryId,
+      endpoint_id: endpointId,
+      event_id: eventId,
+      state: 'pending',
+      next_attempt_at: now,
+      last_status: null,
+      created_at: now,
+      finished_at: null,
+    })
+    .execute();
+  await trx
+    .insertInto('jobs')
+    .values({
+      practice_id: practiceId,
+      id: newId('job'),
+      kind: DELIVER_JOB,
+      payload: JSON.stringify({ deliveryId }),
+      run_at: now,
+      created_at: now,
+      locked_by: null,
+      locked_until: null,
+      last_error: null,
+      finished_at: null,
+    })
+    .execute();
+  return deliveryId;
 }

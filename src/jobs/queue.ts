@@ -98,3 +98,15 @@ export async function failJob(db: Database, job: JobRow, now: Date, error: strin
       .execute(),
   );
 }
+
+/** Puts a job back in the queue for later, inside the transaction that recorded why. */
+export async function rescheduleJob(trx: Trx, job: JobRow, runAt: Date, error: string): Promise<void> {
+  await trx
+    .updateTable('jobs')
+    .set({ run_at: runAt, locked_by: null, locked_until: null, last_error: error.slice(0, 2000) })
+    .where('practice_id', '=', job.practice_id)
+    .where('id', '=', job.id)
+    .where('locked_by', '=', job.locked_by)
+    .where('state', '=', 'queued')
+    .execute();
+}

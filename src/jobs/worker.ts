@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type ClaimJobContext, runRemittanceJob, runReverseJob, runSubmitJob } from '../claims/jobs.ts';
 import { CLAIM_JOBS } from '../claims/service.ts';
 import type { Config } from '../config.ts';
+import { DELIVER_JOB } from '../events/outbox.ts';
 import { purgeExpiredKeys } from '../idempotency/idempotency-store.ts';
 import type { Insurer } from '../insurer/port.ts';
 import { markOverdueInvoices } from '../invoices/overdue.ts';
@@ -13,6 +14,9 @@ import type { Clock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';
 import { randomToken } from '../platform/ids.ts';
+import type { SecretBox } from '../platform/secret-box.ts';
+import { type DeliveryContext, runDeliverJob } from '../webhooks/delivery.ts';
+import { WebhookSender } from '../webhooks/sender.ts';
 import { failJob, type JobRow, retryJob, takeDueJobs } from './queue.ts';
 
 export interface WorkerDeps {
@@ -20,14 +24,21 @@ export interface WorkerDeps {
   clock: Clock;
   config: Config;
   insurer: Insurer;
+  /** Decrypts webhook secrets; without it deliveries cannot be signed and are retried. */
+  secrets?: SecretBox | undefined;
   log: FastifyBaseLogger;
+  /** Jitter source for webhook retries; tests pin it. */
+  random?: () => number;
 }
 
 export type JobHandler = (job: JobRow) => Promise<void>;
 
 const MAX_ATTEMPTS = 20;
 
-export function jobHandlers(deps: WorkerDeps): Record<string, JobHandler> {
+export function jobHandlers(
+  deps: WorkerDeps,
+  sender = new WebhookSender(deps.config.webhookAllowPrivate),
+): Record<string, JobHandler> {
   const claims: ClaimJobContext = {
     db: deps.db,
     insurer: deps.insurer,
@@ -35,7 +46,16 @@ export function jobHandlers(deps: WorkerDeps): Record<string, JobHandler> {
     answerWindowMs: deps.config.claimAnswerWindowSeconds * 1000,
     remittanceDelayMs: deps.config.remittanceDelayMs,
   };
+  const deliveries: DeliveryContext = {
+    db: deps.db,
+    box: deps.secrets,
+    sender,
+    publicBaseUrl: deps.config.publicBaseUrl,
+    now: () => deps.clock.now(),
+    random: deps.random ?? Math.random,
+  };
   return {
+    [DELIVER_JOB]: (job) => runDeliverJob(deliveries, job),
     [CLAIM_JOBS.submit]: (job) => runSubmitJob(claims, job),
     [CLAIM_JOBS.reverse]: (job) => runReverseJob(claims, job),
     [CLAIM_JOBS.remittance]: (job) => runRemittanceJob(claims, job),
@@ -72,7 +92,8 @@ export function startWorker(
   options: { poll?: boolean; tasks?: PeriodicTask[] } = {},
 ): Worker {
   const workerId = `wrk_${randomToken(8)}`;
-  const handlers = jobHandlers(deps);
+  const sender = new WebhookSender(deps.config.webhookAllowPrivate);
+  const handlers = jobHandlers(deps, sender);
   const { config, log } = deps;
   let stopped = false;
   const running = new Set<Promise<unknown>>();
@@ -154,6 +175,7 @@ export function startWorker(
       for (const timer of timers) clearInterval(timer);
       await polling;
       await Promise.allSettled([...running]);
+      await sender.close();
     },
   };
 }

@@ -25,6 +25,8 @@ export const ID_PREFIXES = {
   notification: 'ntf',
   price: 'prc',
   webhookEndpoint: 'whe',
+  delivery: 'dlv',
+  attempt: 'att',
   event: 'evt',
   job: 'job',
   submission: 'sub',

@@ -434,6 +434,50 @@ export interface SandboxInsurerMessagesTable {
   received_at: Generated<Date>;
 }
 
+export interface WebhookEndpointsTable {
+  practice_id: string;
+  id: string;
+  url: string;
+  event_types: string[];
+  enabled: Generated<boolean>;
+  disabled_reason: string | null;
+  secret_encrypted: string;
+  previous_secret_encrypted: string | null;
+  previous_secret_expires_at: Date | null;
+  last_success_at: Date | null;
+  failing_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface WebhookDeliveriesTable {
+  practice_id: string;
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  state: 'pending' | 'delivered' | 'failed' | 'cancelled';
+  attempts: Generated<number>;
+  next_attempt_at: Date | null;
+  last_status: number | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+export interface WebhookAttemptsTable {
+  practice_id: string;
+  id: string;
+  delivery_id: string;
+  endpoint_id: string;
+  event_id: string;
+  attempt_number: number;
+  attempted_at: Date;
+  status_code: number | null;
+  duration_ms: number;
+  response_body: string | null;
+  error: string | null;
+  next_attempt_at: Date | null;
+}
+
 export interface Tables {
   service_settings: ServiceSettingsTable;
   practices: PracticesTable;
@@ -470,4 +514,7 @@ export interface Tables {
   claims: ClaimsTable;
   claim_items: ClaimItemsTable;
   sandbox_insurer_messages: SandboxInsurerMessagesTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }

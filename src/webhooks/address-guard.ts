@@ -1,0 +1,73 @@
+// Owns the rule that webhooks reach only public addresses: checked when an endpoint is registered and
+// again when each delivery connects (a name may resolve elsewhere by then). Loopback, private,
+// link-local (cloud metadata), carrier-grade NAT, reserved and multicast ranges are refused unless
+// the operator allowed private networks (WEBHOOK_ALLOW_PRIVATE, on in the embedded sandbox).
+import dns from 'node:dns';
+import ipaddr from 'ipaddr.js';
+
+export function isPublicAddress(address: string): boolean {
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.process(address);
+  } catch {
+    return false;
+  }
+  return parsed.range() === 'unicast';
+}
+
+export class AddressRefused extends Error {}
+
+/** A dns.lookup replacement for the HTTP client that refuses non-public addresses at connect time. */
+export function guardedLookup(allowPrivate: boolean) {
+  return (
+    hostname: string,
+    options: dns.LookupOptions,
+    callback: (
+      error: NodeJS.ErrnoException | null,
+      address: string | dns.LookupAddress[],
+      family?: number,
+    ) => void,
+  ) => {
+    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, '');
+      const list = addresses as dns.LookupAddress[];
+      const refused = list.find((a) => !allowPrivate && !isPublicAddress(a.address));
+      if (refused) {
+        return callback(
+          new AddressRefused(`${hostname} resolves to ${refused.address}, which is not a public address`),
+          '',
+        );
+      }
+      if (options.all) return callback(null, list);
+      const first = list[0];
+      if (!first) return callback(new AddressRefused(`${hostname} did not resolve`), '');
+      return callback(null, first.address, first.family);
+    });
+  };
+}
+
+/** Why a webhook URL cannot be registered, or undefined when it can. */
+export async function urlProblem(raw: string, allowPrivate: boolean): Promise<string | undefined> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
+    return allowPrivate ? 'must use https or http' : 'must use https';
+  }
+  if (url.username || url.password) return 'must not carry credentials';
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (allowPrivate) return undefined;
+  if (ipaddr.isValid(host))
+    return isPublicAddress(host) ? undefined : `points at ${host}, which is not a public address`;
+  try {
+    const addresses = await dns.promises.lookup(host, { all: true });
+    const refused = addresses.find((a) => !isPublicAddress(a.address));
+    if (refused) return `resolves to ${refused.address}, which is not a public address`;
+    return undefined;
+  } catch {
+    return `host ${host} does not resolve`;
+  }
+}

@@ -1,0 +1,418 @@
+// The operator's side of webhooks: endpoints (create with the secret shown once, list, read, update,
+// disable, enable, rotate the secret, delete), the attempt log per endpoint and per event, manual
+// redelivery of one event, and recovery of everything that failed since a time.
+import { sql } from 'kysely';
+import { type Static, Type } from 'typebox';
+import { defineAdminRoute } from '../admin/admin-route.ts';
+import { getPractice } from '../admin/service.ts';
+import { EVENT_TYPES, queueDelivery } from '../events/outbox.ts';
+import { pageOf } from '../platform/http/cursor.ts';
+import { AppError, notFound } from '../platform/http/errors.ts';
+import { DateTime, Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  endpointOf,
+  findEndpoint,
+  rotateSecret,
+  setEndpointEnabled,
+  updateEndpoint,
+} from './endpoints.ts';
+
+const Id = Type.String({ minLength: 1, maxLength: 100 });
+const PracticeParam = Type.Object({ practiceId: Id }, { additionalProperties: false });
+const EndpointParams = Type.Object({ practiceId: Id, endpointId: Id }, { additionalProperties: false });
+const EventParams = Type.Object({ practiceId: Id, eventId: Id }, { additionalProperties: false });
+
+const EndpointRequest = Type.Object(
+  {
+    url: Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      description:
+        'https URL reaching a public address (http and private addresses only with WEBHOOK_ALLOW_PRIVATE).',
+    }),
+    eventTypes: Type.Optional(
+      Type.Array(Enum(EVENT_TYPES), {
+        uniqueItems: true,
+        description: 'Event types to send; none or empty = all.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Endpoint = Type.Object({
+  object: Type.Literal('webhook_endpoint'),
+  id: Type.String(),
+  practiceId: Type.String(),
+  url: Type.String(),
+  eventTypes: Type.Array(Type.String()),
+  enabled: Type.Boolean(),
+  disabledReason: Nullable(Type.String()),
+  lastSuccessAt: Nullable(Type.String({ format: 'date-time' })),
+  failingSince: Nullable(Type.String({ format: 'date-time' })),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+  secret: Type.Optional(
+    Type.String({ description: 'The signing secret (`whsec_...`): shown only when created or rotated.' }),
+  ),
+});
+
+const Attempt = Type.Object({
+  object: Type.Literal('webhook_attempt'),
+  id: Type.String(),
+  deliveryId: Type.String(),
+  endpointId: Type.String(),
+  eventId: Type.String(),
+  eventType: Type.String(),
+  attemptNumber: Type.Integer(),
+  attemptedAt: Type.String({ format: 'date-time' }),
+  statusCode: Nullable(Type.Integer()),
+  durationMs: Type.Integer(),
+  responseBody: Nullable(Type.String({ description: 'The first 1 KB of what the receiver answered.' })),
+  error: Nullable(Type.String()),
+  nextAttemptAt: Nullable(Type.String({ format: 'date-time' })),
+});
+type Attempt = Static<typeof Attempt>;
+
+interface AttemptRow {
+  id: string;
+  delivery_id: string;
+  endpoint_id: string;
+  event_id: string;
+  type: string;
+  attempt_number: number;
+  attempted_at: Date;
+  status_code: number | null;
+  duration_ms: number;
+  response_body: string | null;
+  error: string | null;
+  next_attempt_at: Date | null;
+}
+
+function attemptOf(row: AttemptRow): Attempt {
+  return {
+    object: 'webhook_attempt',
+    id: row.id,
+    deliveryId: row.delivery_id,
+    endpointId: row.endpoint_id,
+    eventId: row.event_id,
+    eventType: row.type,
+    attemptNumber: row.attempt_number,
+    attemptedAt: new Date(row.attempted_at).toISOString(),
+    statusCode: row.status_code,
+    durationMs: row.duration_ms,
+    responseBody: row.response_body,
+    error: row.error,
+    nextAttemptAt: row.next_attempt_at ? new Date(row.next_attempt_at).toISOString() : null,
+  };
+}
+
+const DeliveryResult = Type.Object({
+  object: Type.Literal('redelivery'),
+  queued: Type.Integer({ description: 'How many deliveries were queued.' }),
+  deliveryIds: Type.Array(Type.String()),
+});
+
+export const webhookAdminRoutes = [
+  defineAdminRoute({
+    method: 'POST',
+    url: '/practices/:practiceId/webhook-endpoints',
+    operationId: 'adminCreateWebhookEndpoint',
+    summary: 'Register a webhook endpoint',
+    description:
+      'The answer carries `secret` (`whsec_...`) this once; it is stored encrypted. Deliveries are signed with Standard Webhooks.',
+    params: PracticeParam,
+    body: EndpointRequest,
+    successStatus: 201,
+    response: Endpoint,
+    handler: async ({ trx, deps, params, body, now }) => {
+      await getPractice(trx, params.practiceId);
+      const { row, secret } = await createEndpoint(
+        trx,
+        deps.secrets,
+        deps.config.webhookAllowPrivate,
+        params.practiceId,
+        body,
+        now,
+      );
+      return {
+        body: endpointOf(row, secret),
+        audit: { practiceId: params.practiceId, resourceType: 'webhook_endpoint', resourceId: row.id },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/webhook-endpoints',
+    operationId: 'adminListWebhookEndpoints',
+    summary: "List a practice's webhook endpoints",
+    params: PracticeParam,
+    successStatus: 200,
+    response: ListOf(Endpoint, 'WebhookEndpointList'),
+    handler: async ({ trx, params }) => {
+      await getPractice(trx, params.practiceId);
+      const rows = await trx
+        .selectFrom('webhook_endpoints')
+        .selectAll()
+        .where('practice_id', '=', params.practiceId)
+        .orderBy('created_at')
+        .orderBy('id')
+        .execute();
+      return {
+        body: {
+          object: 'list' as const,
+          data: rows.map((r) => endpointOf(r)),
+          hasMore: false,
+          nextCursor: null,
+        },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/webhook-endpoints/:endpointId',
+    operationId: 'adminGetWebhookEndpoint',
+    summary: 'Read a webhook endpoint',
+    params: EndpointParams,
+    successStatus: 200,
+    response: Endpoint,
+    handler: async ({ trx, params }) => ({
+      body: endpointOf(await findEndpoint(trx, params.practiceId, params.endpointId)),
+    }),
+  }),
+  defineAdminRoute({
+    method: 'PUT',
+    url: '/practices/:practiceId/webhook-endpoints/:endpointId',
+    operationId: 'adminUpdateWebhookEndpoint',
+    summary: "Replace a webhook endpoint's url and event types",
+    params: EndpointParams,
+    body: EndpointRequest,
+    successStatus: 200,
+    response: Endpoint,
+    handler: async ({ trx, deps, params, body, now }) => {
+      const row = await updateEndpoint(
+        trx,
+        deps.config.webhookAllowPrivate,
+        params.practiceId,
+        params.endpointId,
+        body,
+        now,
+      );
+      return {
+        body: endpointOf(row),
+        audit: { practiceId: params.practiceId, resourceType: 'webhook_endpoint', resourceId: row.id },
+      };
+    },
+  }),
+  ...(['disable', 'enable'] as const).map((action) =>
+    defineAdminRoute({
+      method: 'POST',
+      url: `/practices/:practiceId/webhook-endpoints/:endpointId/${action}`,
+      operationId: action === 'disable' ? 'adminDisableWebhookEndpoint' : 'adminEnableWebhookEndpoint',
+      summary: action === 'disable' ? 'Stop deliveries to an endpoint' : 'Resume deliveries to an endpoint',
+      params: EndpointParams,
+      successStatus: 200,
+      response: Endpoint,
+      handler: async ({ trx, params, now }) => {
+        const row = await setEndpointEnabled(
+          trx,
+          params.practiceId,
+          params.endpointId,
+          action === 'enable',
+          'Disabled by the operator.',
+          now,
+        );
+        return {
+          body: endpointOf(row),
+          audit: { practiceId: params.practiceId, resourceType: 'webhook_endpoint', resourceId: row.id },
+        };
+      },
+    }),
+  ),
+  defineAdminRoute({
+    method: 'POST',
+    url: '/practices/:practiceId/webhook-endpoints/:endpointId/rotate-secret',
+    operationId: 'adminRotateWebhookSecret',
+    summary: "Rotate an endpoint's signing secret",
+    description:
+      'Answers the new secret once. During the overlap (WEBHOOK_SECRET_OVERLAP_SECONDS, default 24 h) each delivery carries both signatures, space-separated, so the receiver can switch without losing any.',
+    params: EndpointParams,
+    successStatus: 200,
+    response: Endpoint,
+    handler: async ({ trx, deps, params, now }) => {
+      const { row, secret } = await rotateSecret(
+        trx,
+        deps.secrets,
+        params.practiceId,
+        params.endpointId,
+        deps.config.webhookSecretOverlapSeconds,
+        now,
+      );
+      return {
+        body: endpointOf(row, secret),
+        audit: { practiceId: params.practiceId, resourceType: 'webhook_endpoint', resourceId: row.id },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'DELETE',
+    url: '/practices/:practiceId/webhook-endpoints/:endpointId',
+    operationId: 'adminDeleteWebhookEndpoint',
+    summary: 'Delete a webhook endpoint and its delivery log',
+    params: EndpointParams,
+    successStatus: 200,
+    response: Type.Object({
+      object: Type.Literal('webhook_endpoint'),
+      id: Type.String(),
+      deleted: Type.Literal(true),
+    }),
+    handler: async ({ trx, params }) => {
+      await deleteEndpoint(trx, params.practiceId, params.endpointId);
+      return {
+        body: { object: 'webhook_endpoint' as const, id: params.endpointId, deleted: true as const },
+        audit: {
+          practiceId: params.practiceId,
+          resourceType: 'webhook_endpoint',
+          resourceId: params.endpointId,
+        },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/webhook-endpoints/:endpointId/deliveries',
+    operationId: 'adminListEndpointAttempts',
+    summary: "An endpoint's delivery attempts, newest first",
+    params: EndpointParams,
+    querystring: Type.Object(PagingQuery, { additionalProperties: false }),
+    successStatus: 200,
+    response: ListOf(Attempt, 'WebhookAttemptList'),
+    handler: async ({ trx, deps, params, query }) => {
+      await findEndpoint(trx, params.practiceId, params.endpointId);
+      const limit = query.limit ?? 50;
+      const filters = { endpointId: params.endpointId };
+      const position = query.cursor
+        ? deps.cursors.decode('webhook-attempts', filters, query.cursor)
+        : undefined;
+      const rows = await sql<AttemptRow>`
+        SELECT a.*, e.type FROM webhook_attempts a
+          JOIN events e ON e.practice_id = a.practice_id AND e.id = a.event_id
+         WHERE a.practice_id = ${params.practiceId} AND a.endpoint_id = ${params.endpointId}
+           AND (${position === undefined}::boolean OR (a.attempted_at, a.id) < (${position?.[0] ?? '1970-01-01'}::timestamptz, ${String(position?.[1] ?? '')}::text))
+         ORDER BY a.attempted_at DESC, a.id DESC
+         LIMIT ${limit + 1}`.execute(trx);
+      return {
+        body: pageOf(
+          rows.rows,
+          limit,
+          attemptOf,
+          (r) => [new Date(r.attempted_at).toISOString(), r.id],
+          (p) => deps.cursors.encode('webhook-attempts', filters, p),
+        ),
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/events/:eventId/deliveries',
+    operationId: 'adminListEventAttempts',
+    summary: "An event's delivery attempts to every endpoint, oldest first",
+    params: EventParams,
+    successStatus: 200,
+    response: ListOf(Attempt, 'WebhookEventAttemptList'),
+    handler: async ({ trx, params }) => {
+      const event = await trx
+        .selectFrom('events')
+        .select('id')
+        .where('practice_id', '=', params.practiceId)
+        .where('id', '=', params.eventId)
+        .executeTakeFirst();
+      if (!event) throw notFound('Event');
+      const rows = await sql<AttemptRow>`
+        SELECT a.*, e.type FROM webhook_attempts a
+          JOIN events e ON e.practice_id = a.practice_id AND e.id = a.event_id
+         WHERE a.practice_id = ${params.practiceId} AND a.event_id = ${params.eventId}
+         ORDER BY a.attempted_at, a.id`.execute(trx);
+      return {
+        body: { object: 'list' as const, data: rows.rows.map(attemptOf), hasMore: false, nextCursor: null },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'POST',
+    url: '/practices/:practiceId/events/:eventId/redeliver',
+    operationId: 'adminRedeliverEvent',
+    summary: 'Deliver one event again',
+    description:
+      'Queues a new delivery (attempt 1 now) to each enabled endpoint that takes the event type, or only to `endpointId`.',
+    params: EventParams,
+    body: Type.Object({ endpointId: Type.Optional(Id) }, { additionalProperties: false }),
+    bodyOptional: true,
+    successStatus: 202,
+    response: DeliveryResult,
+    handler: async ({ trx, params, body, now }) => {
+      const event = await trx
+        .selectFrom('events')
+        .selectAll()
+        .where('practice_id', '=', params.practiceId)
+        .where('id', '=', params.eventId)
+        .executeTakeFirst();
+      if (!event) throw notFound('Event');
+      let query = trx
+        .selectFrom('webhook_endpoints')
+        .selectAll()
+        .where('practice_id', '=', params.practiceId)
+        .where(sql<boolean>`(cardinality(event_types) = 0 OR ${event.type} = ANY (event_types))`);
+      if (body.endpointId) query = query.where('id', '=', body.endpointId);
+      const endpoints = await query.execute();
+      if (body.endpointId && endpoints.length === 0) throw notFound('Webhook endpoint');
+      const disabled = endpoints.find((e) => !e.enabled);
+      if (body.endpointId && disabled)
+        throw new AppError('business_rule', 'The endpoint is disabled; enable it first.');
+      const ids = [];
+      for (const endpoint of endpoints.filter((e) => e.enabled))
+        ids.push(await queueDelivery(trx, params.practiceId, endpoint.id, event.id, now));
+      return {
+        body: { object: 'redelivery' as const, queued: ids.length, deliveryIds: ids },
+        audit: { practiceId: params.practiceId, resourceType: 'event', resourceId: event.id },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'POST',
+    url: '/practices/:practiceId/webhook-endpoints/:endpointId/recover',
+    operationId: 'adminRecoverFailedDeliveries',
+    summary: 'Deliver again everything that failed since a time',
+    description:
+      'Queues a new delivery for every event whose delivery to this endpoint failed or was cancelled since `since` (and was not delivered since). Enable the endpoint first.',
+    params: EndpointParams,
+    body: Type.Object({ since: DateTime }, { additionalProperties: false }),
+    successStatus: 202,
+    response: DeliveryResult,
+    handler: async ({ trx, params, body, now }) => {
+      const endpoint = await findEndpoint(trx, params.practiceId, params.endpointId);
+      if (!endpoint.enabled)
+        throw new AppError(
+          'business_rule',
+          'The endpoint is disabled; enable it before recovering deliveries.',
+        );
+      const failed = await sql<{ event_id: string }>`
+        SELECT DISTINCT d.event_id FROM webhook_deliveries d
+         WHERE d.practice_id = ${params.practiceId} AND d.endpoint_id = ${params.endpointId}
+           AND d.state IN ('failed', 'cancelled') AND d.created_at >= ${new Date(body.since)}
+           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = d.practice_id
+                 AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id AND o.state IN ('pending', 'delivered'))`.execute(
+        trx,
+      );
+      const ids = [];
+      for (const row of failed.rows)
+        ids.push(await queueDelivery(trx, params.practiceId, endpoint.id, row.event_id, now));
+      return {
+        body: { object: 'redelivery' as const, queued: ids.length, deliveryIds: ids },
+        audit: { practiceId: params.practiceId, resourceType: 'webhook_endpoint', resourceId: endpoint.id },
+      };
+    },
+  }),
+];

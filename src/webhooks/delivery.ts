@@ -1,0 +1,228 @@
+// Owns making one delivery attempt and deciding what follows. The body names the changed resource
+// and where to read it, never patient data. Each attempt is signed afresh (Standard Webhooks: a new
+// timestamp, the event id as webhook-id) over the exact bytes sent, by the current secret and, during
+// a rotation's overlap, the previous one too. A 2xx is success; a 410 disables the endpoint; anything
+// else is retried, 8 attempts in all, at 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h after each
+// failure plus up to 20% jitter; an endpoint failing for three days since its last success is
+// disabled and the practice told.
+import { Webhook } from 'standardwebhooks';
+import { AuditLog } from '../audit/audit.ts';
+import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
+import type { Database } from '../platform/db/database.ts';
+import { inPractice, type Trx } from '../platform/db/transaction.ts';
+import { newId } from '../platform/ids.ts';
+import type { SecretBox } from '../platform/secret-box.ts';
+import { signingSecrets } from './endpoints.ts';
+import type { WebhookSender } from './sender.ts';
+
+export const MAX_ATTEMPTS = 8;
+/** Delay after the Nth failed attempt (N from 1). */
+export const RETRY_DELAYS_MS = [
+  5_000,
+  5 * 60_000,
+  30 * 60_000,
+  2 * 3600_000,
+  5 * 3600_000,
+  10 * 3600_000,
+  10 * 3600_000,
+];
+export const JITTER = 0.2;
+export const DISABLE_AFTER_MS = 3 * 24 * 3600_000;
+
+export interface DeliveryContext {
+  db: Database;
+  box: SecretBox | undefined;
+  sender: WebhookSender;
+  publicBaseUrl: string;
+  now: () => Date;
+  random: () => number;
+}
+
+export function deliveryBody(
+  event: { id: string; type: string; occurred_at: Date; object_type: string; object_id: string },
+  baseUrl: string,
+): string {
+  return JSON.stringify({
+    id: event.id,
+    type: event.type,
+    occurredAt: event.occurred_at.toISOString(),
+    data: {
+      object: event.object_type,
+      id: event.object_id,
+      url: `${baseUrl}/api/v1/invoices/${event.object_id}`,
+    },
+  });
+}
+
+export function signatureHeader(secrets: string[], eventId: string, at: Date, body: string): string {
+  return secrets.map((secret) => new Webhook(secret).sign(eventId, at, body)).join(' ');
+}
+
+export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<void> {
+  const { deliveryId } = job.payload as { deliveryId: string };
+  const practiceId = job.practice_id;
+  const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
+    const delivery = await trx
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('practice_id', '=', practiceId)
+      .where('id', '=', deliveryId)
+      .executeTakeFirst();
+    const endpoint = delivery
+      ? await trx
+          .selectFrom('webhook_endpoints')
+          .selectAll()
+          .where('practice_id', '=', practiceId)
+          .where('id', '=', delivery.endpoint_id)
+          .executeTakeFirst()
+      : undefined;
+    if (!delivery || delivery.state !== 'pending' || !endpoint) {
+      await finishJob(trx, job, ctx.now());
+      return undefined;
+    }
+    if (!endpoint.enabled) {
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({ state: 'cancelled', finished_at: ctx.now(), next_attempt_at: null })
+        .where('practice_id', '=', practiceId)
+        .where('id', '=', deliveryId)
+        .execute();
+      await finishJob(trx, job, ctx.now());
+      return undefined;
+    }
+    const event = await trx
+      .selectFrom('events')
+      .selectAll()
+      .where('practice_id', '=', practiceId)
+      .where('id', '=', delivery.event_id)
+      .executeTakeFirstOrThrow();
+    return { delivery, endpoint, event };
+  });
+  if (!prepared) return;
+  if (!ctx.box) throw new Error('SECRET_ENCRYPTION_KEY is not set: webhook deliveries cannot be signed');
+
+  const { delivery, endpoint, event } = prepared;
+  const body = deliveryBody(event, ctx.publicBaseUrl);
+  const sentAt = ctx.now();
+  const headers = {
+    'webhook-id': event.id,
+    'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+    'webhook-signature': signatureHeader(signingSecrets(endpoint, ctx.box, sentAt), event.id, sentAt, body),
+  };
+  const result = await ctx.sender.send(endpoint.url, headers, body);
+
+  await inPractice(ctx.db, practiceId, async (trx) => {
+    const now = ctx.now();
+    const attemptNumber = delivery.attempts + 1;
+    const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+    const gone = result.statusCode === 410;
+    const current = await trx
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('practice_id', '=', practiceId)
+      .where('id', '=', endpoint.id)
+      .forUpdate()
+      .executeTakeFirst();
+    const failingSince = ok ? null : (current?.failing_since ?? now);
+    const expired = !ok && !gone && now.getTime() - failingSince!.getTime() >= DISABLE_AFTER_MS;
+    const lastAttempt = attemptNumber >= MAX_ATTEMPTS;
+    const next =
+      ok || gone || expired || lastAttempt
+        ? null
+        : new Date(now.getTime() + RETRY_DELAYS_MS[attemptNumber - 1]! * (1 + JITTER * ctx.random()));
+
+    await trx
+      .insertInto('webhook_attempts')
+      .values({
+        practice_id: practiceId,
+        id: newId('attempt'),
+        delivery_id: delivery.id,
+        endpoint_id: endpoint.id,
+        event_id: event.id,
+        attempt_number: attemptNumber,
+        attempted_at: sentAt,
+        status_code: result.statusCode,
+        duration_ms: result.durationMs,
+        response_body: result.responseBody,
+        error: result.error,
+        next_attempt_at: next,
+      })
+      .execute();
+    await trx
+      .updateTable('webhook_deliveries')
+      .set({
+        attempts: attemptNumber,
+        last_status: result.statusCode,
+        state: ok ? 'delivered' : next ? 'pending' : 'failed',
+        next_attempt_at: next,
+        finished_at: next ? null : now,
+      })
+      .where('practice_id', '=', practiceId)
+      .where('id', '=', delivery.id)
+      .execute();
+    if (current) {
+      const disableReason = gone
+        ? 'The receiver answered 410 Gone.'
+        : expired
+          ? 'Every delivery attempt failed for three days since the last success.'
+          : null;
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({
+          ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
+          ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
+          updated_at: now,
+        })
+        .where('practice_id', '=', practiceId)
+        .where('id', '=', endpoint.id)
+        .execute();
+      if (disableReason && current.enabled)
+        await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
+    }
+    if (next) await rescheduleJob(trx, job, next, result.error ?? `HTTP ${result.statusCode}`);
+    else await finishJob(trx, job, now);
+  });
+}
+
+async function tellPracticeDisabled(
+  trx: Trx,
+  practiceId: string,
+  endpointId: string,
+  url: string,
+  reason: string,
+  jobId: string,
+  now: Date,
+) {
+  await trx
+    .insertInto('notifications')
+    .values({
+      practice_id: practiceId,
+      id: newId('notification'),
+      recipient: 'practice',
+      patient_id: null,
+      kind: 'webhook_endpoint_disabled',
+      subject_type: 'webhook_endpoint',
+      subject_id: endpointId,
+      message: `Webhook endpoint ${url} was turned off: ${reason} Fix the receiver, then enable it again and recover the failed deliveries.`,
+      created_at: now,
+    })
+    .execute();
+  await new AuditLog().write(trx, {
+    practiceId,
+    actor: 'service',
+    clientId: null,
+    keyId: null,
+    performerId: null,
+    sourceIp: null,
+    method: 'JOB',
+    route: 'webhook.deliver',
+    status: 0,
+    outcome: 'endpoint_disabled',
+    reason,
+    resourceType: 'webhook_endpoint',
+    resourceId: endpointId,
+    patientId: null,
+    requestId: jobId,
+    idempotencyKey: null,
+  });
+}
