@@ -5,7 +5,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { sql } from 'kysely';
 import { registerAdminScope } from './admin/admin-route.ts';
-import { adminRoutes } from './admin/routes.ts';
+import { allAdminRoutes } from './admin/all-routes.ts';
 import { claimRoutes } from './claims/routes.ts';
 import { queueClaimFromBill } from './claims/service.ts';
 import { codeSystemRoutes } from './code-systems/routes.ts';
@@ -14,7 +14,6 @@ import { errorsPageHtml } from './docs/errors-page.ts';
 import { openApiInfo } from './docs/openapi-info.ts';
 import { encounterRoutes } from './encounters/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
-import { billingAdminRoutes } from './invoices/admin.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { patientRoutes } from './patients/routes.ts';
 import { registerApiScope } from './platform/http/api-scope.ts';
@@ -22,8 +21,6 @@ import { frameworkErrorHandler, installErrorHandler } from './platform/http/erro
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
-import { priceAdminRoutes } from './pricing/admin.ts';
-import { webhookAdminRoutes } from './webhooks/admin.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 
@@ -118,12 +115,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     const token = options.adminToken;
     await app.register(
       async (adminScope) => {
-        registerAdminScope(adminScope, deps, token, [
-          ...adminRoutes,
-          ...priceAdminRoutes,
-          ...billingAdminRoutes,
-          ...webhookAdminRoutes,
-        ]);
+        registerAdminScope(adminScope, deps, token, allAdminRoutes);
       },
       { prefix: '/admin/v1' },
     );

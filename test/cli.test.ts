@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { migrations } from '../migrations/index.ts';
 import { ADMIN_COMMANDS } from '../src/admin/admin-commands.ts';
-import { adminRoutes } from '../src/admin/routes.ts';
+import { allAdminRoutes } from '../src/admin/all-routes.ts';
 import {
   BIN,
   childEnv,
@@ -45,7 +45,7 @@ function json(text: string) {
 }
 
 test('the admin commands cover every admin route, each once', () => {
-  const routes = adminRoutes.map((r) => `${r.method} ${r.url}`).sort();
+  const routes = allAdminRoutes.map((r) => `${r.method} ${r.url}`).sort();
   const commands = ADMIN_COMMANDS.map((c) => `${c.method} ${c.route}`).sort();
   assert.deepEqual(commands, routes);
 });

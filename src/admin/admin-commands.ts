@@ -13,7 +13,7 @@ export interface FlagSpec {
   flag: string;
   kind: FlagKind;
   /** Where the value goes: a dotted body field (`defaultSystems.condition`) or a query parameter. */
-  to: { body: string } | { query: string };
+  to: { body: string } | { query: string } | { path: string };
   required?: boolean;
   help: string;
 }
@@ -59,7 +59,7 @@ const clientFlags: FlagSpec[] = [
   },
 ];
 
-export const ADMIN_COMMANDS: AdminCommand[] = [
+const CORE_COMMANDS: AdminCommand[] = [
   {
     resource: 'practices',
     action: 'create',
@@ -251,6 +251,247 @@ export const ADMIN_COMMANDS: AdminCommand[] = [
   },
 ];
 
+const endpointFlag: FlagSpec = {
+  flag: 'endpoint',
+  kind: 'text',
+  to: { path: 'endpointId' },
+  required: true,
+  help: 'Webhook endpoint id (whe_...)',
+};
+const eventFlag: FlagSpec = {
+  flag: 'event',
+  kind: 'text',
+  to: { path: 'eventId' },
+  required: true,
+  help: 'Event id (evt_...)',
+};
+const endpointBodyFlags: FlagSpec[] = [
+  {
+    flag: 'webhook-url',
+    kind: 'text',
+    to: { body: 'url' },
+    required: true,
+    help: 'Receiver URL (https, public address)',
+  },
+  {
+    flag: 'event-types',
+    kind: 'list',
+    to: { body: 'eventTypes' },
+    help: 'Comma-separated event types; left out means all',
+  },
+];
+const pageFlags: FlagSpec[] = [
+  { flag: 'limit', kind: 'integer', to: { query: 'limit' }, help: 'Page size, 1 to 100 (default 50)' },
+  { flag: 'cursor', kind: 'text', to: { query: 'cursor' }, help: 'nextCursor of the previous page' },
+];
+
+function endpointCommand(
+  action: string,
+  summary: string,
+  method: AdminRequest['method'],
+  suffix: string,
+  flags: FlagSpec[] = [],
+  sendsBody = false,
+): AdminCommand {
+  return {
+    resource: 'webhooks',
+    action,
+    summary,
+    method,
+    route: `/practices/:practiceId/webhook-endpoints/:endpointId${suffix}`,
+    target: 'practice',
+    ...(sendsBody ? { sendsBody } : {}),
+    flags: [endpointFlag, ...flags],
+  };
+}
+
+const BILLING_AND_WEBHOOK_COMMANDS: AdminCommand[] = [
+  {
+    resource: 'prices',
+    action: 'set',
+    summary: 'Set a practice price, or with --practitioner a favourite',
+    method: 'POST',
+    route: '/practices/:practiceId/prices',
+    target: 'practice',
+    sendsBody: true,
+    flags: [
+      { flag: 'system', kind: 'text', to: { body: 'system' }, required: true, help: 'Code system url' },
+      { flag: 'code', kind: 'text', to: { body: 'code' }, required: true, help: 'Code' },
+      {
+        flag: 'amount',
+        kind: 'integer',
+        to: { body: 'amount' },
+        required: true,
+        help: 'Price in minor units',
+      },
+      {
+        flag: 'practitioner',
+        kind: 'text',
+        to: { body: 'practitionerId' },
+        help: 'Practitioner id for a favourite',
+      },
+    ],
+  },
+  {
+    resource: 'prices',
+    action: 'list',
+    summary: "List a practice's prices",
+    method: 'GET',
+    route: '/practices/:practiceId/prices',
+    target: 'practice',
+    flags: [],
+  },
+  {
+    resource: 'prices',
+    action: 'delete',
+    summary: 'Delete a price',
+    method: 'DELETE',
+    route: '/practices/:practiceId/prices/:priceId',
+    target: 'practice',
+    flags: [
+      { flag: 'price', kind: 'text', to: { path: 'priceId' }, required: true, help: 'Price id (prc_...)' },
+    ],
+  },
+  {
+    resource: 'billing',
+    action: 'get',
+    summary: "Read a practice's billing settings",
+    method: 'GET',
+    route: '/practices/:practiceId/billing-settings',
+    target: 'practice',
+    flags: [],
+  },
+  {
+    resource: 'billing',
+    action: 'set',
+    summary: "Replace a practice's billing settings",
+    method: 'PUT',
+    route: '/practices/:practiceId/billing-settings',
+    target: 'practice',
+    sendsBody: true,
+    flags: [
+      {
+        flag: 'vat-rate-basis-points',
+        kind: 'integer',
+        to: { body: 'vatRateBasisPoints' },
+        required: true,
+        help: 'VAT, 1500 = 15%',
+      },
+      {
+        flag: 'payment-terms-days',
+        kind: 'integer',
+        to: { body: 'paymentTermsDays' },
+        required: true,
+        help: 'Days until due',
+      },
+      {
+        flag: 'invoice-number-prefix',
+        kind: 'text',
+        to: { body: 'invoiceNumberPrefix' },
+        required: true,
+        help: 'e.g. INV-',
+      },
+    ],
+  },
+  {
+    resource: 'payments',
+    action: 'record',
+    summary: 'Record a payment against an invoice',
+    method: 'POST',
+    route: '/practices/:practiceId/payments',
+    target: 'practice',
+    sendsBody: true,
+    flags: [
+      {
+        flag: 'invoice',
+        kind: 'text',
+        to: { body: 'invoiceId' },
+        required: true,
+        help: 'Invoice id (inv_...)',
+      },
+      {
+        flag: 'amount',
+        kind: 'integer',
+        to: { body: 'amount' },
+        required: true,
+        help: 'Minor units, at most the balance due',
+      },
+      { flag: 'method', kind: 'text', to: { body: 'method' }, required: true, help: 'cash, card, eft, ...' },
+      { flag: 'reference', kind: 'text', to: { body: 'reference' }, help: 'Reference' },
+      { flag: 'source', kind: 'text', to: { body: 'source' }, help: 'patient (default) or insurer' },
+    ],
+  },
+  {
+    resource: 'webhooks',
+    action: 'create',
+    summary: 'Register a webhook endpoint (prints its secret once)',
+    method: 'POST',
+    route: '/practices/:practiceId/webhook-endpoints',
+    target: 'practice',
+    sendsBody: true,
+    flags: endpointBodyFlags,
+  },
+  {
+    resource: 'webhooks',
+    action: 'list',
+    summary: "List a practice's webhook endpoints",
+    method: 'GET',
+    route: '/practices/:practiceId/webhook-endpoints',
+    target: 'practice',
+    flags: [],
+  },
+  endpointCommand('get', 'Read a webhook endpoint', 'GET', ''),
+  endpointCommand('update', "Replace an endpoint's url and event types", 'PUT', '', endpointBodyFlags, true),
+  endpointCommand('disable', 'Stop deliveries to an endpoint', 'POST', '/disable'),
+  endpointCommand('enable', 'Resume deliveries to an endpoint', 'POST', '/enable'),
+  endpointCommand(
+    'rotate-secret',
+    "Rotate an endpoint's secret (prints the new one once)",
+    'POST',
+    '/rotate-secret',
+  ),
+  endpointCommand('delete', 'Delete an endpoint', 'DELETE', ''),
+  endpointCommand(
+    'attempts',
+    "An endpoint's delivery attempts, newest first",
+    'GET',
+    '/deliveries',
+    pageFlags,
+  ),
+  endpointCommand(
+    'recover',
+    'Deliver again everything that failed since a time',
+    'POST',
+    '/recover',
+    [{ flag: 'since', kind: 'text', to: { body: 'since' }, required: true, help: 'ISO 8601 date-time' }],
+    true,
+  ),
+  {
+    resource: 'events',
+    action: 'attempts',
+    summary: "An event's delivery attempts",
+    method: 'GET',
+    route: '/practices/:practiceId/events/:eventId/deliveries',
+    target: 'practice',
+    flags: [eventFlag],
+  },
+  {
+    resource: 'events',
+    action: 'redeliver',
+    summary: 'Deliver one event again',
+    method: 'POST',
+    route: '/practices/:practiceId/events/:eventId/redeliver',
+    target: 'practice',
+    sendsBody: true,
+    flags: [
+      eventFlag,
+      { flag: 'endpoint', kind: 'text', to: { body: 'endpointId' }, help: 'Only to this endpoint' },
+    ],
+  },
+];
+
+export const ADMIN_COMMANDS: AdminCommand[] = [...CORE_COMMANDS, ...BILLING_AND_WEBHOOK_COMMANDS];
+
 export function findCommand(resource: string, action: string): AdminCommand | undefined {
   return ADMIN_COMMANDS.find((c) => c.resource === resource && c.action === action);
 }
@@ -310,6 +551,7 @@ export function buildAdminRequest(
     }
     const value = convert(spec, raw);
     if ('query' in spec.to) query[spec.to.query] = String(value);
+    else if ('path' in spec.to) path = path.replace(`:${spec.to.path}`, encodeURIComponent(String(value)));
     else setPath(body, spec.to.body, value);
   }
   return {
