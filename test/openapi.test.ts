@@ -29,14 +29,21 @@ describe('OpenAPI document', () => {
 
   test('every public operation declares its permission, a Problem for errors, and an operationId', () => {
     const document = JSON.parse(fs.readFileSync(committedPath, 'utf8')) as {
-      paths: Record<string, Record<string, { operationId?: string; 'x-permission'?: string; responses: Record<string, unknown> }>>;
+      paths: Record<
+        string,
+        Record<string, { operationId?: string; 'x-permission'?: string; responses: Record<string, unknown> }>
+      >;
     };
     const operations = Object.entries(document.paths).filter(([p]) => p.startsWith('/api/v1/'));
     assert.ok(operations.length > 0);
     for (const [p, methods] of operations) {
       for (const [method, op] of Object.entries(methods)) {
         assert.ok(op.operationId, `${method} ${p} has an operationId`);
-        assert.match(op['x-permission'] ?? '', /^[A-Z_]+:(CREATE|READ|UPDATE|EXECUTE|SUBMIT)$/, `${method} ${p}`);
+        assert.match(
+          op['x-permission'] ?? '',
+          /^[A-Z_]+:(CREATE|READ|UPDATE|EXECUTE|SUBMIT)$/,
+          `${method} ${p}`,
+        );
         assert.ok(op.responses['401'] && op.responses['403'], `${method} ${p} documents 401 and 403`);
       }
     }
