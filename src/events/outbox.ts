@@ -3,6 +3,7 @@
 // the jobs that make them. An event exists exactly when its change committed, and none is lost
 // between a commit and a queue.
 import { sql } from 'kysely';
+import { enqueueJob } from '../jobs/queue.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 
@@ -64,20 +65,6 @@ export async function queueDelivery(
       finished_at: null,
     })
     .execute();
-  await trx
-    .insertInto('jobs')
-    .values({
-      practice_id: practiceId,
-      id: newId('job'),
-      kind: DELIVER_JOB,
-      payload: JSON.stringify({ deliveryId }),
-      run_at: now,
-      created_at: now,
-      locked_by: null,
-      locked_until: null,
-      last_error: null,
-      finished_at: null,
-    })
-    .execute();
+  await enqueueJob(trx, practiceId, DELIVER_JOB, { deliveryId }, now, now);
   return deliveryId;
 }

@@ -1,9 +1,11 @@
 // Owns invoice lines: resolving a requested line's code, wording, modifiers and diagnoses (reporting
 // every wrong field at once), pricing it with integer arithmetic, and adding, replacing or deleting a
 // line while the invoice is a draft or amending.
+
+import type { Selectable } from 'kysely';
 import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
 import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
-import type { LineDiagnosis } from '../platform/db/tables.ts';
+import type { InvoiceLinesTable, LineDiagnosis } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
@@ -12,20 +14,11 @@ import type { LineItemRequest } from './schemas.ts';
 import { type PracticeBilling, readInvoice, requireEditable, touchInvoice } from './service.ts';
 import type { InvoiceRecord } from './store.ts';
 
-export interface LineValues {
-  service_date: string;
-  service_date_end: string | null;
-  system: string | null;
-  code: string;
-  description: string;
-  modifiers: string[];
-  quantity: number;
-  unit_price: number;
-  subtotal: number;
-  total: number;
-  pricing_source: string | null;
-  diagnoses: LineDiagnosis[];
-}
+/** A line's own values, as resolved from a LineItemRequest. */
+export type LineValues = Omit<
+  Selectable<InvoiceLinesTable>,
+  'practice_id' | 'id' | 'invoice_id' | 'position' | 'procedure_id' | 'diagnoses'
+> & { diagnoses: LineDiagnosis[] };
 
 async function practitionerDefaults(trx: Trx, practiceId: string, practitionerId: string | null) {
   const row = practitionerId
