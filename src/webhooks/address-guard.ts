@@ -46,6 +46,25 @@ export function guardedLookup(allowPrivate: boolean) {
   };
 }
 
+/**
+ * Why a delivery to `raw` must not be sent, checked just before connecting: the scheme, and a host
+ * written as an IP address (the connection skips the name look-up for those, so guardedLookup never
+ * sees them). A URL registered while private networks were allowed is refused once they are not.
+ */
+export function sendProblem(raw: string, allowPrivate: boolean): string | undefined {
+  if (allowPrivate) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'the URL is not valid';
+  }
+  if (url.protocol !== 'https:') return `${url.protocol} is not allowed; webhooks must use https`;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (ipaddr.isValid(host) && !isPublicAddress(host)) return `${host} is not a public address`;
+  return undefined;
+}
+
 /** Why a webhook URL cannot be registered, or undefined when it can. */
 export async function urlProblem(raw: string, allowPrivate: boolean): Promise<string | undefined> {
   let url: URL;

@@ -2,7 +2,7 @@
 // (checked when connecting), never following redirects, given up after 10 seconds, reading at most a
 // small part of the receiver's answer.
 import { Agent, request } from 'undici';
-import { guardedLookup } from './address-guard.ts';
+import { AddressRefused, guardedLookup, sendProblem } from './address-guard.ts';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 const KEPT_RESPONSE_BYTES = 1024;
@@ -16,8 +16,10 @@ export interface SendResult {
 
 export class WebhookSender {
   readonly #agent: Agent;
+  readonly #allowPrivate: boolean;
 
   constructor(allowPrivate: boolean) {
+    this.#allowPrivate = allowPrivate;
     this.#agent = new Agent({
       connect: { lookup: guardedLookup(allowPrivate), timeout: DELIVERY_TIMEOUT_MS },
       headersTimeout: DELIVERY_TIMEOUT_MS,
@@ -28,6 +30,8 @@ export class WebhookSender {
   async send(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
     const started = performance.now();
     try {
+      const refused = sendProblem(url, this.#allowPrivate);
+      if (refused) throw new AddressRefused(refused);
       const response = await request(url, {
         method: 'POST',
         headers: {
