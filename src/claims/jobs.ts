@@ -9,7 +9,7 @@ import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
 import { PAYABLE, recordPayment } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { practiceBilling, readInvoice } from '../invoices/service.ts';
-import { enqueueJob, finishJob, type JobRow, retryJob } from '../jobs/queue.ts';
+import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../jobs/queue.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice } from '../platform/db/transaction.ts';
@@ -26,6 +26,9 @@ export interface ClaimJobContext {
   /** When approved benefits are paid after an acceptance; null when the insurer does not pay here. */
   remittanceDelayMs: number | null;
 }
+
+/** How long a remittance waits before trying again while its invoice is being amended. */
+export const REMITTANCE_RETRY_MS = 60_000;
 
 /** Delays between attempts at an insurer that did not answer. */
 export const RETRY_DELAYS_MS = [2_000, 5_000, 15_000, 30_000, 60_000, 120_000, 300_000];
@@ -288,6 +291,16 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
         .where('source', '=', 'insurer')
         .executeTakeFirstOrThrow();
       const amount = Math.min(benefit - Number(paidByInsurer.total), Number(record.invoice.balance_due));
+      if (amount > 0 && (record.invoice.status === 'amending' || record.invoice.status === 'draft')) {
+        // The practice is changing the invoice: pay once it is issued again, not never.
+        await rescheduleJob(
+          trx,
+          job,
+          new Date(now.getTime() + REMITTANCE_RETRY_MS),
+          'invoice is being amended',
+        );
+        return;
+      }
       if (amount > 0 && PAYABLE.includes(record.invoice.status as InvoiceStatus)) {
         await recordPayment(
           trx,

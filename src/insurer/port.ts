@@ -60,6 +60,11 @@ export interface ReversalRequest {
 export type ReverseAnswer = { reversed: true } | { reversed: false; message: string };
 
 export interface Insurer {
+  /**
+   * True when the service should record approved benefits as the insurer's payment itself (the sandbox).
+   * A real adapter leaves it unset: its payments arrive as remittance advice.
+   */
+  readonly paysRemittances?: boolean;
   submit(submission: ClaimSubmission): Promise<SubmitAnswer>;
   reverse(request: ReversalRequest): Promise<ReverseAnswer>;
 }

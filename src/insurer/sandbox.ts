@@ -35,6 +35,8 @@ function isExternalCause(diagnosis: { system: string | null; code: string }): bo
 }
 
 export class SandboxInsurer implements Insurer {
+  /** The sandbox pays approved benefits itself, as a remittance, after REMITTANCE_DELAY_MS. */
+  readonly paysRemittances = true;
   readonly #db: Database;
   readonly #delayMs: number;
 
@@ -147,7 +149,8 @@ export class SandboxInsurer implements Insurer {
           rejections: [{ code: 'NOT_COVERED', description: `Code ${line.code} is not covered by the plan.` }],
         };
       }
-      const planRate = Number(rate.amount);
+      // The plan's rate is per unit: a line of several units is allowed that many times the rate.
+      const planRate = Math.round(Number(rate.amount) * line.quantity);
       if (line.amount > planRate) {
         return {
           ...base,

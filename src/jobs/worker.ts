@@ -44,7 +44,7 @@ export function jobHandlers(
     insurer: deps.insurer,
     now: () => deps.clock.now(),
     answerWindowMs: deps.config.claimAnswerWindowSeconds * 1000,
-    remittanceDelayMs: deps.config.remittanceDelayMs,
+    remittanceDelayMs: deps.insurer.paysRemittances ? deps.config.remittanceDelayMs : null,
   };
   const deliveries: DeliveryContext = {
     db: deps.db,
@@ -129,19 +129,48 @@ export function startWorker(
     return jobs.length;
   };
 
+  // Polling keeps up to jobConcurrency jobs running and takes more as soon as a slot frees, so one
+  // slow job (a receiver taking its full 10 seconds) never holds up the rest of the queue.
+  const inFlight = new Set<Promise<void>>();
+  let wake: (() => void) | undefined;
   let polling: Promise<void> | undefined;
   if (options.poll !== false) {
     polling = (async () => {
       while (!stopped) {
-        let taken = 0;
-        try {
-          taken = await takeAndRun();
-        } catch (err) {
-          log.warn({ err }, 'taking jobs failed; will retry');
+        const free = config.jobConcurrency - inFlight.size;
+        let taken: JobRow[] = [];
+        if (free > 0) {
+          try {
+            taken = await takeDueJobs(
+              deps.db,
+              workerId,
+              deps.clock.now(),
+              free,
+              config.jobLeaseSeconds * 1000,
+            );
+          } catch (err) {
+            log.warn({ err }, 'taking jobs failed; will retry');
+          }
         }
-        if (taken < config.jobConcurrency && !stopped)
-          await new Promise((r) => setTimeout(r, config.jobPollMs));
+        for (const job of taken) {
+          const run: Promise<void> = runJob(job).finally(() => {
+            inFlight.delete(run);
+            wake?.();
+          });
+          inFlight.add(run);
+        }
+        if (stopped || (free > 0 && taken.length === free)) continue;
+        // Nothing more is due, or every slot is busy: wait for the poll interval or a finished job.
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, config.jobPollMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
       }
+      await Promise.allSettled([...inFlight]);
     })();
   }
 

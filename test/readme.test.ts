@@ -1,0 +1,189 @@
+// Keeps README.md honest: every `npm` script and `practice-billing` command (with its flags) that it
+// names exists, its configuration table lists exactly the variables the service reads, its links to
+// local files and headings resolve, and its first session (the bash blocks between the
+// `<!-- first-session -->` markers) runs step by step, with bash and curl, against a fresh sandbox
+// started the way `npm start` starts it. Embedded database only, so it runs once.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { findCommand } from '../src/admin/admin-commands.ts';
+import { USAGE } from '../src/cli.ts';
+import {
+  childEnv,
+  freePort,
+  ROOT,
+  removeDataDir,
+  run,
+  sandboxBanner,
+  startServiceProcess,
+  tempDir,
+} from './processes.ts';
+
+const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const PACKAGE = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+  scripts: Record<string, string>;
+};
+
+interface Block {
+  lang: string;
+  body: string;
+}
+
+function fencedBlocks(markdown: string): Block[] {
+  return [...markdown.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+}
+
+/** The README's code: fenced blocks (continued lines joined) and inline code spans, one entry per line. */
+function codeLines(markdown: string): string[] {
+  const lines: string[] = [];
+  for (const block of fencedBlocks(markdown)) lines.push(...block.body.replace(/\\\n\s*/g, ' ').split('\n'));
+  const prose = markdown.replace(/^```\w*\n[\s\S]*?^```$/gm, '');
+  for (const m of prose.matchAll(/`([^`\n]+)`/g)) lines.push(m[1]!);
+  return lines;
+}
+
+/** GitHub's anchor for a heading. */
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\w\- ]/g, '')
+    .replace(/ /g, '-');
+}
+
+function anchorsOf(markdown: string): Set<string> {
+  return new Set([...markdown.matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1]!)));
+}
+
+const NPM_BUILTINS = new Set(['install', 'ci', 'exec', 'i', 'run']);
+
+test('every npm script the README names exists in package.json', () => {
+  const named = new Set<string>();
+  for (const line of codeLines(README)) {
+    for (const m of line.matchAll(/\bnpm (?:run )?([a-z][\w:-]*)/g)) {
+      if (!NPM_BUILTINS.has(m[1]!)) named.add(m[1]!);
+    }
+  }
+  for (const script of named)
+    assert.ok(PACKAGE.scripts[script], `npm script "${script}" is not in package.json`);
+  for (const script of ['start', 'test', 'openapi'])
+    assert.ok(named.has(script), `the README names npm ${script}`);
+});
+
+test('every practice-billing command and admin command the README names exists, with its flags', () => {
+  const commands = new Set([...USAGE.matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1]!));
+  assert.ok(commands.has('serve') && commands.has('admin'), USAGE);
+  let adminCommands = 0;
+  for (const line of codeLines(README)) {
+    for (const m of line.matchAll(/\bpractice-billing ([a-z][\w-]*)/g)) {
+      assert.ok(commands.has(m[1]!), `"practice-billing ${m[1]}" is not a command:\n${line}`);
+    }
+    const admin = /(?:practice-billing |^)admin ([a-z][\w-]*)(?: ([a-z][\w-]*))?(.*)$/.exec(line);
+    if (!admin || admin[1] === 'help') continue;
+    const [, resource, action, rest] = admin;
+    const command = findCommand(resource!, action ?? '');
+    assert.ok(command, `"admin ${resource} ${action ?? ''}" is not an admin command:\n${line}`);
+    adminCommands += 1;
+    const known = new Set(['url', 'token', 'help', ...command.flags.map((f) => f.flag)]);
+    if (command.target) known.add(command.target);
+    const args = rest!.split(/\s(?:#|\||&&)\s/)[0]!;
+    for (const flag of args.matchAll(/(?:^|\s)--([a-z][\w-]*)/g)) {
+      assert.ok(known.has(flag[1]!), `--${flag[1]} is not a flag of "admin ${resource} ${action}":\n${line}`);
+    }
+  }
+  assert.ok(adminCommands >= 10, 'the README shows the admin CLI');
+});
+
+test('the configuration table lists exactly the environment the service and the CLI read', () => {
+  const source = fs.readFileSync(path.join(ROOT, 'src', 'config.ts'), 'utf8');
+  const read = new Set(
+    [...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(\s*env,\s*'([A-Z][A-Z0-9_]+)'/g)].map(
+      (m) => (m[1] ?? m[2])!,
+    ),
+  );
+  const cli = fs.readFileSync(path.join(ROOT, 'src', 'admin', 'admin-client.ts'), 'utf8');
+  const cliRead = new Set([...cli.matchAll(/env\.([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]!));
+  const section = README.slice(
+    README.indexOf('## Configuration'),
+    README.indexOf('\n## ', README.indexOf('## Configuration') + 1),
+  );
+  const listed = new Set([...section.matchAll(/^\| `([A-Z][A-Z0-9_]+)` +\|/gm)].map((m) => m[1]!));
+  assert.ok(read.size >= 20, [...read].join(', '));
+  for (const name of read) assert.ok(listed.has(name), `${name} (src/config.ts) is missing from the table`);
+  for (const name of listed) {
+    assert.ok(read.has(name) || cliRead.has(name), `${name} is in the table but nothing reads it`);
+  }
+});
+
+test("the README's links to local files and headings resolve", () => {
+  const own = anchorsOf(README);
+  for (const m of README.matchAll(/\]\(([^)\s]*)\)/g)) {
+    const [target, anchor] = m[1]!.split('#') as [string, string | undefined];
+    if (/^[a-z]+:/.test(target)) continue;
+    if (target === '') {
+      assert.ok(anchor && own.has(anchor), `#${anchor} is not a heading of README.md`);
+      continue;
+    }
+    const file = path.join(ROOT, target);
+    assert.ok(fs.existsSync(file), `${target} does not exist`);
+    if (anchor) assert.ok(anchorsOf(fs.readFileSync(file, 'utf8')).has(anchor), `${target}#${anchor}`);
+  }
+});
+
+/** The bash blocks between the first-session markers, in order. */
+function firstSession(markdown: string): string[] {
+  const start = markdown.indexOf('<!-- first-session -->');
+  const end = markdown.indexOf('<!-- /first-session -->');
+  assert.ok(start >= 0 && end > start, 'README.md marks its first session with <!-- first-session -->');
+  return fencedBlocks(markdown.slice(start, end))
+    .filter((b) => b.lang === 'bash')
+    .map((b) => b.body);
+}
+
+function hasTools(): boolean {
+  try {
+    execFileSync('bash', ['-c', 'command -v curl && command -v jq'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test('the first session runs, every step succeeding, against a fresh sandbox', {
+  timeout: 60_000,
+  skip: hasTools() ? false : 'needs bash, curl and jq',
+}, async () => {
+  const steps = firstSession(README);
+  assert.ok(steps.length >= 7, `${steps.length} bash blocks in the first session`);
+  const dataDir = tempDir('readme');
+  const service = await startServiceProcess({ dataDir, port: await freePort(), timeoutMs: 40_000 });
+  try {
+    const out = service.stdout();
+    const banner = sandboxBanner(out);
+    const practitioner = /practitioner +(prt_\S+)/.exec(out)?.[1];
+    assert.ok(practitioner, out);
+    // Each block runs in one shell, in order; a marker after each shows how far it got.
+    const script = [
+      'set -euo pipefail',
+      ...steps.flatMap((body, i) => [body, `echo "@@ step ${i + 1} done" >&2`]),
+    ].join('\n');
+    const env = childEnv({ BASE: service.baseUrl, API_KEY: banner.apiKey, PRACTITIONER: practitioner });
+    const result = await run('bash', ['--noprofile', '--norc', '-c', script], env, 30_000);
+    const report = `exit ${result.code}${result.signal ? ` (${result.signal})` : ''}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
+    const done = [...result.stderr.matchAll(/^@@ step (\d+) done$/gm)].length;
+    assert.equal(done, steps.length, `steps done: ${done} of ${steps.length}\n${report}`);
+    assert.equal(result.code, 0, report);
+    assert.match(result.stdout, /^patient pat_\w+$/m, report);
+    assert.match(result.stdout, /^coverage cov_\w+$/m, report);
+    assert.match(result.stdout, /^encounter enc_\w+$/m, report);
+    assert.match(result.stdout, /"code": "J06\.9"/, report);
+    assert.match(result.stdout, /"claimQueued": true/, report);
+    assert.match(result.stdout, /"number": "INV-\d{6}"/, report);
+    assert.match(result.stdout, /"object": "claim"[\s\S]*"status": "accepted"/, report);
+  } finally {
+    await service.stop();
+    removeDataDir(dataDir);
+  }
+});
