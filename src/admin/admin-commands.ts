@@ -490,7 +490,23 @@ const BILLING_AND_WEBHOOK_COMMANDS: AdminCommand[] = [
   },
 ];
 
-export const ADMIN_COMMANDS: AdminCommand[] = [...CORE_COMMANDS, ...BILLING_AND_WEBHOOK_COMMANDS];
+const NOTIFICATION_COMMANDS: AdminCommand[] = [
+  {
+    resource: 'notifications',
+    action: 'list',
+    summary: 'What the service told patients and the practice, newest first',
+    method: 'GET',
+    route: '/practices/:practiceId/notifications',
+    target: 'practice',
+    flags: pageFlags,
+  },
+];
+
+export const ADMIN_COMMANDS: AdminCommand[] = [
+  ...CORE_COMMANDS,
+  ...BILLING_AND_WEBHOOK_COMMANDS,
+  ...NOTIFICATION_COMMANDS,
+];
 
 export function findCommand(resource: string, action: string): AdminCommand | undefined {
   return ADMIN_COMMANDS.find((c) => c.resource === resource && c.action === action);

@@ -3,6 +3,7 @@ import { billingAdminRoutes } from '../invoices/admin.ts';
 import { priceAdminRoutes } from '../pricing/admin.ts';
 import { webhookAdminRoutes } from '../webhooks/admin.ts';
 import type { AnyAdminRoute } from './admin-route.ts';
+import { notificationAdminRoutes } from './notifications.ts';
 import { adminRoutes } from './routes.ts';
 
 export const allAdminRoutes: AnyAdminRoute[] = [
@@ -10,4 +11,5 @@ export const allAdminRoutes: AnyAdminRoute[] = [
   ...priceAdminRoutes,
   ...billingAdminRoutes,
   ...webhookAdminRoutes,
+  ...notificationAdminRoutes,
 ];

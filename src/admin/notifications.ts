@@ -1,0 +1,75 @@
+// The operator's view of notifications: what the service told a patient (an invoice issued) or the
+// practice (a webhook endpoint turned off), newest first.
+import { Type } from 'typebox';
+import { pageOf } from '../platform/http/cursor.ts';
+import { Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
+import { defineAdminRoute } from './admin-route.ts';
+import { getPractice } from './service.ts';
+
+const Notification = Type.Object({
+  object: Type.Literal('notification'),
+  id: Type.String(),
+  recipient: Enum(['patient', 'practice']),
+  patientId: Nullable(Type.String()),
+  kind: Type.String({ description: 'invoice_issued or webhook_endpoint_disabled.' }),
+  subjectType: Type.String(),
+  subjectId: Type.String(),
+  message: Type.String(),
+  createdAt: Type.String({ format: 'date-time' }),
+});
+
+export const notificationAdminRoutes = [
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/notifications',
+    operationId: 'adminListNotifications',
+    summary: "A practice's notifications, newest first",
+    params: Type.Object(
+      { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },
+      { additionalProperties: false },
+    ),
+    querystring: Type.Object(PagingQuery, { additionalProperties: false }),
+    successStatus: 200,
+    response: ListOf(Notification, 'NotificationList'),
+    handler: async ({ trx, deps, params, query }) => {
+      await getPractice(trx, params.practiceId);
+      const limit = query.limit ?? 50;
+      const filters = { practiceId: params.practiceId };
+      const position = query.cursor ? deps.cursors.decode('notifications', filters, query.cursor) : undefined;
+      let q = trx
+        .selectFrom('notifications')
+        .selectAll()
+        .where('practice_id', '=', params.practiceId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(limit + 1);
+      if (position) {
+        const at = new Date(String(position[0]));
+        const id = String(position[1]);
+        q = q.where((eb) =>
+          eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('id', '<', id)])]),
+        );
+      }
+      const rows = await q.execute();
+      return {
+        body: pageOf(
+          rows,
+          limit,
+          (r) => ({
+            object: 'notification' as const,
+            id: r.id,
+            recipient: r.recipient,
+            patientId: r.patient_id,
+            kind: r.kind,
+            subjectType: r.subject_type,
+            subjectId: r.subject_id,
+            message: r.message,
+            createdAt: r.created_at.toISOString(),
+          }),
+          (r) => [r.created_at.toISOString(), r.id],
+          (p) => deps.cursors.encode('notifications', filters, p),
+        ),
+      };
+    },
+  }),
+];
