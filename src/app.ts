@@ -64,7 +64,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => `req_${randomToken(12)}`,
     requestIdHeader: false,
-    trustProxy: false,
+    trustProxy: deps.config.trustProxy,
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler(deps.config),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },

@@ -34,6 +34,8 @@ export interface Config {
   secretEncryptionKey: Buffer | undefined;
   /** How long a rotated-out webhook secret keeps signing beside the new one. */
   webhookSecretOverlapSeconds: number;
+  /** Which proxies may set X-Forwarded-For: false (none), true (any), or addresses/CIDRs. */
+  trustProxy: boolean | string;
 }
 
 export class ConfigError extends Error {}
@@ -54,6 +56,12 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function trustProxyOf(raw: string | undefined): boolean | string {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  return raw;
 }
 
 function encryptionKey(raw: string | undefined): Buffer | undefined {
@@ -105,6 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobConcurrency: integer(env, 'JOB_CONCURRENCY', 8, 1, 256),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
     secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),
+    trustProxy: trustProxyOf(env.TRUST_PROXY),
     webhookSecretOverlapSeconds: integer(env, 'WEBHOOK_SECRET_OVERLAP_SECONDS', 24 * 3600, 0, 30 * 24 * 3600),
   };
 }
