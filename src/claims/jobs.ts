@@ -60,7 +60,7 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
   const practiceId = job.practice_id;
   const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
     const claim = await findClaim(trx, practiceId, claimId);
-    if (!claim || claim.status !== 'submitting' || claim.submission_id !== submissionId) {
+    if (claim?.status !== 'submitting' || claim.submission_id !== submissionId) {
       await finishJob(trx, job, ctx.now());
       return undefined;
     }
@@ -130,7 +130,7 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
     if (!current) return;
     await readInvoice(trx, practiceId, current.invoice_id, true);
     const claim = await findClaim(trx, practiceId, claimId, true);
-    if (!claim || claim.status !== 'submitting' || claim.submission_id !== submissionId) {
+    if (claim?.status !== 'submitting' || claim.submission_id !== submissionId) {
       await finishJob(trx, job, now);
       return;
     }
@@ -182,7 +182,7 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
   const practiceId = job.practice_id;
   const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
     const claim = await findClaim(trx, practiceId, claimId);
-    if (!claim || claim.status !== 'reversing') {
+    if (claim?.status !== 'reversing') {
       await finishJob(trx, job, ctx.now());
       return undefined;
     }
@@ -213,7 +213,7 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
     const now = ctx.now();
     await readInvoice(trx, practiceId, prepared.claim.invoice_id, true);
     const claim = await findClaim(trx, practiceId, claimId, true);
-    if (!claim || claim.status !== 'reversing') {
+    if (claim?.status !== 'reversing') {
       await finishJob(trx, job, now);
       return;
     }

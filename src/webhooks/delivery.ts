@@ -76,7 +76,7 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
           .where('id', '=', delivery.endpoint_id)
           .executeTakeFirst()
       : undefined;
-    if (!delivery || delivery.state !== 'pending' || !endpoint) {
+    if (delivery?.state !== 'pending' || !endpoint) {
       await finishJob(trx, job, ctx.now());
       return undefined;
     }
