@@ -1,6 +1,7 @@
 // Owns reading the environment. It is the only module that touches process.env; everything else
 // receives a validated Config.
 import path from 'node:path';
+import { FAULT_POINT_NAMES, type FaultPointName, type FaultPoints } from './platform/fault-points.ts';
 
 export interface Config {
   port: number;
@@ -36,6 +37,8 @@ export interface Config {
   webhookSecretOverlapSeconds: number;
   /** Which proxies may set X-Forwarded-For: false (none), true (any), or addresses/CIDRs. */
   trustProxy: boolean | string;
+  /** Crash tests only: where the process kills itself (empty: nowhere). */
+  faultPoints: FaultPoints;
 }
 
 export class ConfigError extends Error {}
@@ -70,6 +73,28 @@ function encryptionKey(raw: string | undefined): Buffer | undefined {
   if (key.length !== 32)
     throw new ConfigError('SECRET_ENCRYPTION_KEY must be 32 bytes, as 64 hex digits or base64');
   return key;
+}
+
+/** `name[:n],...`: kill the process the n-th time (default the first) the named point is reached. */
+function faultPointsOf(raw: string | undefined): FaultPoints {
+  const points = new Map<FaultPointName, number>();
+  for (const item of (raw ?? '').split(',').map((s) => s.trim())) {
+    if (item === '') continue;
+    const [name, times = '1', ...rest] = item.split(':');
+    const n = Number(times);
+    if (
+      !FAULT_POINT_NAMES.includes(name as FaultPointName) ||
+      rest.length > 0 ||
+      !Number.isInteger(n) ||
+      n < 1
+    ) {
+      throw new ConfigError(
+        `FAULT_POINTS must be name[:n],... with n from 1 and names among ${FAULT_POINT_NAMES.join(', ')}; got "${item}"`,
+      );
+    }
+    points.set(name as FaultPointName, n);
+  }
+  return points;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -115,5 +140,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     webhookSecretOverlapSeconds: integer(env, 'WEBHOOK_SECRET_OVERLAP_SECONDS', 24 * 3600, 0, 30 * 24 * 3600),
+    faultPoints: faultPointsOf(env.FAULT_POINTS),
   };
 }

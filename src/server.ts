@@ -8,6 +8,7 @@ import { buildApp, loggerOptions } from './app.ts';
 import { buildDeps, migrateConfigured, openConfiguredDatabase } from './bootstrap.ts';
 import { type Config, ConfigError } from './config.ts';
 import { startWorker, type Worker } from './jobs/worker.ts';
+import { armFaultPoints } from './platform/fault-points.ts';
 
 export interface RunOptions {
   api: boolean;
@@ -16,6 +17,7 @@ export interface RunOptions {
 
 export async function runService(configured: Config, options: RunOptions): Promise<void> {
   const log = pino(loggerOptions(configured.logLevel) as pino.LoggerOptions);
+  armFaultPoints(configured.faultPoints);
   if (configured.databaseUrl && options.api && !configured.adminToken) {
     throw new ConfigError('ADMIN_TOKEN must be set when DATABASE_URL is set (the admin API needs it).');
   }

@@ -13,6 +13,7 @@ import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../
 import { dateIn } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice } from '../platform/db/transaction.ts';
+import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
 import { CLAIM_JOBS, type ResubmitAfterReversal, setClaimStatus } from './service.ts';
 import { claimItems, findClaim, replaceClaimItems } from './store.ts';
@@ -123,6 +124,7 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
     });
     return;
   }
+  faultPoint('claim.after_insurer_answer');
 
   await inPractice(ctx.db, practiceId, async (trx) => {
     const now = ctx.now();

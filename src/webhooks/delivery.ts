@@ -10,6 +10,7 @@ import { AuditLog } from '../audit/audit.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
+import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
 import { signingSecrets } from './endpoints.ts';
@@ -110,6 +111,8 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
     'webhook-signature': signatureHeader(signingSecrets(endpoint, ctx.box, sentAt), event.id, sentAt, body),
   };
   const result = await ctx.sender.send(endpoint.url, headers, body);
+  if (result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300)
+    faultPoint('webhook.after_2xx');
 
   await inPractice(ctx.db, practiceId, async (trx) => {
     const now = ctx.now();

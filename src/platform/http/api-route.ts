@@ -12,6 +12,7 @@ import type { Permission } from '../../auth/permissions.ts';
 import type { Deps } from '../../deps.ts';
 import { claimKey, completeKey, releaseKey, type StoredAnswer } from '../../idempotency/idempotency-store.ts';
 import { inPractice, type Trx, withSavepoint } from '../db/transaction.ts';
+import { faultPoint } from '../fault-points.ts';
 import { AppError, invalidParameters, problemOf } from './errors.ts';
 import { ProblemSchema } from './schema.ts';
 
@@ -263,6 +264,7 @@ async function runApiHandler(
     }
   }
   const heldClaim = claim?.kind === 'claimed' ? claim.claim : undefined;
+  if (heldClaim) faultPoint('idempotency.after_claim');
   const leaveInFlight =
     heldClaim && request.headers.authorization
       ? deps.inFlight.add(request.headers.authorization, heldClaim.key)
@@ -312,9 +314,11 @@ async function runApiHandler(
       }
       await deps.audit.write(trx, auditEntryOf(request, identityOf(auth), answer.status));
       if (heldClaim) await completeKey(trx, heldClaim, answer);
+      if (spec.method !== 'GET') faultPoint('request.before_commit');
       return answer;
     });
     state.written = true;
+    if (spec.method !== 'GET') faultPoint('request.after_commit');
     return sendAnswer(reply, answer, false);
   } catch (error) {
     if (heldClaim)
