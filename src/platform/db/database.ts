@@ -48,6 +48,12 @@ export function openPostgres(options: PostgresOptions): Database {
   });
   // A pool client that errors while idle (server restart, terminated session) must not crash the process.
   pool.on('error', () => {});
+  // Nor one that errors while checked out between two queries of a transaction: the pool listens only
+  // to idle clients, and an 'error' event nobody listens to kills the process. The transaction's next
+  // query then fails (answered 503), and the pool drops the broken client when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
   return { kind: 'postgres', kysely, close: () => kysely.destroy() };
 }
