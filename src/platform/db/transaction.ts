@@ -62,7 +62,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     code === 'ECONNRESET' ||
     code === 'ETIMEDOUT' ||
     code === 'EPIPE' ||
-    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    // pg's own client-side limits: no connection within the pool's connect timeout, or no answer within
+    // query_timeout (the server unreachable or stalled, so its statement_timeout cannot fire).
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout/i.test(
       e.message ?? '',
     )
   );
