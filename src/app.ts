@@ -2,7 +2,13 @@
 // operator API (/admin/v1), the docs and the health checks. Owns no rules of its own.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import { sql } from 'kysely';
 import { registerAdminScope } from './admin/admin-route.ts';
 import { allAdminRoutes } from './admin/all-routes.ts';
@@ -19,6 +25,7 @@ import { patientRoutes } from './patients/routes.ts';
 import { registerApiScope } from './platform/http/api-scope.ts';
 import { frameworkErrorHandler, installErrorHandler } from './platform/http/error-handler.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
+import { limitOrRefuse, sourceKey } from './platform/http/rate-limit.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
 
@@ -59,6 +66,13 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
 }
 
 export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
+  const limitSource = (request: FastifyRequest, reply: FastifyReply) =>
+    limitOrRefuse(
+      deps.rateLimits,
+      reply,
+      sourceKey(request.ip),
+      deps.config.unauthenticatedRateLimitPerMinute,
+    );
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: BODY_LIMIT_BYTES,
@@ -66,12 +80,12 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     requestIdHeader: false,
     trustProxy: deps.config.trustProxy,
     return503OnClosing: true,
-    frameworkErrors: frameworkErrorHandler(deps.config),
+    frameworkErrors: frameworkErrorHandler(deps.config, limitSource),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandler(app, deps.config);
-  trackRoutesForMethodCheck(app);
+  trackRoutesForMethodCheck(app, limitSource);
 
   // JSON only. An empty body counts as no body, so operations with an optional body accept none.
   app.removeAllContentTypeParsers();

@@ -88,6 +88,9 @@ for (const backend of backends()) {
         ['422', await api('POST', '/patients', { body: {}, idempotencyKey: uniqueKey() })],
         ['400', await api('GET', '/patients?externalSystem=urn%3Ax')],
         ['401', await call(svc.baseUrl, 'GET', `/api/v1/patients/${created.body.id}`)],
+        ['404', await api('GET', '/no-such-thing')],
+        ['405', await api('DELETE', '/patients')],
+        ['400', await api('GET', '/patients/%E0%A4%A')],
       ];
       const ids = new Set<string>();
       for (const [label, answer] of answers) {

@@ -136,6 +136,10 @@ for (const backend of backends()) {
         clearTimeout(unstick);
         assertProblem(second, 409, 'conflict');
         assert.ok(elapsed < 1000, `the 409 took ${Math.round(elapsed)} ms`);
+        // counted against the client's own allowance, like every answer it gets
+        assert.equal(second.headers.get('x-ratelimit-limit'), String(svc.deps.config.rateLimitPerMinute));
+        assert.match(second.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/);
+        assert.match(second.headers.get('x-ratelimit-reset') ?? '', /^\d+$/);
         release();
         const original = await first;
         assertFresh(original);
@@ -175,6 +179,10 @@ for (const backend of backends()) {
         clearTimeout(unstick);
         assertProblem(second, 409, 'conflict');
         assert.ok(elapsed < 1000, `the 409 took ${Math.round(elapsed)} ms`);
+        // counted against the client's own allowance, like every answer it gets
+        assert.equal(second.headers.get('x-ratelimit-limit'), String(svc.deps.config.rateLimitPerMinute));
+        assert.match(second.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/);
+        assert.match(second.headers.get('x-ratelimit-reset') ?? '', /^\d+$/);
         release();
         assertFresh(await first);
         const retry = await call(otherUrl, 'POST', '/api/v1/patients', {

@@ -2,18 +2,49 @@
 // A repeat arriving while its first is running is answered 409 at once, before it waits for a
 // database connection (the embedded database has one, which the first request may hold). Repeats
 // that reach another process are caught by the claim row in the database instead.
+// It also remembers which client each Authorization header authenticated as, so that such a 409 is
+// counted against, and reports, that client's rate limit without a database look-up.
 import { createHash } from 'node:crypto';
+
+export interface InFlightClient {
+  clientId: string;
+  rateLimitPerMinute: number | null;
+}
+
+/** Enough for every key a process serves at once; the oldest entry goes first past it. */
+const MAX_CLIENTS = 10_000;
 
 export class InFlightRequests {
   readonly #running = new Set<string>();
+  readonly #clients = new Map<string, InFlightClient>();
 
-  #id(authorization: string, idempotencyKey: string): string {
-    return `${createHash('sha256').update(authorization).digest('base64')}\u0000${idempotencyKey}`;
+  #digest(authorization: string): string {
+    return createHash('sha256').update(authorization).digest('base64');
   }
 
-  has(authorization: string | undefined, idempotencyKey: string | undefined): boolean {
-    if (!authorization || !idempotencyKey) return false;
-    return this.#running.has(this.#id(authorization, idempotencyKey));
+  #id(authorization: string, idempotencyKey: string): string {
+    return `${this.#digest(authorization)}\u0000${idempotencyKey}`;
+  }
+
+  /** Records the client an Authorization header belongs to (called once it authenticated). */
+  noteClient(authorization: string, client: InFlightClient): void {
+    const digest = this.#digest(authorization);
+    this.#clients.delete(digest);
+    this.#clients.set(digest, client);
+    if (this.#clients.size > MAX_CLIENTS) {
+      const oldest = this.#clients.keys().next().value;
+      if (oldest !== undefined) this.#clients.delete(oldest);
+    }
+  }
+
+  /** The client whose request with this key is still running here, if one is. */
+  runningFor(
+    authorization: string | undefined,
+    idempotencyKey: string | undefined,
+  ): InFlightClient | undefined {
+    if (!authorization || !idempotencyKey) return undefined;
+    if (!this.#running.has(this.#id(authorization, idempotencyKey))) return undefined;
+    return this.#clients.get(this.#digest(authorization));
   }
 
   /** Registers a running request; the returned function removes it. */

@@ -1,7 +1,7 @@
 // Owns the gate in front of every public API route: authentication, the per-client rate limit, the
 // Integrations add-on and the route's permission, in that order; and the audit row for requests that
 // were answered before their handler ran (refusals, validation errors, replays).
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { authenticate } from '../../auth/authenticate.ts';
 import type { Permission } from '../../auth/permissions.ts';
 import type { Deps } from '../../deps.ts';
@@ -14,7 +14,7 @@ import {
   registerApiRoute,
 } from './api-route.ts';
 import { AppError, problemOf } from './errors.ts';
-import { rateLimitHeaders } from './rate-limit.ts';
+import { limitOrRefuse, sourceKey } from './rate-limit.ts';
 import { freshAuditState } from './request-state.ts';
 
 const UNAUTHENTICATED_DETAIL =
@@ -27,10 +27,19 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
   app.addHook('onRequest', async (request, reply) => {
     request.auditState = freshAuditState();
     const creates = (request.routeOptions.config as { creates?: boolean }).creates === true;
-    if (
-      creates &&
-      deps.inFlight.has(request.headers.authorization, headerValue(request.headers[IDEMPOTENCY_HEADER]))
-    ) {
+    const holder = creates
+      ? deps.inFlight.runningFor(
+          request.headers.authorization,
+          headerValue(request.headers[IDEMPOTENCY_HEADER]),
+        )
+      : undefined;
+    if (holder) {
+      await limitOrRefuse(
+        deps.rateLimits,
+        reply,
+        `client:${holder.clientId}`,
+        holder.rateLimitPerMinute ?? deps.config.rateLimitPerMinute,
+      );
       throw new AppError(
         'conflict',
         'A request with this Idempotency-Key is still running. Wait and retry with the same key.',
@@ -40,13 +49,24 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
     const result = await authenticate(deps.db, request.headers.authorization, request.ip, now);
     if (!result.ok) {
       if (result.known) request.auditState.refusedKey = { ...result.known, reason: result.reason };
-      await limitOrRefuse(deps, reply, `ip:${request.ip}`, deps.config.unauthenticatedRateLimitPerMinute);
+      await limitOrRefuse(
+        deps.rateLimits,
+        reply,
+        sourceKey(request.ip),
+        deps.config.unauthenticatedRateLimitPerMinute,
+      );
       reply.header('www-authenticate', 'Bearer');
       throw new AppError('unauthenticated', UNAUTHENTICATED_DETAIL);
     }
     request.auth = result.auth;
+    if (creates && request.headers.authorization) {
+      deps.inFlight.noteClient(request.headers.authorization, {
+        clientId: result.auth.clientId,
+        rateLimitPerMinute: result.auth.rateLimitPerMinute,
+      });
+    }
     await limitOrRefuse(
-      deps,
+      deps.rateLimits,
       reply,
       `client:${result.auth.clientId}`,
       result.auth.rateLimitPerMinute ?? deps.config.rateLimitPerMinute,
@@ -100,16 +120,6 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
   });
 
   for (const route of routes) registerApiRoute(app, deps, route);
-}
-
-async function limitOrRefuse(deps: Deps, reply: FastifyReply, key: string, perMinute: number): Promise<void> {
-  const state = await deps.rateLimits.consume(key, perMinute);
-  reply.headers(rateLimitHeaders(state));
-  if (!state.allowed) {
-    throw new AppError('rate_limited', `Too many requests; wait ${state.retryAfterSeconds} seconds.`, {
-      headers: { 'retry-after': String(state.retryAfterSeconds) },
-    });
-  }
 }
 
 function problemCodeOf(payload: unknown): string | null {

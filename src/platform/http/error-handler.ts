@@ -83,20 +83,38 @@ export function installErrorHandler(app: FastifyInstance, config: { readonly err
  * the router allows, a malformed percent-encoding). Answer those with Problems too: a parameter too
  * long to be any id names no record (404), a malformed path is a bad request (400).
  */
-export function frameworkErrorHandler(config: { readonly errorsDocUrl: string }) {
+export function frameworkErrorHandler(
+  config: { readonly errorsDocUrl: string },
+  limitSource: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
+) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
-    const appError =
-      error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+    void limitSource(request, reply).then(
+      () => sendFrameworkProblem(error, request, reply, config),
+      (refusal: unknown) => sendFrameworkProblem(refusal as Error, request, reply, config),
+    );
+  };
+}
+
+function sendFrameworkProblem(
+  error: Error,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  config: { readonly errorsDocUrl: string },
+): void {
+  const appError =
+    error instanceof AppError
+      ? error
+      : (error as FastifyError).code === 'FST_ERR_MAX_PARAM_LENGTH'
         ? new AppError('not_found', 'No such record in this practice.')
         : new AppError('invalid_request', 'The path is not a valid URL.', {
             errors: [{ field: 'path', code: 'invalid', message: 'path is not a valid URL' }],
           });
-    reply
-      .code(appError.status)
-      .header('x-request-id', request.id)
-      .header('cache-control', 'no-store')
-      .header('x-content-type-options', 'nosniff')
-      .type('application/json; charset=utf-8')
-      .send(JSON.stringify(problemOf(appError, request.id, config.errorsDocUrl)));
-  };
+  reply
+    .code(appError.status)
+    .headers(appError.headers)
+    .header('x-request-id', request.id)
+    .header('cache-control', 'no-store')
+    .header('x-content-type-options', 'nosniff')
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(problemOf(appError, request.id, config.errorsDocUrl)));
 }

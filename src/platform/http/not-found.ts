@@ -1,13 +1,16 @@
 // Owns answers for paths no route serves: 405 with Allow when the path exists under another method,
-// else 404. Fastify's router does not tell the two apart, so every route is mirrored here.
+// else 404. Fastify's router does not tell the two apart, so every route is mirrored here. Such a
+// request names no operation and so no client: it counts against its source address's allowance.
 
-import type { FastifyInstance, HTTPMethods } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { AppError } from './errors.ts';
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
-export function trackRoutesForMethodCheck(app: FastifyInstance): void {
+export type SourceLimit = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
+export function trackRoutesForMethodCheck(app: FastifyInstance, limitSource: SourceLimit): void {
   const router = FindMyWay();
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -21,6 +24,7 @@ export function trackRoutesForMethodCheck(app: FastifyInstance): void {
     }
   });
   app.setNotFoundHandler(async (request, reply) => {
+    await limitSource(request, reply);
     const path = request.url.split('?')[0] ?? '/';
     const allowed = METHODS.filter((m) => m !== request.method && router.find(m as never, path));
     if (allowed.length > 0) {

@@ -1,7 +1,9 @@
 // Owns request rate limits: a fixed window per integration client (its own allowance, or the
 // service default) and per source address for calls without a known client. Limits are kept in
 // process memory; each API process counts its own share.
+import type { FastifyReply } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { AppError } from './errors.ts';
 
 export interface RateLimitState {
   limit: number;
@@ -55,4 +57,25 @@ export function rateLimitHeaders(state: RateLimitState): Record<string, string> 
     'x-ratelimit-remaining': String(state.remaining),
     'x-ratelimit-reset': String(state.resetEpochSeconds),
   };
+}
+
+/** Counts one request against `key`, puts the X-RateLimit headers on the answer, and refuses with 429 past the limit. */
+export async function limitOrRefuse(
+  limits: RateLimits,
+  reply: FastifyReply,
+  key: string,
+  perMinute: number,
+): Promise<void> {
+  const state = await limits.consume(key, perMinute);
+  reply.headers(rateLimitHeaders(state));
+  if (!state.allowed) {
+    throw new AppError('rate_limited', `Too many requests; wait ${state.retryAfterSeconds} seconds.`, {
+      headers: { 'retry-after': String(state.retryAfterSeconds) },
+    });
+  }
+}
+
+/** The allowance of a caller the service does not know (no valid key): counted by source address. */
+export function sourceKey(ip: string): string {
+  return `ip:${ip}`;
 }
