@@ -25,9 +25,50 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
 const bodyAjv = makeAjv(false);
 const otherAjv = makeAjv('array');
 
+const UNSTORABLE_MESSAGE = 'must not contain a NUL character or an unpaired surrogate';
+const MAX_SCAN_DEPTH = 64;
+
+/**
+ * Strings no text column can hold and no canonical form can write: U+0000 (PostgreSQL text refuses
+ * it) and unpaired UTF-16 surrogates (JSON escapes like `\ud800` are no Unicode character). One
+ * error per place, keys included, in ajv's shape so they become FieldErrors like any other.
+ */
+function unstorableText(value: unknown, instancePath: string, out: ErrorObject[], depth: number): void {
+  const refuse = (at: string) =>
+    out.push({ instancePath: at, schemaPath: '#', keyword: 'text', params: {}, message: UNSTORABLE_MESSAGE });
+  if (typeof value === 'string') {
+    if (value.includes('\u0000') || !value.isWellFormed()) refuse(instancePath);
+    return;
+  }
+  if (typeof value !== 'object' || value === null || depth > MAX_SCAN_DEPTH) return;
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => {
+      unstorableText(item, `${instancePath}/${i}`, out, depth + 1);
+    });
+    return;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    const at = `${instancePath}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    if (key.includes('\u0000') || !key.isWellFormed()) refuse(at);
+    else unstorableText(item, at, out, depth + 1);
+  }
+}
+
+/** The schema's validation, then the text check: every part of every request gets both. */
+function withTextCheck(validate: ValidateFunction): ValidateFunction {
+  const checked = ((data: unknown) => {
+    const valid = validate(data);
+    const errors = valid ? [] : [...(validate.errors ?? [])];
+    unstorableText(data, '', errors, 0);
+    checked.errors = errors.length > 0 ? errors : null;
+    return errors.length === 0;
+  }) as ValidateFunction;
+  return checked;
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : otherAjv;
-  return ajv.compile(schema as object) as ValidateFunction;
+  return withTextCheck(ajv.compile(schema as object) as ValidateFunction);
 };
 
 /** Compiles a body schema for use outside routes (for example to validate a merged patch). */
