@@ -158,7 +158,9 @@ function sendAnswer(reply: FastifyReply, answer: StoredAnswer, replayed: boolean
 }
 
 export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiRoute): void {
-  const problemResponses = Object.fromEntries(spec.errorStatuses.map((s) => [s, ProblemSchema]));
+  // Every operation reads X-Service-Performer, and a wrong one is 400 invalid_request on any of them.
+  const problemStatuses = [...new Set([400, ...spec.errorStatuses])];
+  const problemResponses = Object.fromEntries(problemStatuses.map((s) => [s, ProblemSchema]));
   const headers = Type.Object(
     {
       ...(spec.creates
