@@ -17,6 +17,7 @@ import { queueClaimFromBill } from './claims/service.ts';
 import { codeSystemRoutes } from './code-systems/routes.ts';
 import type { Deps } from './deps.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
+import { declareResponseHeaders } from './docs/openapi-headers.ts';
 import { openApiInfo } from './docs/openapi-info.ts';
 import { encounterRoutes } from './encounters/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
@@ -106,7 +107,11 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     reply.header('x-content-type-options', 'nosniff');
   });
 
-  await app.register(swagger, { openapi: openApiInfo(deps.config.publicBaseUrl) });
+  await app.register(swagger, {
+    openapi: openApiInfo(deps.config.publicBaseUrl),
+    // Only OpenAPI 3 is produced here.
+    transformObject: (built) => declareResponseHeaders('openapiObject' in built ? built.openapiObject : {}),
+  });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { deepLinking: true } });
 
   app.get('/errors', { schema: { hide: true } }, async (_request, reply) =>
