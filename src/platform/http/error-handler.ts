@@ -74,6 +74,13 @@ export function installErrorHandler(app: FastifyInstance, config: { readonly err
       request.log.warn({ err: error }, 'answered 503');
     }
     reply.code(appError.status).headers(appError.headers).type('application/json; charset=utf-8');
+    // A body over the limit is not read to its end. Fastify stops listening at the limit but leaves the
+    // stream flowing, so the rest would be read (and allocated) while the answer is prepared: pause it,
+    // and close the connection after the 413 instead of draining what the client still sends.
+    if (appError.code === 'payload_too_large') {
+      request.raw.pause();
+      reply.header('connection', 'close');
+    }
     return reply.send(JSON.stringify(problemOf(appError, request.id, config.errorsDocUrl)));
   });
 }
