@@ -1,7 +1,7 @@
 // Codes in a code system (POST, GET and DELETE /code-systems/{id}/concepts): the CodeConceptRequest
 // bounds, defaultPrice in the practice's currency, duplicates, published systems read-only, look-up by
-// exact code or part of the wording with paging, and deleting a code only while no visit and no saved
-// price uses it. Systems themselves: code-systems.test.ts; shared suites: code-systems-contract.test.ts.
+// exact code or part of the wording with paging, and deleting a code only while no visit, invoice line and
+// saved price uses it. Systems themselves: code-systems.test.ts; shared suites: code-systems-contract.test.ts.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -116,7 +116,7 @@ for (const backend of backends()) {
           code: 'WC-01.a_Z',
           display: 'Wound dressing, large',
           definition: 'Dressing of a wound over 10 cm',
-          usage: ['body-site'],
+          usage: ['procedure', 'condition', 'body-site'],
           defaultPrice: 12345,
           currency: 'USD',
         });
@@ -128,7 +128,17 @@ for (const backend of backends()) {
         assert.equal(bare.defaultPrice, null);
         assert.equal(bare.currency, null);
         assert.equal(bare.definition, null);
-        assert.deepEqual(bare.usage, []);
+        assert.deepEqual(bare.usage, ['procedure', 'condition'], "a code's usage is its system's at least");
+        const overlapping = await concept(api, system.id, {
+          code: 'BOTH',
+          display: 'Also a condition',
+          usage: ['condition', 'severity'],
+        });
+        assert.deepEqual(
+          overlapping.usage,
+          ['procedure', 'condition', 'severity'],
+          'each kind once, the system first',
+        );
 
         const { api: zarApi } = await practiceApi();
         const zarSystem = await ownSystem(zarApi);
@@ -223,6 +233,13 @@ for (const backend of backends()) {
         assert.equal(j069.codeSystemId, 'cs_icd10');
         assert.equal(j069.code, 'J06.9');
         assert.match(j069.display, /upper respiratory infection/i);
+        const icd10 = await api('GET', '/code-systems/cs_icd10');
+        assert.ok(icd10.body.usage.length > 0, icd10.text);
+        assert.deepEqual(
+          j069.usage,
+          icd10.body.usage,
+          "a published code is picked for its system's kinds of record",
+        );
         assert.deepEqual(
           (await api('GET', '/code-systems/cs_icd10/concepts?code=J06')).body.data,
           [],
@@ -368,6 +385,58 @@ for (const backend of backends()) {
           );
         }
         assert.equal((await api('DELETE', `/code-systems/${system.id}/concepts/${unused.id}`)).status, 200);
+      });
+
+      test("a code still on a draft invoice line or a line's diagnoses is 422 business_rule until the line goes", async () => {
+        const { practice, api } = await practiceApi();
+        const system = await ownSystem(api, ['condition', 'procedure']);
+        const lineCode = await concept(api, system.id, { code: 'LX1', display: 'Our line code' });
+        const lineDiagnosis = await concept(api, system.id, { code: 'LD1', display: 'Our line diagnosis' });
+        const patientId = await patientOf(api);
+        const encounter = await api('POST', '/encounters', {
+          idempotencyKey: uniqueKey(),
+          body: visit(
+            patientId,
+            practice.practitionerId,
+            [{ system: ICD10_URL, code: 'J06.9' }],
+            [{ system: TARIFF_URL, code: '0190' }],
+          ),
+        });
+        assert.equal(encounter.status, 201, encounter.text);
+        const billed = await api('POST', `/encounters/${encounter.body.id}/bill`, {
+          idempotencyKey: uniqueKey(),
+        });
+        assert.equal(billed.status, 201, billed.text);
+        const invoiceId = billed.body.invoice.id;
+        assert.equal(billed.body.invoice.status, 'draft');
+        const added = await api('POST', `/invoices/${invoiceId}/line-items`, {
+          idempotencyKey: uniqueKey(),
+          body: {
+            system: system.url,
+            code: 'LX1',
+            serviceDate: '2024-03-01',
+            quantity: 1,
+            unitPrice: 5000,
+            diagnoses: [{ system: system.url, code: 'LD1', primary: true }],
+          },
+        });
+        assert.equal(added.status, 201, added.text);
+        const line = added.body.lineItems.find((l: { code: string }) => l.code === 'LX1');
+        for (const used of [lineCode, lineDiagnosis]) {
+          const answer = await api('DELETE', `/code-systems/${system.id}/concepts/${used.id}`);
+          refusedWith(answer, 422, 'business_rule');
+          assert.match(answer.body.detail, /invoice line/, answer.text);
+          assert.equal(
+            (await api('GET', `/code-systems/${system.id}/concepts?code=${used.code}`)).body.data.length,
+            1,
+          );
+        }
+        const removed = await api('DELETE', `/invoices/${invoiceId}/line-items/${line.id}`);
+        assert.equal(removed.status, 200, removed.text);
+        for (const freed of [lineCode, lineDiagnosis]) {
+          const answer = await api('DELETE', `/code-systems/${system.id}/concepts/${freed.id}`);
+          assert.equal(answer.status, 200, answer.text);
+        }
       });
 
       test('a code with a saved price is 422 business_rule until the price is deleted', async () => {

@@ -216,7 +216,7 @@ export const codeSystemRoutes = [
     operationId: 'deleteCodeConcept',
     summary: "Delete a code from a practice's own code system",
     description:
-      "A code still on a patient's record (a visit's diagnoses or procedures) or on a saved price answers 422 `business_rule`.",
+      "A code still on a patient's record (a visit's diagnoses or procedures, an invoice line or its diagnoses) or on a saved price answers 422 `business_rule`.",
     tag: 'Code systems',
     permission: 'CODE_SYSTEMS:UPDATE',
     resourceType: 'code_concept',

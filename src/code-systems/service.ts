@@ -31,7 +31,7 @@ export function conceptOf(row: ConceptRow): CodeConcept {
     code: row.code,
     display: row.display,
     definition: row.definition,
-    usage: row.usage,
+    usage: [...new Set([...row.system_usage, ...row.usage])],
     defaultPrice: row.default_price === null ? null : Number(row.default_price),
     currency: row.currency,
     updatedAt: new Date(row.updated_at).toISOString(),
@@ -181,7 +181,7 @@ export async function addConcept(
       .executeTakeFirstOrThrow();
     throw new AppError('duplicate', `Code ${request.code} already exists in ${system.name}: ${existing.id}.`);
   }
-  return { ...row, system: system.url };
+  return { ...row, system: system.url, system_usage: system.usage };
 }
 
 export async function deleteConcept(trx: Trx, practiceId: string, systemId: string, conceptId: string) {

@@ -59,7 +59,9 @@ export interface ConceptRow {
   code: string;
   display: string;
   definition: string | null;
+  /** The concept's own usages besides its system's. */
   usage: string[];
+  system_usage: string[];
   default_price: number | null;
   currency: string | null;
   updated_at: Date;
@@ -80,7 +82,7 @@ export async function listConcepts(
     : null;
   const result = await sql<ConceptRow>`
     SELECT c.id, c.code_system_id, ${system.url}::text AS system, c.code, c.display, c.definition, c.usage,
-           c.default_price, c.currency, c.updated_at
+           ${system.usage}::text[] AS system_usage, c.default_price, c.currency, c.updated_at
     FROM ${table} AS c
     WHERE ${tenantFilter} AND c.code_system_id = ${system.id}
       AND (${filters.code ?? null}::text IS NULL OR c.code = ${filters.code ?? null}::text)
@@ -160,6 +162,13 @@ export async function codeUses(
     UNION ALL
     SELECT 'a visit''s procedures' WHERE EXISTS (
       SELECT 1 FROM encounter_procedures WHERE practice_id = ${practiceId} AND system = ${system} AND code = ${code})
+    UNION ALL
+    SELECT 'an invoice line' WHERE EXISTS (
+      SELECT 1 FROM invoice_lines WHERE practice_id = ${practiceId} AND system = ${system} AND code = ${code})
+    UNION ALL
+    SELECT 'an invoice line''s diagnoses' WHERE EXISTS (
+      SELECT 1 FROM invoice_lines WHERE practice_id = ${practiceId}
+        AND diagnoses @> jsonb_build_array(jsonb_build_object('system', ${system}::text, 'code', ${code}::text)))
     UNION ALL
     SELECT 'a saved price' WHERE EXISTS (
       SELECT 1 FROM practice_prices WHERE practice_id = ${practiceId} AND system = ${system} AND code = ${code})`.execute(
