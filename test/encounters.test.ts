@@ -179,6 +179,21 @@ for (const backend of backends()) {
         assert.deepEqual(read.body, e);
       });
 
+      test("a display of any length is ignored, not refused: the wording stays the catalogue's", async () => {
+        const long = 'my own words '.repeat(400);
+        const answer = await record({
+          patientId: await patient(),
+          practitionerId: practice.practitionerId,
+          start: iso(Date.now() - 2 * HOUR),
+          end: iso(Date.now() - HOUR),
+          diagnoses: [{ system: ICD10_URL, code: 'J06.9', display: long }],
+          procedures: [{ system: TARIFF_URL, code: '0190', display: long }],
+        });
+        assert.equal(answer.status, 201, answer.text);
+        assert.equal(answer.body.diagnoses[0].display, await wording('cs_icd10', 'J06.9'));
+        assert.equal(answer.body.procedures[0].display, await wording('cs_tariff', '0190'));
+      });
+
       test('status may be sent as completed; any other status is 422 naming status', async () => {
         const patientId = await patient();
         const explicit = await record(visit(patientId, { status: 'completed' }));

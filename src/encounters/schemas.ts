@@ -52,8 +52,7 @@ const Coding = {
   display: Type.Optional(
     Nullable(
       Type.String({
-        maxLength: 500,
-        description: "Ignored: the service records the code system's own wording.",
+        description: "Ignored, whatever its length: the service records the code system's own wording.",
       }),
     ),
   ),
