@@ -16,11 +16,13 @@ import {
 import {
   addConcept,
   codeSystemOf,
+  codeSystemRuleErrors,
   conceptOf,
   createCodeSystem,
   deleteConcept,
   readCodeSystem,
   replaceCodeSystem,
+  replaceRuleErrors,
 } from './service.ts';
 import { listCodeSystems, listConcepts } from './store.ts';
 
@@ -95,6 +97,7 @@ export const codeSystemRoutes = [
     successStatus: 201,
     response: CodeSystem,
     errorStatuses: WRITE_ERRORS,
+    fieldRules: async ({ body }) => codeSystemRuleErrors(body),
     handler: async ({ trx, practiceId, body, now }) => {
       const row = await createCodeSystem(trx, practiceId, body, now);
       return {
@@ -135,6 +138,8 @@ export const codeSystemRoutes = [
     successStatus: 200,
     response: CodeSystem,
     errorStatuses: WRITE_ERRORS,
+    fieldRules: ({ trx, practiceId, params, body }) =>
+      replaceRuleErrors(trx, practiceId, params.codeSystemId, body),
     handler: async ({ trx, practiceId, params, body, now }) => ({
       body: codeSystemOf(await replaceCodeSystem(trx, practiceId, params.codeSystemId, body, now)),
     }),

@@ -2,7 +2,8 @@
 // and fills its own (whose url derives from its name), and cannot delete a code still in use.
 
 import type { Trx } from '../platform/db/transaction.ts';
-import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { AppError, type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import type { Partly } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
 import type { CodeConcept, CodeConceptRequest, CodeSystem, CodeSystemRequest } from './schemas.ts';
 import { type CodeSystemRow, type ConceptRow, codeUses, findCodeSystem } from './store.ts';
@@ -73,12 +74,43 @@ async function practiceSystem(
   return row;
 }
 
-export async function createCodeSystem(trx: Trx, practiceId: string, request: CodeSystemRequest, now: Date) {
-  if (slugOf(request.name) === '') {
-    throw fieldErrors([
-      { field: 'name', code: 'invalid', message: 'name must contain at least one letter or digit' },
-    ]);
+/**
+ * The wrong fields of a code system request by the service's rules (those its schema let through):
+ * the name must make a url, and a practice's existing system keeps its name.
+ */
+export function codeSystemRuleErrors(
+  request: Partly<CodeSystemRequest>,
+  current?: CodeSystemRow,
+): FieldError[] {
+  if (request.name === undefined) return [];
+  if (current && request.name !== current.name) {
+    return [
+      {
+        field: 'name',
+        code: 'invalid',
+        message: `name cannot change once the system exists (it is "${current.name}")`,
+      },
+    ];
   }
+  if (slugOf(request.name) === '') {
+    return [{ field: 'name', code: 'invalid', message: 'name must contain at least one letter or digit' }];
+  }
+  return [];
+}
+
+/** The rule errors of replacing a system; a published or missing one has none to add (it is refused whole). */
+export async function replaceRuleErrors(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  request: Partly<CodeSystemRequest>,
+): Promise<FieldError[]> {
+  return codeSystemRuleErrors(request, await practiceSystem(trx, practiceId, id, 'be changed'));
+}
+
+export async function createCodeSystem(trx: Trx, practiceId: string, request: CodeSystemRequest, now: Date) {
+  const errors = codeSystemRuleErrors(request);
+  if (errors.length > 0) throw fieldErrors(errors);
   const url = practiceSystemUrl(practiceId, request.name);
   const id = newId('codeSystem');
   const inserted = await trx
@@ -120,15 +152,8 @@ export async function replaceCodeSystem(
   now: Date,
 ) {
   const row = await practiceSystem(trx, practiceId, id, 'be changed');
-  if (request.name !== row.name) {
-    throw fieldErrors([
-      {
-        field: 'name',
-        code: 'invalid',
-        message: `name cannot change once the system exists (it is "${row.name}")`,
-      },
-    ]);
-  }
+  const errors = codeSystemRuleErrors(request, row);
+  if (errors.length > 0) throw fieldErrors(errors);
   await trx
     .updateTable('practice_code_systems')
     .set({

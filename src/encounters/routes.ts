@@ -5,7 +5,7 @@ import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { Encounter, EncounterList, EncounterRequest } from './schemas.ts';
-import { encounterOf, readEncounter, recordEncounter } from './service.ts';
+import { encounterOf, encounterRuleErrors, readEncounter, recordEncounter } from './service.ts';
 import { listEncounters } from './store.ts';
 
 export const encounterRoutes = [
@@ -24,6 +24,8 @@ export const encounterRoutes = [
     successStatus: 201,
     response: Encounter,
     errorStatuses: [400, 401, 403, 409, 413, 415, 422, 429, 500, 503],
+    fieldRules: ({ trx, practiceId, body, now, wrong }) =>
+      encounterRuleErrors(trx, practiceId, body, now, wrong),
     handler: async ({ trx, practiceId, body, now }) => {
       const record = await recordEncounter(trx, practiceId, body, now);
       return {

@@ -7,6 +7,7 @@ import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
 import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { noWrongFields, type Partly, type WrongField } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
 import type { Encounter, EncounterRequest } from './schemas.ts';
 import { type EncounterRecord, findEncounter, insertEncounter } from './store.ts';
@@ -61,12 +62,14 @@ export function parseOffsetDateTime(value: string): Date | undefined {
   return Number.isNaN(parsed.getTime()) ? undefined : parsed;
 }
 
-export async function recordEncounter(
+/** What the service's rules make of a visit request: its wrong fields, its times and resolved codes. */
+async function inspectEncounter(
   trx: Trx,
   practiceId: string,
-  request: EncounterRequest,
+  request: Partly<EncounterRequest>,
   now: Date,
-): Promise<EncounterRecord> {
+  wrong: WrongField,
+) {
   const errors: FieldError[] = [];
   // One entry per wrong field: a field breaking several rules gets them all in one message.
   const invalid = (field: string, message: string) => {
@@ -76,26 +79,31 @@ export async function recordEncounter(
   };
 
   const [patient, practitioner] = await Promise.all([
-    trx
-      .selectFrom('patients')
-      .select('id')
-      .where('practice_id', '=', practiceId)
-      .where('id', '=', request.patientId)
-      .executeTakeFirst(),
-    trx
-      .selectFrom('practitioners')
-      .select(['id', 'default_condition_system', 'default_procedure_system'])
-      .where('practice_id', '=', practiceId)
-      .where('id', '=', request.practitionerId)
-      .executeTakeFirst(),
+    request.patientId === undefined
+      ? undefined
+      : trx
+          .selectFrom('patients')
+          .select('id')
+          .where('practice_id', '=', practiceId)
+          .where('id', '=', request.patientId)
+          .executeTakeFirst(),
+    request.practitionerId === undefined
+      ? undefined
+      : trx
+          .selectFrom('practitioners')
+          .select(['id', 'default_condition_system', 'default_procedure_system'])
+          .where('practice_id', '=', practiceId)
+          .where('id', '=', request.practitionerId)
+          .executeTakeFirst(),
   ]);
-  if (!patient) invalid('patientId', 'is not a patient of this practice');
-  if (!practitioner) invalid('practitionerId', 'is not a practitioner of this practice');
+  if (request.patientId !== undefined && !patient) invalid('patientId', 'is not a patient of this practice');
+  if (request.practitionerId !== undefined && !practitioner)
+    invalid('practitionerId', 'is not a practitioner of this practice');
 
-  const start = parseOffsetDateTime(request.start);
-  const end = parseOffsetDateTime(request.end);
-  if (!start) invalid('start', 'is not a real date and time');
-  if (!end) invalid('end', 'is not a real date and time');
+  const start = request.start === undefined ? undefined : parseOffsetDateTime(request.start);
+  const end = request.end === undefined ? undefined : parseOffsetDateTime(request.end);
+  if (request.start !== undefined && !start) invalid('start', 'is not a real date and time');
+  if (request.end !== undefined && !end) invalid('end', 'is not a real date and time');
   if (start && end && end.getTime() < start.getTime()) invalid('end', 'cannot be before start');
   if (end && end.getTime() > now.getTime()) invalid('end', 'cannot be in the future');
   if (start && start.getTime() > now.getTime()) invalid('start', 'cannot be in the future');
@@ -103,36 +111,77 @@ export async function recordEncounter(
     invalid('start', `cannot be more than ${MAX_DAYS_AGO} days ago`);
   }
 
+  // A coding is judged only when the schema let its system and code through (a wrong practitioner
+  // id leaves the default systems).
   const conditionSystem = practitioner?.default_condition_system ?? ICD10_URL;
   const procedureSystem = practitioner?.default_procedure_system ?? TARIFF_URL;
-  const diagnoses = request.diagnoses.map((d) => ({ system: d.system ?? conditionSystem, code: d.code }));
-  const procedures = request.procedures.map((p) => ({ system: p.system ?? procedureSystem, code: p.code }));
+  const codingsOf = (
+    items: Array<Partly<EncounterRequest['diagnoses'][number]> | undefined> | undefined,
+    kind: string,
+    defaultSystem: string,
+  ) =>
+    (items ?? []).flatMap((c, i) =>
+      c?.code === undefined || wrong(`${kind}.${i}.system`)
+        ? []
+        : [{ field: `${kind}.${i}`, system: c.system ?? defaultSystem, code: c.code }],
+    );
+  const diagnoses = codingsOf(request.diagnoses, 'diagnoses', conditionSystem);
+  const procedures = codingsOf(request.procedures, 'procedures', procedureSystem);
   const codings = [...diagnoses, ...procedures];
   const [resolved, systems] = await Promise.all([
     resolveCodes(trx, practiceId, codings),
     knownSystemUrls(trx, practiceId, [...new Set(codings.map((c) => c.system))]),
   ]);
-  const checkCoding = (field: string, coding: { system: string; code: string }) => {
+  for (const coding of codings) {
     if (!systems.has(coding.system)) {
-      invalid(`${field}.system`, 'is not a code system this practice can use');
-      return;
+      invalid(`${coding.field}.system`, 'is not a code system this practice can use');
+      continue;
     }
     const found = resolved.get(`${coding.system}|${coding.code}`);
-    if (!found) invalid(`${field}.code`, `is not a code of ${coding.system}`);
-    else if (!found.active) invalid(`${field}.code`, 'is no longer active');
-  };
-  for (const [i, d] of diagnoses.entries()) checkCoding(`diagnoses.${i}`, d);
-  for (const [i, p] of procedures.entries()) checkCoding(`procedures.${i}`, p);
+    if (!found) invalid(`${coding.field}.code`, `is not a code of ${coding.system}`);
+    else if (!found.active) invalid(`${coding.field}.code`, 'is no longer active');
+  }
 
-  const diagnosisCodes = new Set(diagnoses.map((d) => d.code));
-  request.procedures.forEach((p, i) => {
-    (p.diagnosisCodes ?? []).forEach((code, j) => {
-      if (!diagnosisCodes.has(code))
-        invalid(`procedures.${i}.diagnosisCodes.${j}`, "is not one of this visit's diagnoses");
+  // Which diagnoses a procedure names can be judged only when every diagnosis code came through.
+  if (request.diagnoses?.every((d, i) => d !== undefined && !wrong(`diagnoses.${i}.code`))) {
+    const diagnosisCodes = new Set(request.diagnoses.map((d) => d?.code));
+    (request.procedures ?? []).forEach((p, i) => {
+      (p?.diagnosisCodes ?? []).forEach((code, j) => {
+        if (code !== undefined && !diagnosisCodes.has(code))
+          invalid(`procedures.${i}.diagnosisCodes.${j}`, "is not one of this visit's diagnoses");
+      });
     });
-  });
+  }
+  return { errors, start, end, resolved, conditionSystem, procedureSystem };
+}
 
+/** The wrong fields of a visit request by the service's rules (those its schema let through). */
+export async function encounterRuleErrors(
+  trx: Trx,
+  practiceId: string,
+  request: Partly<EncounterRequest>,
+  now: Date,
+  wrong: WrongField,
+): Promise<FieldError[]> {
+  return (await inspectEncounter(trx, practiceId, request, now, wrong)).errors;
+}
+
+export async function recordEncounter(
+  trx: Trx,
+  practiceId: string,
+  request: EncounterRequest,
+  now: Date,
+): Promise<EncounterRecord> {
+  const { errors, start, end, resolved, conditionSystem, procedureSystem } = await inspectEncounter(
+    trx,
+    practiceId,
+    request,
+    now,
+    noWrongFields,
+  );
   if (errors.length > 0) throw fieldErrors(errors);
+  const diagnoses = request.diagnoses.map((d) => ({ system: d.system ?? conditionSystem, code: d.code }));
+  const procedures = request.procedures.map((p) => ({ system: p.system ?? procedureSystem, code: p.code }));
 
   const id = newId('encounter');
   const display = (c: { system: string; code: string }) => resolved.get(`${c.system}|${c.code}`)!.display;

@@ -5,7 +5,7 @@ import { defineApiRoute } from '../platform/http/api-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { Coverage, CoverageList, CoverageRequest, InsurancePlanList } from './schemas.ts';
-import { addCoverage, coverageOf, patientCoverages, planOf } from './service.ts';
+import { addCoverage, coverageOf, coverageRuleErrors, patientCoverages, planOf } from './service.ts';
 import { listPlans } from './store.ts';
 
 const PatientParam = IdParam('patientId', 'Patient id (`pat_...`).');
@@ -68,6 +68,7 @@ export const insuranceRoutes = [
     successStatus: 201,
     response: Coverage,
     errorStatuses: [400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
+    fieldRules: ({ trx, body }) => coverageRuleErrors(trx, body),
     handler: async ({ trx, practiceId, params, body, now, auth }) => {
       const row = await addCoverage(trx, practiceId, params.patientId, body, now);
       return {

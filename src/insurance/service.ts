@@ -6,6 +6,7 @@
 import { readPatient } from '../patients/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import type { Partly } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
 import type { Coverage, CoverageRequest, InsurancePlan } from './schemas.ts';
 import { type CoverageRow, findCoverage, findPlan, listCoverages, type PlanRow } from './store.ts';
@@ -45,6 +46,17 @@ export function coverageOf(row: CoverageRow, today: string): Coverage {
   };
 }
 
+/** The wrong fields of a coverage request by the service's rules (those its schema let through). */
+export async function coverageRuleErrors(trx: Trx, request: Partly<CoverageRequest>): Promise<FieldError[]> {
+  const errors: FieldError[] = [];
+  if (request.planId !== undefined && !(await findPlan(trx, request.planId)))
+    errors.push({ field: 'planId', code: 'invalid', message: 'planId is not a known insurance plan' });
+  if (request.startDate && request.endDate && request.endDate < request.startDate) {
+    errors.push({ field: 'endDate', code: 'invalid', message: 'endDate cannot be before startDate' });
+  }
+  return errors;
+}
+
 export async function addCoverage(
   trx: Trx,
   practiceId: string,
@@ -53,13 +65,7 @@ export async function addCoverage(
   now: Date,
 ) {
   await readPatient(trx, practiceId, patientId);
-  const errors: FieldError[] = [];
-  const plan = await findPlan(trx, request.planId);
-  if (!plan)
-    errors.push({ field: 'planId', code: 'invalid', message: 'planId is not a known insurance plan' });
-  if (request.startDate && request.endDate && request.endDate < request.startDate) {
-    errors.push({ field: 'endDate', code: 'invalid', message: 'endDate cannot be before startDate' });
-  }
+  const errors = await coverageRuleErrors(trx, request);
   if (errors.length > 0) throw fieldErrors(errors);
   const id = newId('coverage');
   await trx

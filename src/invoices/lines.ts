@@ -8,6 +8,7 @@ import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
 import type { InvoiceLinesTable, LineDiagnosis } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { noWrongFields, type Partly, type WrongField } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
 import { lineSubtotal, lineTotal, scaledQuantity } from './money.ts';
 import type { LineItemRequest } from './schemas.ts';
@@ -47,53 +48,109 @@ export async function modifiersOf(trx: Trx, system: string, codes: string[]): Pr
   return new Map(rows.map((r) => [r.code, r.percent_basis_points]));
 }
 
+/** What the service's rules make of a line request: its wrong fields and its resolved codes. */
+async function inspectLine(
+  trx: Trx,
+  practiceId: string,
+  practitionerId: string | null,
+  request: Partly<LineItemRequest>,
+  wrong: WrongField,
+) {
+  const errors: FieldError[] = [];
+  const invalid = (field: string, message: string): void => {
+    errors.push({ field, code: 'invalid', message: `${field} ${message}` });
+  };
+  const defaults = await practitionerDefaults(trx, practiceId, practitionerId);
+  // A code is judged only in a system the schema let through.
+  const systemKnown = !wrong('system');
+  const system = request.system ?? defaults.procedure;
+  const diagnoses = (request.diagnoses ?? []).map((d, i) =>
+    d?.code === undefined || wrong(`diagnoses.${i}.system`)
+      ? undefined
+      : { system: d.system ?? defaults.condition, code: d.code, primary: d.primary },
+  );
+  const codings = [
+    ...(systemKnown && request.code !== undefined ? [{ system, code: request.code }] : []),
+    ...diagnoses.filter((d) => d !== undefined),
+  ];
+  const [resolved, systems] = await Promise.all([
+    resolveCodes(trx, practiceId, codings),
+    knownSystemUrls(trx, practiceId, [
+      ...new Set([...(systemKnown ? [system] : []), ...codings.map((c) => c.system)]),
+    ]),
+  ]);
+
+  const lineCode = request.code === undefined ? undefined : resolved.get(`${system}|${request.code}`);
+  if (systemKnown && !systems.has(system)) invalid('system', 'is not a code system this practice can use');
+  else if (systemKnown && request.code !== undefined && !lineCode)
+    invalid('code', `is not a code of ${system}`);
+
+  diagnoses.forEach((d, i) => {
+    if (d === undefined) return;
+    if (!systems.has(d.system))
+      invalid(`diagnoses.${i}.system`, 'is not a code system this practice can use');
+    else if (!resolved.has(`${d.system}|${d.code}`))
+      invalid(`diagnoses.${i}.code`, `is not a code of ${d.system}`);
+  });
+  if ((request.diagnoses ?? []).filter((d) => d?.primary === true).length > 1)
+    invalid('diagnoses', 'can have only one primary diagnosis');
+
+  if (
+    request.serviceDateEnd &&
+    request.serviceDate !== undefined &&
+    request.serviceDateEnd < request.serviceDate
+  )
+    invalid('serviceDateEnd', 'cannot be before serviceDate');
+  if (request.quantity !== undefined && scaledQuantity(request.quantity) === undefined)
+    invalid('quantity', 'can have at most 4 decimal places');
+
+  const modifierCodes = request.modifiers ?? [];
+  const percentages = systemKnown
+    ? await modifiersOf(
+        trx,
+        system,
+        modifierCodes.filter((m) => m !== undefined),
+      )
+    : new Map<string, number>();
+  modifierCodes.forEach((m, i) => {
+    if (systemKnown && m !== undefined && !percentages.has(m))
+      invalid(`modifiers.${i}`, `is not a modifier of ${system}`);
+  });
+  return { errors, defaults, system, resolved, lineCode, percentages };
+}
+
+/** The wrong fields of a line request by the service's rules (those its schema let through). */
+export async function lineRuleErrors(
+  trx: Trx,
+  practiceId: string,
+  invoiceId: string,
+  request: Partly<LineItemRequest>,
+  wrong: WrongField,
+): Promise<FieldError[]> {
+  const record = await readInvoice(trx, practiceId, invoiceId);
+  return (await inspectLine(trx, practiceId, record.invoice.practitioner_id, request, wrong)).errors;
+}
+
 export async function resolveLine(
   trx: Trx,
   practiceId: string,
   practitionerId: string | null,
   request: LineItemRequest,
 ): Promise<LineValues> {
-  const errors: FieldError[] = [];
-  const invalid = (field: string, message: string): void => {
-    errors.push({ field, code: 'invalid', message: `${field} ${message}` });
-  };
-  const defaults = await practitionerDefaults(trx, practiceId, practitionerId);
-  const system = request.system ?? defaults.procedure;
+  const { errors, defaults, system, resolved, lineCode, percentages } = await inspectLine(
+    trx,
+    practiceId,
+    practitionerId,
+    request,
+    noWrongFields,
+  );
+  if (errors.length > 0) throw fieldErrors(errors);
   const diagnoses = (request.diagnoses ?? []).map((d) => ({
     system: d.system ?? defaults.condition,
     code: d.code,
     primary: d.primary,
   }));
-  const codings = [{ system, code: request.code }, ...diagnoses];
-  const [resolved, systems] = await Promise.all([
-    resolveCodes(trx, practiceId, codings),
-    knownSystemUrls(trx, practiceId, [...new Set(codings.map((c) => c.system))]),
-  ]);
-
-  const lineCode = resolved.get(`${system}|${request.code}`);
-  if (!systems.has(system)) invalid('system', 'is not a code system this practice can use');
-  else if (!lineCode) invalid('code', `is not a code of ${system}`);
-
-  diagnoses.forEach((d, i) => {
-    if (!systems.has(d.system))
-      invalid(`diagnoses.${i}.system`, 'is not a code system this practice can use');
-    else if (!resolved.has(`${d.system}|${d.code}`))
-      invalid(`diagnoses.${i}.code`, `is not a code of ${d.system}`);
-  });
-  if (diagnoses.filter((d) => d.primary === true).length > 1)
-    invalid('diagnoses', 'can have only one primary diagnosis');
-
-  if (request.serviceDateEnd && request.serviceDateEnd < request.serviceDate)
-    invalid('serviceDateEnd', 'cannot be before serviceDate');
-  if (scaledQuantity(request.quantity) === undefined)
-    invalid('quantity', 'can have at most 4 decimal places');
-
   const modifierCodes = request.modifiers ?? [];
-  const percentages = await modifiersOf(trx, system, modifierCodes);
-  modifierCodes.forEach((m, i) => {
-    if (!percentages.has(m)) invalid(`modifiers.${i}`, `is not a modifier of ${system}`);
-  });
-  if (errors.length > 0) throw fieldErrors(errors);
 
   const primaryIndex = Math.max(
     0,

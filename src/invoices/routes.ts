@@ -8,7 +8,7 @@ import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { DateTime, Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { billEncounter, type ClaimQueuer } from './bill.ts';
-import { addLine, deleteLine, replaceLine } from './lines.ts';
+import { addLine, deleteLine, lineRuleErrors, replaceLine } from './lines.ts';
 import { paymentOf, paymentsOf } from './payments.ts';
 import { ratesFor } from './rates.ts';
 import {
@@ -159,6 +159,8 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       successStatus: 201,
       response: Invoice,
       errorStatuses: WRITE_ERRORS,
+      fieldRules: ({ trx, practiceId, params, body, wrong }) =>
+        lineRuleErrors(trx, practiceId, params.invoiceId, body, wrong),
       handler: async ({ trx, practiceId, params, body }) => {
         const billing = await billingFor(trx, practiceId);
         const { record, lineId } = await addLine(trx, billing, params.invoiceId, body);
@@ -184,6 +186,8 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       successStatus: 200,
       response: Invoice,
       errorStatuses: WRITE_ERRORS,
+      fieldRules: ({ trx, practiceId, params, body, wrong }) =>
+        lineRuleErrors(trx, practiceId, params.invoiceId, body, wrong),
       handler: async ({ trx, practiceId, params, body }) => {
         const billing = await billingFor(trx, practiceId);
         const record = await replaceLine(trx, billing, params.invoiceId, params.lineItemId, body);

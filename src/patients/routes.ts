@@ -4,7 +4,15 @@ import { dateIn } from '../platform/clock.ts';
 import { defineApiRoute } from '../platform/http/api-route.ts';
 import { IdParam } from '../platform/http/schema.ts';
 import { Patient, PatientList, PatientPatch, PatientRequest } from './schemas.ts';
-import { findByExternalId, patchPatient, patientOf, readPatient, registerPatient } from './service.ts';
+import {
+  findByExternalId,
+  patchPatient,
+  patchRuleErrors,
+  patientOf,
+  patientRuleErrors,
+  readPatient,
+  registerPatient,
+} from './service.ts';
 
 const PatientIdParam = IdParam('patientId', 'Patient id (`pat_...`).');
 
@@ -24,6 +32,7 @@ export const patientRoutes = [
     successStatus: 201,
     response: Patient,
     errorStatuses: [400, 401, 403, 409, 413, 415, 422, 429, 500, 503],
+    fieldRules: async ({ body, now, auth }) => patientRuleErrors(body, dateIn(auth.practice.timezone, now)),
     handler: async ({ trx, practiceId, body, now, auth }) => {
       const row = await registerPatient(trx, practiceId, body, now, dateIn(auth.practice.timezone, now));
       return {
@@ -94,6 +103,8 @@ export const patientRoutes = [
     successStatus: 200,
     response: Patient,
     errorStatuses: [400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503],
+    fieldRules: ({ trx, practiceId, params, body, now, auth, wrong }) =>
+      patchRuleErrors(trx, practiceId, params.patientId, body, dateIn(auth.practice.timezone, now), wrong),
     handler: async ({ trx, practiceId, params, body, now, auth }) => {
       const row = await patchPatient(
         trx,

@@ -3,6 +3,7 @@
 
 import { isUniqueViolation, type Trx } from '../platform/db/transaction.ts';
 import { AppError, type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import type { Partly, WrongField } from '../platform/http/field-rules.ts';
 import { compileBodyValidator, toFieldErrors } from '../platform/http/validation.ts';
 import { newId } from '../platform/ids.ts';
 import { applyMergePatch } from './merge-patch.ts';
@@ -69,11 +70,16 @@ function valuesOf(request: PatientRequest): PatientValues {
 }
 
 /** Rules beyond the schema: a birth date cannot lie in the future (in the practice's time zone). */
-function checkRules(request: PatientRequest, today: string): void {
+export function patientRuleErrors(request: Partly<PatientRequest>, today: string): FieldError[] {
   const errors: FieldError[] = [];
-  if (request.birthDate > today) {
+  if (request.birthDate !== undefined && request.birthDate > today) {
     errors.push({ field: 'birthDate', code: 'invalid', message: 'birthDate cannot be in the future' });
   }
+  return errors;
+}
+
+function checkRules(request: PatientRequest, today: string): void {
+  const errors = patientRuleErrors(request, today);
   if (errors.length > 0) throw fieldErrors(errors);
 }
 
@@ -135,6 +141,28 @@ function requestOf(row: PatientRow): PatientRequest {
     contactPoints: p.contactPoints as PatientRequest['contactPoints'],
     addresses: p.addresses as PatientRequest['addresses'],
   };
+}
+
+/**
+ * The patch's wrong fields beyond its own schema: the patched record's, judged against every
+ * PatientRequest rule. Fields the patch's schema refused are left out, so the stored values stand in
+ * for them; a wrong field of the result that the patch did not send reports nothing new.
+ */
+export async function patchRuleErrors(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  patch: Partly<PatientPatch>,
+  today: string,
+  wrong: WrongField,
+): Promise<FieldError[]> {
+  const row = await findPatient(trx, practiceId, id);
+  if (!row) throw notFound('Patient');
+  const merged = applyMergePatch(requestOf(row), patch) as PatientRequest;
+  const errors = validatePatientRequest(merged)
+    ? []
+    : toFieldErrors(validatePatientRequest.errors ?? [], 'body');
+  return [...errors, ...patientRuleErrors(merged, today)].filter((e) => !wrong(e.field));
 }
 
 export async function patchPatient(

@@ -3,8 +3,9 @@
 // Around the handler this module runs, in order: Idempotency-Key claim or replay, the work in one
 // transaction with its audit row and stored answer, and release of the claim if nothing committed.
 import { createHash } from 'node:crypto';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import canonicalize from 'canonicalize';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { AuditEntry } from '../../audit/audit.ts';
 import type { AuthContext } from '../../auth/authenticate.ts';
@@ -13,8 +14,16 @@ import type { Deps } from '../../deps.ts';
 import { claimKey, completeKey, releaseKey, type StoredAnswer } from '../../idempotency/idempotency-store.ts';
 import { inPractice, type Trx, withSavepoint } from '../db/transaction.ts';
 import { faultPoint } from '../fault-points.ts';
-import { AppError, invalidParameters, problemOf } from './errors.ts';
+import { AppError, type FieldError, fieldErrors, invalidParameters, problemOf } from './errors.ts';
+import {
+  mergeFieldErrors,
+  type Partly,
+  type WrongField,
+  withoutWrongFields,
+  wrongFieldsOf,
+} from './field-rules.ts';
 import { ProblemSchema } from './schema.ts';
+import { toFieldErrors, validatorCompiler } from './validation.ts';
 
 export interface HandlerContext<P, Q, B> {
   trx: Trx;
@@ -27,6 +36,11 @@ export interface HandlerContext<P, Q, B> {
   requestId: string;
   performerId: string | null;
   now: Date;
+}
+
+/** What a route's field rules get: the body without the fields its schema refused, and those fields. */
+export interface RuleContext<P, Q, B> extends HandlerContext<P, Q, Partly<B>> {
+  wrong: WrongField;
 }
 
 export interface HandlerResult<R> {
@@ -63,6 +77,13 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   response: R;
   /** Problem statuses this operation can answer, for the OpenAPI document. */
   errorStatuses: number[];
+  /**
+   * The service's own checks of the body's fields, for a body the schema refused: they judge the
+   * fields the schema let through, so one 422 names every wrong field. The handler runs the same
+   * checks itself on a body the schema accepts. Throwing a refusal other than wrong fields (no such
+   * record) means there is nothing more to check: the schema's errors are answered alone.
+   */
+  fieldRules?: (ctx: RuleContext<Static<P>, Static<Q>, Static<B>>) => Promise<FieldError[]>;
   handler: (ctx: HandlerContext<Static<P>, Static<Q>, Static<B>>) => Promise<HandlerResult<Static<R>>>;
 }
 
@@ -183,6 +204,17 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
     },
     { additionalProperties: true },
   );
+  // A route with field rules checks its body in the handler, after authentication, params, query and
+  // headers, so that the schema's errors and the rules' errors make one answer.
+  const bodyCheck =
+    spec.fieldRules && spec.body
+      ? (validatorCompiler({
+          schema: spec.body,
+          method: spec.method,
+          url: spec.url,
+          httpPart: 'body',
+        }) as ValidateFunction)
+      : undefined;
   app.route({
     method: spec.method,
     url: spec.url,
@@ -200,6 +232,12 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
       response: { [spec.successStatus]: spec.response, ...problemResponses },
       'x-permission': spec.permission,
     },
+    ...(bodyCheck
+      ? {
+          validatorCompiler: (route: Parameters<FastifySchemaCompiler<unknown>>[0]) =>
+            route.httpPart === 'body' ? () => true : validatorCompiler(route),
+        }
+      : {}),
     config: { permission: spec.permission, creates: spec.creates === true, resourceType: spec.resourceType },
     preValidation: async (request) => {
       if (spec.bodyOptional && (request.body === undefined || request.body === null)) request.body = {};
@@ -215,7 +253,61 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
         }
       }
     },
-    handler: (request, reply) => runApiHandler(deps, spec, request, reply),
+    handler: (request, reply) => runApiHandler(deps, spec, request, reply, bodyCheck),
+  });
+}
+
+function contextOf(
+  trx: Trx,
+  deps: Deps,
+  auth: AuthContext,
+  request: FastifyRequest,
+  performerId: string | null,
+): HandlerContext<unknown, unknown, unknown> {
+  return {
+    trx,
+    deps,
+    auth,
+    practiceId: auth.practice.id,
+    params: request.params,
+    query: request.query,
+    body: request.body,
+    requestId: request.id,
+    performerId,
+    now: deps.clock.now(),
+  };
+}
+
+/**
+ * Refuses a body its schema found wrong, naming also the fields the route's rules find wrong among
+ * the rest. Answered before any work like any schema refusal: the rules run in a transaction that
+ * is rolled back, no Idempotency-Key is claimed and the answer is not stored for replay.
+ */
+async function refuseWrongFields(
+  deps: Deps,
+  spec: AnyApiRoute,
+  request: FastifyRequest,
+  auth: AuthContext,
+  performerId: string | null,
+  schemaErrors: ErrorObject[],
+): Promise<never> {
+  const fromSchema = toFieldErrors(schemaErrors, 'body');
+  const fieldRules = spec.fieldRules!;
+  return inPractice(deps.db, auth.practice.id, async (trx) => {
+    if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
+    const ctx = contextOf(trx, deps, auth, request, performerId);
+    let fromRules: FieldError[] = [];
+    try {
+      fromRules = await fieldRules({
+        ...ctx,
+        body: withoutWrongFields(request.body, schemaErrors),
+        wrong: wrongFieldsOf(fromSchema),
+      });
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      if (error.code === 'validation_failed') fromRules = error.errors ?? [];
+    }
+    throw fieldErrors(mergeFieldErrors(spec.body, fromSchema, fromRules));
   });
 }
 
@@ -224,6 +316,7 @@ async function runApiHandler(
   spec: AnyApiRoute,
   request: FastifyRequest,
   reply: FastifyReply,
+  bodyCheck: ValidateFunction | undefined,
 ): Promise<FastifyReply> {
   const auth = request.auth;
   if (!auth) throw new AppError('unauthenticated', 'A valid API key is required.');
@@ -233,6 +326,9 @@ async function runApiHandler(
   state.resourceId = Object.values(params)[0] ?? null;
   const performerId = readPerformer(request);
   state.performerId = performerId;
+  if (bodyCheck && !bodyCheck(request.body)) {
+    await refuseWrongFields(deps, spec, request, auth, performerId, bodyCheck.errors ?? []);
+  }
 
   let claim: Awaited<ReturnType<typeof claimKey>> | undefined;
   if (spec.creates) {
@@ -275,18 +371,7 @@ async function runApiHandler(
   try {
     const answer = await inPractice(deps.db, auth.practice.id, async (trx) => {
       if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
-      const ctx: HandlerContext<unknown, unknown, unknown> = {
-        trx,
-        deps,
-        auth,
-        practiceId: auth.practice.id,
-        params: request.params,
-        query: request.query,
-        body: request.body,
-        requestId: request.id,
-        performerId,
-        now: deps.clock.now(),
-      };
+      const ctx = contextOf(trx, deps, auth, request, performerId);
       let answer: StoredAnswer;
       try {
         const result =
