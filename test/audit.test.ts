@@ -121,7 +121,16 @@ for (const backend of backends()) {
       const revoked = await apiClient(svc, readOnlyKey.body.key)('GET', `/patients/${patientId}`);
       assert.equal(revoked.status, 401);
 
-      const events = await auditLog(practice.practiceId);
+      // The revoked key's refusal is recorded just after its answer was sent.
+      let events = await auditLog(practice.practiceId);
+      for (
+        let i = 0;
+        i < 60 && !events.some((e) => e.requestId === revoked.headers.get('x-request-id'));
+        i++
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        events = await auditLog(practice.practiceId);
+      }
       const clientRows = events.filter((e) => e.actor === 'client');
       assert.equal(clientRows.length, 7, 'one row per API request, no more');
 

@@ -99,12 +99,20 @@ export async function addClient(
 export async function auditRowFor(svc: TestService, practiceId: string, answer: Answer): Promise<any> {
   const requestId = answer.headers.get('x-request-id');
   assert.ok(requestId, 'the answer carries X-Request-Id');
-  const events = await svc.admin('GET', `/practices/${practiceId}/audit-events?limit=100`);
-  assert.equal(events.status, 200, events.text);
-  // biome-ignore lint/suspicious/noExplicitAny: audit rows are read as plain JSON
-  const rows = (events.body.data as any[]).filter((e) => e.requestId === requestId);
-  assert.equal(rows.length, 1, `exactly one audit row for ${requestId}`);
-  return rows[0];
+  // A refused known key is recorded just after its answer: give that write a moment.
+  const deadline = Date.now() + 3_000;
+  for (;;) {
+    const events = await svc.admin('GET', `/practices/${practiceId}/audit-events?limit=100`);
+    assert.equal(events.status, 200, events.text);
+    // biome-ignore lint/suspicious/noExplicitAny: audit rows are read as plain JSON
+    const rows = (events.body.data as any[]).filter((e) => e.requestId === requestId);
+    if (rows.length === 0 && answer.status === 401 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      continue;
+    }
+    assert.equal(rows.length, 1, `exactly one audit row for ${requestId}`);
+    return rows[0];
+  }
 }
 
 function withoutRequestId(answer: Answer): unknown {

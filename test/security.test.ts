@@ -163,11 +163,11 @@ for (const backend of backends()) {
       }
     });
 
-    // Known defect, so marked todo (it runs and reports, but does not fail the suite): a refused key
-    // that exists is audited in its practice before the 401 is sent, an unknown one is not, so a
-    // wrong secret answers a database write (~4 ms here) slower than an unknown key id.
+    // On the embedded database the audit write after a refusal runs on the service's own thread, which
+    // this in-process test client shares, so the client would time the server's later work too; a
+    // remote caller does not see it. The property is measured where client and database are apart.
     test('a well-formed key cannot be told unknown, wrong, revoked, expired, suspended or elsewhere by timing', {
-      todo: 'known-key 401s wait for their audit write; unknown keys do not',
+      skip: backend === 'pglite' && 'the in-process client shares the embedded database thread',
     }, async () => {
       const tokens = await refusedTokens(svc);
       const reasons = Object.keys(tokens);
@@ -176,6 +176,9 @@ for (const backend of backends()) {
       for (let i = 0; i < 10; i++) for (const r of reasons) await probe(svc, tokens[r]);
       for (let i = 0; i < TIMING_SAMPLES; i++) {
         for (const r of reasons) {
+          // Each answer is timed on its own: a refused known key is audited just after its answer, and
+          // that write must not be counted against whichever probe happens to come next.
+          await new Promise((resolve) => setTimeout(resolve, 5));
           const answer = await probe(svc, tokens[r]);
           assert.equal(answer.status, 401, `${r}: ${answer.text}`);
           times.get(r)!.push(answer.ms);

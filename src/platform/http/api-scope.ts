@@ -96,6 +96,12 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
       ? auditEntryOf(request, identityOf(auth), reply.statusCode)
       : { ...auditEntryOf(request, refused!, reply.statusCode), outcome: 'refused', reason: refused!.reason };
     if (!entry.reason && reply.statusCode >= 400) entry.reason = problemCodeOf(payload);
+    if (!auth) {
+      // A refused known key is recorded just after its 401 is sent, so that neither the answer's
+      // timing nor a failing audit log tells a caller that the key it tried exists.
+      state.afterAnswer = entry;
+      return payload;
+    }
     try {
       await deps.audit.writeAlone(deps.db, entry);
       state.written = true;
@@ -116,6 +122,17 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
           deps.config.errorsDocUrl,
         ),
       );
+    }
+  });
+
+  app.addHook('onResponse', async (request) => {
+    const entry = request.auditState?.afterAnswer;
+    if (!entry) return;
+    try {
+      await deps.audit.writeAlone(deps.db, entry);
+      request.auditState.written = true;
+    } catch (error) {
+      request.log.error({ err: error }, 'audit write of a refused key failed');
     }
   });
 

@@ -1,5 +1,6 @@
 // Owns what the HTTP layer learns about a request as it goes: who called, and what the audit row
 // will say. Declared on Fastify's request so hooks and handlers share it.
+import type { AuditEntry } from '../../audit/audit.ts';
 import type { AuthContext, AuthRefusalReason } from '../../auth/authenticate.ts';
 
 export interface AuditState {
@@ -16,6 +17,8 @@ export interface AuditState {
   performerId: string | null;
   /** A refused call whose key is known: audited in this practice with the real reason. */
   refusedKey: { practiceId: string; clientId: string; keyId: string; reason: AuthRefusalReason } | null;
+  /** A row to write once the answer has been sent (the refusal of a known key). */
+  afterAnswer: AuditEntry | null;
 }
 
 declare module 'fastify' {
@@ -37,5 +40,6 @@ export function freshAuditState(): AuditState {
     idempotencyKey: null,
     performerId: null,
     refusedKey: null,
+    afterAnswer: null,
   };
 }
