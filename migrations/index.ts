@@ -5,6 +5,7 @@ import * as m0002 from './0002_catalogue_and_encounters.ts';
 import * as m0003 from './0003_billing.ts';
 import * as m0004 from './0004_claims_and_jobs.ts';
 import * as m0005 from './0005_webhooks.ts';
+import * as m0006 from './0006_key_lookup.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '0003_billing': m0003,
   '0004_claims_and_jobs': m0004,
   '0005_webhooks': m0005,
+  '0006_key_lookup': m0006,
 };

@@ -114,6 +114,14 @@ for (const backend of backends()) {
           db.kysely,
         );
         assert.deepEqual(owned.rows, []);
+        // The one function that reads across practices without a transaction: the key look-up. It runs
+        // as the operator role (never as its caller, never as the owner of the tables) and only the
+        // service roles may call it.
+        const lookUp = await sql<{ owner: string; definer: boolean; publicCanRun: boolean }>`
+          SELECT pg_get_userbyid(p.proowner) AS owner, p.prosecdef AS definer,
+                 has_function_privilege('public', p.oid, 'EXECUTE') AS "publicCanRun"
+          FROM pg_proc p WHERE p.proname = 'api_key_for_request'`.execute(db.kysely);
+        assert.deepEqual(lookUp.rows, [{ owner: OPERATOR_ROLE, definer: true, publicCanRun: false }]);
       });
     });
 

@@ -1,6 +1,7 @@
 // Owns deciding who is calling: the key, its client and practice, and why a call is refused. Every
 // refusal gives the caller the same 401; the reason goes to the practice audit log when the key is
 // known. Never logs or returns the key itself.
+import { sql } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';
 import { parseApiKey, secretMatches } from './api-keys.ts';
@@ -42,6 +43,37 @@ export type AuthResult =
       known?: { practiceId: string; clientId: string; keyId: string };
     };
 
+interface KeyRow {
+  key_id: string;
+  secret_hash: Buffer;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  client_id: string;
+  permissions: string[];
+  allowed_ips: string[];
+  rate_limit_per_minute: number | null;
+  suspended_at: Date | null;
+  practice_id: string;
+  practice_name: string;
+  currency: string;
+  timezone: string;
+  integrations_enabled: boolean;
+}
+
+/**
+ * One key's row, through the operator-owned look-up function (migration 0006). On PostgreSQL it is a
+ * single statement outside any transaction; the embedded database has one connection whose open
+ * transaction a bare statement would join, so there it runs in a transaction of its own.
+ */
+async function lookUpKey(db: Database, keyId: string): Promise<KeyRow | undefined> {
+  const query = sql<KeyRow>`SELECT * FROM api_key_for_request(${keyId})`;
+  const result =
+    db.kind === 'postgres'
+      ? await query.execute(db.kysely)
+      : await asOperator(db, (trx) => query.execute(trx));
+  return result.rows[0];
+}
+
 export async function authenticate(
   db: Database,
   authorization: string | undefined,
@@ -53,32 +85,7 @@ export async function authenticate(
   const parsed = match ? parseApiKey(match[1]!) : undefined;
   if (!parsed) return { ok: false, reason: 'malformed_key' };
 
-  const row = await asOperator(db, (trx) =>
-    trx
-      .selectFrom('api_keys as k')
-      .innerJoin('clients as c', (j) =>
-        j.onRef('c.practice_id', '=', 'k.practice_id').onRef('c.id', '=', 'k.client_id'),
-      )
-      .innerJoin('practices as p', 'p.id', 'k.practice_id')
-      .select([
-        'k.id as key_id',
-        'k.secret_hash',
-        'k.expires_at',
-        'k.revoked_at',
-        'c.id as client_id',
-        'c.permissions',
-        'c.allowed_ips',
-        'c.rate_limit_per_minute',
-        'c.suspended_at',
-        'p.id as practice_id',
-        'p.name as practice_name',
-        'p.currency',
-        'p.timezone',
-        'p.integrations_enabled',
-      ])
-      .where('k.id', '=', parsed.id)
-      .executeTakeFirst(),
-  );
+  const row = await lookUpKey(db, parsed.id);
 
   const secretOk = secretMatches(parsed.secret, row?.secret_hash);
   if (!row) return { ok: false, reason: 'unknown_key' };
