@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { startArgs } from '../scripts/start-args.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 /** The project's pinned Node 24 (the machine's default may be older). */
@@ -99,7 +100,7 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `node src/main.ts` (what npm start runs) and waits until its output contains `readyWhen`, or
+ * Starts the service as `npm start` does (`node <flags> src/main.ts`) and waits until its output contains `readyWhen`, or
  * it exits. The caller stops it.
  */
 export async function startServiceProcess(options: {
@@ -109,7 +110,7 @@ export async function startServiceProcess(options: {
   readyWhen?: string;
   timeoutMs?: number;
 }): Promise<ServiceProcess> {
-  const child = spawn(NODE, ['src/main.ts'], {
+  const child = spawn(NODE, startArgs(), {
     cwd: ROOT,
     env: childEnv({ PORT: String(options.port), DATA_DIR: options.dataDir, ...options.env }),
     stdio: ['ignore', 'pipe', 'pipe'],

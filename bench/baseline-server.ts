@@ -1,0 +1,404 @@
+// The BASELINE server, run as its own child process: bare Fastify and a database driver doing exactly
+// the database work of each measured scenario and nothing else, on tables of the same shape as the
+// service's (same columns, keys, indexes and foreign keys to practices/patients), on its own database:
+// PostgreSQL through a pg pool of the service's size, or PGlite in its own temporary data directory.
+//   GET  /api/v1/patients/:id          select by primary key + one audit insert, one transaction
+//   POST /api/v1/patients              insert + one audit insert, one transaction
+//   GET  /api/v1/patients?externalSystem&externalId   select by the indexed column + audit insert
+//   GET  /api/v1/invoices?updatedSince&cursor         keyset page (limit 50, ORDER BY updated_at, id)
+//                                                     + audit insert
+// No authentication, validation, idempotency or row-level security: that is the service's overhead
+// being measured. Seeding endpoints under /_bench copy the service's data shape. The process exits when
+// its stdin closes (the bench died) or on SIGTERM.
+// Env: BASELINE_PORT, BASELINE_DATABASE_URL (PostgreSQL) or BASELINE_DATA_DIR (PGlite), BASELINE_POOL_SIZE.
+import { randomBytes } from 'node:crypto';
+import { PGlite } from '@electric-sql/pglite';
+import Fastify from 'fastify';
+import pg from 'pg';
+
+type Row = Record<string, unknown>;
+type Query = (text: string, params?: unknown[]) => Promise<Row[]>;
+
+interface Db {
+  /** Runs fn in one transaction (BEGIN ... COMMIT, ROLLBACK on error). */
+  tx<T>(fn: (query: Query) => Promise<T>): Promise<T>;
+  /** Runs a script of several statements outside a transaction. */
+  exec(script: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+function postgresDb(url: string, poolSize: number): Db {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  pool.on('error', () => {});
+  return {
+    async tx(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn(async (text, params) => (await client.query(text, params)).rows as Row[]);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    async exec(script) {
+      await pool.query(script);
+    },
+    close: () => pool.end(),
+  };
+}
+
+async function pgliteDb(dataDir: string): Promise<Db> {
+  const pglite = await PGlite.create({ dataDir });
+  return {
+    // PGlite has one connection: its transaction() runs transactions one at a time.
+    tx: (fn) =>
+      pglite.transaction((t) => fn(async (text, params) => (await t.query<Row>(text, params)).rows)),
+    async exec(script) {
+      await pglite.exec(script);
+    },
+    close: () => pglite.close(),
+  };
+}
+
+// The service's tables, cut to what the scenarios touch; same columns, keys and indexes.
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS practices (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS patients (
+  practice_id text NOT NULL REFERENCES practices (id),
+  id text NOT NULL,
+  active boolean NOT NULL DEFAULT true,
+  prefix text,
+  given_names jsonb NOT NULL,
+  last_name text NOT NULL,
+  gender text,
+  birth_date date NOT NULL,
+  identifiers jsonb NOT NULL DEFAULT '[]',
+  external_system text,
+  external_value text,
+  contact_points jsonb NOT NULL DEFAULT '[]',
+  addresses jsonb NOT NULL DEFAULT '[]',
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (practice_id, id),
+  CHECK ((external_system IS NULL) = (external_value IS NULL))
+);
+CREATE UNIQUE INDEX IF NOT EXISTS patients_external_id ON patients (practice_id, external_system, external_value)
+  WHERE external_system IS NOT NULL;
+CREATE TABLE IF NOT EXISTS audit_events (
+  practice_id text NOT NULL REFERENCES practices (id),
+  id bigint GENERATED ALWAYS AS IDENTITY,
+  occurred_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  actor text NOT NULL,
+  client_id text,
+  key_id text,
+  performer_id text,
+  source_ip text,
+  method text NOT NULL,
+  route text NOT NULL,
+  status integer NOT NULL,
+  outcome text NOT NULL,
+  reason text,
+  resource_type text,
+  resource_id text,
+  patient_id text,
+  request_id text NOT NULL,
+  idempotency_key text,
+  PRIMARY KEY (practice_id, id)
+);
+CREATE INDEX IF NOT EXISTS audit_events_time ON audit_events (practice_id, occurred_at DESC, id DESC);
+CREATE TABLE IF NOT EXISTS invoices (
+  practice_id text NOT NULL,
+  id text NOT NULL,
+  number text NOT NULL,
+  status text NOT NULL,
+  claim_status text,
+  patient_id text NOT NULL,
+  practitioner_id text,
+  coverage_id text,
+  pricing_coverage_id text,
+  place_of_service_code text,
+  recipient_name text,
+  date date NOT NULL,
+  due_date date,
+  currency char(3) NOT NULL,
+  total_net bigint NOT NULL DEFAULT 0,
+  total_gross bigint NOT NULL DEFAULT 0,
+  amount_paid bigint NOT NULL DEFAULT 0,
+  balance_due bigint GENERATED ALWAYS AS (total_gross - amount_paid) STORED,
+  issued_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL,
+  PRIMARY KEY (practice_id, id),
+  UNIQUE (practice_id, number),
+  FOREIGN KEY (practice_id, patient_id) REFERENCES patients (practice_id, id)
+);
+CREATE INDEX IF NOT EXISTS invoices_changes ON invoices (practice_id, updated_at, id);
+CREATE INDEX IF NOT EXISTS invoices_patient ON invoices (practice_id, patient_id, updated_at, id);
+CREATE INDEX IF NOT EXISTS invoices_status ON invoices (practice_id, status, due_date);
+`;
+
+const AUDIT_INSERT = `INSERT INTO audit_events (practice_id, actor, client_id, key_id, performer_id, source_ip,
+  method, route, status, outcome, reason, resource_type, resource_id, patient_id, request_id, idempotency_key)
+  VALUES ($1, 'client', 'cli_baseline', 'key_baseline', NULL, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10, $11)`;
+
+function token(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+async function main() {
+  const port = Number(process.env.BASELINE_PORT);
+  const poolSize = Number(process.env.BASELINE_POOL_SIZE || 10);
+  const db = process.env.BASELINE_DATABASE_URL
+    ? postgresDb(process.env.BASELINE_DATABASE_URL, poolSize)
+    : await pgliteDb(process.env.BASELINE_DATA_DIR!);
+  await db.exec(SCHEMA);
+  let practiceId = '';
+
+  const app = Fastify({ logger: false });
+
+  const audit = (query: Query, values: unknown[]) =>
+    query(AUDIT_INSERT, [practiceId, '127.0.0.1', ...values]);
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get<{ Params: { id: string } }>('/api/v1/patients/:id', async (request, reply) => {
+    const rows = await db.tx(async (query) => {
+      const found = await query('SELECT * FROM patients WHERE practice_id = $1 AND id = $2', [
+        practiceId,
+        request.params.id,
+      ]);
+      await audit(query, [
+        'GET',
+        '/api/v1/patients/:patientId',
+        found.length ? 200 : 404,
+        found.length ? 'succeeded' : 'refused',
+        'patient',
+        request.params.id,
+        found.length ? request.params.id : null,
+        `req_${token()}`,
+        null,
+      ]);
+      return found;
+    });
+    if (rows.length === 0) return reply.code(404).send({ code: 'not_found' });
+    return rows[0];
+  });
+
+  app.post<{ Body: Record<string, unknown> }>('/api/v1/patients', async (request, reply) => {
+    const body = request.body;
+    const externalId = body.externalId as { system: string; value: string } | undefined;
+    const id = `pat_${token()}`;
+    const key = String(request.headers['idempotency-key'] ?? '');
+    const rows = await db.tx(async (query) => {
+      const inserted = await query(
+        `INSERT INTO patients (practice_id, id, prefix, given_names, last_name, gender, birth_date, identifiers,
+           external_system, external_value, contact_points, addresses, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now(), now())
+         ON CONFLICT (practice_id, external_system, external_value) WHERE external_system IS NOT NULL DO NOTHING
+         RETURNING *`,
+        [
+          practiceId,
+          id,
+          body.prefix ?? null,
+          JSON.stringify(body.givenNames),
+          body.lastName,
+          body.gender ?? null,
+          body.birthDate,
+          JSON.stringify(body.identifiers ?? []),
+          externalId?.system ?? null,
+          externalId?.value ?? null,
+          JSON.stringify(body.contactPoints ?? []),
+          JSON.stringify(body.addresses ?? []),
+        ],
+      );
+      await audit(query, [
+        'POST',
+        '/api/v1/patients',
+        inserted.length ? 201 : 409,
+        inserted.length ? 'succeeded' : 'refused',
+        'patient',
+        id,
+        inserted.length ? id : null,
+        `req_${token()}`,
+        key,
+      ]);
+      return inserted;
+    });
+    if (rows.length === 0) return reply.code(409).send({ code: 'duplicate' });
+    return reply.code(201).send(rows[0]);
+  });
+
+  app.get<{ Querystring: { externalSystem: string; externalId: string } }>(
+    '/api/v1/patients',
+    async (request) => {
+      const rows = await db.tx(async (query) => {
+        const found = await query(
+          `SELECT * FROM patients WHERE practice_id = $1 AND external_system = $2 AND external_value = $3
+           ORDER BY created_at, id`,
+          [practiceId, request.query.externalSystem, request.query.externalId],
+        );
+        await audit(query, [
+          'GET',
+          '/api/v1/patients',
+          200,
+          'succeeded',
+          'patient',
+          found[0]?.id ?? null,
+          found[0]?.id ?? null,
+          `req_${token()}`,
+          null,
+        ]);
+        return found;
+      });
+      return { object: 'list', data: rows, hasMore: false, nextCursor: null };
+    },
+  );
+
+  app.get<{ Querystring: { updatedSince?: string; cursor?: string; limit?: string } }>(
+    '/api/v1/invoices',
+    async (request) => {
+      const limit = Number(request.query.limit ?? 50);
+      const since = request.query.updatedSince ?? '-infinity';
+      const after = request.query.cursor
+        ? (JSON.parse(Buffer.from(request.query.cursor, 'base64url').toString('utf8')) as [string, string])
+        : undefined;
+      const rows = await db.tx(async (query) => {
+        const page = after
+          ? await query(
+              `SELECT * FROM invoices WHERE practice_id = $1 AND updated_at > $2
+                 AND (updated_at > $3 OR (updated_at = $3 AND id > $4))
+               ORDER BY updated_at, id LIMIT $5`,
+              [practiceId, since, after[0], after[1], limit + 1],
+            )
+          : await query(
+              `SELECT * FROM invoices WHERE practice_id = $1 AND updated_at > $2 ORDER BY updated_at, id LIMIT $3`,
+              [practiceId, since, limit + 1],
+            );
+        await audit(query, [
+          'GET',
+          '/api/v1/invoices',
+          200,
+          'succeeded',
+          'invoice',
+          null,
+          null,
+          `req_${token()}`,
+          null,
+        ]);
+        return page;
+      });
+      const hasMore = rows.length > limit;
+      const data = hasMore ? rows.slice(0, limit) : rows;
+      const last = data[data.length - 1];
+      const nextCursor =
+        hasMore && last
+          ? Buffer.from(
+              JSON.stringify([new Date(last.updated_at as string).toISOString(), last.id]),
+            ).toString('base64url')
+          : null;
+      return { object: 'list', data, hasMore, nextCursor };
+    },
+  );
+
+  // Seeding: the bench copies the service's practice and patients here, and generates the same invoices.
+  app.post<{ Body: { practiceId: string } }>('/_bench/practice', async (request) => {
+    practiceId = request.body.practiceId;
+    await db.tx((query) =>
+      query(`INSERT INTO practices (id, name) VALUES ($1, 'Baseline') ON CONFLICT (id) DO NOTHING`, [
+        practiceId,
+      ]),
+    );
+    return { ok: true };
+  });
+
+  app.post<{ Body: { rows: Record<string, unknown>[] } }>(
+    '/_bench/patients',
+    { bodyLimit: 64 * 1024 * 1024 },
+    async (request) => {
+      await db.tx(async (query) => {
+        for (const p of request.body.rows) {
+          const externalId = p.externalId as { system: string; value: string } | null;
+          await query(
+            `INSERT INTO patients (practice_id, id, active, prefix, given_names, last_name, gender, birth_date,
+               identifiers, external_system, external_value, contact_points, addresses, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+            [
+              practiceId,
+              p.id,
+              p.active,
+              p.prefix,
+              JSON.stringify(p.givenNames),
+              p.lastName,
+              p.gender,
+              p.birthDate,
+              JSON.stringify(p.identifiers),
+              externalId?.system ?? null,
+              externalId?.value ?? null,
+              JSON.stringify(p.contactPoints),
+              JSON.stringify(p.addresses),
+              p.updatedAt,
+            ],
+          );
+        }
+      });
+      return { ok: true, count: request.body.rows.length };
+    },
+  );
+
+  // Invoices g = from..to with the ids and change times the service's copy gets (see bulk-sql.ts).
+  app.post<{
+    Body: { from: number; to: number; seed: string; t0: string; stepMs: number; patientIds: string[] };
+  }>('/_bench/invoices', { bodyLimit: 64 * 1024 * 1024 }, async (request) => {
+    const { from, to, seed, t0, stepMs, patientIds } = request.body;
+    await db.tx(async (query) => {
+      await query(
+        `INSERT INTO invoices (practice_id, id, number, status, claim_status, patient_id, practitioner_id,
+           coverage_id, pricing_coverage_id, place_of_service_code, recipient_name, date, due_date, currency,
+           total_net, total_gross, amount_paid, issued_at, created_at, updated_at)
+         SELECT $1, 'inv_' || substr(md5($2 || ':i:' || g), 1, 22), 'B-' || g, 'draft', NULL,
+           (p.ids)[1 + (g % array_length(p.ids, 1))], NULL, NULL, NULL, NULL, 'Lerato Grace Dlamini',
+           current_date, current_date + 30, 'ZAR', 104250, 104250, 0, NULL,
+           $3::timestamptz + g * $4::bigint * interval '1 millisecond',
+           $3::timestamptz + g * $4::bigint * interval '1 millisecond'
+         FROM generate_series($5::bigint, $6::bigint) AS g,
+              (SELECT array_agg(value) AS ids FROM json_array_elements_text($7::json)) AS p`,
+        [practiceId, seed, t0, stepMs, from, to, JSON.stringify(patientIds)],
+      );
+    });
+    await db.exec('ANALYZE invoices');
+    return { ok: true };
+  });
+
+  await app.listen({ port, host: '127.0.0.1' });
+
+  let closing = false;
+  const close = async () => {
+    if (closing) return;
+    closing = true;
+    await app.close().catch(() => {});
+    await db.close().catch(() => {});
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void close());
+  process.on('SIGINT', () => void close());
+  // The bench holds our stdin open; when it goes away, so do we.
+  process.stdin.on('end', () => void close());
+  process.stdin.on('error', () => void close());
+  process.stdin.resume();
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `baseline: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exit(1);
+});

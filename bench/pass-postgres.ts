@@ -1,0 +1,146 @@
+// The PostgreSQL pass: fresh databases pb_bench_<random> for the service and pb_bench_<random>_base for
+// the baseline (both dropped at the end), the service seeded through the API and by SQL, the A/B
+// scenarios and the claim pipeline at 10,000 invoices, then the invoices grown by SQL to 1,000,000
+// (200,000 when a million would not fit the time budget, as the results then say) for the second
+// paging comparison.
+import { randomBytes } from 'node:crypto';
+import { startBaseline } from './baseline.ts';
+import { postgresTarget } from './bulk-sql.ts';
+import {
+  claimScenario,
+  claimVisitsNeeded,
+  invoicePlan,
+  loadClaimVisits,
+  loadInvoices,
+  type PassContext,
+  pagingScenario,
+  patientScenarios,
+  seedThroughApi,
+} from './pass-steps.ts';
+import { createDatabase, randomSuffix } from './postgres.ts';
+import { startService } from './service.ts';
+
+/** Time kept back, after the large load, for its paging comparison, reports and cleanup. */
+const AFTER_LARGE_LOAD_MS = 60_000;
+
+export async function postgresPass(ctx: PassContext, databaseUrl: string): Promise<void> {
+  const { settings } = ctx;
+  const suffix = randomSuffix();
+  const serviceDb = await createDatabase(databaseUrl, `pb_bench_${suffix}`);
+  const baselineDb = await createDatabase(databaseUrl, `pb_bench_${suffix}_base`);
+  ctx.result.notes.push(`databases ${serviceDb.name} and ${baselineDb.name}, dropped at the end`);
+  const adminToken = `adm_bench_${randomBytes(12).toString('hex')}`;
+  try {
+    const service = await startService({
+      database: { url: serviceDb.url },
+      adminToken,
+      jobPollMs: settings.jobPollMs,
+      ...(settings.cpuProfDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`] } : {}),
+    });
+    ctx.result.start = { firstStartMs: service.startMs };
+    const baseline = await startBaseline({ url: baselineDb.url }, settings.poolSize).catch(async (error) => {
+      await service.stop();
+      throw error;
+    });
+    const sql = await postgresTarget(serviceDb.url).catch(async (error) => {
+      await Promise.all([baseline.stop(), service.stop()]);
+      throw error;
+    });
+    try {
+      const seeded = await seedThroughApi(ctx, service.baseUrl, adminToken);
+      const plan = invoicePlan(settings, settings.largeInvoices);
+      const patientIds = seeded.patients.map((p) => p.id);
+      const baselineInvoices = (from: number, to: number) =>
+        baseline.addInvoices({
+          from,
+          to,
+          seed: plan.seed,
+          t0: plan.t0.toISOString(),
+          stepMs: plan.stepMs,
+          patientIds,
+        });
+
+      const small = await loadInvoices(ctx, sql, seeded, plan, 1, settings.smallInvoices);
+      ctx.result.invoices.small = {
+        invoices: settings.smallInvoices,
+        loadSeconds: Math.round(small * 10) / 10,
+      };
+      const claimEncounters = await loadClaimVisits(ctx, sql, seeded, claimVisitsNeeded(settings));
+      await baseline.setPractice(seeded.practice.practiceId);
+      await baseline.copyPatients(seeded.patients);
+      await baselineInvoices(1, settings.smallInvoices);
+
+      await patientScenarios(ctx, service, baseline, seeded);
+      const smallPage = await pagingScenario(
+        ctx,
+        '10k',
+        settings.smallInvoices,
+        plan,
+        service,
+        baseline,
+        seeded.practice.key,
+      );
+      await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
+
+      // Grow to the fallback size first, then on to the full size only if the rate seen so far says it fits.
+      const largeStarted = Date.now();
+      let loaded = settings.smallInvoices;
+      const target = Math.min(settings.fallbackInvoices, settings.largeInvoices);
+      const growTo = async (to: number) => {
+        await loadInvoices(ctx, sql, seeded, plan, loaded + 1, to);
+        await baselineInvoices(loaded + 1, to);
+        loaded = to;
+      };
+      let note: string | undefined;
+      if (ctx.budget.fits((target / 10_000) * small * 1000 + AFTER_LARGE_LOAD_MS)) {
+        await growTo(target);
+        if (settings.largeInvoices > loaded) {
+          const perInvoiceMs = (Date.now() - largeStarted) / (loaded - settings.smallInvoices);
+          const needMs = perInvoiceMs * (settings.largeInvoices - loaded) + AFTER_LARGE_LOAD_MS;
+          if (ctx.budget.fits(needMs)) {
+            await growTo(settings.largeInvoices);
+          } else {
+            note = `loaded ${loaded.toLocaleString('en')} invoices, not ${settings.largeInvoices.toLocaleString('en')}: at ${(perInvoiceMs * 1000).toFixed(0)} ms per 1,000 the rest needed ${Math.round(needMs / 1000)} s and ${Math.round(ctx.budget.remainingMs() / 1000)} s of the 15-minute budget were left`;
+          }
+        }
+      } else {
+        note = 'the large invoice load was skipped: the time budget ran out';
+      }
+      if (note) {
+        ctx.result.notes.push(note);
+        ctx.log(note);
+      }
+      if (loaded > settings.smallInvoices) {
+        ctx.result.invoices.large = {
+          invoices: loaded,
+          loadSeconds: Math.round((Date.now() - largeStarted) / 100) / 10,
+          ...(note ? { note } : {}),
+        };
+        const label = loaded >= 1_000_000 ? `${loaded / 1_000_000}M` : `${loaded / 1000}k`;
+        const largePage = await pagingScenario(
+          ctx,
+          label,
+          loaded,
+          plan,
+          service,
+          baseline,
+          seeded.practice.key,
+        );
+        if (smallPage && largePage) {
+          ctx.result.pageLatencyRatio = {
+            service: Math.round((largePage.service.p50Ms / smallPage.service.p50Ms) * 100) / 100,
+            baseline: Math.round((largePage.baseline.p50Ms / smallPage.baseline.p50Ms) * 100) / 100,
+            basis: `median p50 page latency at ${loaded.toLocaleString('en')} ÷ at ${settings.smallInvoices.toLocaleString('en')} invoices, ${settings.connections} connections`,
+          };
+        }
+      }
+    } finally {
+      await sql.close();
+      await baseline.stop();
+      await service.stop();
+    }
+  } finally {
+    await baselineDb.drop();
+    await serviceDb.drop();
+  }
+}

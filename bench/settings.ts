@@ -1,0 +1,64 @@
+// Owns the bench's settings: the load shape the brief fixes (32 connections, warm-up, alternating
+// rounds), data sizes, the claim rate and the time budget, each overridable by a BENCH_* variable for
+// a quicker or narrower run.
+function number(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return value;
+}
+
+export type PassName = 'postgres' | 'pglite';
+
+function passes(): PassName[] {
+  const wanted = (process.env.BENCH_PASSES ?? 'pglite,postgres').split(',').map((p) => p.trim());
+  return (['pglite', 'postgres'] as const).filter(
+    (p) => wanted.includes(p) && (p !== 'postgres' || Boolean(process.env.DATABASE_URL)),
+  );
+}
+
+export const settings = {
+  /** Everything, reports and cleanup included, ends within this (the brief: under 15 minutes). */
+  budgetMs: number('BENCH_BUDGET_S', 14 * 60 + 20) * 1000,
+  passes: passes(),
+  databaseUrl: process.env.DATABASE_URL,
+  connections: 32,
+  warmupSeconds: number('BENCH_WARMUP_S', 3),
+  roundSeconds: number('BENCH_ROUND_S', 5),
+  rounds: number('BENCH_ROUNDS', 2),
+  /** The service's DATABASE_POOL_SIZE default, which the baseline's pool copies. */
+  poolSize: 10,
+  jobPollMs: 20,
+  patients: number('BENCH_PATIENTS', 1000),
+  coveredPatients: 200,
+  smallInvoices: 10_000,
+  largeInvoices: number('BENCH_LARGE_INVOICES', 1_000_000),
+  /** The size the large load falls back to when 1,000,000 would not fit the budget. */
+  fallbackInvoices: 200_000,
+  /** Gap between the loaded invoices' change times (1,000,000 invoices span about a year). */
+  invoiceStepMs: 30_000,
+  pageStarts: 200,
+  claimRate: number('BENCH_CLAIM_RATE', 300),
+  claimSeconds: number('BENCH_CLAIM_S', 8),
+  claimWarmup: { rate: 50, seconds: 2 },
+  claimDrainMs: 30_000,
+  existingStarts: 3,
+  /** When set, the service runs with --cpu-prof and writes its profile here. */
+  cpuProfDir: process.env.BENCH_CPU_PROF_DIR,
+  resultsDir: process.env.BENCH_RESULTS_DIR,
+};
+
+export type Settings = typeof settings;
+
+export const TARGETS = {
+  getPatientRatio: 0.8,
+  getPatientP99Ms: 25,
+  postPatientRatio: 0.65,
+  claimsPerSec: 300,
+  claimsP50Ms: 100,
+  largePageLatencyRatio: 1.5,
+  existingStartMs: 1000,
+  peakRssMB: 250,
+};

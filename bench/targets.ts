@@ -1,0 +1,70 @@
+// Owns judging each target of the brief as met / not met / not measured, per database pass. A missed
+// target is reported, never a failure of the run.
+import type { PassResult, TargetResult, Verdict } from './results.ts';
+import { TARGETS } from './settings.ts';
+import { median } from './stats.ts';
+
+function verdict(ok: boolean | undefined): Verdict {
+  return ok === undefined ? 'not measured' : ok ? 'met' : 'not met';
+}
+
+export function judge(passes: PassResult[]): TargetResult[] {
+  const out: TargetResult[] = [];
+  for (const pass of passes) {
+    const scenario = (key: string) => pass.scenarios.find((s) => s.key === key);
+    const add = (target: string, value: string, ok: boolean | undefined) =>
+      out.push({ target, database: pass.database, value, verdict: verdict(ok) });
+
+    const get = scenario('get_patient');
+    add(
+      `GET patient ≥ ${TARGETS.getPatientRatio}× baseline, p99 ≤ ${TARGETS.getPatientP99Ms} ms`,
+      get ? `${get.ratio}×, p99 ${get.service.p99Ms} ms` : '-',
+      get ? get.ratio >= TARGETS.getPatientRatio && get.service.p99Ms <= TARGETS.getPatientP99Ms : undefined,
+    );
+    const post = scenario('post_patient');
+    add(
+      `POST patient ≥ ${TARGETS.postPatientRatio}× baseline`,
+      post ? `${post.ratio}×` : '-',
+      post ? post.ratio >= TARGETS.postPatientRatio : undefined,
+    );
+    const claims = pass.claims;
+    add(
+      `claim pipeline ≥ ${TARGETS.claimsPerSec} claims/s sustained, p50 ≤ ${TARGETS.claimsP50Ms} ms end to end`,
+      claims
+        ? `${claims.sustainedClaimsPerSec}/s, p50 ${Number.isFinite(claims.endToEndP50Ms) ? `${claims.endToEndP50Ms} ms` : 'not done within the drain'}`
+        : '-',
+      claims
+        ? claims.sustainedClaimsPerSec >= TARGETS.claimsPerSec &&
+            Number.isFinite(claims.endToEndP50Ms) &&
+            claims.endToEndP50Ms <= TARGETS.claimsP50Ms
+        : undefined,
+    );
+    if (pass.database === 'postgres') {
+      const large = pass.invoices.large;
+      const ratio = pass.pageLatencyRatio?.service;
+      add(
+        `${large && large.invoices < 1_000_000 ? `${large.invoices.toLocaleString('en')} (not 1M)` : '1M'}-invoice page latency ≤ ${TARGETS.largePageLatencyRatio}× the 10k one`,
+        ratio !== undefined ? `${ratio}×` : '-',
+        ratio !== undefined ? ratio <= TARGETS.largePageLatencyRatio : undefined,
+      );
+    }
+    if (pass.database === 'pglite') {
+      const starts = pass.start?.existingDataDirMs ?? [];
+      const ms = starts.length ? median(starts) : undefined;
+      add(
+        `embedded start on an existing data directory ≤ ${TARGETS.existingStartMs} ms to first answer`,
+        ms !== undefined ? `${Math.round(ms)} ms (median of ${starts.length})` : '-',
+        ms !== undefined ? ms <= TARGETS.existingStartMs : undefined,
+      );
+    }
+    const rss = pass.memory?.servicePeakRssMiB;
+    // VmHWM is in KiB; the target is read as decimal megabytes (the stricter reading).
+    const megabytes = rss === undefined ? undefined : Math.round((rss * 1024 * 1024) / 1e5) / 10;
+    add(
+      `service peak RSS ≤ ${TARGETS.peakRssMB} MB under load`,
+      rss !== undefined ? `${megabytes} MB (${rss} MiB)` : '-',
+      megabytes !== undefined ? megabytes <= TARGETS.peakRssMB : undefined,
+    );
+  }
+  return out;
+}
