@@ -144,6 +144,14 @@ const routes: RouteCase[] = [
   },
   {
     method: 'GET',
+    path: (f) => `/invoices/${f.invoiceId}/line-items/${f.lineItemId}`,
+    permission: 'INVOICES:READ',
+    status: 200,
+    prepare: oneInvoice,
+    idParam: 'lineItemId',
+  },
+  {
+    method: 'GET',
     path: (f) => `/invoices/${f.invoiceId}/line-items/${f.lineItemId}/rates`,
     permission: 'INVOICES:READ',
     status: 200,

@@ -95,6 +95,15 @@ const routes: RouteCase[] = [
     idParam: 'codeSystemId',
   },
   {
+    name: 'GET /code-systems/{codeSystemId}/concepts/{conceptId}',
+    method: 'GET',
+    path: (f) => `/code-systems/${f.codeSystemId}/concepts/${(f.conceptIds ?? '').split(',')[0]}`,
+    permission: 'CODE_SYSTEMS:READ',
+    status: 200,
+    prepare: (svc, practice) => ownSystem(svc, practice, 1),
+    idParam: 'codeSystemId',
+  },
+  {
     name: 'DELETE /code-systems/{codeSystemId}/concepts/{conceptId}',
     method: 'DELETE',
     path: (f) => `/code-systems/${f.codeSystemId}/concepts/${nextConcept(f)}`,

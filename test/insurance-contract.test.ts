@@ -22,7 +22,7 @@ async function patientWithCoverage(svc: TestService, practice: TestPractice): Pr
     idempotencyKey: uniqueKey(),
   });
   if (coverage.status !== 201) throw new Error(`could not add a coverage: ${coverage.text}`);
-  return { patientId: patient.body.id };
+  return { patientId: patient.body.id, coverageId: coverage.body.id };
 }
 
 const routes: RouteCase[] = [
@@ -53,6 +53,15 @@ const routes: RouteCase[] = [
     status: 200,
     prepare: patientWithCoverage,
     idParam: 'patientId',
+  },
+  {
+    name: 'GET /patients/{patientId}/coverages/{coverageId}',
+    method: 'GET',
+    path: (f) => `/patients/${f.patientId}/coverages/${f.coverageId}`,
+    permission: 'PATIENT_COVERAGE:READ',
+    status: 200,
+    prepare: patientWithCoverage,
+    idParam: 'coverageId',
   },
 ];
 

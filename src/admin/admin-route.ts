@@ -22,6 +22,8 @@ export interface AdminResult<R> {
   body: R;
   /** The practice the operation touched, for its audit log. */
   audit?: { practiceId: string; resourceType: string; resourceId: string };
+  /** Path (under the service's base address) of the record created, where one can be read. */
+  location?: string;
 }
 
 export interface AdminRouteSpec<P extends TSchema, Q extends TSchema, B extends TSchema, R extends TSchema> {
@@ -123,6 +125,7 @@ export function registerAdminScope(
           }
           return result;
         });
+        if (result.location) reply.header('location', `${deps.config.publicBaseUrl}${result.location}`);
         return reply.code(spec.successStatus).send(result.body);
       },
     });

@@ -42,6 +42,7 @@ export const adminRoutes = [
       const row = await admin.createPractice(trx, body, now);
       return {
         body: admin.practiceOf(row),
+        location: `/admin/v1/practices/${row.id}`,
         audit: { practiceId: row.id, resourceType: 'practice', resourceId: row.id },
       };
     },
@@ -130,6 +131,7 @@ export const adminRoutes = [
       const row = await admin.createClient(trx, params.practiceId, body, now);
       return {
         body: admin.clientOf(row),
+        location: `/admin/v1/clients/${row.id}`,
         audit: { practiceId: row.practice_id, resourceType: 'client', resourceId: row.id },
       };
     },

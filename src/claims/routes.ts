@@ -12,9 +12,11 @@ import { claimItems } from './store.ts';
 const InvoiceParam = IdParam('invoiceId', 'Invoice id (`inv_...`).');
 const SEND_ERRORS = [400, 401, 403, 404, 413, 415, 422, 429, 500, 503];
 
+/** A 202 with the claim as it is now, and in Location the address to follow it at. */
 async function answer(trx: Trx, practiceId: string, claim: Awaited<ReturnType<typeof sendClaim>>) {
   return {
     body: claimOf(claim, await claimItems(trx, practiceId, claim.id)),
+    location: `/api/v1/invoices/${claim.invoice_id}/claim`,
     resource: { id: claim.invoice_id },
   };
 }

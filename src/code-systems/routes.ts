@@ -21,6 +21,7 @@ import {
   createCodeSystem,
   deleteConcept,
   readCodeSystem,
+  readConcept,
   replaceCodeSystem,
   replaceRuleErrors,
 } from './service.ts';
@@ -210,10 +211,28 @@ export const codeSystemRoutes = [
       const row = await addConcept(trx, practiceId, auth.practice.currency, params.codeSystemId, body, now);
       return {
         body: conceptOf(row),
-        location: `/api/v1/code-systems/${params.codeSystemId}/concepts?code=${encodeURIComponent(row.code)}`,
+        location: `/api/v1/code-systems/${params.codeSystemId}/concepts/${row.id}`,
         resource: { id: row.id },
       };
     },
+  }),
+  defineApiRoute({
+    method: 'GET',
+    url: '/code-systems/:codeSystemId/concepts/:conceptId',
+    operationId: 'getCodeConcept',
+    summary: 'Read one code of a code system',
+    description: 'The address `POST /code-systems/{codeSystemId}/concepts` answers in `Location`.',
+    tag: 'Code systems',
+    permission: 'CODE_SYSTEMS:READ',
+    resourceType: 'code_concept',
+    params: ConceptParams,
+    successStatus: 200,
+    response: CodeConcept,
+    errorStatuses: [401, 403, 404, 429, 500, 503],
+    handler: async ({ trx, practiceId, params }) => ({
+      body: conceptOf(await readConcept(trx, practiceId, params.codeSystemId, params.conceptId)),
+      resource: { id: params.conceptId },
+    }),
   }),
   defineApiRoute({
     method: 'DELETE',

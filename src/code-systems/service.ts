@@ -6,7 +6,7 @@ import { AppError, type FieldError, fieldErrors, notFound } from '../platform/ht
 import type { Partly } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
 import type { CodeConcept, CodeConceptRequest, CodeSystem, CodeSystemRequest } from './schemas.ts';
-import { type CodeSystemRow, type ConceptRow, codeUses, findCodeSystem } from './store.ts';
+import { type CodeSystemRow, type ConceptRow, codeUses, findCodeSystem, listConcepts } from './store.ts';
 
 export function codeSystemOf(row: CodeSystemRow): CodeSystem {
   return {
@@ -247,4 +247,12 @@ export async function deleteConcept(trx: Trx, practiceId: string, systemId: stri
     .where('id', '=', concept.id)
     .execute();
   return { object: 'code_concept' as const, id: concept.id, deleted: true as const };
+}
+
+/** One code of a system the practice can see. */
+export async function readConcept(trx: Trx, practiceId: string, systemId: string, conceptId: string) {
+  const system = await readCodeSystem(trx, practiceId, systemId);
+  const [row] = await listConcepts(trx, practiceId, system, { id: conceptId }, undefined, 1);
+  if (!row) throw notFound('Code');
+  return row;
 }

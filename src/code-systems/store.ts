@@ -71,7 +71,7 @@ export async function listConcepts(
   trx: Trx,
   practiceId: string,
   system: CodeSystemRow,
-  filters: { code?: string | undefined; search?: string | undefined },
+  filters: { code?: string | undefined; search?: string | undefined; id?: string | undefined },
   after: [string, string] | undefined,
   limit: number,
 ): Promise<ConceptRow[]> {
@@ -86,6 +86,7 @@ export async function listConcepts(
     FROM ${table} AS c
     WHERE ${tenantFilter} AND c.code_system_id = ${system.id}
       AND (${filters.code ?? null}::text IS NULL OR c.code = ${filters.code ?? null}::text)
+      AND (${filters.id ?? null}::text IS NULL OR c.id = ${filters.id ?? null}::text)
       AND (${search}::text IS NULL OR lower(c.display) LIKE ${search}::text OR lower(c.code) LIKE ${search}::text)
       AND (${after === undefined}::boolean OR (c.code, c.id) > (${after?.[0] ?? ''}::text, ${after?.[1] ?? ''}::text))
     ORDER BY c.code, c.id

@@ -21,7 +21,10 @@ const HEADERS: Record<string, Json> = {
     description: 'When the window resets, in seconds since the Unix epoch.',
     schema: { type: 'string' },
   },
-  Location: { description: 'Absolute address of the created record.', schema: { type: 'string' } },
+  Location: {
+    description: 'Absolute address of the created record (on a 202: where to follow the work accepted).',
+    schema: { type: 'string' },
+  },
   IdempotentReplayed: {
     description: '`true` when this answer is the replay of an earlier request with the same Idempotency-Key.',
     schema: { type: 'string', enum: ['true'] },
@@ -44,7 +47,7 @@ function headersFor(status: string, operation: Json, publicApi: boolean): Json {
   const headers: Json = publicApi ? { ...EVERY_ANSWER } : { 'X-Request-Id': ref('RequestId') };
   const parameters = (operation.parameters as Json[] | undefined) ?? [];
   const idempotent = parameters.some((p) => p.in === 'header' && p.name === 'idempotency-key');
-  if (status === '201') headers.Location = ref('Location');
+  if (status === '201' || (status === '202' && publicApi)) headers.Location = ref('Location');
   if (idempotent && status.startsWith('2')) headers['Idempotent-Replayed'] = ref('IdempotentReplayed');
   if (status === '429' || status === '503') headers['Retry-After'] = ref('RetryAfter');
   if (status === '405') headers.Allow = ref('Allow');

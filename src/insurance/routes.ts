@@ -5,10 +5,24 @@ import { defineApiRoute } from '../platform/http/api-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { Coverage, CoverageList, CoverageRequest, InsurancePlanList } from './schemas.ts';
-import { addCoverage, coverageOf, coverageRuleErrors, patientCoverages, planOf } from './service.ts';
+import {
+  addCoverage,
+  coverageOf,
+  coverageRuleErrors,
+  patientCoverage,
+  patientCoverages,
+  planOf,
+} from './service.ts';
 import { listPlans } from './store.ts';
 
 const PatientParam = IdParam('patientId', 'Patient id (`pat_...`).');
+const CoverageParams = Type.Object(
+  {
+    ...PatientParam.properties,
+    ...IdParam('coverageId', 'Coverage id (`cov_...`).').properties,
+  },
+  { additionalProperties: false },
+);
 
 export const insuranceRoutes = [
   defineApiRoute({
@@ -73,7 +87,7 @@ export const insuranceRoutes = [
       const row = await addCoverage(trx, practiceId, params.patientId, body, now);
       return {
         body: coverageOf(row, dateIn(auth.practice.timezone, now)),
-        location: `/api/v1/patients/${params.patientId}/coverages`,
+        location: `/api/v1/patients/${params.patientId}/coverages/${row.id}`,
         resource: { id: row.id, patientId: params.patientId },
       };
     },
@@ -103,6 +117,27 @@ export const insuranceRoutes = [
           nextCursor: null,
         },
         resource: { id: params.patientId, patientId: params.patientId },
+      };
+    },
+  }),
+  defineApiRoute({
+    method: 'GET',
+    url: '/patients/:patientId/coverages/:coverageId',
+    operationId: 'getCoverage',
+    summary: 'Read one coverage of a patient',
+    description: 'The address `POST /patients/{patientId}/coverages` answers in `Location`.',
+    tag: 'Insurance',
+    permission: 'PATIENT_COVERAGE:READ',
+    resourceType: 'coverage',
+    params: CoverageParams,
+    successStatus: 200,
+    response: Coverage,
+    errorStatuses: [401, 403, 404, 429, 500, 503],
+    handler: async ({ trx, practiceId, params, now, auth }) => {
+      const row = await patientCoverage(trx, practiceId, params.patientId, params.coverageId);
+      return {
+        body: coverageOf(row, dateIn(auth.practice.timezone, now)),
+        resource: { id: row.id, patientId: params.patientId },
       };
     },
   }),

@@ -112,3 +112,15 @@ export async function readCoverage(trx: Trx, practiceId: string, coverageId: str
   if (!row) throw notFound('Coverage');
   return row;
 }
+
+/** One coverage of one patient: another patient's coverage id is as unknown as a made-up one. */
+export async function patientCoverage(
+  trx: Trx,
+  practiceId: string,
+  patientId: string,
+  coverageId: string,
+): Promise<CoverageRow> {
+  const row = await readCoverage(trx, practiceId, coverageId);
+  if (row.patient_id !== patientId) throw notFound('Coverage');
+  return row;
+}

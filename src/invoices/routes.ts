@@ -16,6 +16,7 @@ import {
   BillResult,
   INVOICE_STATUSES,
   Invoice,
+  InvoiceLine,
   InvoiceList,
   LineItemRequest,
   PaymentList,
@@ -166,7 +167,31 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
         const { record, lineId } = await addLine(trx, billing, params.invoiceId, body);
         return {
           body: invoiceOf(record),
-          location: `/api/v1/invoices/${record.invoice.id}/line-items/${lineId}/rates`,
+          location: `/api/v1/invoices/${record.invoice.id}/line-items/${lineId}`,
+          resource: { id: record.invoice.id, patientId: record.invoice.patient_id },
+        };
+      },
+    }),
+    defineApiRoute({
+      method: 'GET',
+      url: '/invoices/:invoiceId/line-items/:lineItemId',
+      operationId: 'getLineItem',
+      summary: 'Read one line of an invoice',
+      description:
+        "The line as it stands in the invoice's `lineItems`; the address `POST /invoices/{invoiceId}/line-items` answers in `Location`.",
+      tag: 'Invoices',
+      permission: 'INVOICES:READ',
+      resourceType: 'invoice',
+      params: LineParams,
+      successStatus: 200,
+      response: InvoiceLine,
+      errorStatuses: READ_ERRORS,
+      handler: async ({ trx, practiceId, params }) => {
+        const record = await readInvoice(trx, practiceId, params.invoiceId);
+        const line = invoiceOf(record).lineItems.find((l) => l.id === params.lineItemId);
+        if (!line) throw new AppError('not_found', 'Line item was not found.');
+        return {
+          body: line,
           resource: { id: record.invoice.id, patientId: record.invoice.patient_id },
         };
       },

@@ -139,6 +139,7 @@ export const webhookAdminRoutes = [
       );
       return {
         body: endpointOf(row, secret),
+        location: `/admin/v1/practices/${params.practiceId}/webhook-endpoints/${row.id}`,
         audit: { practiceId: params.practiceId, resourceType: 'webhook_endpoint', resourceId: row.id },
       };
     },
