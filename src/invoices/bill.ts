@@ -83,7 +83,8 @@ export async function billEncounter(
     pricingCoverage = await firstActiveCoverage(trx, billing.id, encounter.patient_id, today);
   }
 
-  const { number, changedAt } = await tickInvoiceClock(trx, billing.id, true);
+  // Everything that needs no lock is read first: the practice's invoice clock (taken next) stays
+  // locked until commit and serialises the practice's invoice changes, so it is taken as late as can be.
   const invoiceId = newId('invoice');
   const patient = await trx
     .selectFrom('patients')
@@ -91,31 +92,6 @@ export async function billEncounter(
     .where('practice_id', '=', billing.id)
     .where('id', '=', encounter.patient_id)
     .executeTakeFirstOrThrow();
-  await trx
-    .insertInto('invoices')
-    .values({
-      practice_id: billing.id,
-      id: invoiceId,
-      number: `${billing.invoiceNumberPrefix}${String(number).padStart(6, '0')}`,
-      status: 'draft',
-      claim_status: null,
-      patient_id: encounter.patient_id,
-      practitioner_id: encounter.practitioner_id,
-      coverage_id: null,
-      pricing_coverage_id: pricingCoverage?.id ?? null,
-      place_of_service_code: request.placeOfServiceCode ?? null,
-      recipient_name: [patient.prefix, ...patient.given_names, patient.last_name].filter(Boolean).join(' '),
-      date: today,
-      due_date: addDays(today, billing.paymentTermsDays),
-      currency: billing.currency,
-      created_at: now,
-      updated_at: changedAt,
-    })
-    .execute();
-  await trx
-    .insertInto('invoice_encounters')
-    .values({ practice_id: billing.id, invoice_id: invoiceId, encounter_id: encounterId })
-    .execute();
 
   const serviceDate = dateIn(billing.timezone, encounter.start_at);
   const serviceDateEnd = encounter.end_at ? dateIn(billing.timezone, encounter.end_at) : null;
@@ -162,6 +138,32 @@ export async function billEncounter(
       procedure_id: procedure.id,
     });
   }
+  const { number, changedAt } = await tickInvoiceClock(trx, billing.id, true);
+  await trx
+    .insertInto('invoices')
+    .values({
+      practice_id: billing.id,
+      id: invoiceId,
+      number: `${billing.invoiceNumberPrefix}${String(number).padStart(6, '0')}`,
+      status: 'draft',
+      claim_status: null,
+      patient_id: encounter.patient_id,
+      practitioner_id: encounter.practitioner_id,
+      coverage_id: null,
+      pricing_coverage_id: pricingCoverage?.id ?? null,
+      place_of_service_code: request.placeOfServiceCode ?? null,
+      recipient_name: [patient.prefix, ...patient.given_names, patient.last_name].filter(Boolean).join(' '),
+      date: today,
+      due_date: addDays(today, billing.paymentTermsDays),
+      currency: billing.currency,
+      created_at: now,
+      updated_at: changedAt,
+    })
+    .execute();
+  await trx
+    .insertInto('invoice_encounters')
+    .values({ practice_id: billing.id, invoice_id: invoiceId, encounter_id: encounterId })
+    .execute();
   if (lines.length > 0) await trx.insertInto('invoice_lines').values(lines).execute();
   await touchInvoice(trx, billing, invoiceId);
 
