@@ -1,5 +1,5 @@
 // The soak: the service as `npm start` runs it (API and worker in one process) under a bounded mixed
-// workload for SOAK_SECONDS (default 600), SOAK_CLIENTS (8) clients each pausing SOAK_THINK_MS (20)
+// workload for SOAK_SECONDS (default 600), SOAK_CLIENTS (8) clients each pausing SOAK_THINK_MS (30)
 // between requests: register patients with a coverage, read and find them,
 // record visits, bill them with issue and submitClaim, read claims, page the invoice change feed, while
 // a local receiver verifies every webhook. Afterwards: no error answer, GET patient p99 within the
@@ -18,7 +18,7 @@ import { Receiver } from '../webhooks-fixtures.ts';
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const CLIENTS = Number(process.env.SOAK_CLIENTS ?? 8);
 /** Each client's pause between requests: a steady load well below saturation, not a stress test. */
-const THINK_MS = Number(process.env.SOAK_THINK_MS ?? 20);
+const THINK_MS = Number(process.env.SOAK_THINK_MS ?? 30);
 const GET_PATIENT_P99_BUDGET_MS = 25;
 const ADMIN_TOKEN = `adm_soak_${randomBytes(12).toString('hex')}`;
 const PLAN_ID = 'pln_ubuntu_essential';
