@@ -5,7 +5,8 @@
 //   GET  /api/v1/patients/:id          select by primary key + one audit insert, one transaction
 //   POST /api/v1/patients              insert + one audit insert, one transaction
 //   GET  /api/v1/patients?externalSystem&externalId   select by the indexed column + audit insert
-//   GET  /api/v1/invoices?updatedSince&cursor         keyset page (limit 50, ORDER BY updated_at, id)
+//   GET  /api/v1/invoices?updatedSince&cursor         keyset page (limit 50, ORDER BY updated_at, id), then
+//                                                     the page's lines and visits (two queries)
 //                                                     + audit insert
 // No authentication, validation, idempotency or row-level security: that is the service's overhead
 // being measured. Seeding endpoints under /_bench copy the service's data shape. The process exits when
@@ -144,6 +145,32 @@ CREATE TABLE IF NOT EXISTS invoices (
 CREATE INDEX IF NOT EXISTS invoices_changes ON invoices (practice_id, updated_at, id);
 CREATE INDEX IF NOT EXISTS invoices_patient ON invoices (practice_id, patient_id, updated_at, id);
 CREATE INDEX IF NOT EXISTS invoices_status ON invoices (practice_id, status, due_date);
+CREATE TABLE IF NOT EXISTS invoice_encounters (
+  practice_id text NOT NULL,
+  invoice_id text NOT NULL,
+  encounter_id text NOT NULL,
+  PRIMARY KEY (practice_id, invoice_id, encounter_id)
+);
+CREATE TABLE IF NOT EXISTS invoice_lines (
+  practice_id text NOT NULL,
+  id text NOT NULL,
+  invoice_id text NOT NULL,
+  position integer NOT NULL,
+  service_date date NOT NULL,
+  service_date_end date,
+  system text,
+  code text NOT NULL,
+  description text NOT NULL,
+  modifiers text[] NOT NULL DEFAULT '{}',
+  quantity numeric(9, 4) NOT NULL,
+  unit_price bigint NOT NULL,
+  subtotal bigint NOT NULL,
+  total bigint NOT NULL,
+  pricing_source text,
+  diagnoses jsonb NOT NULL DEFAULT '[]',
+  PRIMARY KEY (practice_id, id)
+);
+CREATE INDEX IF NOT EXISTS invoice_lines_invoice ON invoice_lines (practice_id, invoice_id, position);
 `;
 
 const AUDIT_INSERT = `INSERT INTO audit_events (practice_id, actor, client_id, key_id, performer_id, source_ip,
@@ -283,6 +310,20 @@ async function main() {
               `SELECT * FROM invoices WHERE practice_id = $1 AND updated_at > $2 ORDER BY updated_at, id LIMIT $3`,
               [practiceId, since, limit + 1],
             );
+        // As the service: each invoice's lines and visits, two queries for the whole page.
+        const ids = page.map((r) => r.id as string);
+        const lines = await query(
+          `SELECT * FROM invoice_lines WHERE practice_id = $1 AND invoice_id = ANY($2) ORDER BY invoice_id, position`,
+          [practiceId, ids],
+        );
+        const visits = await query(
+          `SELECT invoice_id, encounter_id FROM invoice_encounters WHERE practice_id = $1 AND invoice_id = ANY($2)`,
+          [practiceId, ids],
+        );
+        for (const invoice of page) {
+          invoice.lineItems = lines.filter((l) => l.invoice_id === invoice.id);
+          invoice.encounterIds = visits.filter((v) => v.invoice_id === invoice.id).map((v) => v.encounter_id);
+        }
         await audit(query, [
           'GET',
           '/api/v1/invoices',
@@ -373,8 +414,28 @@ async function main() {
               (SELECT array_agg(value) AS ids FROM json_array_elements_text($7::json)) AS p`,
         [practiceId, seed, t0, stepMs, from, to, JSON.stringify(patientIds)],
       );
+      // Two lines and one visit per invoice, like the visits the service bills in the bench.
+      await query(
+        `INSERT INTO invoice_lines (practice_id, id, invoice_id, position, service_date, system, code, description,
+           quantity, unit_price, subtotal, total, pricing_source, diagnoses)
+         SELECT $1, 'li_' || substr(md5($2 || ':l:' || g || ':' || n), 1, 22),
+           'inv_' || substr(md5($2 || ':i:' || g), 1, 22), n, current_date, 'urn:service:codesystem:tariff',
+           CASE n WHEN 1 THEN '0190' ELSE '0191' END, 'Consultation', 1, 52125, 52125, 52125, 'medical_aid',
+           jsonb_build_array(jsonb_build_object('system', 'http://hl7.org/fhir/sid/icd-10', 'code',
+             CASE n WHEN 1 THEN 'J06.9' ELSE 'I10' END, 'display', 'Diagnosis', 'primary', true))
+         FROM generate_series($3::bigint, $4::bigint) AS g, generate_series(1, 2) AS n`,
+        [practiceId, seed, from, to],
+      );
+      await query(
+        `INSERT INTO invoice_encounters (practice_id, invoice_id, encounter_id)
+         SELECT $1, 'inv_' || substr(md5($2 || ':i:' || g), 1, 22), 'enc_' || substr(md5($2 || ':e:' || g), 1, 22)
+         FROM generate_series($3::bigint, $4::bigint) AS g`,
+        [practiceId, seed, from, to],
+      );
     });
     await db.exec('ANALYZE invoices');
+    await db.exec('ANALYZE invoice_lines');
+    await db.exec('ANALYZE invoice_encounters');
     return { ok: true };
   });
 
