@@ -4,8 +4,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
+
+export { freePort } from '../test/processes.ts';
+
 import { onCleanup, trackPid, untrackPid } from './cleanup.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
@@ -24,19 +26,6 @@ export interface Child {
   exited: Promise<number | null>;
   isRunning(): boolean;
   stop(graceMs?: number): Promise<number | null>;
-}
-
-/** A port nothing listens on right now: bind port 0, read it, let it go. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The environment without anything that would point a child at another database or server. */
