@@ -2,6 +2,7 @@
 // route it calls (as declared in routes.ts) and how its arguments become the path, the query or the
 // JSON body. Pure: no I/O, so the catalogue can be checked against the routes in a test.
 import type { AdminRequest } from './admin-client.ts';
+import { INVOICE_COMMANDS } from './invoice-commands.ts';
 
 /** A mistake in how the command was written: the CLI prints it with the usage and exits 2. */
 export class UsageError extends Error {}
@@ -506,6 +507,7 @@ export const ADMIN_COMMANDS: AdminCommand[] = [
   ...CORE_COMMANDS,
   ...BILLING_AND_WEBHOOK_COMMANDS,
   ...NOTIFICATION_COMMANDS,
+  ...INVOICE_COMMANDS,
 ];
 
 export function findCommand(resource: string, action: string): AdminCommand | undefined {

@@ -1,8 +1,11 @@
 // Every operation of the operator API, in one list: the app registers it and the CLI covers it.
+import { coverageAdminRoutes } from '../insurance/admin.ts';
 import { billingAdminRoutes } from '../invoices/admin.ts';
+import { invoiceAdminRoutes } from '../invoices/admin-invoices.ts';
 import { priceAdminRoutes } from '../pricing/admin.ts';
 import { webhookAdminRoutes } from '../webhooks/admin.ts';
 import type { AnyAdminRoute } from './admin-route.ts';
+import { dashboardAdminRoutes } from './dashboard.ts';
 import { notificationAdminRoutes } from './notifications.ts';
 import { adminRoutes } from './routes.ts';
 
@@ -12,4 +15,7 @@ export const allAdminRoutes: AnyAdminRoute[] = [
   ...billingAdminRoutes,
   ...webhookAdminRoutes,
   ...notificationAdminRoutes,
+  ...invoiceAdminRoutes,
+  ...coverageAdminRoutes,
+  ...dashboardAdminRoutes,
 ];

@@ -59,7 +59,7 @@ const Endpoint = Type.Object({
   ),
 });
 
-const Attempt = Type.Object({
+export const Attempt = Type.Object({
   object: Type.Literal('webhook_attempt'),
   id: Type.String(),
   deliveryId: Type.String(),
@@ -74,9 +74,9 @@ const Attempt = Type.Object({
   error: Nullable(Type.String()),
   nextAttemptAt: Nullable(Type.String({ format: 'date-time' })),
 });
-type Attempt = Static<typeof Attempt>;
+export type Attempt = Static<typeof Attempt>;
 
-interface AttemptRow {
+export interface AttemptRow {
   id: string;
   delivery_id: string;
   endpoint_id: string;
@@ -91,7 +91,7 @@ interface AttemptRow {
   next_attempt_at: Date | null;
 }
 
-function attemptOf(row: AttemptRow): Attempt {
+export function attemptOf(row: AttemptRow): Attempt {
   return {
     object: 'webhook_attempt',
     id: row.id,

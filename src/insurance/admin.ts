@@ -1,0 +1,59 @@
+// The operator's side of coverages: list a patient's coverages and register a new one (e.g. with a
+// corrected member number before resubmitting a rejected claim), by the same rules as the public API.
+import { Type } from 'typebox';
+import { defineAdminRoute } from '../admin/admin-route.ts';
+import { getPractice } from '../admin/service.ts';
+import { practiceBilling } from '../invoices/service.ts';
+import { dateIn } from '../platform/clock.ts';
+import { Coverage, CoverageList, CoverageRequest } from './schemas.ts';
+import { addCoverage, coverageOf, patientCoverages } from './service.ts';
+
+const Id = Type.String({ minLength: 1, maxLength: 100 });
+const PatientParams = Type.Object({ practiceId: Id, patientId: Id }, { additionalProperties: false });
+
+export const coverageAdminRoutes = [
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/patients/:patientId/coverages',
+    operationId: 'adminListCoverages',
+    summary: "List a patient's coverages",
+    params: PatientParams,
+    successStatus: 200,
+    response: CoverageList,
+    handler: async ({ trx, params, now }) => {
+      await getPractice(trx, params.practiceId);
+      const billing = await practiceBilling(trx, params.practiceId);
+      const today = dateIn(billing.timezone, now);
+      const rows = await patientCoverages(trx, params.practiceId, params.patientId);
+      return {
+        body: {
+          object: 'list' as const,
+          data: rows.map((r) => coverageOf(r, today)),
+          hasMore: false,
+          nextCursor: null,
+        },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'POST',
+    url: '/practices/:practiceId/patients/:patientId/coverages',
+    operationId: 'adminAddCoverage',
+    summary: "Register a patient's medical scheme membership",
+    description: 'As `POST /api/v1/patients/{patientId}/coverages`.',
+    params: PatientParams,
+    body: CoverageRequest,
+    successStatus: 201,
+    response: Coverage,
+    handler: async ({ trx, params, body, now }) => {
+      await getPractice(trx, params.practiceId);
+      const billing = await practiceBilling(trx, params.practiceId);
+      const row = await addCoverage(trx, params.practiceId, params.patientId, body, now);
+      return {
+        body: coverageOf(row, dateIn(billing.timezone, now)),
+        audit: { practiceId: params.practiceId, resourceType: 'coverage', resourceId: row.id },
+        location: `/api/v1/patients/${params.patientId}/coverages/${row.id}`,
+      };
+    },
+  }),
+];
