@@ -1,5 +1,6 @@
 // Builds the Fastify application: plugins and hooks in order, then the public API (/api/v1), the
-// operator API (/admin/v1), the docs and the health checks. Owns no rules of its own.
+// operator API (/admin/v1) with its console (/console/), the docs and the health checks. Owns no rules
+// of its own.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, {
@@ -15,6 +16,7 @@ import { allAdminRoutes } from './admin/all-routes.ts';
 import { claimRoutes } from './claims/routes.ts';
 import { queueClaimFromBill } from './claims/service.ts';
 import { codeSystemRoutes } from './code-systems/routes.ts';
+import { registerConsole } from './console/serve.ts';
 import type { Deps } from './deps.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
 import { declareResponseHeaders } from './docs/openapi-headers.ts';
@@ -138,6 +140,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       },
       { prefix: '/admin/v1' },
     );
+    // The console is a client of the admin API, so it is served only where that API is.
+    await app.register(async (consoleScope) => registerConsole(consoleScope));
   }
   return app;
 }

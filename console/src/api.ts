@@ -1,0 +1,238 @@
+// Owns every call the console makes: the admin API (/admin/v1) with the operator's token, one function
+// per operation. A refusal becomes an ApiError carrying the service's Problem detail.
+import type {
+  ApiKey,
+  Attempt,
+  AuditEvent,
+  Claim,
+  Client,
+  Dashboard,
+  Endpoint,
+  Invoice,
+  InvoiceDetail,
+  InvoiceSummary,
+  Page,
+  Practice,
+  Redelivery,
+} from './types.ts';
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string | undefined;
+  readonly fieldErrors: Array<{ field: string; message: string }>;
+
+  constructor(
+    status: number,
+    message: string,
+    code?: string,
+    fieldErrors: Array<{ field: string; message: string }> = [],
+  ) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.fieldErrors = fieldErrors;
+  }
+}
+
+type Query = Record<string, string | number | undefined>;
+
+function queryString(query: Query | undefined): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query ?? {}))
+    if (value !== undefined && value !== '') params.set(key, String(value));
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+export class AdminApi {
+  readonly #token: string;
+
+  constructor(token: string) {
+    this.#token = token;
+  }
+
+  async #call<T>(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<T> {
+    const response = await fetch(`/admin/v1${path}${queryString(options.query)}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${this.#token}`,
+        ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    });
+    const text = await response.text();
+    const parsed: unknown = text ? JSON.parse(text) : undefined;
+    if (!response.ok) {
+      const problem = (parsed ?? {}) as {
+        detail?: string;
+        title?: string;
+        code?: string;
+        errors?: Array<{ field: string; message: string }>;
+      };
+      throw new ApiError(
+        response.status,
+        problem.detail ?? problem.title ?? `The service answered ${response.status}.`,
+        problem.code,
+        problem.errors ?? [],
+      );
+    }
+    return parsed as T;
+  }
+
+  #practice(practiceId: string): string {
+    return `/practices/${encodeURIComponent(practiceId)}`;
+  }
+
+  #invoice(practiceId: string, invoiceId: string): string {
+    return `${this.#practice(practiceId)}/invoices/${encodeURIComponent(invoiceId)}`;
+  }
+
+  listPractices() {
+    return this.#call<Page<Practice>>('GET', '/practices');
+  }
+
+  dashboard(practiceId: string, date?: string) {
+    return this.#call<Dashboard>('GET', `${this.#practice(practiceId)}/dashboard`, { query: { date } });
+  }
+
+  listInvoices(
+    practiceId: string,
+    query: { status?: string; claimStatus?: string; q?: string; cursor?: string; limit?: number },
+  ) {
+    return this.#call<Page<InvoiceSummary>>('GET', `${this.#practice(practiceId)}/invoices`, { query });
+  }
+
+  invoice(practiceId: string, invoiceId: string) {
+    return this.#call<InvoiceDetail>('GET', this.#invoice(practiceId, invoiceId));
+  }
+
+  issueInvoice(practiceId: string, invoiceId: string) {
+    return this.#call<Invoice>('POST', `${this.#invoice(practiceId, invoiceId)}/issue`);
+  }
+
+  amendInvoice(practiceId: string, invoiceId: string) {
+    return this.#call<Invoice>('POST', `${this.#invoice(practiceId, invoiceId)}/amend`);
+  }
+
+  /**
+   * Cancels an invoice through the admin route that calls the invoices service's cancellation (the
+   * same rules as `POST /api/v1/invoices/{id}/cancel`).
+   */
+  cancelInvoice(practiceId: string, invoiceId: string, reason: string) {
+    return this.#call<Invoice>('POST', `${this.#invoice(practiceId, invoiceId)}/cancel`, {
+      body: { reason },
+    });
+  }
+
+  sendClaim(practiceId: string, invoiceId: string, coverageId?: string) {
+    return this.#call<Claim>('POST', `${this.#invoice(practiceId, invoiceId)}/claim`, {
+      body: coverageId ? { coverageId } : {},
+    });
+  }
+
+  resubmitClaim(practiceId: string, invoiceId: string, coverageId?: string) {
+    return this.#call<Claim>('POST', `${this.#invoice(practiceId, invoiceId)}/claim/resubmit`, {
+      body: coverageId ? { coverageId } : {},
+    });
+  }
+
+  reverseClaim(practiceId: string, invoiceId: string, reason: string) {
+    return this.#call<Claim>('POST', `${this.#invoice(practiceId, invoiceId)}/claim/reverse`, {
+      body: reason ? { reason } : {},
+    });
+  }
+
+  addCoverage(practiceId: string, patientId: string, body: { planId: string; memberNumber: string }) {
+    return this.#call<{ id: string; memberNumber: string }>(
+      'POST',
+      `${this.#practice(practiceId)}/patients/${encodeURIComponent(patientId)}/coverages`,
+      { body },
+    );
+  }
+
+  recordPayment(
+    practiceId: string,
+    body: { invoiceId: string; amount: number; method: string; reference?: string; source: string },
+  ) {
+    return this.#call<unknown>('POST', `${this.#practice(practiceId)}/payments`, { body });
+  }
+
+  listEndpoints(practiceId: string) {
+    return this.#call<Page<Endpoint>>('GET', `${this.#practice(practiceId)}/webhook-endpoints`);
+  }
+
+  createEndpoint(practiceId: string, url: string) {
+    return this.#call<Endpoint>('POST', `${this.#practice(practiceId)}/webhook-endpoints`, { body: { url } });
+  }
+
+  setEndpointEnabled(practiceId: string, endpointId: string, enabled: boolean) {
+    return this.#call<Endpoint>(
+      'POST',
+      `${this.#practice(practiceId)}/webhook-endpoints/${encodeURIComponent(endpointId)}/${enabled ? 'enable' : 'disable'}`,
+    );
+  }
+
+  rotateSecret(practiceId: string, endpointId: string) {
+    return this.#call<Endpoint>(
+      'POST',
+      `${this.#practice(practiceId)}/webhook-endpoints/${encodeURIComponent(endpointId)}/rotate-secret`,
+    );
+  }
+
+  recoverDeliveries(practiceId: string, endpointId: string, since: string) {
+    return this.#call<Redelivery>(
+      'POST',
+      `${this.#practice(practiceId)}/webhook-endpoints/${encodeURIComponent(endpointId)}/recover`,
+      { body: { since } },
+    );
+  }
+
+  endpointAttempts(practiceId: string, endpointId: string, cursor?: string) {
+    return this.#call<Page<Attempt>>(
+      'GET',
+      `${this.#practice(practiceId)}/webhook-endpoints/${encodeURIComponent(endpointId)}/deliveries`,
+      { query: { cursor, limit: 20 } },
+    );
+  }
+
+  redeliverEvent(practiceId: string, eventId: string, endpointId?: string) {
+    return this.#call<Redelivery>(
+      'POST',
+      `${this.#practice(practiceId)}/events/${encodeURIComponent(eventId)}/redeliver`,
+      { body: endpointId ? { endpointId } : {} },
+    );
+  }
+
+  listClients(practiceId: string) {
+    return this.#call<Page<Client>>('GET', `${this.#practice(practiceId)}/clients`);
+  }
+
+  createClient(practiceId: string, body: { name: string; permissions: string[] }) {
+    return this.#call<Client>('POST', `${this.#practice(practiceId)}/clients`, { body });
+  }
+
+  setClientSuspended(clientId: string, suspended: boolean) {
+    return this.#call<Client>(
+      'POST',
+      `/clients/${encodeURIComponent(clientId)}/${suspended ? 'suspend' : 'resume'}`,
+    );
+  }
+
+  listKeys(clientId: string) {
+    return this.#call<Page<ApiKey>>('GET', `/clients/${encodeURIComponent(clientId)}/keys`);
+  }
+
+  issueKey(clientId: string) {
+    return this.#call<ApiKey>('POST', `/clients/${encodeURIComponent(clientId)}/keys`, { body: {} });
+  }
+
+  revokeKey(keyId: string) {
+    return this.#call<ApiKey>('POST', `/keys/${encodeURIComponent(keyId)}/revoke`);
+  }
+
+  auditEvents(practiceId: string, cursor?: string) {
+    return this.#call<Page<AuditEvent>>('GET', `${this.#practice(practiceId)}/audit-events`, {
+      query: { cursor, limit: 25 },
+    });
+  }
+}

@@ -1,0 +1,218 @@
+// Owns the small building blocks every page uses: loading data, showing a refusal, status badges,
+// labelled fields and buttons that run an admin call and report what happened.
+import type { ComponentChildren } from 'preact';
+import { createContext } from 'preact';
+import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
+import { type AdminApi, ApiError } from '../api.ts';
+import { words } from '../format.ts';
+import type { Session } from '../session.ts';
+
+export interface ConsoleContext {
+  api: AdminApi;
+  session: Session;
+  practiceId: string;
+}
+
+export const Console = createContext<ConsoleContext | null>(null);
+
+export function useConsole(): ConsoleContext {
+  const value = useContext(Console);
+  if (!value) throw new Error('useConsole outside the signed-in console');
+  return value;
+}
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: unknown;
+  loading: boolean;
+  reload: () => void;
+}
+
+/** Runs `load` now and whenever `keys` change; `reload` runs it again. */
+export function useLoad<T>(load: () => Promise<T>, keys: unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({
+    data: undefined,
+    error: undefined,
+    loading: true,
+  });
+  const [round, setRound] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    load().then(
+      (data) => live && setState({ data, error: undefined, loading: false }),
+      (error: unknown) => live && setState({ data: undefined, error, loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...keys, round]);
+  const reload = useCallback(() => setRound((r) => r + 1), []);
+  return { ...state, reload };
+}
+
+export function messageOf(error: unknown): string {
+  if (error instanceof ApiError) {
+    const fields = error.fieldErrors.map((f) => `${f.field}: ${f.message}`).join('; ');
+    return fields ? `${error.message} (${fields})` : error.message;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <p class="note error" role="alert">
+      {messageOf(error)}
+    </p>
+  );
+}
+
+export function Notice({ children }: { children: ComponentChildren }) {
+  return (
+    <p class="note ok" role="status">
+      {children}
+    </p>
+  );
+}
+
+export function Loading<T>({
+  loaded,
+  children,
+}: {
+  loaded: Loaded<T>;
+  children: (data: T) => ComponentChildren;
+}) {
+  if (loaded.error) return <ErrorNote error={loaded.error} />;
+  if (loaded.data === undefined) return <p aria-busy="true">Loading…</p>;
+  return <>{children(loaded.data)}</>;
+}
+
+const TONE: Record<string, string> = {
+  accepted: 'good',
+  balanced: 'good',
+  delivered: 'good',
+  active: 'good',
+  rejected: 'bad',
+  reversal_failed: 'bad',
+  failed: 'bad',
+  overdue: 'bad',
+  suspended: 'bad',
+  disabled: 'bad',
+  partially_accepted: 'warn',
+  partially_paid: 'warn',
+  submitting: 'info',
+  reversing: 'info',
+  amending: 'info',
+  draft: 'muted',
+  cancelled: 'muted',
+};
+
+export function Status({ value }: { value: string | null | undefined }) {
+  if (!value) return <span class="muted">—</span>;
+  return <span class={`badge ${TONE[value] ?? 'neutral'}`}>{words(value)}</span>;
+}
+
+export function Field({
+  label,
+  children,
+  hint,
+}: {
+  label: string;
+  children: ComponentChildren;
+  hint?: string;
+}) {
+  return (
+    // biome-ignore lint/a11y/noLabelWithoutControl: the control is the children, inside the label
+    <label class="field">
+      <span>{label}</span>
+      {children}
+      {hint ? <small>{hint}</small> : null}
+    </label>
+  );
+}
+
+/** A button that runs one admin call; shows it is busy, then the refusal or calls `done`. */
+export function Action({
+  label,
+  run,
+  done,
+  kind = 'secondary',
+  disabled = false,
+}: {
+  label: string;
+  run: () => Promise<unknown>;
+  done?: (result: unknown) => void;
+  kind?: 'primary' | 'secondary' | 'danger';
+  disabled?: boolean;
+}) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  return (
+    <span class="action">
+      <button
+        type="button"
+        class={kind}
+        disabled={busy || disabled}
+        aria-busy={busy}
+        onClick={async () => {
+          setBusy(true);
+          setError(undefined);
+          try {
+            const result = await run();
+            done?.(result);
+          } catch (e) {
+            setError(e);
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        {label}
+      </button>
+      <ErrorNote error={error} />
+    </span>
+  );
+}
+
+/** A form that runs one admin call on submit, with its refusal shown under it. */
+export function ActionForm({
+  label,
+  submit,
+  children,
+  class: className,
+  submitLabel,
+}: {
+  label: string;
+  submit: () => Promise<unknown>;
+  children: ComponentChildren;
+  class?: string;
+  submitLabel: string;
+}) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  return (
+    <form
+      class={`action-form ${className ?? ''}`}
+      aria-label={label}
+      onSubmit={async (event) => {
+        event.preventDefault();
+        setBusy(true);
+        setError(undefined);
+        try {
+          await submit();
+        } catch (e) {
+          setError(e);
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      {children}
+      <button type="submit" class="primary" disabled={busy} aria-busy={busy}>
+        {submitLabel}
+      </button>
+      <ErrorNote error={error} />
+    </form>
+  );
+}

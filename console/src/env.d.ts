@@ -1,0 +1,2 @@
+// Vite's client types: CSS and asset imports.
+/// <reference types="vite/client" />

@@ -1,0 +1,7 @@
+// Starts the console in the page.
+import { render } from 'preact';
+import { App } from './app.tsx';
+import './styles.css';
+
+const root = document.getElementById('app');
+if (root) render(<App />, root);

@@ -1,0 +1,523 @@
+// One invoice: its lines with where each price came from, payments, its claim line by line with each
+// decision and reason, the patient's coverages, the events about it and their webhook deliveries, and
+// the actions that fix and send it.
+import { useEffect, useState } from 'preact/hooks';
+import {
+  Action,
+  ActionForm,
+  Field,
+  Loading,
+  Notice,
+  Status,
+  useConsole,
+  useLoad,
+} from '../components/ui.tsx';
+import { dateTime, money, words } from '../format.ts';
+import { href } from '../router.ts';
+import type { Claim, InvoiceDetail } from '../types.ts';
+
+const IN_FLIGHT = ['submitting', 'reversing'];
+const EDITABLE = ['draft', 'amending'];
+const OPEN = ['issued', 'partially_paid', 'overdue'];
+
+export function InvoicePage({ invoiceId }: { invoiceId: string }) {
+  const { api, practiceId } = useConsole();
+  const loaded = useLoad(() => api.invoice(practiceId, invoiceId), [practiceId, invoiceId]);
+  const claimStatus = loaded.data?.claim?.status;
+  // While the insurer has not answered, look again every second.
+  useEffect(() => {
+    if (!claimStatus || !IN_FLIGHT.includes(claimStatus)) return;
+    const timer = setTimeout(loaded.reload, 1000);
+    return () => clearTimeout(timer);
+  }, [claimStatus, loaded.data]);
+  return (
+    <section aria-labelledby="invoice-title">
+      <p>
+        <a href={href('invoices')}>← Invoices</a>
+      </p>
+      <Loading loaded={loaded}>{(detail) => <InvoiceView detail={detail} reload={loaded.reload} />}</Loading>
+    </section>
+  );
+}
+
+function InvoiceView({ detail, reload }: { detail: InvoiceDetail; reload: () => void }) {
+  const { invoice, claim } = detail;
+  const fmt = (v: number | null) => (v === null ? '—' : money(v, invoice.currency));
+  return (
+    <>
+      <h1 id="invoice-title">
+        Invoice {invoice.number} <Status value={invoice.status} />
+      </h1>
+      <dl class="facts">
+        <div>
+          <dt>Patient</dt>
+          <dd>
+            {detail.patient.name} <small class="muted">{detail.patient.id}</small>
+          </dd>
+        </div>
+        <div>
+          <dt>Date</dt>
+          <dd>{invoice.date}</dd>
+        </div>
+        <div>
+          <dt>Due</dt>
+          <dd>{invoice.dueDate ?? '—'}</dd>
+        </div>
+        <div>
+          <dt>Total</dt>
+          <dd>{fmt(invoice.totalGross)}</dd>
+        </div>
+        <div>
+          <dt>Paid</dt>
+          <dd>{fmt(invoice.amountPaid)}</dd>
+        </div>
+        <div>
+          <dt>Balance due</dt>
+          <dd>{fmt(invoice.balanceDue)}</dd>
+        </div>
+        <div>
+          <dt>Claim</dt>
+          <dd>
+            <Status value={invoice.claimStatus} />
+          </dd>
+        </div>
+      </dl>
+
+      <InvoiceActions detail={detail} reload={reload} />
+
+      <h2>Lines</h2>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">#</th>
+            <th scope="col">Service date</th>
+            <th scope="col">Code</th>
+            <th scope="col">Description</th>
+            <th scope="col">Diagnoses</th>
+            <th scope="col" class="number">
+              Qty
+            </th>
+            <th scope="col" class="number">
+              Unit price
+            </th>
+            <th scope="col" class="number">
+              Total
+            </th>
+            <th scope="col">Pricing source</th>
+          </tr>
+        </thead>
+        <tbody>
+          {invoice.lineItems.map((l, i) => (
+            <tr key={l.id}>
+              <td>{i + 1}</td>
+              <td>{l.serviceDate}</td>
+              <td>{l.code}</td>
+              <td>{l.description}</td>
+              <td>{l.diagnoses.map((d) => (d.primary ? `${d.code} (primary)` : d.code)).join(', ')}</td>
+              <td class="number">{l.quantity}</td>
+              <td class="number">{fmt(l.unitPrice)}</td>
+              <td class="number">{fmt(l.total)}</td>
+              <td>{words(l.pricingSource ?? 'manual')}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+
+      <ClaimSection claim={claim} detail={detail} fmt={fmt} />
+      <CoverageSection detail={detail} reload={reload} />
+
+      <h2>Payments</h2>
+      {detail.payments.length === 0 ? (
+        <p>No payment yet.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Received</th>
+              <th scope="col">From</th>
+              <th scope="col">Method</th>
+              <th scope="col">Reference</th>
+              <th scope="col" class="number">
+                Amount
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {detail.payments.map((p) => (
+              <tr key={p.id}>
+                <td>{dateTime(p.receivedAt)}</td>
+                <td>{p.source}</td>
+                <td>{p.method}</td>
+                <td>{p.reference ?? '—'}</td>
+                <td class="number">{fmt(p.amount)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+
+      <EventsSection detail={detail} reload={reload} />
+    </>
+  );
+}
+
+function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () => void }) {
+  const { api, practiceId } = useConsole();
+  const { invoice, claim } = detail;
+  const [reverseReason, setReverseReason] = useState('');
+  const [cancelReason, setCancelReason] = useState('');
+  const [payment, setPayment] = useState({ amount: '', method: 'eft', reference: '', source: 'patient' });
+  const [done, setDone] = useState('');
+  const after = (message: string) => () => {
+    setDone(message);
+    reload();
+  };
+  const canClaim = OPEN.includes(invoice.status);
+  return (
+    <section class="panel" aria-labelledby="actions-title">
+      <h2 id="actions-title">Fix and send</h2>
+      {done ? <Notice>{done}</Notice> : null}
+      <div class="actions">
+        {EDITABLE.includes(invoice.status) ? (
+          <Action
+            kind="primary"
+            label="Issue invoice"
+            run={() => api.issueInvoice(practiceId, invoice.id)}
+            done={after('Invoice issued.')}
+          />
+        ) : null}
+        {OPEN.includes(invoice.status) ? (
+          <Action
+            label="Reopen for changes (amend)"
+            run={() => api.amendInvoice(practiceId, invoice.id)}
+            done={after('Invoice reopened for changes.')}
+          />
+        ) : null}
+        {!claim && canClaim ? (
+          <Action
+            kind="primary"
+            label="Send claim"
+            run={() => api.sendClaim(practiceId, invoice.id)}
+            done={after('Claim sent; waiting for the insurer.')}
+          />
+        ) : null}
+        {claim && (claim.resubmittable || claim.status === 'partially_accepted') ? (
+          <Action
+            kind="primary"
+            label="Resubmit claim"
+            run={() => api.resubmitClaim(practiceId, invoice.id)}
+            done={after('Claim resubmitted; waiting for the insurer.')}
+          />
+        ) : null}
+      </div>
+      {claim?.reversible ? (
+        <ActionForm
+          label="Reverse claim"
+          submitLabel="Reverse claim"
+          submit={async () => {
+            await api.reverseClaim(practiceId, invoice.id, reverseReason.trim());
+            after('Reversal sent; waiting for the insurer.')();
+          }}
+        >
+          <Field label="Reason for the reversal">
+            <input value={reverseReason} onInput={(e) => setReverseReason(e.currentTarget.value)} />
+          </Field>
+        </ActionForm>
+      ) : null}
+      {OPEN.includes(invoice.status) ? (
+        <ActionForm
+          label="Record a payment"
+          submitLabel="Record payment"
+          submit={async () => {
+            await api.recordPayment(practiceId, {
+              invoiceId: invoice.id,
+              amount: Math.round(Number(payment.amount) * 100),
+              method: payment.method,
+              source: payment.source,
+              ...(payment.reference.trim() ? { reference: payment.reference.trim() } : {}),
+            });
+            setPayment({ ...payment, amount: '', reference: '' });
+            after('Payment recorded.')();
+          }}
+        >
+          <Field label={`Amount (${invoice.currency})`}>
+            <input
+              type="number"
+              min="0.01"
+              step="0.01"
+              required
+              value={payment.amount}
+              onInput={(e) => setPayment({ ...payment, amount: e.currentTarget.value })}
+            />
+          </Field>
+          <Field label="Method">
+            <select
+              value={payment.method}
+              onChange={(e) => setPayment({ ...payment, method: e.currentTarget.value })}
+            >
+              <option value="eft">EFT</option>
+              <option value="card">Card</option>
+              <option value="cash">Cash</option>
+            </select>
+          </Field>
+          <Field label="From">
+            <select
+              value={payment.source}
+              onChange={(e) => setPayment({ ...payment, source: e.currentTarget.value })}
+            >
+              <option value="patient">Patient</option>
+              <option value="insurer">Insurer</option>
+            </select>
+          </Field>
+          <Field label="Reference">
+            <input
+              value={payment.reference}
+              onInput={(e) => setPayment({ ...payment, reference: e.currentTarget.value })}
+            />
+          </Field>
+        </ActionForm>
+      ) : null}
+      {invoice.status !== 'cancelled' ? (
+        <ActionForm
+          label="Cancel invoice"
+          submitLabel="Cancel invoice"
+          class="danger-zone"
+          submit={async () => {
+            await api.cancelInvoice(practiceId, invoice.id, cancelReason.trim());
+            after('Invoice cancelled.')();
+          }}
+        >
+          <Field label="Reason for cancelling">
+            <input required value={cancelReason} onInput={(e) => setCancelReason(e.currentTarget.value)} />
+          </Field>
+        </ActionForm>
+      ) : null}
+    </section>
+  );
+}
+
+function ClaimSection({
+  claim,
+  detail,
+  fmt,
+}: {
+  claim: Claim | null;
+  detail: InvoiceDetail;
+  fmt: (v: number | null) => string;
+}) {
+  if (!claim) {
+    return (
+      <>
+        <h2>Claim</h2>
+        <p>Not claimed yet.</p>
+      </>
+    );
+  }
+  const codeOf = (lineItemId: string | null) =>
+    detail.invoice.lineItems.find((l) => l.id === lineItemId)?.code ?? '—';
+  return (
+    <section aria-labelledby="claim-title">
+      <h2 id="claim-title">
+        Claim <Status value={claim.status} />
+      </h2>
+      <p>
+        Sent {dateTime(claim.submittedAt)}
+        {claim.authorizationReference ? `, authorisation ${claim.authorizationReference}` : ''}.
+      </p>
+      {claim.message ? (
+        <p class={`note ${claim.outcome === 'error' ? 'error' : ''}`}>
+          <strong>Insurer's message:</strong> {claim.message}
+        </p>
+      ) : null}
+      {claim.items.length > 0 ? (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Line</th>
+              <th scope="col">Code</th>
+              <th scope="col">Decision</th>
+              <th scope="col" class="number">
+                Submitted
+              </th>
+              <th scope="col" class="number">
+                Benefit
+              </th>
+              <th scope="col">Reason</th>
+            </tr>
+          </thead>
+          <tbody>
+            {claim.items.map((item) => (
+              <tr key={item.lineNumber}>
+                <td>{item.lineNumber}</td>
+                <td>{codeOf(item.lineItemId)}</td>
+                <td>
+                  <Status
+                    value={
+                      item.decision === 'denied'
+                        ? 'rejected'
+                        : item.decision === 'approved'
+                          ? 'accepted'
+                          : 'partially_accepted'
+                    }
+                  />{' '}
+                  <span class="visually-hidden">{words(item.decision)}</span>
+                </td>
+                <td class="number">{fmt(item.submitted)}</td>
+                <td class="number">{fmt(item.benefit)}</td>
+                <td>
+                  {[...item.rejections, ...item.warnings]
+                    .map((n) => `${n.code}: ${n.description}`)
+                    .join('; ') || '—'}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}
+
+function CoverageSection({ detail, reload }: { detail: InvoiceDetail; reload: () => void }) {
+  const { api, practiceId } = useConsole();
+  const current = detail.coverages.find((c) => c.id === detail.invoice.coverageId) ?? detail.coverages[0];
+  const [planId, setPlanId] = useState(current?.planId ?? '');
+  const [memberNumber, setMemberNumber] = useState('');
+  const [done, setDone] = useState('');
+  const resubmit = detail.claim?.resubmittable === true;
+  return (
+    <section aria-labelledby="coverage-title">
+      <h2 id="coverage-title">Coverage</h2>
+      {detail.coverages.length === 0 ? (
+        <p>The patient has no coverage.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Coverage</th>
+              <th scope="col">Plan</th>
+              <th scope="col">Member number</th>
+              <th scope="col">Active</th>
+              <th scope="col">Used by this invoice</th>
+            </tr>
+          </thead>
+          <tbody>
+            {detail.coverages.map((c) => (
+              <tr key={c.id}>
+                <td>{c.id}</td>
+                <td>{c.planId}</td>
+                <td>{c.memberNumber}</td>
+                <td>{c.active ? 'yes' : 'no'}</td>
+                <td>{c.id === detail.invoice.coverageId ? 'yes' : ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {done ? <Notice>{done}</Notice> : null}
+      <ActionForm
+        label="Correct the member number"
+        submitLabel={resubmit ? 'Save and resubmit claim' : 'Add coverage'}
+        submit={async () => {
+          const coverage = await api.addCoverage(practiceId, detail.patient.id, {
+            planId: planId.trim(),
+            memberNumber: memberNumber.trim(),
+          });
+          if (resubmit) {
+            await api.resubmitClaim(practiceId, detail.invoice.id, coverage.id);
+            setDone(
+              `Coverage ${coverage.id} added with member number ${coverage.memberNumber}; claim resubmitted under it.`,
+            );
+          } else {
+            setDone(`Coverage ${coverage.id} added with member number ${coverage.memberNumber}.`);
+          }
+          setMemberNumber('');
+          reload();
+        }}
+      >
+        <Field label="Plan">
+          <input required value={planId} onInput={(e) => setPlanId(e.currentTarget.value)} />
+        </Field>
+        <Field label="Corrected member number">
+          <input
+            required
+            maxLength={30}
+            value={memberNumber}
+            onInput={(e) => setMemberNumber(e.currentTarget.value)}
+          />
+        </Field>
+      </ActionForm>
+    </section>
+  );
+}
+
+function EventsSection({ detail, reload }: { detail: InvoiceDetail; reload: () => void }) {
+  const { api, practiceId } = useConsole();
+  const [done, setDone] = useState('');
+  return (
+    <section aria-labelledby="events-title">
+      <h2 id="events-title">Events and webhook deliveries</h2>
+      {done ? <Notice>{done}</Notice> : null}
+      {detail.events.length === 0 ? (
+        <p>No event yet.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Event</th>
+              <th scope="col">Occurred</th>
+              <th scope="col">Delivery attempts</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {detail.events.map((e) => {
+              const attempts = detail.deliveries.filter((d) => d.eventId === e.id);
+              const failed = attempts.length > 0 && attempts.at(-1)?.statusCode !== 200;
+              return (
+                <tr key={e.id} class={failed ? 'row-bad' : ''}>
+                  <td>
+                    {e.type}
+                    <br />
+                    <small class="muted">{e.id}</small>
+                  </td>
+                  <td>{dateTime(e.occurredAt)}</td>
+                  <td>
+                    {attempts.length === 0 ? (
+                      <span class="muted">none</span>
+                    ) : (
+                      <ul class="attempts">
+                        {attempts.map((a) => (
+                          <li key={a.id}>
+                            #{a.attemptNumber} {a.statusCode ?? 'no answer'}
+                            {a.error ? ` (${a.error})` : ''}{' '}
+                            <small class="muted">{dateTime(a.attemptedAt)}</small>
+                          </li>
+                        ))}
+                      </ul>
+                    )}
+                  </td>
+                  <td>
+                    <Action
+                      label="Redeliver"
+                      run={() => api.redeliverEvent(practiceId, e.id)}
+                      done={(r) => {
+                        const queued = (r as { queued: number }).queued;
+                        setDone(
+                          `${e.type} queued for delivery to ${queued} endpoint${queued === 1 ? '' : 's'}.`,
+                        );
+                        reload();
+                      }}
+                    />
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

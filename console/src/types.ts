@@ -1,0 +1,62 @@
+// The shapes the console reads, taken from the service's own schemas (type-only: nothing of the
+// server is bundled), so a change to an admin answer fails the console's type check.
+import type { Static } from 'typebox';
+import type { Dashboard as DashboardSchema } from '../../src/admin/dashboard.ts';
+import type {
+  ApiKey as ApiKeySchema,
+  AuditEvent as AuditEventSchema,
+  Client as ClientSchema,
+  Practice as PracticeSchema,
+} from '../../src/admin/schemas.ts';
+import type { ClaimStatus } from '../../src/claims/schemas.ts';
+import type { InvoiceDetail as DetailSchema, InvoiceSummary } from '../../src/invoices/admin-reads.ts';
+import type { InvoiceStatus } from '../../src/invoices/schemas.ts';
+import type { Attempt as AttemptType } from '../../src/webhooks/admin.ts';
+import type { EndpointView } from '../../src/webhooks/endpoints.ts';
+
+export type { ClaimStatus, InvoiceStatus, InvoiceSummary };
+export type Practice = Static<typeof PracticeSchema>;
+export type Client = Static<typeof ClientSchema>;
+export type ApiKey = Static<typeof ApiKeySchema>;
+export type AuditEvent = Static<typeof AuditEventSchema>;
+export type Dashboard = Static<typeof DashboardSchema>;
+export type InvoiceDetail = Static<typeof DetailSchema>;
+export type Invoice = InvoiceDetail['invoice'];
+export type Claim = NonNullable<InvoiceDetail['claim']>;
+export type Attempt = AttemptType;
+export type Endpoint = EndpointView;
+
+export interface Page<T> {
+  object: 'list';
+  data: T[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+export interface Redelivery {
+  object: 'redelivery';
+  queued: number;
+  deliveryIds: string[];
+}
+
+export const INVOICE_STATUS_LIST = [
+  'draft',
+  'issued',
+  'amending',
+  'partially_paid',
+  'balanced',
+  'overdue',
+  'cancelled',
+  'written_off',
+  'entered_in_error',
+] as const satisfies readonly InvoiceStatus[];
+
+export const CLAIM_STATUS_LIST = [
+  'submitting',
+  'accepted',
+  'partially_accepted',
+  'rejected',
+  'reversing',
+  'reversed',
+  'reversal_failed',
+] as const satisfies readonly ClaimStatus[];
