@@ -122,6 +122,7 @@ for (const backend of backends()) {
       assert.equal(dashboard.body.days.length, 14);
       assert.equal(dashboard.body.days.at(-1).date, '2026-03-10');
       assert.equal(dashboard.body.days.at(-1).claimed, fixed.body.invoice.totalGross);
+      assert.deepEqual(dashboard.body.failingEndpoints, [], 'the receiver took every delivery');
     });
 
     test('the list searches by number and patient name and pages newest change first', async () => {

@@ -70,16 +70,20 @@ function SignedIn({ session, update }: { session: Session; update: (s: Session |
         </nav>
         <div class="who">
           {session.scope === 'operator' ? (
-            <label class="inline">
-              <span>Practice</span>
-              <select value={session.practiceId} onChange={(e) => open(e.currentTarget.value)}>
+            <span class="inline">
+              <label for="practice-switch">Practice</label>
+              <select
+                id="practice-switch"
+                value={session.practiceId}
+                onChange={(e) => open(e.currentTarget.value)}
+              >
                 {(practices.data?.data ?? []).map((p) => (
                   <option key={p.id} value={p.id}>
                     {p.name}
                   </option>
                 ))}
               </select>
-            </label>
+            </span>
           ) : (
             <span>
               Practice view: <strong>{practice?.name ?? session.practiceId}</strong>

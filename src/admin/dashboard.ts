@@ -49,8 +49,9 @@ export const Dashboard = Type.Object(
           enabled: Type.Boolean(),
           disabledReason: Nullable(Type.String()),
           failingSince: Nullable(Type.String({ format: 'date-time' })),
-          failedDeliveries: Type.Integer({
-            description: 'Deliveries that failed and were not delivered since.',
+          undelivered: Type.Integer({
+            description:
+              'Events not delivered to it: deliveries that failed for good (and were not delivered since) or are waiting to retry after a failure.',
           }),
         },
         { additionalProperties: false },
@@ -100,10 +101,12 @@ async function dashboardOf(trx: Trx, practiceId: string, date: string): Promise<
   }>`
     SELECT w.id, w.url, w.enabled, w.disabled_reason, w.failing_since,
            (SELECT count(*) FROM webhook_deliveries d
-             WHERE d.practice_id = w.practice_id AND d.endpoint_id = w.id AND d.state IN ('failed', 'cancelled')
-               AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = d.practice_id
-                     AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id
-                     AND o.state IN ('pending', 'delivered'))) AS failed
+             WHERE d.practice_id = w.practice_id AND d.endpoint_id = w.id
+               AND ((d.state = 'pending' AND d.attempts > 0)
+                 OR (d.state IN ('failed', 'cancelled')
+                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = d.practice_id
+                           AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id
+                           AND o.state IN ('pending', 'delivered'))))) AS failed
       FROM webhook_endpoints w
      WHERE w.practice_id = ${practiceId} AND (w.failing_since IS NOT NULL OR NOT w.enabled)
      ORDER BY w.created_at, w.id`.execute(trx);
@@ -136,7 +139,7 @@ async function dashboardOf(trx: Trx, practiceId: string, date: string): Promise<
       enabled: e.enabled,
       disabledReason: e.disabled_reason,
       failingSince: e.failing_since ? new Date(e.failing_since).toISOString() : null,
-      failedDeliveries: Number(e.failed),
+      undelivered: Number(e.failed),
     })),
   };
 }

@@ -1,8 +1,7 @@
 // Owns the small building blocks every page uses: loading data, showing a refusal, status badges,
 // labelled fields and buttons that run an admin call and report what happened.
-import type { ComponentChildren } from 'preact';
-import { createContext } from 'preact';
-import { useCallback, useContext, useEffect, useState } from 'preact/hooks';
+import { type ComponentChildren, cloneElement, createContext, type VNode } from 'preact';
+import { useCallback, useContext, useEffect, useId, useState } from 'preact/hooks';
 import { type AdminApi, ApiError } from '../api.ts';
 import { words } from '../format.ts';
 import type { Session } from '../session.ts';
@@ -90,6 +89,9 @@ export function Loading<T>({
 
 const TONE: Record<string, string> = {
   accepted: 'good',
+  approved: 'good',
+  approved_with_warning: 'warn',
+  denied: 'bad',
   balanced: 'good',
   delivered: 'good',
   active: 'good',
@@ -113,22 +115,15 @@ export function Status({ value }: { value: string | null | undefined }) {
   return <span class={`badge ${TONE[value] ?? 'neutral'}`}>{words(value)}</span>;
 }
 
-export function Field({
-  label,
-  children,
-  hint,
-}: {
-  label: string;
-  children: ComponentChildren;
-  hint?: string;
-}) {
+/** A labelled control: the label names exactly `label` (not the control's value) and the hint describes it. */
+export function Field({ label, children, hint }: { label: string; children: VNode; hint?: string }) {
+  const id = useId();
   return (
-    // biome-ignore lint/a11y/noLabelWithoutControl: the control is the children, inside the label
-    <label class="field">
-      <span>{label}</span>
-      {children}
-      {hint ? <small>{hint}</small> : null}
-    </label>
+    <div class="field">
+      <label for={id}>{label}</label>
+      {cloneElement(children, { id, ...(hint ? { 'aria-describedby': `${id}-hint` } : {}) })}
+      {hint ? <small id={`${id}-hint`}>{hint}</small> : null}
+    </div>
   );
 }
 

@@ -40,6 +40,7 @@ export function ClientsPage() {
           )
         }
       </Loading>
+      <h2>Create a client</h2>
       <ActionForm
         label="Create a client"
         submitLabel="Create client"

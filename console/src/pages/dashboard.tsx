@@ -71,7 +71,9 @@ export function DashboardPage() {
                       <th scope="col">Endpoint</th>
                       <th scope="col">State</th>
                       <th scope="col">Failing since</th>
-                      <th scope="col">Undelivered</th>
+                      <th scope="col" class="number">
+                        Undelivered
+                      </th>
                     </tr>
                   </thead>
                   <tbody>
@@ -85,7 +87,7 @@ export function DashboardPage() {
                           {e.disabledReason ? <small> {e.disabledReason}</small> : null}
                         </td>
                         <td>{dateTime(e.failingSince)}</td>
-                        <td>{e.failedDeliveries}</td>
+                        <td class="number">{e.undelivered}</td>
                       </tr>
                     ))}
                   </tbody>

@@ -351,16 +351,7 @@ function ClaimSection({
                 <td>{item.lineNumber}</td>
                 <td>{codeOf(item.lineItemId)}</td>
                 <td>
-                  <Status
-                    value={
-                      item.decision === 'denied'
-                        ? 'rejected'
-                        : item.decision === 'approved'
-                          ? 'accepted'
-                          : 'partially_accepted'
-                    }
-                  />{' '}
-                  <span class="visually-hidden">{words(item.decision)}</span>
+                  <Status value={item.decision} />
                 </td>
                 <td class="number">{fmt(item.submitted)}</td>
                 <td class="number">{fmt(item.benefit)}</td>

@@ -60,21 +60,23 @@ export function WebhooksPage({ params }: { params: URLSearchParams }) {
                     </td>
                     <td>{dateTime(e.lastSuccessAt)}</td>
                     <td>{dateTime(e.failingSince)}</td>
-                    <td class="actions">
-                      <Action
-                        label={e.enabled ? 'Disable' : 'Enable'}
-                        run={() => api.setEndpointEnabled(practiceId, e.id, !e.enabled)}
-                        done={loaded.reload}
-                      />
-                      <Action
-                        label="Rotate secret"
-                        run={() => api.rotateSecret(practiceId, e.id)}
-                        done={(r) => {
-                          const rotated = r as Endpoint;
-                          if (rotated.secret) setSecret({ endpointId: rotated.id, secret: rotated.secret });
-                          loaded.reload();
-                        }}
-                      />
+                    <td>
+                      <div class="actions">
+                        <Action
+                          label={e.enabled ? 'Disable' : 'Enable'}
+                          run={() => api.setEndpointEnabled(practiceId, e.id, !e.enabled)}
+                          done={loaded.reload}
+                        />
+                        <Action
+                          label="Rotate secret"
+                          run={() => api.rotateSecret(practiceId, e.id)}
+                          done={(r) => {
+                            const rotated = r as Endpoint;
+                            if (rotated.secret) setSecret({ endpointId: rotated.id, secret: rotated.secret });
+                            loaded.reload();
+                          }}
+                        />
+                      </div>
                     </td>
                   </tr>
                 ))}
@@ -83,6 +85,7 @@ export function WebhooksPage({ params }: { params: URLSearchParams }) {
           )
         }
       </Loading>
+      <h2>Register an endpoint</h2>
       <ActionForm
         label="Register an endpoint"
         submitLabel="Register endpoint"

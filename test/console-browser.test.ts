@@ -1,0 +1,283 @@
+// The console in a real browser (Debian's chromium driven by playwright-core) against the real
+// service with its worker running: sign in with the admin token, find the rejected claim, correct the
+// member number and resubmit, see the insurer accept it, redeliver a webhook that failed, and visit
+// every page. A screenshot of each page goes to .tmp/console-screenshots/.
+//
+// It runs on one database only (PostgreSQL when DATABASE_URL is set, else the embedded one): the
+// console only calls the admin API, whose answers on both databases are covered by
+// admin-invoices.test.ts, and a second browser run would double this file's time for nothing new.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { CONSOLE_DIST } from '../src/console/serve.ts';
+import { billVisit, type Json, newPatient, type World } from './claims-fixtures.ts';
+import { apiClient, startService, type TestService } from './harness.ts';
+import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const SHOTS = path.join(ROOT, '.tmp', 'console-screenshots');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Mid-morning in Johannesburg: the whole run falls on one calendar day there. */
+const PINNED = Date.parse('2026-03-10T08:00:00Z');
+
+let svc: TestService;
+let receiver: Receiver;
+let context: BrowserContext;
+let page: Page;
+let userDataDir: string;
+let w: World;
+let practiceName: string;
+let rejectedInvoice: Json;
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Waits until `check` holds, reloading the page between tries when asked. */
+async function eventually(check: () => Promise<boolean>, what: string, reload = false): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    if (reload) await page.reload();
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+before(async () => {
+  if (!fs.existsSync(path.join(CONSOLE_DIST, 'index.html')))
+    execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build-console.ts')], { stdio: 'inherit' });
+  fs.rmSync(SHOTS, { recursive: true, force: true });
+  fs.mkdirSync(SHOTS, { recursive: true });
+
+  svc = await startService(process.env.DATABASE_URL ? 'postgres' : 'pglite', { workerPolls: true });
+  svc.clock.offsetMs = PINNED - Date.now();
+  const practice = await svc.newPractice();
+  practiceName = (await svc.admin('GET', `/practices/${practice.practiceId}`)).body.name;
+  w = {
+    svc,
+    api: apiClient(svc, practice.key),
+    practiceId: practice.practiceId,
+    practitionerId: practice.practitionerId,
+  };
+  // The receiver is down at first: every delivery fails until the test brings it back.
+  receiver = await Receiver.forService(svc);
+  receiver.reply = () => ({ status: 500, body: 'receiver down' });
+  await addEndpoint(svc, w.practiceId, receiver);
+
+  // Two claims the insurer accepts (and pays), one patient payment, and one claim rejected for its
+  // member number.
+  for (let i = 0; i < 2; i += 1) {
+    const { patientId } = await newPatient(w);
+    await billVisit(w, patientId, undefined, { issue: true, submitClaim: true });
+  }
+  const { patientId: payingPatient } = await newPatient(w);
+  const paid = (await billVisit(w, payingPatient, undefined, { issue: true })).body.invoice;
+  assert.equal(
+    (
+      await svc.admin('POST', `/practices/${w.practiceId}/payments`, {
+        invoiceId: paid.id,
+        amount: 20_000,
+        method: 'card',
+      })
+    ).status,
+    201,
+  );
+  const { patientId } = await newPatient(w, { memberNumber: 'REJECT-4711' });
+  rejectedInvoice = (await billVisit(w, patientId, undefined, { issue: true, submitClaim: true })).body
+    .invoice;
+  await eventually(async () => {
+    const read = await w.api('GET', `/invoices/${rejectedInvoice.id}/claim`);
+    return read.body?.status === 'rejected';
+  }, 'the sandbox insurer to reject the claim');
+  await eventually(
+    async () => receiver.requests.some((r) => r.payload?.data?.id === rejectedInvoice.id),
+    'a failed delivery of the invoice events',
+  );
+
+  userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pb-console-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1366, height: 768 },
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(15_000);
+});
+
+after(async () => {
+  await context?.close();
+  if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
+  await svc?.close();
+  await receiver?.close();
+});
+
+test('an operator signs in with the admin token, from the keyboard', async () => {
+  await page.goto(`${svc.baseUrl}/console/`);
+  await page.getByRole('heading', { name: 'Practice Billing console' }).waitFor();
+  await shot('01-sign-in');
+
+  await page.getByLabel('Admin token').fill('not-the-token');
+  await page.keyboard.press('Enter');
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /admin API needs/i })
+    .waitFor();
+
+  await page.getByLabel('Admin token').fill(svc.adminToken);
+  await page.keyboard.press('Enter');
+  await page.getByRole('radio', { name: /Operator: every practice/ }).waitFor();
+  await page.getByLabel('Start with practice').selectOption(w.practiceId);
+  await shot('02-choose-view');
+  await page.getByRole('button', { name: 'Open console' }).focus();
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+  const stored = await page.evaluate(() => document.cookie);
+  assert.equal(stored, '', 'the token is not kept in a cookie');
+});
+
+test('the dashboard shows the day: claims by outcome, money, and the failing endpoint', async () => {
+  await page.getByRole('img', { name: /Today's claims by outcome/ }).waitFor();
+  const chart = await page.getByRole('img', { name: /Today's claims by outcome/ }).getAttribute('aria-label');
+  assert.match(chart ?? '', /accepted: 2/);
+  assert.match(chart ?? '', /rejected: 1/);
+  const failing = page.getByRole('row').filter({ hasText: receiver.url() });
+  const cells = await failing.getByRole('cell').allTextContents();
+  assert.match(cells[1] ?? '', /failed/);
+  assert.ok(Number(cells[3]) >= 3, `the undelivered events are counted: ${cells.join(' | ')}`);
+  await shot('03-dashboard');
+});
+
+test('find the rejected claim, correct the member number, resubmit and see it accepted', async () => {
+  await page.getByRole('link', { name: 'Invoices' }).click();
+  await page.getByRole('heading', { name: 'Invoices' }).waitFor();
+  await page.getByRole('table').waitFor();
+  await shot('04-invoices');
+
+  await page.getByLabel('Claim status').selectOption('rejected');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await eventually(
+    async () => (await page.getByRole('row').count()) === 2,
+    'only the rejected invoice listed',
+  );
+  const link = page.getByRole('link', { name: rejectedInvoice.number });
+  await link.click();
+
+  await page.getByRole('heading', { name: `Invoice ${rejectedInvoice.number}` }).waitFor();
+  await page.getByRole('heading', { name: /Claim\s+rejected/ }).waitFor();
+  assert.match((await page.locator('.note.error').first().textContent()) ?? '', /REJECT-4711|member/i);
+  await shot('05-invoice-rejected');
+
+  await page.getByLabel('Corrected member number').fill('M-4711');
+  await page.getByRole('button', { name: 'Save and resubmit claim' }).click();
+  await page
+    .getByRole('status')
+    .filter({ hasText: /claim resubmitted/ })
+    .waitFor();
+  await page.getByRole('heading', { name: /Claim\s+accepted/ }).waitFor({ timeout: 20_000 });
+  const coverageRows = page.getByRole('row').filter({ hasText: 'M-4711' });
+  assert.match(
+    (await coverageRows.textContent()) ?? '',
+    /yes/,
+    'the invoice now uses the corrected coverage',
+  );
+  await shot('06-invoice-accepted');
+
+  const claim = await w.api('GET', `/invoices/${rejectedInvoice.id}/claim`);
+  assert.equal(claim.body.status, 'accepted', 'the public API sees the same outcome');
+});
+
+test('a webhook that failed is redelivered and arrives', async () => {
+  const issuedRow = page.getByRole('row').filter({ hasText: 'invoice.issued' });
+  assert.match((await issuedRow.textContent()) ?? '', /500/, 'the failed attempt is shown');
+  const event = (await svc.admin('GET', `/practices/${w.practiceId}/invoices/${rejectedInvoice.id}`)).body
+    .events[0];
+  assert.equal(event.type, 'invoice.issued');
+
+  receiver.reply = () => ({ status: 200, body: 'ok' });
+  const before = receiver.requests.filter((r) => r.webhookId === event.id).length;
+  await issuedRow.getByRole('button', { name: 'Redeliver' }).click();
+  await page
+    .getByRole('status')
+    .filter({ hasText: /invoice.issued queued for delivery to 1 endpoint/ })
+    .waitFor();
+  await eventually(
+    async () =>
+      receiver.requests.filter((r) => r.webhookId === event.id).length > before &&
+      receiver.requests.at(-1)?.verified === true,
+    'the redelivered event at the receiver',
+  );
+  await eventually(
+    async () =>
+      /#1 200/.test((await page.getByRole('row').filter({ hasText: 'invoice.issued' }).textContent()) ?? ''),
+    'the delivered attempt on the invoice page',
+    true,
+  );
+  await shot('07-invoice-redelivered');
+});
+
+test('the webhooks page lists the endpoint and its attempts', async () => {
+  await page.getByRole('link', { name: 'Webhooks' }).click();
+  await page.getByRole('heading', { name: 'Webhook endpoints' }).waitFor();
+  await page.getByRole('link', { name: receiver.url() }).click();
+  await page.getByRole('heading', { name: /Deliveries to/ }).waitFor();
+  await page.getByRole('table', { name: /Delivery attempts/ }).waitFor();
+  assert.ok((await page.getByRole('button', { name: 'Redeliver' }).count()) > 0);
+  await shot('08-webhooks');
+});
+
+test('API clients: issue a key, shown once', async () => {
+  await page.getByRole('link', { name: 'API clients' }).click();
+  await page.getByRole('heading', { name: 'API clients and keys' }).waitFor();
+  await page.getByRole('button', { name: 'Issue a key' }).first().click();
+  await page
+    .getByRole('status')
+    .filter({ hasText: /shown once/ })
+    .waitFor();
+  assert.match((await page.getByRole('status').textContent()) ?? '', /pbk_/);
+  await shot('09-clients');
+});
+
+test('the audit log shows the operator resubmission', async () => {
+  await page.getByRole('link', { name: 'Audit log' }).click();
+  await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+  await page
+    .getByText('/admin/v1/practices/:practiceId/invoices/:invoiceId/claim/resubmit')
+    .first()
+    .waitFor();
+  await shot('10-audit');
+});
+
+test('a practice view stays in its practice', async () => {
+  await page.getByRole('link', { name: 'Practices' }).click();
+  await page.getByRole('heading', { name: 'Practices' }).waitFor();
+  await shot('11-practices');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('Admin token').fill(svc.adminToken);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('radio', { name: 'One practice only' }).check();
+  await page.getByLabel('Practice', { exact: true }).selectOption(w.practiceId);
+  await page.getByRole('button', { name: 'Open console' }).click();
+  await page.getByText(`Practice view: ${practiceName}`).waitFor();
+  assert.equal(
+    await page.getByRole('link', { name: 'Practices' }).count(),
+    0,
+    'no other practice is offered',
+  );
+  assert.equal(await page.locator('header select').count(), 0, 'no practice switcher');
+  await shot('12-practice-view');
+});
