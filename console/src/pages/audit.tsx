@@ -36,7 +36,7 @@ export function AuditPage() {
                     </td>
                     <td>
                       <code>
-                        {e.method} {e.route}
+                        {e.method} <Breakable path={e.route} />
                       </code>
                     </td>
                     <td>
@@ -72,5 +72,21 @@ export function AuditPage() {
         )}
       </Loading>
     </section>
+  );
+}
+
+/** A route written so that it wraps after a slash, never inside a word. */
+function Breakable({ path }: { path: string }) {
+  const parts = path.split('/');
+  return (
+    <>
+      {parts.map((part, i) => (
+        <span key={i}>
+          {i > 0 ? '/' : ''}
+          {part}
+          <wbr />
+        </span>
+      ))}
+    </>
   );
 }
