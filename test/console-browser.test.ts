@@ -146,6 +146,12 @@ test('an operator signs in with the admin token, from the keyboard', async () =>
   await page.getByRole('button', { name: 'Open console' }).focus();
   await page.keyboard.press('Enter');
   await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+  await page.keyboard.press('Tab');
+  assert.equal(
+    await page.evaluate(() => document.activeElement?.textContent),
+    'Skip to content',
+    'the first Tab reaches the skip link',
+  );
   const stored = await page.evaluate(() => document.cookie);
   assert.equal(stored, '', 'the token is not kept in a cookie');
 });
@@ -163,7 +169,7 @@ test('the dashboard shows the day: claims by outcome, money, and the failing end
 });
 
 test('find the rejected claim, correct the member number, resubmit and see it accepted', async () => {
-  await page.getByRole('link', { name: 'Invoices' }).click();
+  await page.getByRole('link', { name: 'Invoices', exact: true }).click();
   await page.getByRole('heading', { name: 'Invoices' }).waitFor();
   await page.getByRole('table').waitFor();
   await shot('04-invoices');
@@ -230,6 +236,28 @@ test('a webhook that failed is redelivered and arrives', async () => {
   await shot('07-invoice-redelivered');
 });
 
+test('a payment recorded from the invoice page balances it', async () => {
+  await page.getByRole('link', { name: 'Invoices', exact: true }).click();
+  await page.getByLabel('Status', { exact: true }).selectOption('partially_paid');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await eventually(
+    async () => (await page.getByRole('row').count()) === 2,
+    'the partially paid invoice alone',
+  );
+  await page.getByRole('row').nth(1).getByRole('link').click();
+  await page.getByRole('heading', { name: /Invoice .* partially paid/ }).waitFor();
+  const balance =
+    (await page.locator('dl.facts div').filter({ hasText: 'Balance due' }).locator('dd').textContent()) ?? '';
+  const amount = balance.replace(/[^\d,]/g, '').replace(',', '.');
+  await page.getByLabel(/Amount/).fill(amount);
+  await page.getByLabel('Method').selectOption('card');
+  await page.getByLabel('Reference').fill('POS-77');
+  await page.getByRole('button', { name: 'Record payment' }).click();
+  await page.getByRole('heading', { name: /Invoice .* balanced/ }).waitFor();
+  await page.getByRole('cell', { name: 'POS-77' }).waitFor();
+  await shot('08-invoice-paid');
+});
+
 test('the webhooks page lists the endpoint and its attempts', async () => {
   await page.getByRole('link', { name: 'Webhooks' }).click();
   await page.getByRole('heading', { name: 'Webhook endpoints' }).waitFor();
@@ -237,7 +265,12 @@ test('the webhooks page lists the endpoint and its attempts', async () => {
   await page.getByRole('heading', { name: /Deliveries to/ }).waitFor();
   await page.getByRole('table', { name: /Delivery attempts/ }).waitFor();
   assert.ok((await page.getByRole('button', { name: 'Redeliver' }).count()) > 0);
-  await shot('08-webhooks');
+  await page.getByRole('button', { name: 'Rotate secret' }).click();
+  await page
+    .getByRole('status')
+    .filter({ hasText: /whsec_/ })
+    .waitFor();
+  await shot('09-webhooks');
 });
 
 test('API clients: issue a key, shown once', async () => {
@@ -249,7 +282,7 @@ test('API clients: issue a key, shown once', async () => {
     .filter({ hasText: /shown once/ })
     .waitFor();
   assert.match((await page.getByRole('status').textContent()) ?? '', /pbk_/);
-  await shot('09-clients');
+  await shot('10-clients');
 });
 
 test('the audit log shows the operator resubmission', async () => {
@@ -259,13 +292,13 @@ test('the audit log shows the operator resubmission', async () => {
     .getByText('/admin/v1/practices/:practiceId/invoices/:invoiceId/claim/resubmit')
     .first()
     .waitFor();
-  await shot('10-audit');
+  await shot('11-audit');
 });
 
 test('a practice view stays in its practice', async () => {
   await page.getByRole('link', { name: 'Practices' }).click();
   await page.getByRole('heading', { name: 'Practices' }).waitFor();
-  await shot('11-practices');
+  await shot('12-practices');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('Admin token').fill(svc.adminToken);
   await page.getByRole('button', { name: 'Sign in' }).click();
@@ -279,5 +312,5 @@ test('a practice view stays in its practice', async () => {
     'no other practice is offered',
   );
   assert.equal(await page.locator('header select').count(), 0, 'no practice switcher');
-  await shot('12-practice-view');
+  await shot('13-practice-view');
 });
