@@ -1,7 +1,7 @@
 // The insurer's remittance: after an acceptance the approved benefits are paid as one insurer payment
 // (GET /invoices/{id}/payments), moving the invoice to balanced or partially_paid and writing
-// payment.created; a rejection pays nothing, a reversal before the remittance stops it, and a
-// resubmission after a reversal pays only what was not paid yet.
+// payment.created; a rejection pays nothing, a reversal before the remittance stops it, a confirmed
+// reversal takes the insurer's payments back, and a resubmission is paid its benefits once.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {

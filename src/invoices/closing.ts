@@ -49,7 +49,11 @@ function refusal(record: InvoiceRecord, closing: Closing): string | null {
   const invoice = record.invoice;
   const rule = RULES[closing];
   if (!rule.from.includes(invoice.status as InvoiceStatus)) {
-    return `Invoice ${invoice.number} is ${invoice.status}; only an invoice that is ${rule.from.join(', ')} can be ${rule.verb}.`;
+    const instead =
+      closing !== 'written_off' && Number(invoice.amount_paid) > 0 && Number(invoice.balance_due) > 0
+        ? ' It has payments: write its balance off instead.'
+        : '';
+    return `Invoice ${invoice.number} is ${invoice.status}; only an invoice that is ${rule.from.join(', ')} can be ${rule.verb}.${instead}`;
   }
   if (closing !== 'written_off' && Number(invoice.amount_paid) !== 0) {
     return `Invoice ${invoice.number} has ${invoice.amount_paid} paid on it; an invoice with payments cannot be ${rule.verb} (write its balance off instead).`;
