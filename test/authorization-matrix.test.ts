@@ -45,6 +45,7 @@ const BODIES: Record<string, (f: Fixture) => unknown> = {
   sendClaim: (f) => ({ coverageId: f.coverageId }),
   resubmitClaim: (f) => ({ coverageId: f.coverageId }),
   reverseClaim: () => ({}),
+  cancelInvoice: () => ({ reason: 'Matrix' }),
   createCodeSystem: () => ({ name: `Matrix ${randomBytes(3).toString('hex')}`, usage: ['procedure'] }),
   replaceCodeSystem: () => ({ name: `Matrix ${randomBytes(3).toString('hex')}`, usage: ['procedure'] }),
   addCodeConcept: () => ({ code: `M${randomBytes(3).toString('hex')}`, display: 'Matrix concept' }),

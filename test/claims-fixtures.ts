@@ -147,8 +147,8 @@ export async function getInvoice(w: World, invoiceId: string): Promise<Json> {
 export async function readClaim(w: World, invoiceId: string): Promise<Json> {
   const claim = await w.api('GET', `/invoices/${invoiceId}/claim`);
   assert.equal(claim.status, 200, claim.text);
-  assertClaimShape(claim.body);
   const invoice = await getInvoice(w, invoiceId);
+  assertClaimShape(claim.body, invoice.status);
   assert.equal(invoice.claimStatus, claim.body.status, 'the invoice claimStatus is the claim status');
   assert.ok(invoice.coverageId, 'the invoice names the coverage it was claimed under');
   return claim.body;
@@ -164,12 +164,20 @@ const OUTCOME: Record<string, string> = {
   reversal_failed: 'error',
 };
 
-/** The fields every claim answer derives from its status. */
-export function assertClaimShape(claim: Json): void {
+/**
+ * The fields every claim answer derives from its status (and, for `resubmittable`, from whether the
+ * invoice's status lets it be claimed again).
+ */
+export function assertClaimShape(claim: Json, invoiceStatus = 'issued'): void {
   assert.equal(claim.object, 'claim');
   assert.match(claim.id, /^clm_/);
   assert.equal(claim.outcome, OUTCOME[claim.status], `outcome of ${claim.status}`);
-  assert.equal(claim.resubmittable, ['rejected', 'reversed'].includes(claim.status), 'resubmittable');
+  assert.equal(
+    claim.resubmittable,
+    ['rejected', 'reversed'].includes(claim.status) &&
+      ['issued', 'partially_paid', 'overdue'].includes(invoiceStatus),
+    'resubmittable',
+  );
   assert.equal(
     claim.reversible,
     ['accepted', 'partially_accepted', 'reversal_failed'].includes(claim.status),

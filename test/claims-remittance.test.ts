@@ -1,7 +1,7 @@
 // The insurer's remittance: after an acceptance the approved benefits are paid as one insurer payment
 // (GET /invoices/{id}/payments), moving the invoice to balanced or partially_paid and writing
-// payment.created; a rejection pays nothing, a reversal before the remittance stops it, and a
-// resubmission after a reversal pays only what was not paid yet.
+// payment.created; a rejection pays nothing, a reversal before the remittance stops it, a confirmed
+// reversal takes the insurer's payments back, and a resubmission is paid its benefits once.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
@@ -110,13 +110,28 @@ for (const backend of backends()) {
       assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 0);
     });
 
-    test('reversed, fixed and resubmitted: the insurer pays only the rest, never twice', async () => {
+    test('reversed: the insurer takes its payment back; fixed and resubmitted, it pays the new benefits once', async () => {
       const { invoiceId, invoice } = await issuedInvoice(w, { procedures: W19_SECOND_LINE });
-      assert.equal((await claimAndDrain(w, invoiceId)).status, 'partially_accepted');
+      const first = await claimAndDrain(w, invoiceId);
+      assert.equal(first.status, 'partially_accepted');
+      assert.equal((await getInvoice(w, invoiceId)).status, 'partially_paid');
       await sendClaim(w, invoiceId, 'claim/reverse');
       await svc.worker.drain();
-      assert.equal((await readClaim(w, invoiceId)).status, 'reversed');
-      assert.equal((await payments(w, invoiceId)).length, 1, 'a reversal pays nothing more');
+      const reversed = await readClaim(w, invoiceId);
+      assert.equal(reversed.status, 'reversed');
+      assert.equal(reversed.resubmittable, true);
+      const takenBack = await payments(w, invoiceId);
+      assert.deepEqual(
+        takenBack.map((p) => [p.source, p.method, p.amount]),
+        [
+          ['insurer', 'remittance', benefits(first)],
+          ['insurer', 'reversal', -benefits(first)],
+        ],
+      );
+      const owed = await getInvoice(w, invoiceId);
+      assert.equal(owed.status, 'issued', 'the invoice owes the whole amount again');
+      assert.equal(owed.amountPaid, 0);
+      assert.equal(owed.balanceDue, invoice.totalGross);
 
       const amending = await invoiceAction(w, invoiceId, 'amend');
       const line = amending.lineItems[1];
@@ -139,7 +154,7 @@ for (const backend of backends()) {
       assert.ok(paid.every((p) => p.source === 'insurer'));
       assert.deepEqual(
         paid.map((p) => p.amount),
-        [invoice.lineItems[0].total, invoice.lineItems[1].total],
+        [benefits(first), -benefits(first), invoice.lineItems[0].total + invoice.lineItems[1].total],
       );
       assert.equal(
         paid.reduce((sum, p) => sum + p.amount, 0),
@@ -149,10 +164,10 @@ for (const backend of backends()) {
       const after = await getInvoice(w, invoiceId);
       assert.equal(after.status, 'balanced');
       assert.equal(after.amountPaid, invoice.totalGross);
-      assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 2);
+      assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 3);
     });
 
-    test('a partially accepted claim resubmitted unchanged is not paid a second time', async () => {
+    test('a partially accepted claim resubmitted unchanged is paid once in all: the reversal takes the first payment back', async () => {
       const { invoiceId } = await issuedInvoice(w, { procedures: W19_SECOND_LINE });
       const first = await claimAndDrain(w, invoiceId);
       await sendClaim(w, invoiceId, 'claim/resubmit');
@@ -163,9 +178,10 @@ for (const backend of backends()) {
       const paid = await payments(w, invoiceId);
       assert.deepEqual(
         paid.map((p) => p.amount),
-        [benefits(first)],
+        [benefits(first), -benefits(first), benefits(first)],
       );
-      assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 1);
+      assert.equal((await getInvoice(w, invoiceId)).amountPaid, benefits(first));
+      assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 3);
     });
   });
 

@@ -208,6 +208,57 @@ describe('admin commands against a running server', () => {
     assert.equal((await callApi()).status, 401);
   });
 
+  test("writes an invoice's balance off with the README's command, and refuses it twice", async () => {
+    const banner = sandboxBanner(server.stdout());
+    const practitionerId = /practitioner +(prt_\S+)/.exec(server.stdout())?.[1];
+    assert.ok(practitionerId, server.stdout());
+    const api = async (method: string, url: string, body?: unknown) => {
+      const answer = await fetch(`${server.baseUrl}/api/v1${url}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${banner.apiKey}`,
+          'content-type': 'application/json',
+          'idempotency-key': randomBytes(8).toString('hex'),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const json = (await answer.json()) as Record<string, unknown>;
+      assert.ok(answer.status < 300, JSON.stringify(json));
+      return json;
+    };
+    const patient = await api('POST', '/patients', {
+      givenNames: ['Thandi'],
+      lastName: 'Nkosi',
+      birthDate: '1985-05-05',
+    });
+    const end = Date.now() - 3_600_000;
+    const visit = await api('POST', '/encounters', {
+      patientId: patient.id,
+      practitionerId,
+      start: new Date(end - 1_200_000).toISOString(),
+      end: new Date(end).toISOString(),
+      diagnoses: [{ code: 'J06.9' }],
+      procedures: [{ code: '0190' }],
+    });
+    const billed = (await api('POST', `/encounters/${visit.id}/bill`, { issue: true })) as {
+      invoice: { id: string; status: string; balanceDue: number };
+    };
+    assert.equal(billed.invoice.status, 'issued');
+
+    const args = ['admin', 'invoices', 'write-off', banner.practiceId, '--invoice', billed.invoice.id];
+    const written = await cli([...args, '--reason', 'Patient emigrated'], env);
+    assert.equal(written.code, 0, written.stderr + written.stdout);
+    const invoice = json(written.stdout);
+    assert.equal(invoice.status, 'written_off');
+    assert.equal(invoice.balanceDue, billed.invoice.balanceDue);
+    const again = await cli([...args, '--reason', 'again'], env);
+    assert.equal(again.code, 1, again.stdout);
+    assert.equal(json(again.stdout).code, 'business_rule');
+    const noReason = await cli(args, env);
+    assert.equal(noReason.code, 2);
+    assert.match(noReason.stderr, /--reason is required/);
+  });
+
   test('replaces, suspends and resumes a client and toggles the add-on', async () => {
     const practiceId = json((await cli(['admin', 'practices', 'create', '--name', 'P2'], env)).stdout).id;
     const created = await cli(

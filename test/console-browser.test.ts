@@ -32,6 +32,7 @@ let userDataDir: string;
 let w: World;
 let practiceName: string;
 let rejectedInvoice: Json;
+let draftInvoice: Json;
 
 async function shot(name: string): Promise<void> {
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
@@ -87,6 +88,8 @@ before(async () => {
     ).status,
     201,
   );
+  const { patientId: draftPatient } = await newPatient(w);
+  draftInvoice = (await billVisit(w, draftPatient, undefined, {})).body.invoice;
   const { patientId } = await newPatient(w, { memberNumber: 'REJECT-4711' });
   rejectedInvoice = (await billVisit(w, patientId, undefined, { issue: true, submitClaim: true })).body
     .invoice;
@@ -258,6 +261,20 @@ test('a payment recorded from the invoice page balances it', async () => {
   await shot('08-invoice-paid');
 });
 
+test('a draft invoice is cancelled with a reason', async () => {
+  await page.getByRole('link', { name: 'Invoices', exact: true }).click();
+  await page.getByLabel('Number or patient').fill(draftInvoice.number);
+  await page.keyboard.press('Enter');
+  await page.getByRole('link', { name: draftInvoice.number }).click();
+  await page.getByRole('heading', { name: /Invoice .* draft/ }).waitFor();
+  await page.getByLabel('Reason for cancelling').fill('Billed twice by mistake');
+  await page.getByRole('button', { name: 'Cancel invoice' }).click();
+  await page.getByRole('heading', { name: /Invoice .* cancelled/ }).waitFor();
+  const read = await w.api('GET', `/invoices/${draftInvoice.id}`);
+  assert.equal(read.body.status, 'cancelled');
+  await shot('09-invoice-cancelled');
+});
+
 test('the webhooks page lists the endpoint and its attempts', async () => {
   await page.getByRole('link', { name: 'Webhooks' }).click();
   await page.getByRole('heading', { name: 'Webhook endpoints' }).waitFor();
@@ -270,7 +287,7 @@ test('the webhooks page lists the endpoint and its attempts', async () => {
     .getByRole('status')
     .filter({ hasText: /whsec_/ })
     .waitFor();
-  await shot('09-webhooks');
+  await shot('10-webhooks');
 });
 
 test('API clients: issue a key, shown once', async () => {
@@ -282,7 +299,7 @@ test('API clients: issue a key, shown once', async () => {
     .filter({ hasText: /shown once/ })
     .waitFor();
   assert.match((await page.getByRole('status').textContent()) ?? '', /pbk_/);
-  await shot('10-clients');
+  await shot('11-clients');
 });
 
 test('the audit log shows the operator resubmission', async () => {
@@ -292,13 +309,13 @@ test('the audit log shows the operator resubmission', async () => {
     .getByText('/admin/v1/practices/:practiceId/invoices/:invoiceId/claim/resubmit')
     .first()
     .waitFor();
-  await shot('11-audit');
+  await shot('12-audit');
 });
 
 test('a practice view stays in its practice', async () => {
   await page.getByRole('link', { name: 'Practices' }).click();
   await page.getByRole('heading', { name: 'Practices' }).waitFor();
-  await shot('12-practices');
+  await shot('13-practices');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('Admin token').fill(svc.adminToken);
   await page.getByRole('button', { name: 'Sign in' }).click();
@@ -312,5 +329,5 @@ test('a practice view stays in its practice', async () => {
     'no other practice is offered',
   );
   assert.equal(await page.locator('header select').count(), 0, 'no practice switcher');
-  await shot('13-practice-view');
+  await shot('14-practice-view');
 });

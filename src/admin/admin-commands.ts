@@ -394,6 +394,39 @@ const BILLING_AND_WEBHOOK_COMMANDS: AdminCommand[] = [
       },
     ],
   },
+  ...(
+    [
+      ['cancel', 'Cancel an invoice nothing was paid on'],
+      ['entered-in-error', 'Mark an invoice entered in error'],
+      ['write-off', "Write off an invoice's balance"],
+    ] as const
+  ).map(
+    ([action, summary]): AdminCommand => ({
+      resource: 'invoices',
+      action,
+      summary,
+      method: 'POST',
+      route: `/practices/:practiceId/invoices/:invoiceId/${action}`,
+      target: 'practice',
+      sendsBody: true,
+      flags: [
+        {
+          flag: 'invoice',
+          kind: 'text',
+          to: { path: 'invoiceId' },
+          required: true,
+          help: 'Invoice id (inv_...)',
+        },
+        {
+          flag: 'reason',
+          kind: 'text',
+          to: { body: 'reason' },
+          required: true,
+          help: 'Why, for the audit log',
+        },
+      ],
+    }),
+  ),
   {
     resource: 'payments',
     action: 'record',

@@ -6,7 +6,7 @@
 import { isCoverageActive } from '../insurance/service.ts';
 import { findCoverage } from '../insurance/store.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
-import { PAYABLE, recordPayment } from '../invoices/payments.ts';
+import { insurerPaid, PAYABLE, recordPayment, takeBackInsurerPayments } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { practiceBilling, readInvoice } from '../invoices/service.ts';
 import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../jobs/queue.ts';
@@ -231,6 +231,8 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
       );
     } else {
       const reversed = await setClaimStatus(trx, billing, claim, 'reversed', { message: null }, now);
+      // The insurer's money goes back with its acceptance, so the invoice owes it again.
+      await takeBackInsurerPayments(trx, billing, claim.invoice_id, claim.authorization_reference, now);
       if (claim.resubmit_after_reversal) {
         const resent = await setClaimStatus(
           trx,
@@ -265,7 +267,7 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
 
 /**
  * Pays the approved benefits of an accepted claim as the insurer's payment on the invoice, net of what
- * the insurer already paid on it. The sandbox does not claw a remittance back when a claim is reversed.
+ * the insurer already paid on it (a confirmed reversal takes the insurer's payments back).
  */
 export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
   const { claimId, submissionId } = job.payload as { claimId: string; submissionId: string };
@@ -284,15 +286,9 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
         0,
       );
       const record = await readInvoice(trx, practiceId, claim.invoice_id, true);
-      // Net of what the insurer already paid on this invoice (an earlier submission's remittance).
-      const paidByInsurer = await trx
-        .selectFrom('payments')
-        .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('amount'), eb.lit(0)).as('total'))
-        .where('practice_id', '=', practiceId)
-        .where('invoice_id', '=', claim.invoice_id)
-        .where('source', '=', 'insurer')
-        .executeTakeFirstOrThrow();
-      const amount = Math.min(benefit - Number(paidByInsurer.total), Number(record.invoice.balance_due));
+      // Net of what the insurer already paid on this invoice and did not take back.
+      const paidByInsurer = await insurerPaid(trx, practiceId, claim.invoice_id);
+      const amount = Math.min(benefit - paidByInsurer, Number(record.invoice.balance_due));
       if (amount > 0 && (record.invoice.status === 'amending' || record.invoice.status === 'draft')) {
         // The practice is changing the invoice: pay once it is issued again, not never.
         await rescheduleJob(

@@ -12,10 +12,13 @@ import { claimItems } from './store.ts';
 const InvoiceParam = IdParam('invoiceId', 'Invoice id (`inv_...`).');
 const SEND_ERRORS = [400, 401, 403, 404, 413, 415, 422, 429, 500, 503];
 
-/** A 202 with the claim as it is now, and in Location the address to follow it at. */
+/**
+ * A 202 with the claim as it is now, and in Location the address to follow it at. The claim was just
+ * sent or is reversing, so it is not resubmittable whatever the invoice's status.
+ */
 async function answer(trx: Trx, practiceId: string, claim: Awaited<ReturnType<typeof sendClaim>>) {
   return {
-    body: claimOf(claim, await claimItems(trx, practiceId, claim.id)),
+    body: claimOf(claim, await claimItems(trx, practiceId, claim.id), false),
     location: `/api/v1/invoices/${claim.invoice_id}/claim`,
     resource: { id: claim.invoice_id },
   };

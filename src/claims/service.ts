@@ -41,9 +41,13 @@ const OUTCOME_OF: Record<ClaimStatus, Claim['outcome']> = {
 };
 const RESUBMITTABLE: readonly string[] = ['rejected', 'reversed'];
 const REVERSIBLE: readonly string[] = ['accepted', 'partially_accepted', 'reversal_failed'];
-const CLAIMABLE_INVOICE = ['issued', 'partially_paid', 'overdue'];
+export const CLAIMABLE_INVOICE: readonly string[] = ['issued', 'partially_paid', 'overdue'];
 
-export function claimOf(row: ClaimRow, items: ClaimItemRow[]): Claim {
+/**
+ * The claim as the API shows it. `invoiceClaimable` says whether the invoice's status lets it be
+ * claimed again, so `resubmittable` is true only when a resubmission would be accepted.
+ */
+export function claimOf(row: ClaimRow, items: ClaimItemRow[], invoiceClaimable: boolean): Claim {
   const status = row.status as ClaimStatus;
   return {
     object: 'claim',
@@ -52,7 +56,7 @@ export function claimOf(row: ClaimRow, items: ClaimItemRow[]): Claim {
     status,
     outcome: OUTCOME_OF[status],
     message: row.message,
-    resubmittable: RESUBMITTABLE.includes(status),
+    resubmittable: RESUBMITTABLE.includes(status) && invoiceClaimable,
     reversible: REVERSIBLE.includes(status),
     authorizationReference: row.authorization_reference,
     submittedAt: row.submitted_at?.toISOString() ?? null,
@@ -70,10 +74,14 @@ export function claimOf(row: ClaimRow, items: ClaimItemRow[]): Claim {
 }
 
 export async function readClaim(trx: Trx, practiceId: string, invoiceId: string): Promise<Claim> {
-  await readInvoice(trx, practiceId, invoiceId);
+  const record = await readInvoice(trx, practiceId, invoiceId);
   const claim = await findClaimOfInvoice(trx, practiceId, invoiceId);
   if (!claim) throw notFound('Claim');
-  return claimOf(claim, await claimItems(trx, practiceId, claim.id));
+  return claimOf(
+    claim,
+    await claimItems(trx, practiceId, claim.id),
+    CLAIMABLE_INVOICE.includes(record.invoice.status),
+  );
 }
 
 /** Changes a claim's status with its event and the invoice's claimStatus, in the caller's transaction. */

@@ -11,6 +11,7 @@ import {
   CodeSystemList,
   CodeSystemRequest,
   DeletedCodeConcept,
+  ModifierList,
   USAGES,
 } from './schemas.ts';
 import {
@@ -25,7 +26,7 @@ import {
   replaceCodeSystem,
   replaceRuleErrors,
 } from './service.ts';
-import { listCodeSystems, listConcepts } from './store.ts';
+import { listCodeSystems, listConcepts, listModifiers } from './store.ts';
 
 const SystemParam = IdParam('codeSystemId', 'Code system id (`cs_...`).');
 const ConceptParams = Type.Object(
@@ -188,6 +189,39 @@ export const codeSystemRoutes = [
           (r) => [r.code, r.id],
           (p) => deps.cursors.encode('code-concepts', filters, p),
         ),
+      };
+    },
+  }),
+  defineApiRoute({
+    method: 'GET',
+    url: '/code-systems/:codeSystemId/modifiers',
+    operationId: 'listCodeSystemModifiers',
+    summary: "The modifiers of a code system's codes",
+    description:
+      "Tariff modifiers a line of this system can carry in `modifiers`, each with the percentage it adds to or takes off the line's total; ordered by code. Every modifier is answered on one page (`hasMore` false); a system without modifiers answers an empty list.",
+    tag: 'Code systems',
+    permission: 'CODE_SYSTEMS:READ',
+    resourceType: 'code_system',
+    params: SystemParam,
+    successStatus: 200,
+    response: ModifierList,
+    errorStatuses: [401, 403, 404, 429, 500, 503],
+    handler: async ({ trx, practiceId, params }) => {
+      const system = await readCodeSystem(trx, practiceId, params.codeSystemId);
+      const rows = await listModifiers(trx, system.url);
+      return {
+        body: {
+          object: 'list' as const,
+          data: rows.map((r) => ({
+            object: 'modifier' as const,
+            system: r.system,
+            code: r.code,
+            display: r.display,
+            percentBasisPoints: r.percent_basis_points,
+          })),
+          hasMore: false,
+          nextCursor: null,
+        },
       };
     },
   }),

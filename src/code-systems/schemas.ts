@@ -98,3 +98,18 @@ export const DeletedCodeConcept = Type.Object(
   { object: Type.Literal('code_concept'), id: Type.String(), deleted: Type.Literal(true) },
   { title: 'DeletedCodeConcept' },
 );
+
+export const Modifier = Type.Object(
+  {
+    object: Type.Literal('modifier'),
+    system: Type.String({ description: 'The code system the modifier belongs to (its url).' }),
+    code: Type.String({ description: "Send it in a line's `modifiers`." }),
+    display: Type.String(),
+    percentBasisPoints: Type.Integer({
+      description:
+        "How the modifier changes a line's total, in basis points of its subtotal: 2500 adds 25%, -5000 takes half off. A line's modifiers are summed.",
+    }),
+  },
+  { title: 'Modifier' },
+);
+export const ModifierList = ListOf(Modifier, 'ModifierList');

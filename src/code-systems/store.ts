@@ -100,6 +100,8 @@ export interface ResolvedCode {
   display: string;
   active: boolean;
   defaultPrice: number | null;
+  /** The kinds of record the code is picked for: its system's usage and its own extras. */
+  usage: string[];
 }
 
 /** Looks codes up in every active system the practice can use; the key is `system|code`. */
@@ -117,14 +119,15 @@ export async function resolveCodes(
     display: string;
     active: boolean;
     default_price: number | null;
+    usage: string[];
   }>`
     WITH wanted (system, code) AS (SELECT * FROM unnest(${systems}::text[], ${codes}::text[]))
-    SELECT s.url AS system, c.code, c.display, c.active, c.default_price
+    SELECT s.url AS system, c.code, c.display, c.active, c.default_price, s.usage || c.usage AS usage
       FROM wanted w
       JOIN code_systems s ON s.url = w.system AND s.status = 'active'
       JOIN code_concepts c ON c.code_system_id = s.id AND c.code = w.code
     UNION ALL
-    SELECT s.url AS system, c.code, c.display, true AS active, c.default_price
+    SELECT s.url AS system, c.code, c.display, true AS active, c.default_price, s.usage || c.usage AS usage
       FROM wanted w
       JOIN practice_code_systems s ON s.practice_id = ${practiceId} AND s.url = w.system AND s.status = 'active'
       JOIN practice_code_concepts c ON c.practice_id = s.practice_id AND c.code_system_id = s.id AND c.code = w.code`.execute(
@@ -133,7 +136,14 @@ export async function resolveCodes(
   return new Map(
     result.rows.map((r) => [
       `${r.system}|${r.code}`,
-      { system: r.system, code: r.code, display: r.display, active: r.active, defaultPrice: r.default_price },
+      {
+        system: r.system,
+        code: r.code,
+        display: r.display,
+        active: r.active,
+        defaultPrice: r.default_price,
+        usage: r.usage,
+      },
     ]),
   );
 }
@@ -176,4 +186,14 @@ export async function codeUses(
     trx,
   );
   return result.rows.map((r) => r.place);
+}
+
+/** The modifiers of a system's codes, by code. */
+export async function listModifiers(trx: Trx, systemUrl: string) {
+  return trx
+    .selectFrom('tariff_modifiers')
+    .selectAll()
+    .where('system', '=', systemUrl)
+    .orderBy('code')
+    .execute();
 }

@@ -40,6 +40,10 @@ export function openApiInfo(_publicBaseUrl: string) {
         name: 'Insurance',
         description: "Find medical scheme plans and record a patient's coverage (membership).",
       },
+      {
+        name: 'Practitioners',
+        description: "The practice's practitioners: the ids visits and X-Service-Performer name.",
+      },
       { name: 'Encounters', description: 'Record visits with their diagnoses and procedures.' },
       {
         name: 'Invoices',

@@ -1,10 +1,12 @@
 // Owns the rules for recording a visit: every wrong field is reported at once; times carry an offset
 // and are stored in UTC; a visit cannot end in the future, before it starts, or start more than 120
 // days ago; codes must exist, active, in their system (by default the practitioner's for that kind of
-// code) and the service's own wording replaces any display sent; a procedure's diagnosisCodes must
-// name diagnoses of the same visit. The patient and practitioner must be the practice's.
+// code), of the kind the field takes (condition codes for diagnoses, procedure codes for procedures),
+// each diagnosis once, and the service's own wording replaces any display sent; a procedure's
+// diagnosisCodes must name diagnoses of the same visit. The patient and practitioner must be the practice's.
 import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
 import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
+import { type CodeUsage, usageMismatch } from '../code-systems/usage.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { noWrongFields, type Partly, type WrongField } from '../platform/http/field-rules.ts';
@@ -118,15 +120,23 @@ async function inspectEncounter(
   const codingsOf = (
     items: Array<Partly<EncounterRequest['diagnoses'][number]> | undefined> | undefined,
     kind: string,
+    usage: CodeUsage,
     defaultSystem: string,
   ) =>
     (items ?? []).flatMap((c, i) =>
       c?.code === undefined || wrong(`${kind}.${i}.system`)
         ? []
-        : [{ field: `${kind}.${i}`, system: c.system ?? defaultSystem, code: c.code }],
+        : [{ field: `${kind}.${i}`, usage, system: c.system ?? defaultSystem, code: c.code }],
     );
-  const diagnoses = codingsOf(request.diagnoses, 'diagnoses', conditionSystem);
-  const procedures = codingsOf(request.procedures, 'procedures', procedureSystem);
+  const diagnoses = codingsOf(request.diagnoses, 'diagnoses', 'condition', conditionSystem);
+  const procedures = codingsOf(request.procedures, 'procedures', 'procedure', procedureSystem);
+  const firstOf = new Map<string, string>();
+  for (const d of diagnoses) {
+    const key = `${d.system}|${d.code}`;
+    const first = firstOf.get(key);
+    if (first) invalid(`${d.field}.code`, `repeats ${first}: a diagnosis is recorded once per visit`);
+    else firstOf.set(key, d.field);
+  }
   const codings = [...diagnoses, ...procedures];
   const [resolved, systems] = await Promise.all([
     resolveCodes(trx, practiceId, codings),
@@ -140,6 +150,8 @@ async function inspectEncounter(
     const found = resolved.get(`${coding.system}|${coding.code}`);
     if (!found) invalid(`${coding.field}.code`, `is not a code of ${coding.system}`);
     else if (!found.active) invalid(`${coding.field}.code`, 'is no longer active');
+    else if (!found.usage.includes(coding.usage))
+      invalid(`${coding.field}.code`, usageMismatch(found, coding.usage));
   }
 
   // Which diagnoses a procedure names can be judged only when every diagnosis code came through.

@@ -7,7 +7,14 @@ import { enqueueJob } from '../jobs/queue.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 
-export const EVENT_TYPES = ['invoice.issued', 'claim.status_changed', 'payment.created'] as const;
+export const EVENT_TYPES = [
+  'invoice.issued',
+  'invoice.cancelled',
+  'invoice.entered_in_error',
+  'invoice.written_off',
+  'claim.status_changed',
+  'payment.created',
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export const DELIVER_JOB = 'webhook.deliver';

@@ -30,9 +30,10 @@ const invoiceAudit = (practiceId: string, invoiceId: string) => ({
   resourceId: invoiceId,
 });
 
+/** The claim as it is now: just sent or reversing, so not resubmittable whatever the invoice's status. */
 async function claimAnswer(trx: Trx, practiceId: string, claim: Awaited<ReturnType<typeof sendClaim>>) {
   return {
-    body: claimOf(claim, await claimItems(trx, practiceId, claim.id)),
+    body: claimOf(claim, await claimItems(trx, practiceId, claim.id), false),
     audit: { practiceId, resourceType: 'claim', resourceId: claim.invoice_id },
   };
 }

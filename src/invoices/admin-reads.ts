@@ -4,8 +4,8 @@
 import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { Claim } from '../claims/schemas.ts';
-import { claimOf } from '../claims/service.ts';
-import { claimItems, findClaimOfInvoice } from '../claims/store.ts';
+import { readClaim } from '../claims/service.ts';
+import { findClaimOfInvoice } from '../claims/store.ts';
 import { Coverage } from '../insurance/schemas.ts';
 import { coverageOf } from '../insurance/service.ts';
 import { listCoverages } from '../insurance/store.ts';
@@ -184,7 +184,7 @@ export async function invoiceDetail(
     patient: { id: patient.id, name: nameOf(patient.given_names, patient.last_name) },
     coverages: coverages.map((c) => coverageOf(c, today)),
     payments: payments.map(paymentOf),
-    claim: claim ? claimOf(claim, await claimItems(trx, practiceId, claim.id)) : null,
+    claim: claim ? await readClaim(trx, practiceId, invoiceId) : null,
     events: events.map((e) => ({
       id: e.id,
       type: e.type,

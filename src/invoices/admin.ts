@@ -1,12 +1,14 @@
 // The operator's side of billing: a practice's billing settings (VAT rate, payment terms, invoice
-// number prefix) and recording payments received.
+// number prefix), recording payments received, and closing an invoice (cancel, mark entered in
+// error, write off) through the same rules as the public API.
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../admin/admin-route.ts';
 import { getPractice } from '../admin/service.ts';
 import { Nullable } from '../platform/http/schema.ts';
+import { type Closing, closeInvoice } from './closing.ts';
 import { paymentOf, recordPayment } from './payments.ts';
-import { Payment } from './schemas.ts';
-import { practiceBilling } from './service.ts';
+import { CloseInvoiceRequest, Invoice, Payment } from './schemas.ts';
+import { invoiceOf, practiceBilling } from './service.ts';
 
 const PracticeParam = Type.Object(
   { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },
@@ -59,7 +61,72 @@ function settingsOf(billing: Awaited<ReturnType<typeof practiceBilling>>): Stati
   };
 }
 
+const InvoiceParams = Type.Object(
+  {
+    practiceId: Type.String({ minLength: 1, maxLength: 100 }),
+    invoiceId: Type.String({ minLength: 1, maxLength: 100 }),
+  },
+  { additionalProperties: false },
+);
+
+const CLOSINGS: Array<{
+  action: string;
+  closing: Closing;
+  operationId: string;
+  summary: string;
+  description: string;
+}> = [
+  {
+    action: 'cancel',
+    closing: 'cancelled',
+    operationId: 'adminCancelInvoice',
+    summary: 'Cancel an invoice nothing was paid on',
+    description:
+      'As the public `POST /invoices/{id}/cancel`: a draft, issued, overdue or amending invoice with no payments and no open or accepted claim becomes `cancelled`; its visits can be billed again; `invoice.cancelled` is sent.',
+  },
+  {
+    action: 'entered-in-error',
+    closing: 'entered_in_error',
+    operationId: 'adminMarkInvoiceEnteredInError',
+    summary: 'Mark an invoice entered in error',
+    description:
+      'For an invoice that should never have existed (wrong patient, duplicate): the same conditions as cancelling; it becomes `entered_in_error`, its visits can be billed again, and `invoice.entered_in_error` is sent.',
+  },
+  {
+    action: 'write-off',
+    closing: 'written_off',
+    operationId: 'adminWriteOffInvoice',
+    summary: "Write off an invoice's balance",
+    description:
+      'An issued, partially paid or overdue invoice with a balance due, and no open or accepted claim, becomes `written_off`: the practice stops collecting it. Its payments stay; its visits stay billed. `invoice.written_off` is sent.',
+  },
+];
+
+const closingRoutes = CLOSINGS.map((c) =>
+  defineAdminRoute({
+    method: 'POST',
+    url: `/practices/:practiceId/invoices/:invoiceId/${c.action}`,
+    operationId: c.operationId,
+    summary: c.summary,
+    description: c.description,
+    params: InvoiceParams,
+    body: CloseInvoiceRequest,
+    successStatus: 200,
+    response: Invoice,
+    handler: async ({ trx, params, body, now }) => {
+      await getPractice(trx, params.practiceId);
+      const billing = await practiceBilling(trx, params.practiceId);
+      const record = await closeInvoice(trx, billing, params.invoiceId, c.closing, body.reason, now);
+      return {
+        body: invoiceOf(record),
+        audit: { practiceId: params.practiceId, resourceType: 'invoice', resourceId: params.invoiceId },
+      };
+    },
+  }),
+);
+
 export const billingAdminRoutes = [
+  ...closingRoutes,
   defineAdminRoute({
     method: 'GET',
     url: '/practices/:practiceId/billing-settings',

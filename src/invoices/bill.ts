@@ -168,11 +168,19 @@ export async function billEncounter(
   await touchInvoice(trx, billing, invoiceId);
 
   let issued: boolean | null = null;
+  let issueSkippedReason: string | null = null;
   let claimQueued: boolean | null = null;
   let claimSkippedReason: string | null = null;
   if (request.issue === true) {
-    await issueInvoice(trx, billing, invoiceId, now);
-    issued = true;
+    // The invoice is created whatever happens to issuing; a refusal is reported, not thrown.
+    try {
+      await issueInvoice(trx, billing, invoiceId, now);
+      issued = true;
+    } catch (error) {
+      if (!(error instanceof AppError && error.code === 'business_rule')) throw error;
+      issued = false;
+      issueSkippedReason = error.detail;
+    }
   }
   if (request.submitClaim === true) {
     const outcome = await queueClaim(
@@ -189,7 +197,7 @@ export async function billEncounter(
     object: 'bill_result',
     invoice: invoiceOf(await readInvoice(trx, billing.id, invoiceId)),
     issued,
-    issueSkippedReason: null,
+    issueSkippedReason,
     claimQueued,
     claimSkippedReason,
   };

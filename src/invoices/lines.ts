@@ -1,10 +1,12 @@
-// Owns invoice lines: resolving a requested line's code, wording, modifiers and diagnoses (reporting
-// every wrong field at once), pricing it with integer arithmetic, and adding, replacing or deleting a
+// Owns invoice lines: resolving a requested line's code (a procedure code), wording, modifiers and
+// diagnoses (condition codes), refusing service dates after today (reporting every wrong field at once), pricing it with integer arithmetic, and adding, replacing or deleting a
 // line while the invoice is a draft or amending.
 
 import type { Selectable } from 'kysely';
 import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
 import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
+import { usageMismatch } from '../code-systems/usage.ts';
+import { dateIn } from '../platform/clock.ts';
 import type { InvoiceLinesTable, LineDiagnosis } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
@@ -12,7 +14,7 @@ import { noWrongFields, type Partly, type WrongField } from '../platform/http/fi
 import { newId } from '../platform/ids.ts';
 import { lineSubtotal, lineTotal, scaledQuantity } from './money.ts';
 import type { LineItemRequest } from './schemas.ts';
-import { type PracticeBilling, readInvoice, requireEditable, touchInvoice } from './service.ts';
+import { type PracticeBilling, readInvoice, requireEditable, touchInvoiceLines } from './service.ts';
 import type { InvoiceRecord } from './store.ts';
 
 /** A line's own values, as resolved from a LineItemRequest. */
@@ -51,11 +53,13 @@ export async function modifiersOf(trx: Trx, system: string, codes: string[]): Pr
 /** What the service's rules make of a line request: its wrong fields and its resolved codes. */
 async function inspectLine(
   trx: Trx,
-  practiceId: string,
+  billing: PracticeBilling,
   practitionerId: string | null,
   request: Partly<LineItemRequest>,
+  now: Date,
   wrong: WrongField,
 ) {
+  const practiceId = billing.id;
   const errors: FieldError[] = [];
   const invalid = (field: string, message: string): void => {
     errors.push({ field, code: 'invalid', message: `${field} ${message}` });
@@ -84,17 +88,27 @@ async function inspectLine(
   if (systemKnown && !systems.has(system)) invalid('system', 'is not a code system this practice can use');
   else if (systemKnown && request.code !== undefined && !lineCode)
     invalid('code', `is not a code of ${system}`);
+  else if (lineCode && !lineCode.usage.includes('procedure'))
+    invalid('code', usageMismatch(lineCode, 'procedure'));
 
   diagnoses.forEach((d, i) => {
     if (d === undefined) return;
+    const found = resolved.get(`${d.system}|${d.code}`);
     if (!systems.has(d.system))
       invalid(`diagnoses.${i}.system`, 'is not a code system this practice can use');
-    else if (!resolved.has(`${d.system}|${d.code}`))
-      invalid(`diagnoses.${i}.code`, `is not a code of ${d.system}`);
+    else if (!found) invalid(`diagnoses.${i}.code`, `is not a code of ${d.system}`);
+    else if (!found.usage.includes('condition'))
+      invalid(`diagnoses.${i}.code`, usageMismatch(found, 'condition'));
   });
   if ((request.diagnoses ?? []).filter((d) => d?.primary === true).length > 1)
     invalid('diagnoses', 'can have only one primary diagnosis');
 
+  // A service is billed once it was given: no date after today in the practice's time zone.
+  const today = dateIn(billing.timezone, now);
+  if (request.serviceDate !== undefined && request.serviceDate > today)
+    invalid('serviceDate', `cannot be in the future (today is ${today} in ${billing.timezone})`);
+  if (request.serviceDateEnd && request.serviceDateEnd > today)
+    invalid('serviceDateEnd', `cannot be in the future (today is ${today} in ${billing.timezone})`);
   if (
     request.serviceDateEnd &&
     request.serviceDate !== undefined &&
@@ -122,26 +136,29 @@ async function inspectLine(
 /** The wrong fields of a line request by the service's rules (those its schema let through). */
 export async function lineRuleErrors(
   trx: Trx,
-  practiceId: string,
+  billing: PracticeBilling,
   invoiceId: string,
   request: Partly<LineItemRequest>,
+  now: Date,
   wrong: WrongField,
 ): Promise<FieldError[]> {
-  const record = await readInvoice(trx, practiceId, invoiceId);
-  return (await inspectLine(trx, practiceId, record.invoice.practitioner_id, request, wrong)).errors;
+  const record = await readInvoice(trx, billing.id, invoiceId);
+  return (await inspectLine(trx, billing, record.invoice.practitioner_id, request, now, wrong)).errors;
 }
 
 export async function resolveLine(
   trx: Trx,
-  practiceId: string,
+  billing: PracticeBilling,
   practitionerId: string | null,
   request: LineItemRequest,
+  now: Date,
 ): Promise<LineValues> {
   const { errors, defaults, system, resolved, lineCode, percentages } = await inspectLine(
     trx,
-    practiceId,
+    billing,
     practitionerId,
     request,
+    now,
     noWrongFields,
   );
   if (errors.length > 0) throw fieldErrors(errors);
@@ -200,9 +217,10 @@ export async function addLine(
   billing: PracticeBilling,
   invoiceId: string,
   request: LineItemRequest,
+  now: Date,
 ) {
   const record = await editableInvoice(trx, billing, invoiceId);
-  const values = await resolveLine(trx, billing.id, record.invoice.practitioner_id, request);
+  const values = await resolveLine(trx, billing, record.invoice.practitioner_id, request, now);
   const position = record.lines.reduce((max, l) => Math.max(max, l.position), 0) + 1;
   const id = newId('lineItem');
   await trx
@@ -216,7 +234,7 @@ export async function addLine(
       ...lineColumns(values),
     })
     .execute();
-  await touchInvoice(trx, billing, invoiceId);
+  await touchInvoiceLines(trx, billing, invoiceId);
   return { record: await readInvoice(trx, billing.id, invoiceId), lineId: id };
 }
 
@@ -232,18 +250,19 @@ export async function replaceLine(
   invoiceId: string,
   lineId: string,
   request: LineItemRequest,
+  now: Date,
 ) {
   const record = await readInvoice(trx, billing.id, invoiceId, true);
   requireLine(record, lineId);
   requireEditable(record);
-  const values = await resolveLine(trx, billing.id, record.invoice.practitioner_id, request);
+  const values = await resolveLine(trx, billing, record.invoice.practitioner_id, request, now);
   await trx
     .updateTable('invoice_lines')
     .set(lineColumns(values))
     .where('practice_id', '=', billing.id)
     .where('id', '=', lineId)
     .execute();
-  await touchInvoice(trx, billing, invoiceId);
+  await touchInvoiceLines(trx, billing, invoiceId);
   return readInvoice(trx, billing.id, invoiceId);
 }
 
@@ -256,6 +275,6 @@ export async function deleteLine(trx: Trx, billing: PracticeBilling, invoiceId: 
     .where('practice_id', '=', billing.id)
     .where('id', '=', lineId)
     .execute();
-  await touchInvoice(trx, billing, invoiceId);
+  await touchInvoiceLines(trx, billing, invoiceId);
   return readInvoice(trx, billing.id, invoiceId);
 }

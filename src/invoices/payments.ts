@@ -1,13 +1,17 @@
 // Owns payments against an invoice: recording one (from the patient at the practice, or from the
-// insurer's remittance) moves the invoice to partially_paid or balanced and writes payment.created.
+// insurer's remittance), and taking back the insurer's money when it confirms a reversal (a negative
+// insurer payment). Each moves the invoice's amount paid, sets its status from its money and writes
+// payment.created.
 import type { Selectable } from 'kysely';
 import { recordEvent } from '../events/outbox.ts';
+import { dateIn } from '../platform/clock.ts';
 import type { PaymentsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { InvoiceStatus, Payment } from './schemas.ts';
 import { type PracticeBilling, readInvoice, touchInvoice } from './service.ts';
+import type { InvoiceRecord } from './store.ts';
 
 export const PAYABLE: readonly InvoiceStatus[] = ['issued', 'partially_paid', 'overdue'];
 
@@ -55,26 +59,77 @@ export async function recordPayment(trx: Trx, billing: PracticeBilling, request:
       { field: 'amount', code: 'invalid', message: `amount is more than the balance due (${balance})` },
     ]);
   }
-  const paid = Number(invoice.amount_paid) + request.amount;
-  const status = paid >= Number(invoice.total_gross) ? 'balanced' : 'partially_paid';
+  return writePayment(trx, billing, record, { ...request, source: request.source ?? 'patient' }, now);
+}
+
+/** Inserts the payment, moves the invoice's amount paid and status with it, and writes payment.created. */
+async function writePayment(
+  trx: Trx,
+  billing: PracticeBilling,
+  record: InvoiceRecord,
+  payment: PaymentRequest & { source: 'patient' | 'insurer' },
+  now: Date,
+) {
+  const invoice = record.invoice;
   const row = await trx
     .insertInto('payments')
     .values({
       practice_id: billing.id,
       id: newId('payment'),
       invoice_id: invoice.id,
-      amount: request.amount,
+      amount: payment.amount,
       currency: invoice.currency,
-      method: request.method,
-      source: request.source ?? 'patient',
-      reference: request.reference ?? null,
+      method: payment.method,
+      source: payment.source,
+      reference: payment.reference ?? null,
       received_at: now,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  await touchInvoice(trx, billing, invoice.id, { amount_paid: paid, status });
+  await touchInvoice(
+    trx,
+    billing,
+    invoice.id,
+    { amount_paid: Number(invoice.amount_paid) + payment.amount },
+    dateIn(billing.timezone, now),
+  );
   await recordEvent(trx, billing.id, 'payment.created', { type: 'invoice', id: invoice.id }, now);
   return row;
+}
+
+/** What the insurer has paid on the invoice, net of what was taken back. */
+export async function insurerPaid(trx: Trx, practiceId: string, invoiceId: string): Promise<number> {
+  const row = await trx
+    .selectFrom('payments')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('amount'), eb.lit(0)).as('total'))
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId)
+    .where('source', '=', 'insurer')
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
+}
+
+/**
+ * A reversal the insurer confirmed takes its money back: a negative insurer payment of everything
+ * the insurer paid on the invoice, so the invoice owes it again and can be claimed again.
+ */
+export async function takeBackInsurerPayments(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  reference: string | null,
+  now: Date,
+) {
+  const paid = await insurerPaid(trx, billing.id, invoiceId);
+  if (paid <= 0) return undefined;
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  return writePayment(
+    trx,
+    billing,
+    record,
+    { invoiceId, amount: -paid, method: 'reversal', reference, source: 'insurer' },
+    now,
+  );
 }
 
 export async function paymentsOf(trx: Trx, practiceId: string, invoiceId: string) {

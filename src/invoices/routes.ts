@@ -1,5 +1,5 @@
 // Declares the invoice operations of the public API: bill a visit, read and list invoices, change
-// lines, read a line's rates, issue, amend and read payments.
+// lines, read a line's rates, issue, amend, cancel and read payments.
 import { Type } from 'typebox';
 import type { Permission } from '../auth/permissions.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -8,12 +8,14 @@ import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { DateTime, Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { billEncounter, type ClaimQueuer } from './bill.ts';
+import { closeInvoice } from './closing.ts';
 import { addLine, deleteLine, lineRuleErrors, replaceLine } from './lines.ts';
 import { paymentOf, paymentsOf } from './payments.ts';
 import { ratesFor } from './rates.ts';
 import {
   BillRequest,
   BillResult,
+  CloseInvoiceRequest,
   INVOICE_STATUSES,
   Invoice,
   InvoiceLine,
@@ -160,11 +162,11 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       successStatus: 201,
       response: Invoice,
       errorStatuses: WRITE_ERRORS,
-      fieldRules: ({ trx, practiceId, params, body, wrong }) =>
-        lineRuleErrors(trx, practiceId, params.invoiceId, body, wrong),
-      handler: async ({ trx, practiceId, params, body }) => {
+      fieldRules: async ({ trx, practiceId, params, body, now, wrong }) =>
+        lineRuleErrors(trx, await billingFor(trx, practiceId), params.invoiceId, body, now, wrong),
+      handler: async ({ trx, practiceId, params, body, now }) => {
         const billing = await billingFor(trx, practiceId);
-        const { record, lineId } = await addLine(trx, billing, params.invoiceId, body);
+        const { record, lineId } = await addLine(trx, billing, params.invoiceId, body, now);
         return {
           body: invoiceOf(record),
           location: `/api/v1/invoices/${record.invoice.id}/line-items/${lineId}`,
@@ -211,11 +213,11 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       successStatus: 200,
       response: Invoice,
       errorStatuses: WRITE_ERRORS,
-      fieldRules: ({ trx, practiceId, params, body, wrong }) =>
-        lineRuleErrors(trx, practiceId, params.invoiceId, body, wrong),
-      handler: async ({ trx, practiceId, params, body }) => {
+      fieldRules: async ({ trx, practiceId, params, body, now, wrong }) =>
+        lineRuleErrors(trx, await billingFor(trx, practiceId), params.invoiceId, body, now, wrong),
+      handler: async ({ trx, practiceId, params, body, now }) => {
         const billing = await billingFor(trx, practiceId);
-        const record = await replaceLine(trx, billing, params.invoiceId, params.lineItemId, body);
+        const record = await replaceLine(trx, billing, params.invoiceId, params.lineItemId, body, now);
         return {
           body: invoiceOf(record),
           resource: { id: record.invoice.id, patientId: record.invoice.patient_id },
@@ -346,6 +348,30 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       errorStatuses: [401, 403, 404, 422, 429, 500, 503],
       handler: async ({ trx, practiceId, params }) => {
         const record = await amendInvoice(trx, await billingFor(trx, practiceId), params.invoiceId);
+        return {
+          body: invoiceOf(record),
+          resource: { id: record.invoice.id, patientId: record.invoice.patient_id },
+        };
+      },
+    }),
+    defineApiRoute({
+      method: 'POST',
+      url: '/invoices/:invoiceId/cancel',
+      operationId: 'cancelInvoice',
+      summary: 'Cancel an invoice nothing was paid on',
+      description:
+        'A draft, issued, overdue or amending invoice with no payments, and no claim the insurer is working on or has accepted (reverse it first), becomes `cancelled` with the reason; its visits are released so they can be billed again, and `invoice.cancelled` is sent. Anything else answers 422 `business_rule` saying why. An invoice with payments can be written off by the practice instead.',
+      tag: 'Invoices',
+      permission: 'INVOICES:UPDATE',
+      resourceType: 'invoice',
+      params: InvoiceParam,
+      body: CloseInvoiceRequest,
+      successStatus: 200,
+      response: Invoice,
+      errorStatuses: [400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
+      handler: async ({ trx, practiceId, params, body, now }) => {
+        const billing = await billingFor(trx, practiceId);
+        const record = await closeInvoice(trx, billing, params.invoiceId, 'cancelled', body.reason, now);
         return {
           body: invoiceOf(record),
           resource: { id: record.invoice.id, patientId: record.invoice.patient_id },

@@ -72,6 +72,18 @@ export const Invoice = Type.Object(
 export type Invoice = Static<typeof Invoice>;
 export const InvoiceList = ListOf(Invoice, 'InvoiceList');
 
+export const CloseInvoiceRequest = Type.Object(
+  {
+    reason: Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description: 'Why, in words a person reads later in the audit log and the console.',
+    }),
+  },
+  { additionalProperties: false, title: 'CloseInvoiceRequest' },
+);
+export type CloseInvoiceRequest = Static<typeof CloseInvoiceRequest>;
+
 export const LineItemRequest = Type.Object(
   {
     system: Type.Optional(

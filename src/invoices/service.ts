@@ -2,11 +2,16 @@
 // (draft or amending → issued; the patient is told through a recorded notification and the
 // invoice.issued event) and reopening for amendment. Every change locks the invoice, then the
 // practice's invoice clock, so change times follow commit order.
+
+import type { Updateable } from 'kysely';
 import { recordEvent } from '../events/outbox.ts';
+import { dateIn } from '../platform/clock.ts';
+import type { InvoicesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { invoiceTotals } from './money.ts';
+import { OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
 import { findInvoice, type InvoiceRecord, tickInvoiceClock } from './store.ts';
 
@@ -89,12 +94,17 @@ export async function readInvoice(
   return record;
 }
 
-/** Marks the invoice changed now (in commit order) and recomputes its totals from its lines. */
+/**
+ * Marks the invoice changed now (in commit order) and recomputes its totals from its lines. With
+ * `settleOn` (the practice's date today), an open invoice's status is set from its money
+ * (`openStatus`), so a payment, a re-issue or a take-back can never leave it saying otherwise.
+ */
 export async function touchInvoice(
   trx: Trx,
   billing: PracticeBilling,
   invoiceId: string,
-  set: Record<string, unknown> = {},
+  set: Partial<Updateable<InvoicesTable>> = {},
+  settleOn?: string,
 ) {
   const { changedAt } = await tickInvoiceClock(trx, billing.id, false);
   const lines = await trx
@@ -107,13 +117,38 @@ export async function touchInvoice(
     lines.map((l) => Number(l.total)),
     billing.vatRateBasisPoints,
   );
-  await trx
+  const row = await trx
     .updateTable('invoices')
     .set({ ...set, total_net: totals.totalNet, total_gross: totals.totalGross, updated_at: changedAt })
     .where('practice_id', '=', billing.id)
     .where('id', '=', invoiceId)
-    .execute();
-  return changedAt;
+    .returning(['status', 'number', 'total_gross', 'amount_paid', 'due_date'])
+    .executeTakeFirstOrThrow();
+  const money = {
+    totalGross: Number(row.total_gross),
+    amountPaid: Number(row.amount_paid),
+    dueDate: row.due_date,
+  };
+  if (settleOn !== undefined && OPEN_STATUSES.includes(row.status as InvoiceStatus)) {
+    const status = openStatus(money, settleOn);
+    if (status !== row.status) {
+      await trx
+        .updateTable('invoices')
+        .set({ status })
+        .where('practice_id', '=', billing.id)
+        .where('id', '=', invoiceId)
+        .execute();
+    }
+  }
+  return { changedAt, number: row.number, ...money };
+}
+
+/** Refuses (422 business_rule) a line change that leaves the invoice for less than was paid on it. */
+export async function touchInvoiceLines(trx: Trx, billing: PracticeBilling, invoiceId: string) {
+  const touched = await touchInvoice(trx, billing, invoiceId);
+  const reason = overpaymentReason(touched, touched.number);
+  if (reason) throw new AppError('business_rule', reason);
+  return touched;
 }
 
 export function requireEditable(record: InvoiceRecord): void {
@@ -142,7 +177,20 @@ export async function issueInvoice(
       `Invoice ${record.invoice.number} is ${record.invoice.status}; only a draft or amending invoice can be issued.`,
     );
   }
-  await touchInvoice(trx, billing, invoiceId, { status: 'issued', issued_at: now });
+  if (record.lines.length === 0) {
+    throw new AppError(
+      'business_rule',
+      `Invoice ${record.invoice.number} has no lines; add one (POST /invoices/${invoiceId}/line-items) before issuing it.`,
+    );
+  }
+  // Re-issuing an amended invoice keeps what was paid on it: its status follows from its money.
+  await touchInvoice(
+    trx,
+    billing,
+    invoiceId,
+    { status: 'issued', issued_at: now },
+    dateIn(billing.timezone, now),
+  );
   const issued = await readInvoice(trx, billing.id, invoiceId);
   await trx
     .insertInto('notifications')

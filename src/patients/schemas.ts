@@ -3,6 +3,7 @@
 // type and use).
 import { type Static, Type } from 'typebox';
 import { CalendarDate, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
+import { COUNTRY_CODES } from './countries.ts';
 
 export const GENDERS = ['male', 'female', 'other', 'unknown'] as const;
 export const CONTACT_SYSTEMS = ['phone', 'fax', 'email', 'pager', 'url', 'sms', 'other'] as const;
@@ -56,7 +57,11 @@ const Address = Type.Object(
     state: Type.Optional(Nullable(Text(100))),
     postalCode: Type.Optional(Nullable(Text(20))),
     country: Type.Optional(
-      Nullable(Type.String({ pattern: '^[A-Z]{2}$', description: 'Two-letter ISO 3166 code, e.g. ZA.' })),
+      Nullable(
+        Enum(COUNTRY_CODES, {
+          description: 'An officially assigned ISO 3166-1 alpha-2 code, in capitals, e.g. ZA.',
+        }),
+      ),
     ),
   },
   { additionalProperties: false },

@@ -305,6 +305,8 @@ export interface InvoicesTable {
   amount_paid: Generated<number>;
   balance_due: ColumnType<number, never, never>;
   issued_at: Date | null;
+  closed_reason: Generated<string | null>;
+  closed_at: Generated<Date | null>;
   created_at: CreatedAt;
   updated_at: Date;
 }

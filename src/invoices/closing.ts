@@ -1,0 +1,96 @@
+// Owns the ways an invoice stops being collected: cancelled (a draft or an issued invoice nothing was
+// paid on, billed by mistake or no longer wanted), entered in error (it should never have existed)
+// and written off (the practice gives up the balance). Cancelling or marking in error releases the
+// invoice's visits so they can be billed again; a write-off keeps them billed. Each records why and
+// when and writes its event. A claim the insurer is working on, or has accepted, must be settled
+// (waited for, or reversed) first, so no insurer money is left on a closed invoice.
+import type { EventType } from '../events/outbox.ts';
+import { recordEvent } from '../events/outbox.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+import { AppError } from '../platform/http/errors.ts';
+import type { InvoiceStatus } from './schemas.ts';
+import { type PracticeBilling, readInvoice, touchInvoice } from './service.ts';
+import type { InvoiceRecord } from './store.ts';
+
+export type Closing = 'cancelled' | 'entered_in_error' | 'written_off';
+
+interface ClosingRule {
+  from: readonly InvoiceStatus[];
+  event: EventType;
+  releasesVisits: boolean;
+  verb: string;
+}
+
+const RULES: Record<Closing, ClosingRule> = {
+  cancelled: {
+    from: ['draft', 'issued', 'overdue', 'amending'],
+    event: 'invoice.cancelled',
+    releasesVisits: true,
+    verb: 'cancelled',
+  },
+  entered_in_error: {
+    from: ['draft', 'issued', 'overdue', 'amending'],
+    event: 'invoice.entered_in_error',
+    releasesVisits: true,
+    verb: 'marked entered in error',
+  },
+  written_off: {
+    from: ['issued', 'partially_paid', 'overdue'],
+    event: 'invoice.written_off',
+    releasesVisits: false,
+    verb: 'written off',
+  },
+};
+
+/** Claim statuses that leave no insurer business open on the invoice. */
+const SETTLED_CLAIM: readonly (string | null)[] = [null, 'rejected', 'reversed'];
+
+function refusal(record: InvoiceRecord, closing: Closing): string | null {
+  const invoice = record.invoice;
+  const rule = RULES[closing];
+  if (!rule.from.includes(invoice.status as InvoiceStatus)) {
+    const instead =
+      closing !== 'written_off' && Number(invoice.amount_paid) > 0 && Number(invoice.balance_due) > 0
+        ? ' It has payments: write its balance off instead.'
+        : '';
+    return `Invoice ${invoice.number} is ${invoice.status}; only an invoice that is ${rule.from.join(', ')} can be ${rule.verb}.${instead}`;
+  }
+  if (closing !== 'written_off' && Number(invoice.amount_paid) !== 0) {
+    return `Invoice ${invoice.number} has ${invoice.amount_paid} paid on it; an invoice with payments cannot be ${rule.verb} (write its balance off instead).`;
+  }
+  if (closing === 'written_off' && Number(invoice.balance_due) <= 0) {
+    return `Invoice ${invoice.number} has no balance to write off.`;
+  }
+  if (!SETTLED_CLAIM.includes(invoice.claim_status)) {
+    const next =
+      invoice.claim_status === 'submitting' || invoice.claim_status === 'reversing'
+        ? "wait for the insurer's answer"
+        : `reverse it first (POST /invoices/${invoice.id}/claim/reverse)`;
+    return `Invoice ${invoice.number} has a claim that is ${invoice.claim_status}; ${next}.`;
+  }
+  return null;
+}
+
+export async function closeInvoice(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  closing: Closing,
+  reason: string,
+  now: Date,
+): Promise<InvoiceRecord> {
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  const refused = refusal(record, closing);
+  if (refused) throw new AppError('business_rule', refused);
+  await touchInvoice(trx, billing, invoiceId, { status: closing, closed_reason: reason, closed_at: now });
+  if (RULES[closing].releasesVisits) {
+    await trx
+      .updateTable('invoice_encounters')
+      .set({ live: false })
+      .where('practice_id', '=', billing.id)
+      .where('invoice_id', '=', invoiceId)
+      .execute();
+  }
+  await recordEvent(trx, billing.id, RULES[closing].event, { type: 'invoice', id: invoiceId }, now);
+  return readInvoice(trx, billing.id, invoiceId);
+}
