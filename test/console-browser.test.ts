@@ -275,13 +275,24 @@ test('a draft invoice is cancelled with a reason', async () => {
   await shot('09-invoice-cancelled');
 });
 
-test('the webhooks page lists the endpoint and its attempts', async () => {
+test('the webhooks page lists the endpoint and its attempts; disable, enable, recover, rotate', async () => {
   await page.getByRole('link', { name: 'Webhooks' }).click();
   await page.getByRole('heading', { name: 'Webhook endpoints' }).waitFor();
   await page.getByRole('link', { name: receiver.url() }).click();
   await page.getByRole('heading', { name: /Deliveries to/ }).waitFor();
   await page.getByRole('table', { name: /Delivery attempts/ }).waitFor();
   assert.ok((await page.getByRole('button', { name: 'Redeliver' }).count()) > 0);
+  const endpointRow = page.getByRole('row').filter({ hasText: receiver.url() });
+  await endpointRow.getByRole('button', { name: 'Disable' }).click();
+  await endpointRow.getByText('disabled', { exact: true }).waitFor();
+  await endpointRow.getByRole('button', { name: 'Enable' }).click();
+  await endpointRow.getByRole('button', { name: 'Disable' }).waitFor();
+  await page.getByLabel('Failed since (UTC)').fill('2026-03-10T00:00');
+  await page.getByRole('button', { name: 'Deliver again what failed' }).click();
+  await page
+    .getByRole('status')
+    .filter({ hasText: /queued again/ })
+    .waitFor();
   await page.getByRole('button', { name: 'Rotate secret' }).click();
   await page
     .getByRole('status')
@@ -290,7 +301,7 @@ test('the webhooks page lists the endpoint and its attempts', async () => {
   await shot('10-webhooks');
 });
 
-test('API clients: issue a key, shown once', async () => {
+test('API clients: issue a key (shown once), revoke it, suspend and resume the client', async () => {
   await page.getByRole('link', { name: 'API clients' }).click();
   await page.getByRole('heading', { name: 'API clients and keys' }).waitFor();
   await page.getByRole('button', { name: 'Issue a key' }).first().click();
@@ -298,8 +309,21 @@ test('API clients: issue a key, shown once', async () => {
     .getByRole('status')
     .filter({ hasText: /shown once/ })
     .waitFor();
-  assert.match((await page.getByRole('status').textContent()) ?? '', /pbk_/);
+  const notice = (await page.getByRole('status').textContent()) ?? '';
+  assert.match(notice, /pbk_/);
+  const keyId = /New key (key_\S+)/.exec(notice)?.[1] ?? '';
   await shot('11-clients');
+  const keyRow = page.getByRole('row').filter({ hasText: keyId });
+  await keyRow.getByRole('button', { name: 'Revoke' }).click();
+  await keyRow.getByRole('button', { name: 'Revoke' }).waitFor({ state: 'detached' });
+  const revoked = await svc.admin(
+    'GET',
+    `/clients/${(await svc.admin('GET', `/practices/${w.practiceId}/clients`)).body.data[0].id}/keys`,
+  );
+  assert.ok(revoked.body.data.find((k: Json) => k.id === keyId).revokedAt, 'the key is revoked');
+  await page.getByRole('button', { name: 'Suspend client' }).click();
+  await page.getByRole('button', { name: 'Resume client' }).click();
+  await page.getByRole('button', { name: 'Suspend client' }).waitFor();
 });
 
 test('the audit log shows the operator resubmission', async () => {
