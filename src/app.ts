@@ -20,6 +20,7 @@ import { errorsPageHtml } from './docs/errors-page.ts';
 import { declareResponseHeaders } from './docs/openapi-headers.ts';
 import { openApiInfo } from './docs/openapi-info.ts';
 import { encounterRoutes } from './encounters/routes.ts';
+import { eventRoutes } from './events/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { patientRoutes } from './patients/routes.ts';
@@ -39,6 +40,7 @@ export const apiRoutes = [
   ...invoiceRoutes(queueClaimFromBill),
   ...claimRoutes,
   ...codeSystemRoutes,
+  ...eventRoutes,
 ];
 
 export interface AppOptions {

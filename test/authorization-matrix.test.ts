@@ -91,7 +91,7 @@ function caseOf(
   };
 }
 
-/** A practice's records: a patient with coverage, an unbilled visit, a draft invoice with a line, a code system and a concept. */
+/** A practice's records: a patient with coverage, an unbilled visit, a draft invoice with a line, an issued one (and so an event), a code system and a concept. */
 async function recordsOf(svc: TestService, practice: TestPractice): Promise<Fixture> {
   const api = apiClient(svc, practice.key);
   const patientId = await newPatient(api);
@@ -116,6 +116,10 @@ async function recordsOf(svc: TestService, practice: TestPractice): Promise<Fixt
   });
   assert.equal(concept.status, 201, concept.text);
   const patient = await api('GET', `/patients/${patientId}`);
+  // An issued invoice of its own, so that the practice has an event (invoice.issued).
+  await billedInvoice(svc, { ...practice, api }, { patientId, issue: true });
+  const events = await api('GET', '/events?type=invoice.issued');
+  assert.equal(events.status, 200, events.text);
   const end = new Date(svc.clock.now().getTime() - 3_600_000);
   return {
     patientId,
@@ -127,6 +131,7 @@ async function recordsOf(svc: TestService, practice: TestPractice): Promise<Fixt
     lineItemId: invoice.lineItems[0].id,
     codeSystemId: system.body.id,
     conceptId: concept.body.id,
+    eventId: events.body.data[0].id,
     externalSystem: patient.body.externalId.system,
     externalId: patient.body.externalId.value,
     start: new Date(end.getTime() - 1_200_000).toISOString(),

@@ -16,6 +16,7 @@ export const PERMISSIONS = [
   'CODE_SYSTEMS:UPDATE',
   'PATIENT_COVERAGE:READ',
   'PATIENT_COVERAGE:CREATE',
+  'EVENTS:READ',
 ] as const;
 
 export type Permission = (typeof PERMISSIONS)[number];

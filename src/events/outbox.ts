@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { enqueueJob } from '../jobs/queue.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
+import { writeStamp } from './feed.ts';
 
 export const EVENT_TYPES = ['invoice.issued', 'claim.status_changed', 'payment.created'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -29,6 +30,7 @@ export async function recordEvent(
       object_type: object.type,
       object_id: object.id,
       occurred_at: occurredAt,
+      stamp: await writeStamp(trx),
     })
     .execute();
   const endpoints = await trx

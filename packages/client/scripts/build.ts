@@ -14,7 +14,10 @@ export function buildPackage(outDir = path.join(PACKAGE, 'dist')): string {
   execFileSync(process.execPath, [tsc, '-p', path.join(PACKAGE, 'tsconfig.build.json'), '--outDir', outDir], {
     stdio: 'inherit',
   });
-  const source = JSON.parse(fs.readFileSync(path.join(PACKAGE, 'package.json'), 'utf8')) as Record<string, unknown>;
+  const source = JSON.parse(fs.readFileSync(path.join(PACKAGE, 'package.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
   const published = {
     name: source.name,
     version: source.version,

@@ -3,6 +3,7 @@ import { type ClientOptions, Http } from './http.ts';
 import { Claims } from './resources/claims.ts';
 import { CodeSystems } from './resources/code-systems.ts';
 import { Encounters } from './resources/encounters.ts';
+import { Events } from './resources/events.ts';
 import { InsurancePlans } from './resources/insurance-plans.ts';
 import { Invoices } from './resources/invoices.ts';
 import { Coverages, Patients } from './resources/patients.ts';
@@ -16,6 +17,7 @@ export class PracticeBilling {
   readonly invoices: Invoices;
   readonly claims: Claims;
   readonly codeSystems: CodeSystems;
+  readonly events: Events;
   readonly webhooks: Webhooks;
   /** Any operation of the OpenAPI document, by path and method, typed: for what has no resource method. */
   readonly http: Http;
@@ -29,6 +31,7 @@ export class PracticeBilling {
     this.invoices = new Invoices(this.http);
     this.claims = new Claims(this.http);
     this.codeSystems = new CodeSystems(this.http);
+    this.events = new Events(this.http);
     this.webhooks = new Webhooks();
   }
 }

@@ -65,6 +65,8 @@ export type CodeConcept = ResultOf<Op<'getCodeConcept'>>;
 export type CodeConceptRequest = BodyOf<Op<'addCodeConcept'>>;
 export type CodeConceptsQuery = QueryOf<Op<'listCodeConcepts'>>;
 export type DeletedCodeConcept = ResultOf<Op<'deleteCodeConcept'>>;
+export type Event = ResultOf<Op<'getEvent'>>;
+export type EventsQuery = QueryOf<Op<'listEvents'>>;
 
 /** A page of a list: `{object: 'list', data, hasMore, nextCursor}`. */
 export interface ListPage<T> {

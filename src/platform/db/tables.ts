@@ -375,6 +375,8 @@ export interface EventsTable {
   object_type: string;
   object_id: string;
   occurred_at: Date;
+  /** The change feed's stamp: events are listed by (stamp, id). */
+  stamp: Date;
 }
 
 export interface JobsTable {

@@ -483,6 +483,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events, oldest first
+         * @description Every event the service emitted for the practice in the last 30 days, each with the body its webhook deliveries carry, oldest first. To catch up after downtime, page to the end, keep the `id` of the last event received and send it as `after` next time: an event is listed only once no event that could come before it is still being written, so none is ever skipped. `type` (repeatable) keeps those types; `createdSince` keeps events recorded at or after that time.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an event
+         * @description One event of the last 30 days, the same body as its webhook deliveries.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -11236,6 +11276,496 @@ export interface operations {
             };
             /** @description Default Response */
             422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Event types to keep; repeat the parameter for several. */
+                type?: ("invoice.issued" | "claim.status_changed" | "payment.created")[];
+                createdSince?: string;
+                /** @description Id of the last event received: the list starts after it. */
+                after?: string;
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description `nextCursor` of the previous page, unchanged. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "list";
+                        data: {
+                            /** @description Unique per event; the `webhook-id` of its deliveries. */
+                            id: string;
+                            /** @enum {string} */
+                            type: "invoice.issued" | "claim.status_changed" | "payment.created";
+                            /** Format: date-time */
+                            occurredAt: string;
+                            data: {
+                                /**
+                                 * @description Kind of record changed; claim and payment events name their invoice.
+                                 * @enum {string}
+                                 */
+                                object: "invoice";
+                                id: string;
+                                /** @description Where to read the record with the API key. */
+                                url: string | null;
+                            };
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Event id (`evt_...`), the `webhook-id` of its deliveries. */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Unique per event; the `webhook-id` of its deliveries. */
+                        id: string;
+                        /** @enum {string} */
+                        type: "invoice.issued" | "claim.status_changed" | "payment.created";
+                        /** Format: date-time */
+                        occurredAt: string;
+                        data: {
+                            /**
+                             * @description Kind of record changed; claim and payment events name their invoice.
+                             * @enum {string}
+                             */
+                            object: "invoice";
+                            id: string;
+                            /** @description Where to read the record with the API key. */
+                            url: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Link to the error code on the errors page. */
+                        type: string;
+                        title: string;
+                        status: number;
+                        detail: string;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
+                        requestId: string;
+                        errors?: {
+                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+                            field: string;
+                            /** @enum {string} */
+                            code: "required" | "invalid";
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
