@@ -118,8 +118,14 @@ async function recordsOf(svc: TestService, practice: TestPractice): Promise<Fixt
   const patient = await api('GET', `/patients/${patientId}`);
   // An issued invoice of its own, so that the practice has an event (invoice.issued).
   await billedInvoice(svc, { ...practice, api }, { patientId, issue: true });
-  const events = await api('GET', '/events?type=invoice.issued');
+  // Listed once the feed's safe high-water mark has passed it: a read or two later.
+  let events = await api('GET', '/events?type=invoice.issued');
+  for (let i = 0; i < 500 && events.status === 200 && events.body.data.length === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    events = await api('GET', '/events?type=invoice.issued');
+  }
   assert.equal(events.status, 200, events.text);
+  assert.ok(events.body.data.length > 0, 'the issued invoice is listed');
   const end = new Date(svc.clock.now().getTime() - 3_600_000);
   return {
     patientId,

@@ -61,7 +61,7 @@ export const eventRoutes = [
             errors: [{ field: 'after', code: 'invalid', message: 'names no event of the last 30 days' }],
           });
         }
-        from = [last.stamp, last.id];
+        from = [last.stamp.toISOString(), last.seq];
       }
       const rows = await listEventRows(
         trx,
@@ -71,7 +71,7 @@ export const eventRoutes = [
           ...(query.createdSince ? { createdSince: new Date(query.createdSince) } : {}),
           retainedSince: retainedSince(now),
         },
-        from ? { stamp: from[0] as string, id: from[1] as string } : undefined,
+        from ? { stamp: new Date(from[0] as string), seq: from[1] as string } : undefined,
         limit,
       );
       return {
@@ -79,7 +79,7 @@ export const eventRoutes = [
           rows,
           limit,
           (row) => eventBody(row, deps.config.publicBaseUrl),
-          (row) => [row.stamp, row.id],
+          (row) => [row.stamp.toISOString(), row.seq],
           (position) => deps.cursors.encode('events', filters, position),
         ),
       };

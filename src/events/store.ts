@@ -1,10 +1,11 @@
-// Owns the events list's queries. Events are read in feed order, (stamp, id), and only below the
-// feed's safe high-water mark: a stamp no writer still running can go below, so an event that
-// commits late can never land before the place a reader has already paged to. Events older than the
-// retention window are not served (the rows stay: webhook delivery logs name them).
+// Owns the events list's queries. Events are read in feed order, (stamp, seq), and only below the
+// change feed's safe high-water mark (src/platform/db/change-feed.ts): every event that commits later
+// is stamped at or above it, so it can never land before the place a reader has already paged to.
+// Events older than the retention window are not served; the rows stay, since webhook delivery logs
+// name them (docs/decisions.md).
 import { sql } from 'kysely';
+import { safeHighWaterMark } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import { readBound } from './feed.ts';
 import type { EventRecord } from './schemas.ts';
 
 export const EVENT_RETENTION_DAYS = 30;
@@ -14,11 +15,12 @@ export function retainedSince(now: Date): Date {
 }
 
 export interface EventFeedRow extends EventRecord {
-  /** The feed stamp, as text (exact, for the cursor). */
-  stamp: string;
+  stamp: Date;
+  /** Insertion order: the events of one transaction share a stamp and keep the order they were recorded in. */
+  seq: string;
 }
 
-const COLUMNS = sql`id, type, object_type, object_id, occurred_at, stamp::text AS stamp`;
+const COLUMNS = sql`id, type, object_type, object_id, occurred_at, stamp, seq::text AS seq`;
 
 /** One event of the practice still within the retention window. */
 export async function eventRow(
@@ -35,6 +37,7 @@ export async function eventRow(
 
 export interface EventFilters {
   types?: string[];
+  /** Events stamped at or after this time. */
   createdSince?: Date;
   retainedSince: Date;
 }
@@ -44,22 +47,26 @@ export async function listEventRows(
   trx: Trx,
   practiceId: string,
   filters: EventFilters,
-  after: { stamp: string; id: string } | undefined,
+  after: { stamp: Date; seq: string } | undefined,
   limit: number,
 ): Promise<EventFeedRow[]> {
-  const bound = await readBound(trx);
+  const highWater = await safeHighWaterMark(trx);
   const conditions = [
     sql`practice_id = ${practiceId}`,
-    sql`stamp < ${bound}`,
+    sql`stamp < ${highWater}`,
     sql`occurred_at >= ${filters.retainedSince}`,
   ];
   if (filters.types) conditions.push(sql`type = ANY (${filters.types}::text[])`);
-  if (filters.createdSince) conditions.push(sql`occurred_at >= ${filters.createdSince}`);
-  if (after) conditions.push(sql`(stamp, id) > (${after.stamp}::timestamptz, ${after.id})`);
+  if (filters.createdSince) conditions.push(sql`stamp >= ${filters.createdSince}`);
+  if (after) conditions.push(sql`(stamp, seq) > (${after.stamp}::timestamptz, ${after.seq}::bigint)`);
   const result = await sql<EventFeedRow>`
     SELECT ${COLUMNS} FROM events
     WHERE ${sql.join(conditions, sql` AND `)}
-    ORDER BY stamp, id
+    ORDER BY stamp, seq
     LIMIT ${limit + 1}`.execute(trx);
-  return result.rows;
+  return result.rows.map((row) => ({
+    ...row,
+    stamp: new Date(row.stamp),
+    occurred_at: new Date(row.occurred_at),
+  }));
 }

@@ -375,7 +375,7 @@ export interface EventsTable {
   object_type: string;
   object_id: string;
   occurred_at: Date;
-  /** The change feed's stamp: events are listed by (stamp, id). */
+  /** The change feed's stamp: events are listed by (stamp, seq). */
   stamp: Date;
 }
 
