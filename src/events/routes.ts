@@ -57,8 +57,9 @@ export const eventRoutes = [
       if (!from && query.after) {
         const last = await eventRow(trx, practiceId, query.after, retainedSince(now));
         if (!last) {
-          throw new AppError('invalid_request', 'after names no event of the last 30 days.', {
-            errors: [{ field: 'after', code: 'invalid', message: 'names no event of the last 30 days' }],
+          const kept = `the last ${EVENT_RETENTION_DAYS} days`;
+          throw new AppError('invalid_request', `after names no event of ${kept}.`, {
+            errors: [{ field: 'after', code: 'invalid', message: `names no event of ${kept}` }],
           });
         }
         from = [last.stamp.toISOString(), last.seq];
