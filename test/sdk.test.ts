@@ -87,6 +87,11 @@ for (const backend of backends()) {
         made.push((await client.encounters.bill(visit.id)).invoice);
       }
       const since = made[0]!.updatedAt;
+      // A change feed lists a commit once its safe high-water mark has passed it: wait for the last.
+      for (let i = 0; i < 500; i++) {
+        if ((await client.invoices.list({ updatedSince: since }).toArray()).length >= 4) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       const seen: string[] = [];
       for await (const invoice of client.invoices.list({ updatedSince: since, limit: 2 }))
         seen.push(invoice.id);
