@@ -6,6 +6,8 @@ import * as m0003 from './0003_billing.ts';
 import * as m0004 from './0004_claims_and_jobs.ts';
 import * as m0005 from './0005_webhooks.ts';
 import * as m0006 from './0006_key_lookup.ts';
+import * as m0007 from './0007_change_feed.ts';
+import * as m0008 from './0008_events_feed.ts';
 import * as m0009 from './0009_invoice_lifecycle.ts';
 
 export const migrations: Record<string, Migration> = {
@@ -15,5 +17,7 @@ export const migrations: Record<string, Migration> = {
   '0004_claims_and_jobs': m0004,
   '0005_webhooks': m0005,
   '0006_key_lookup': m0006,
+  '0007_change_feed': m0007,
+  '0008_events_feed': m0008,
   '0009_invoice_lifecycle': m0009,
 };

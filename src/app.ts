@@ -22,6 +22,7 @@ import { errorsPageHtml } from './docs/errors-page.ts';
 import { declareResponseHeaders } from './docs/openapi-headers.ts';
 import { openApiInfo } from './docs/openapi-info.ts';
 import { encounterRoutes } from './encounters/routes.ts';
+import { eventRoutes } from './events/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { patientRoutes } from './patients/routes.ts';
@@ -43,6 +44,7 @@ export const apiRoutes = [
   ...invoiceRoutes(queueClaimFromBill),
   ...claimRoutes,
   ...codeSystemRoutes,
+  ...eventRoutes,
 ];
 
 export interface AppOptions {

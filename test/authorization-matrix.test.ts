@@ -92,7 +92,7 @@ function caseOf(
   };
 }
 
-/** A practice's records: a patient with coverage, an unbilled visit, a draft invoice with a line, a code system and a concept. */
+/** A practice's records: a patient with coverage, an unbilled visit, a draft invoice with a line, an issued one (and so an event), a code system and a concept. */
 async function recordsOf(svc: TestService, practice: TestPractice): Promise<Fixture> {
   const api = apiClient(svc, practice.key);
   const patientId = await newPatient(api);
@@ -117,6 +117,16 @@ async function recordsOf(svc: TestService, practice: TestPractice): Promise<Fixt
   });
   assert.equal(concept.status, 201, concept.text);
   const patient = await api('GET', `/patients/${patientId}`);
+  // An issued invoice of its own, so that the practice has an event (invoice.issued).
+  await billedInvoice(svc, { ...practice, api }, { patientId, issue: true });
+  // Listed once the feed's safe high-water mark has passed it: a read or two later.
+  let events = await api('GET', '/events?type=invoice.issued');
+  for (let i = 0; i < 500 && events.status === 200 && events.body.data.length === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    events = await api('GET', '/events?type=invoice.issued');
+  }
+  assert.equal(events.status, 200, events.text);
+  assert.ok(events.body.data.length > 0, 'the issued invoice is listed');
   const end = new Date(svc.clock.now().getTime() - 3_600_000);
   return {
     patientId,
@@ -128,6 +138,7 @@ async function recordsOf(svc: TestService, practice: TestPractice): Promise<Fixt
     lineItemId: invoice.lineItems[0].id,
     codeSystemId: system.body.id,
     conceptId: concept.body.id,
+    eventId: events.body.data[0].id,
     externalSystem: patient.body.externalId.system,
     externalId: patient.body.externalId.value,
     start: new Date(end.getTime() - 1_200_000).toISOString(),

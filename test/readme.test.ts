@@ -1,8 +1,9 @@
 // Keeps README.md honest: every `npm` script and `practice-billing` command (with its flags) that it
 // names exists, its configuration table lists exactly the variables the service reads, its links to
-// local files and headings resolve, and its first session (the bash blocks between the
-// `<!-- first-session -->` markers) runs step by step, with bash and curl, against a fresh sandbox
-// started the way `npm start` starts it. Embedded database only, so it runs once.
+// local files and headings resolve, and its first session runs against a fresh sandbox started the
+// way `npm start` starts it: the bash blocks between the `<!-- first-session -->` markers step by
+// step with bash and curl, then the TypeScript blocks between the `<!-- first-session-sdk -->`
+// markers as one program using the client package. Embedded database only, so it runs once.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,6 +14,7 @@ import { USAGE } from '../src/cli.ts';
 import {
   childEnv,
   freePort,
+  NODE,
   ROOT,
   removeDataDir,
   run,
@@ -132,15 +134,18 @@ test("the README's links to local files and headings resolve", () => {
   }
 });
 
-/** The bash blocks between the first-session markers, in order. */
-function firstSession(markdown: string): string[] {
-  const start = markdown.indexOf('<!-- first-session -->');
-  const end = markdown.indexOf('<!-- /first-session -->');
-  assert.ok(start >= 0 && end > start, 'README.md marks its first session with <!-- first-session -->');
+/** The blocks in `lang` between the `<!-- name -->` and `<!-- /name -->` markers, in order. */
+function marked(markdown: string, name: string, lang: string): string[] {
+  const start = markdown.indexOf(`<!-- ${name} -->`);
+  const end = markdown.indexOf(`<!-- /${name} -->`);
+  assert.ok(start >= 0 && end > start, `README.md marks a part with <!-- ${name} -->`);
   return fencedBlocks(markdown.slice(start, end))
-    .filter((b) => b.lang === 'bash')
+    .filter((b) => b.lang === lang)
     .map((b) => b.body);
 }
+
+const firstSession = (markdown: string) => marked(markdown, 'first-session', 'bash');
+const firstSessionSdk = (markdown: string) => marked(markdown, 'first-session-sdk', 'ts');
 
 function hasTools(): boolean {
   try {
@@ -151,8 +156,8 @@ function hasTools(): boolean {
   }
 }
 
-test('the first session runs, every step succeeding, against a fresh sandbox', {
-  timeout: 60_000,
+test('the first session runs, every step succeeding, with curl and then with the client package, against a fresh sandbox', {
+  timeout: 90_000,
   skip: hasTools() ? false : 'needs bash, curl and jq',
 }, async () => {
   const steps = firstSession(README);
@@ -182,6 +187,31 @@ test('the first session runs, every step succeeding, against a fresh sandbox', {
     assert.match(result.stdout, /"claimQueued": true/, report);
     assert.match(result.stdout, /"number": "INV-\d{6}"/, report);
     assert.match(result.stdout, /"object": "claim"[\s\S]*"status": "accepted"/, report);
+
+    // The same session with the client package: one TypeScript program, inside the repository so
+    // that `@practice-billing/client` resolves to the workspace as it does for the README's reader.
+    const sdkSteps = firstSessionSdk(README);
+    assert.ok(sdkSteps.length >= 7, `${sdkSteps.length} ts blocks in the client package session`);
+    const program = path.join(ROOT, '.tmp', `readme-first-session-${process.pid}.ts`);
+    fs.mkdirSync(path.dirname(program), { recursive: true });
+    fs.writeFileSync(program, sdkSteps.join('\n'));
+    try {
+      const sdk = await run(NODE, [program], env, 30_000);
+      const sdkReport = `exit ${sdk.code}\nstdout:\n${sdk.stdout}\nstderr:\n${sdk.stderr}`;
+      assert.equal(sdk.code, 0, sdkReport);
+      assert.match(sdk.stdout, /^patient pat_\w+$/m, sdkReport);
+      assert.match(sdk.stdout, /^refused 409 duplicate: /m, sdkReport);
+      assert.match(sdk.stdout, /^coverage cov_\w+ on Ubuntu Essential/m, sdkReport);
+      assert.match(sdk.stdout, /^code J06\.9: /m, sdkReport);
+      assert.match(sdk.stdout, /^encounter enc_\w+$/m, sdkReport);
+      assert.match(sdk.stdout, /^invoice INV-\d{6} issued, claim queued: true$/m, sdkReport);
+      assert.match(sdk.stdout, /^ {2}0190 \d+ medical_aid$/m, sdkReport);
+      assert.match(sdk.stdout, /^claim accepted, outcome complete$/m, sdkReport);
+      assert.match(sdk.stdout, /^ {2}line 1: approved, benefit \d+$/m, sdkReport);
+      assert.equal([...sdk.stdout.matchAll(/^changed INV-\d{6} /gm)].length, 2, sdkReport);
+    } finally {
+      fs.rmSync(program, { force: true });
+    }
   } finally {
     await service.stop();
     removeDataDir(dataDir);

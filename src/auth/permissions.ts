@@ -17,6 +17,7 @@ export const PERMISSIONS = [
   'PATIENT_COVERAGE:READ',
   'PATIENT_COVERAGE:CREATE',
   'PRACTITIONERS:READ',
+  'EVENTS:READ',
 ] as const;
 
 export type Permission = (typeof PERMISSIONS)[number];

@@ -54,6 +54,11 @@ export function openApiInfo(_publicBaseUrl: string) {
         description: "ICD-10, the procedure tariff and the practice's own code systems.",
       },
       {
+        name: 'Events',
+        description:
+          'Every event the service emits (the bodies webhooks carry), listed to catch up after downtime.',
+      },
+      {
         name: 'Admin',
         description: 'Operator API: practices, practitioners, clients, keys and the audit log.',
       },

@@ -1,9 +1,11 @@
 // Owns the event outbox: an event is written in the same transaction as the change it reports, and
 // so are its deliveries (one per enabled webhook endpoint of the practice that wants its type) and
 // the jobs that make them. An event exists exactly when its change committed, and none is lost
-// between a commit and a queue.
+// between a commit and a queue. Each event carries the change feed's stamp, which orders the events
+// list (src/events/store.ts).
 import { sql } from 'kysely';
 import { enqueueJob } from '../jobs/queue.ts';
+import { stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 
@@ -36,6 +38,7 @@ export async function recordEvent(
       object_type: object.type,
       object_id: object.id,
       occurred_at: occurredAt,
+      stamp: await stampChange(trx),
     })
     .execute();
   const endpoints = await trx

@@ -7,6 +7,7 @@
 // disabled and the practice told.
 import { Webhook } from 'standardwebhooks';
 import { AuditLog } from '../audit/audit.ts';
+import { type EventRecord, eventBody } from '../events/schemas.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
@@ -39,20 +40,8 @@ export interface DeliveryContext {
   random: () => number;
 }
 
-export function deliveryBody(
-  event: { id: string; type: string; occurred_at: Date; object_type: string; object_id: string },
-  baseUrl: string,
-): string {
-  return JSON.stringify({
-    id: event.id,
-    type: event.type,
-    occurredAt: event.occurred_at.toISOString(),
-    data: {
-      object: event.object_type,
-      id: event.object_id,
-      url: `${baseUrl}/api/v1/invoices/${event.object_id}`,
-    },
-  });
+export function deliveryBody(event: EventRecord, baseUrl: string): string {
+  return JSON.stringify(eventBody(event, baseUrl));
 }
 
 export function signatureHeader(secrets: string[], eventId: string, at: Date, body: string): string {

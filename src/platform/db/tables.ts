@@ -377,6 +377,8 @@ export interface EventsTable {
   object_type: string;
   object_id: string;
   occurred_at: Date;
+  /** The change feed's stamp: events are listed by (stamp, seq). */
+  stamp: Date;
 }
 
 export interface JobsTable {

@@ -1,0 +1,93 @@
+// Patients and their coverages (memberships of insurance plans).
+import type { Http, RequestOptions } from '../http.ts';
+import { PageList } from '../paging.ts';
+import type {
+  Coverage,
+  CoverageRequest,
+  FindPatientsQuery,
+  ListPage,
+  Patient,
+  PatientPatch,
+  PatientRequest,
+} from '../types.ts';
+
+export class Patients {
+  readonly #http: Http;
+  constructor(http: Http) {
+    this.#http = http;
+  }
+
+  /** Registers a patient (201). A second patient with the same externalId is a 409 `duplicate`. */
+  create(body: PatientRequest, options?: RequestOptions): Promise<Patient> {
+    return this.#http.call('post', '/api/v1/patients', { body, creates: true }, options);
+  }
+
+  get(patientId: string, options?: RequestOptions): Promise<Patient> {
+    return this.#http.call(
+      'get',
+      '/api/v1/patients/{patientId}',
+      { params: { patientId }, creates: false },
+      options,
+    );
+  }
+
+  /** Patients carrying the practice's own number (`externalSystem` and `externalId`). */
+  find(query: FindPatientsQuery, options?: RequestOptions): PageList<Patient> {
+    return new PageList(
+      async () =>
+        (await this.#http.call(
+          'get',
+          '/api/v1/patients',
+          { query, creates: false },
+          options,
+        )) as ListPage<Patient>,
+    );
+  }
+
+  /** A JSON merge patch of the patient's fields: fields sent replace, null clears. */
+  update(patientId: string, body: PatientPatch, options?: RequestOptions): Promise<Patient> {
+    return this.#http.call(
+      'patch',
+      '/api/v1/patients/{patientId}',
+      { params: { patientId }, body, creates: false },
+      options,
+    );
+  }
+}
+
+export class Coverages {
+  readonly #http: Http;
+  constructor(http: Http) {
+    this.#http = http;
+  }
+
+  create(patientId: string, body: CoverageRequest, options?: RequestOptions): Promise<Coverage> {
+    return this.#http.call(
+      'post',
+      '/api/v1/patients/{patientId}/coverages',
+      { params: { patientId }, body, creates: true },
+      options,
+    );
+  }
+
+  list(patientId: string, options?: RequestOptions): PageList<Coverage> {
+    return new PageList(
+      async () =>
+        (await this.#http.call(
+          'get',
+          '/api/v1/patients/{patientId}/coverages',
+          { params: { patientId }, creates: false },
+          options,
+        )) as ListPage<Coverage>,
+    );
+  }
+
+  get(patientId: string, coverageId: string, options?: RequestOptions): Promise<Coverage> {
+    return this.#http.call(
+      'get',
+      '/api/v1/patients/{patientId}/coverages/{coverageId}',
+      { params: { patientId, coverageId }, creates: false },
+      options,
+    );
+  }
+}

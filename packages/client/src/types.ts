@@ -1,0 +1,79 @@
+// Owns the client's types, all derived from the generated OpenAPI types by path and method or by
+// operation id, so that no schema is copied by hand and a schema's component name can change freely.
+import type { operations, paths } from './generated/openapi.ts';
+
+export type { operations, paths };
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+export type Path = keyof paths;
+
+/** The operation served at a path and method (never when the path does not take the method). */
+export type OperationAt<P extends Path, M extends Method> = NonNullable<paths[P][M]>;
+
+type ParametersOf<O> = O extends { parameters: infer X } ? X : never;
+type Part<O, K extends string> = ParametersOf<O> extends { [k in K]?: infer X } ? NonNullable<X> : never;
+
+export type PathParamsOf<O> = Part<O, 'path'>;
+export type QueryOf<O> = Part<O, 'query'>;
+export type BodyOf<O> = O extends { requestBody?: infer B }
+  ? [NonNullable<B>] extends [never]
+    ? never
+    : NonNullable<B> extends { content: { 'application/json': infer J } }
+      ? J
+      : never
+  : never;
+
+type SuccessStatus = 200 | 201 | 202;
+type JsonOf<R> = R extends { content: { 'application/json': infer J } } ? J : never;
+export type ResultOf<O> = O extends { responses: infer R }
+  ? { [S in keyof R & SuccessStatus]: JsonOf<R[S]> }[keyof R & SuccessStatus]
+  : never;
+
+/** true when the operation creates a record and so takes an Idempotency-Key. */
+export type CreatesOf<O> = Part<O, 'header'> extends { 'idempotency-key': string } ? true : false;
+
+/** The operation with this operationId. */
+export type Op<K extends keyof operations> = operations[K];
+
+// Records, inputs and queries named after the operations that answer or take them.
+export type Patient = ResultOf<Op<'getPatient'>>;
+export type PatientRequest = BodyOf<Op<'createPatient'>>;
+export type PatientPatch = BodyOf<Op<'updatePatient'>>;
+export type FindPatientsQuery = QueryOf<Op<'findPatients'>>;
+export type Coverage = ResultOf<Op<'getCoverage'>>;
+export type CoverageRequest = BodyOf<Op<'addCoverage'>>;
+export type InsurancePlan = ListItem<ResultOf<Op<'listInsurancePlans'>>>;
+export type InsurancePlansQuery = QueryOf<Op<'listInsurancePlans'>>;
+export type Encounter = ResultOf<Op<'getEncounter'>>;
+export type EncounterRequest = BodyOf<Op<'createEncounter'>>;
+export type EncountersQuery = QueryOf<Op<'listEncounters'>>;
+export type BillRequest = BodyOf<Op<'billEncounter'>>;
+export type BillResult = ResultOf<Op<'billEncounter'>>;
+export type Invoice = ResultOf<Op<'getInvoice'>>;
+export type InvoicesQuery = QueryOf<Op<'listInvoices'>>;
+export type LineItem = ResultOf<Op<'getLineItem'>>;
+export type LineItemRequest = BodyOf<Op<'addLineItem'>>;
+export type Rate = ListItem<ResultOf<Op<'listLineItemRates'>>>;
+export type Payment = ListItem<ResultOf<Op<'listInvoicePayments'>>>;
+export type Claim = ResultOf<Op<'getClaim'>>;
+export type ClaimRequest = BodyOf<Op<'sendClaim'>>;
+export type ClaimReversalRequest = BodyOf<Op<'reverseClaim'>>;
+export type CodeSystem = ResultOf<Op<'getCodeSystem'>>;
+export type CodeSystemRequest = BodyOf<Op<'createCodeSystem'>>;
+export type CodeSystemsQuery = QueryOf<Op<'listCodeSystems'>>;
+export type CodeConcept = ResultOf<Op<'getCodeConcept'>>;
+export type CodeConceptRequest = BodyOf<Op<'addCodeConcept'>>;
+export type CodeConceptsQuery = QueryOf<Op<'listCodeConcepts'>>;
+export type DeletedCodeConcept = ResultOf<Op<'deleteCodeConcept'>>;
+export type Event = ResultOf<Op<'getEvent'>>;
+export type EventsQuery = QueryOf<Op<'listEvents'>>;
+
+/** A page of a list: `{object: 'list', data, hasMore, nextCursor}`. */
+export interface ListPage<T> {
+  object: 'list';
+  data: T[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+export type ListItem<L> = L extends { data: (infer T)[] } ? T : never;
