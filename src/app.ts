@@ -17,6 +17,7 @@ import { queueClaimFromBill } from './claims/service.ts';
 import { codeSystemRoutes } from './code-systems/routes.ts';
 import type { Deps } from './deps.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
+import { shareErrorResponses, shareNamedSchemas } from './docs/openapi-components.ts';
 import { declareResponseHeaders } from './docs/openapi-headers.ts';
 import { openApiInfo } from './docs/openapi-info.ts';
 import { encounterRoutes } from './encounters/routes.ts';
@@ -112,9 +113,12 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   });
 
   await app.register(swagger, {
-    openapi: openApiInfo(deps.config.publicBaseUrl),
+    openapi: openApiInfo(),
     // Only OpenAPI 3 is produced here.
-    transformObject: (built) => declareResponseHeaders('openapiObject' in built ? built.openapiObject : {}),
+    transformObject: (built) =>
+      shareErrorResponses(
+        declareResponseHeaders(shareNamedSchemas('openapiObject' in built ? built.openapiObject : {})),
+      ),
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { deepLinking: true } });
 

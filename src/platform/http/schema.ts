@@ -20,7 +20,7 @@ export const FieldErrorSchema = Type.Object(
     code: Enum(['required', 'invalid']),
     message: Type.String(),
   },
-  { additionalProperties: false },
+  { title: 'FieldError', additionalProperties: false },
 );
 
 export const ProblemSchema = Type.Object(
