@@ -165,6 +165,40 @@ describe('OpenAPI document', () => {
     }
   });
 
+  test('the document states what the service checks: text without NUL or unpaired surrogates, the performer id, the find parameters', () => {
+    const document = dereference(JSON.parse(fs.readFileSync(committedPath, 'utf8'))) as {
+      components: { schemas: Record<string, { properties: Record<string, { pattern?: string }> }> };
+      paths: Record<
+        string,
+        Record<
+          string,
+          { parameters?: Array<{ name: string; required?: boolean; schema: { pattern?: string } }> }
+        >
+      >;
+    };
+    const text = document.components.schemas.PatientRequest!.properties.lastName!.pattern;
+    assert.ok(text, 'free text states its pattern');
+    const storable = new RegExp(text, 'u');
+    for (const refused of ['\u0000', 'a\u0000b', '\uD800', 'x\uDFFF\uD800'])
+      assert.equal(storable.test(refused), false, JSON.stringify(refused));
+    for (const accepted of ['', 'Dlamini', '𝄞'.repeat(3), 'é', '\u{10FFFF}'])
+      assert.equal(storable.test(accepted), true, JSON.stringify(accepted));
+
+    const create = document.paths['/api/v1/patients']!.post!;
+    const performer = create.parameters!.find((p) => p.name === 'x-service-performer')!;
+    const performerPattern = new RegExp(performer.schema.pattern ?? '');
+    assert.ok(performerPattern.test('prt_3B90kJBAmEmYdrQsFYCr12'));
+    assert.ok(!performerPattern.test('pat_3B90kJBAmEmYdrQsFYCr12'));
+    const find = document.paths['/api/v1/patients']!.get!.parameters!;
+    assert.deepEqual(
+      find.filter((p) => p.name.startsWith('external')).map((p) => [p.name, p.required]),
+      [
+        ['externalSystem', true],
+        ['externalId', true],
+      ],
+    );
+  });
+
   test('Redocly CLI lints the document clean: no errors, no warnings', () => {
     const cli = path.resolve(import.meta.dirname, '..', 'node_modules', '@redocly', 'cli', 'bin', 'cli.js');
     const run = spawnSync(process.execPath, [cli, 'lint', committedPath, '--format=stylish'], {

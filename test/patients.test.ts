@@ -315,7 +315,13 @@ for (const backend of backends()) {
 
     test('X-Service-Performer naming no practitioner of this practice is 400 naming the header', async () => {
       const other = await svc.newPractice();
-      for (const performer of ['prt_0000000000000000000000', other.practitionerId, 'x'.repeat(150)]) {
+      for (const performer of [
+        'prt_0000000000000000000000',
+        other.practitionerId,
+        'x'.repeat(150),
+        practice.practitionerId.replace('prt_', 'pat_'),
+        `${practice.practitionerId}x`,
+      ]) {
         const body = patientBody();
         const answer = await register(body, { 'x-service-performer': performer });
         assert.equal(answer.status, 400, answer.text);

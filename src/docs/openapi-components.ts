@@ -1,12 +1,14 @@
 // Owns the shared parts of the OpenAPI document: a route schema with a `title` (PatientRequest,
 // Invoice, Problem, ...) becomes one entry of `components.schemas`, referenced with `$ref` wherever
-// it appears, with its examples from openapi-examples.ts; responses get real descriptions. Route
+// it appears, with its examples from openapi-examples.ts; responses get real descriptions; every
+// free-text string of a request states the service's text check (no NUL, no unpaired surrogate). Route
 // schemas stay as they are for validation and serialisation: only the built document changes.
 //
 // A new route's schemas become components by giving them a `title` (PascalCase, unique): two
 // different schemas under one title stop the document from being built.
 import { isDeepStrictEqual } from 'node:util';
 import { ERROR_CODES } from '../platform/http/errors.ts';
+import { STORABLE_TEXT_PATTERN } from '../platform/http/validation.ts';
 import { EXAMPLES } from './openapi-examples.ts';
 
 type Json = Record<string, unknown>;
@@ -69,12 +71,49 @@ function responseDescription(status: string, response: Json): string {
   return errorDescription(status);
 }
 
+function isPlainText(schema: Json): boolean {
+  const type = Array.isArray(schema.type) ? schema.type : [schema.type];
+  return (
+    type.includes('string') &&
+    !('pattern' in schema) &&
+    !('format' in schema) &&
+    !('enum' in schema) &&
+    !('const' in schema)
+  );
+}
+
+/** Every free-text string a request carries states the service's text check as its pattern. */
+function stateTextCheck(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) stateTextCheck(item);
+    return;
+  }
+  if (!isObject(node)) return;
+  if (isPlainText(node)) node.pattern = STORABLE_TEXT_PATTERN;
+  for (const [key, value] of Object.entries(node)) if (!DATA_KEYS.has(key)) stateTextCheck(value);
+}
+
+function requestSchemasOf(paths: Record<string, Record<string, Json>>): Json[] {
+  const found: Json[] = [];
+  for (const item of Object.values(paths)) {
+    for (const operation of Object.values(item)) {
+      for (const parameter of (operation?.parameters ?? []) as Json[])
+        if (isObject(parameter.schema)) found.push(parameter.schema);
+      const content = ((operation?.requestBody as Json | undefined)?.content ?? {}) as Record<string, Json>;
+      for (const media of Object.values(content)) if (isObject(media.schema)) found.push(media.schema);
+    }
+  }
+  return found;
+}
+
 /** Moves named schemas into components and describes every response (returns a new document). */
 export function shareNamedSchemas<T>(document: T): T {
   const doc = document as Json;
   const components = { ...((doc.components as Json | undefined) ?? {}) };
   const schemas: Json = { ...((components.schemas as Json | undefined) ?? {}) };
-  const paths = extract(doc.paths ?? {}, schemas) as Record<string, Record<string, Json>>;
+  const copied = structuredClone(doc.paths ?? {}) as Record<string, Record<string, Json>>;
+  for (const schema of requestSchemasOf(copied)) stateTextCheck(schema);
+  const paths = extract(copied, schemas) as Record<string, Record<string, Json>>;
   for (const item of Object.values(paths)) {
     for (const operation of Object.values(item)) {
       const responses = (operation?.responses ?? {}) as Record<string, Json>;
