@@ -74,7 +74,7 @@ for (const backend of backends()) {
           },
         ],
       };
-      const before = Date.now();
+      const before = svc.clock.now().getTime();
       const answer = await register(body);
       assert.equal(answer.status, 201, answer.text);
       const { id, updatedAt, ...rest } = answer.body;
