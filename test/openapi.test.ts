@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { openApiDocument, serialiseDocument } from '../src/docs/openapi-document.ts';
+import { EXAMPLES } from '../src/docs/openapi-examples.ts';
 import { startService, type TestService } from './harness.ts';
 import { dereference } from './openapi-refs.ts';
 
@@ -128,6 +129,8 @@ describe('OpenAPI document', () => {
 
     const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
     const schemas = dereference(document).components.schemas;
+    for (const name of Object.keys(EXAMPLES))
+      assert.ok(schemas[name]?.examples, `examples of ${name} are shown`);
     const withExamples = Object.entries(schemas).filter(([, schema]) => schema.examples);
     assert.ok(withExamples.length >= 10, `examples for ${withExamples.map(([n]) => n).join(', ')}`);
     for (const [name, schema] of withExamples) {
