@@ -1,6 +1,6 @@
 // Owns the parts of the OpenAPI document that are not route schemas: title, version, licence,
 // servers, security schemes and the tag descriptions an integrator reads first. The document is the
-// same for every deployment (it is committed): the server address is a variable.
+// same for every deployment (it is committed): the server is named relative to the document.
 export const API_VERSION = '1.3.1';
 
 export function openApiInfo() {
@@ -22,16 +22,8 @@ export function openApiInfo() {
         '- The operator API under `/admin/v1` (tag Admin) provisions practices, clients and keys with the `ADMIN_TOKEN`.',
       ].join('\n'),
     },
-    servers: [
-      {
-        url: '{baseUrl}',
-        description:
-          "The service's public base URL (PUBLIC_BASE_URL); paths start with /api/v1 or /admin/v1.",
-        variables: {
-          baseUrl: { default: 'http://localhost:3000', description: 'Scheme, host and port of the service.' },
-        },
-      },
-    ],
+    // Relative: the service that serves the document, whatever its address (Swagger UI at /docs calls it).
+    servers: [{ url: '/', description: 'The service serving this document, at its PUBLIC_BASE_URL.' }],
     components: {
       securitySchemes: {
         apiKey: {
