@@ -19,6 +19,7 @@ import { codeSystemRoutes } from './code-systems/routes.ts';
 import { registerConsole } from './console/serve.ts';
 import type { Deps } from './deps.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
+import { shareErrorResponses, shareNamedSchemas } from './docs/openapi-components.ts';
 import { declareResponseHeaders } from './docs/openapi-headers.ts';
 import { openApiInfo } from './docs/openapi-info.ts';
 import { encounterRoutes } from './encounters/routes.ts';
@@ -27,6 +28,7 @@ import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { patientRoutes } from './patients/routes.ts';
 import { registerApiScope } from './platform/http/api-scope.ts';
+import { clientErrorHandler } from './platform/http/client-error.ts';
 import { frameworkErrorHandler, installErrorHandler } from './platform/http/error-handler.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { limitOrRefuse, sourceKey } from './platform/http/rate-limit.ts';
@@ -88,11 +90,14 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     trustProxy: deps.config.trustProxy,
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler(deps.config, limitSource),
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    clientErrorHandler: clientErrorHandler(deps.config, options.logger),
+    // Node's parser bounds the whole request line (16 KB); a path parameter is checked by its route's
+    // schema, after authentication, so an over-long id without a valid key answers 401 like any other.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
   });
   app.setValidatorCompiler(validatorCompiler);
-  installErrorHandler(app, deps.config);
-  trackRoutesForMethodCheck(app, limitSource);
+  const refuseUnrouted = trackRoutesForMethodCheck(app, limitSource);
+  installErrorHandler(app, deps.config, refuseUnrouted);
 
   // JSON only. An empty body counts as no body, so operations with an optional body accept none.
   app.removeAllContentTypeParsers();
@@ -114,9 +119,12 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   });
 
   await app.register(swagger, {
-    openapi: openApiInfo(deps.config.publicBaseUrl),
+    openapi: openApiInfo(),
     // Only OpenAPI 3 is produced here.
-    transformObject: (built) => declareResponseHeaders('openapiObject' in built ? built.openapiObject : {}),
+    transformObject: (built) =>
+      shareErrorResponses(
+        declareResponseHeaders(shareNamedSchemas('openapiObject' in built ? built.openapiObject : {})),
+      ),
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { deepLinking: true } });
 

@@ -285,7 +285,7 @@ for (const backend of backends()) {
       const bare = await newKey(client.id);
       assert.equal(bare.expiresAt, null);
 
-      const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+      const expiresAt = new Date(svc.clock.now().getTime() + 86_400_000).toISOString();
       const expiring = await newKey(client.id, { expiresAt });
       assert.equal(expiring.expiresAt, expiresAt);
       assert.equal((await apiClient(svc, expiring.key)('GET', FIND_PATIENTS)).status, 200);
@@ -293,7 +293,7 @@ for (const backend of backends()) {
 
     test('a key past its expiry answers 401', async () => {
       const practice = await svc.newPractice();
-      const expiresAt = new Date(Date.now() + 60_000).toISOString();
+      const expiresAt = new Date(svc.clock.now().getTime() + 60_000).toISOString();
       const issued = await newKey(practice.clientId, { expiresAt });
       const api = apiClient(svc, issued.key);
       assert.equal((await api('GET', FIND_PATIENTS)).status, 200);
@@ -309,7 +309,7 @@ for (const backend of backends()) {
       const practiceId = await newPractice();
       const client = await newClient(practiceId);
       const refused = await svc.admin('POST', `/clients/${client.id}/keys`, {
-        expiresAt: new Date(Date.now() - 1000).toISOString(),
+        expiresAt: new Date(svc.clock.now().getTime() - 1000).toISOString(),
       });
       assert.equal(refused.status, 422);
       assert.equal(refused.body.code, 'validation_failed');

@@ -93,7 +93,8 @@ for (const backend of backends()) {
           ['0192', 121000, [dx('E11.9', true)]],
         ].map(([code, price, diagnoses]) => ({
           id: undefined,
-          serviceDate: visit.start.slice(0, 10),
+          // the practice's calendar date of the visit (Johannesburg, by default), not the UTC one
+          serviceDate: localDate('Africa/Johannesburg', new Date(visit.start)),
           serviceDateEnd: null,
           system: TARIFF_URL,
           code,
@@ -118,7 +119,7 @@ for (const backend of backends()) {
 
     test("invoice date, dueDate and service dates are the practice's calendar dates", async () => {
       // an instant at which Auckland is already a day ahead of UTC and Los Angeles is not
-      const yesterday = new Date(Date.now() - DAY);
+      const yesterday = new Date(svc.clock.now().getTime() - DAY);
       const instant = Date.UTC(
         yesterday.getUTCFullYear(),
         yesterday.getUTCMonth(),
@@ -126,7 +127,7 @@ for (const backend of backends()) {
         12,
         30,
       );
-      svc.clock.offsetMs = instant - Date.now();
+      svc.clock.set(instant);
       try {
         const utcDate = new Date(instant).toISOString().slice(0, 10);
         const seen: Record<string, { date: string; serviceDate: string }> = {};
@@ -134,7 +135,7 @@ for (const backend of backends()) {
           const practice = await billingPractice(svc, { timezone, paymentTermsDays: 14 });
           const start = new Date(instant - 20 * MINUTE);
           const invoice = await billedInvoice(svc, practice, { start, end: new Date(instant - 10 * MINUTE) });
-          const now = new Date(Date.now() + svc.clock.offsetMs);
+          const now = svc.clock.now();
           assert.equal(invoice.date, localDate(timezone, now), timezone);
           assert.equal(invoice.dueDate, plusDays(invoice.date, 14), timezone);
           assert.equal(invoice.lineItems[0].serviceDate, localDate(timezone, start), timezone);
@@ -145,7 +146,7 @@ for (const backend of backends()) {
         assert.equal(seen['America/Los_Angeles']!.serviceDate, utcDate);
         assert.equal(seen['Africa/Johannesburg']!.date, utcDate);
       } finally {
-        svc.clock.offsetMs = 0;
+        svc.clock.reset();
       }
     });
 

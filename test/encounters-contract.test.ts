@@ -15,8 +15,9 @@ import {
 
 const HOUR = 60 * 60 * 1000;
 
+/** A visit that ended an hour before the service's now, as the fixture recorded it. */
 function visit(f: Fixture) {
-  const end = Date.now() - HOUR;
+  const end = Date.parse(f.serviceNow!) - HOUR;
   return {
     patientId: f.patientId,
     practitionerId: f.practitionerId,
@@ -31,7 +32,11 @@ async function patientWithVisit(svc: TestService, practice: TestPractice): Promi
   const api = apiClient(svc, practice.key);
   const patient = await api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() });
   if (patient.status !== 201) throw new Error(`could not register a patient: ${patient.text}`);
-  const fixture: Fixture = { patientId: patient.body.id, practitionerId: practice.practitionerId };
+  const fixture: Fixture = {
+    patientId: patient.body.id,
+    practitionerId: practice.practitionerId,
+    serviceNow: svc.clock.now().toISOString(),
+  };
   const encounter = await api('POST', '/encounters', { body: visit(fixture), idempotencyKey: uniqueKey() });
   if (encounter.status !== 201) throw new Error(`could not record a visit: ${encounter.text}`);
   return { ...fixture, encounterId: encounter.body.id };

@@ -28,7 +28,7 @@ type Api = ReturnType<typeof apiClient>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 /** The UTC calendar date `days` before today. */
-const utcDay = (days: number) => iso(Date.now() - days * DAY).slice(0, 10);
+const utcDay = (now: number, days: number) => iso(now - days * DAY).slice(0, 10);
 
 function errorFields(answer: Answer): string[] {
   return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
@@ -41,9 +41,9 @@ function refusedWith(answer: Answer, fields: string[]): void {
 }
 
 /** A day 31 of a month that has no such day, between 10 and 110 days ago (a date only a calendar check refuses). */
-function missingDay31(): string {
+function missingDay31(now: number): string {
   for (let back = 10; back <= 110; back++) {
-    const d = new Date(Date.now() - back * DAY);
+    const d = new Date(now - back * DAY);
     const daysInMonth = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 0)).getUTCDate();
     if (daysInMonth < 31) return `${iso(d.getTime()).slice(0, 7)}-31`;
   }
@@ -71,7 +71,7 @@ for (const backend of backends()) {
     }
 
     function visit(patientId: string, overrides: Record<string, unknown> = {}) {
-      const end = Date.now() - HOUR;
+      const end = svc.clock.now().getTime() - HOUR;
       return {
         patientId,
         practitionerId: practice.practitionerId,
@@ -98,8 +98,8 @@ for (const backend of backends()) {
         const body = {
           patientId,
           practitionerId: practice.practitionerId,
-          start: iso(Date.now() - 2 * HOUR),
-          end: iso(Date.now() - HOUR),
+          start: iso(svc.clock.now().getTime() - 2 * HOUR),
+          end: iso(svc.clock.now().getTime() - HOUR),
           diagnoses: [
             { system: ICD10_URL, code: 'J06.9', display: 'my own words for it' },
             { code: 'I10' },
@@ -184,8 +184,8 @@ for (const backend of backends()) {
         const answer = await record({
           patientId: await patient(),
           practitionerId: practice.practitionerId,
-          start: iso(Date.now() - 2 * HOUR),
-          end: iso(Date.now() - HOUR),
+          start: iso(svc.clock.now().getTime() - 2 * HOUR),
+          end: iso(svc.clock.now().getTime() - HOUR),
           diagnoses: [{ system: ICD10_URL, code: 'J06.9', display: long }],
           procedures: [{ system: TARIFF_URL, code: '0190', display: long }],
         });
@@ -206,7 +206,7 @@ for (const backend of backends()) {
 
       test('times with an offset come back in UTC; seconds are optional', async () => {
         const patientId = await patient();
-        const day = utcDay(3);
+        const day = utcDay(svc.clock.now().getTime(), 3);
         const answer = await record(
           visit(patientId, { start: `${day}T10:00+02:00`, end: `${day}T09:30:15.5-01:00` }),
         );
@@ -223,7 +223,7 @@ for (const backend of backends()) {
 
       test('a time without offset, or that is not a real date and time, is 422 naming it', async () => {
         const patientId = await patient();
-        const day = utcDay(3);
+        const day = utcDay(svc.clock.now().getTime(), 3);
         const end = `${day}T23:00:00Z`;
         const bad = [
           `${day}T10:00:00`,
@@ -231,7 +231,7 @@ for (const backend of backends()) {
           `${day} 10:00:00Z`,
           `${day}`,
           '2025-02-29T10:00:00Z',
-          `${missingDay31()}T10:00:00Z`,
+          `${missingDay31(svc.clock.now().getTime())}T10:00:00Z`,
           `${day}T24:00:00Z`,
           `${day}T10:60:00Z`,
           `${day}T10:00:61Z`,
@@ -254,7 +254,7 @@ for (const backend of backends()) {
 
       test('end before start, end in the future or start more than 120 days ago is 422', async () => {
         const patientId = await patient();
-        const now = Date.now();
+        const now = svc.clock.now().getTime();
         refusedWith(await record(visit(patientId, { start: iso(now - HOUR), end: iso(now - 2 * HOUR) })), [
           'end',
         ]);
@@ -341,7 +341,7 @@ for (const backend of backends()) {
       test('GET /encounters?patientId= pages newest start first, every visit once', async () => {
         const patientId = await patient();
         const otherPatient = await patient();
-        const now = Date.now();
+        const now = svc.clock.now().getTime();
         const hoursAgo = [50, 10, 30, 30, 20];
         const made: string[] = [];
         for (const h of hoursAgo) {

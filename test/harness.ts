@@ -125,14 +125,41 @@ async function postgresDatabase(): Promise<{ url: string; drop: () => Promise<vo
   };
 }
 
-/** A clock tests can move forward. */
+const DAY_MS = 86_400_000;
+
+/**
+ * Where a test service's clock starts: now, or with TEST_CLOCK_TIME (`00:05:00Z`, `23:55:00Z`) that
+ * time of day (UTC) on the latest day it has already been, so the suite can run as if just after or
+ * just before midnight. Read when each service starts: every test file starts at that time of day.
+ */
+export function startingOffsetMs(timeOfDay = process.env.TEST_CLOCK_TIME, realNow = Date.now()): number {
+  if (!timeOfDay) return 0;
+  const match = /^(\d{2}):(\d{2}):(\d{2})Z$/.exec(timeOfDay);
+  if (!match) throw new Error(`TEST_CLOCK_TIME must look like 23:55:00Z, not ${timeOfDay}`);
+  const [hours, minutes, seconds] = match.slice(1).map(Number) as [number, number, number];
+  const midnight = realNow - (realNow % DAY_MS);
+  let start = midnight + ((hours * 60 + minutes) * 60 + seconds) * 1000;
+  if (start > realNow) start -= DAY_MS;
+  return start - realNow;
+}
+
+/** The service clock of a test: it runs with real time from where it starts, and tests move it. */
 export class TestClock implements Clock {
-  offsetMs = 0;
+  readonly startOffsetMs = startingOffsetMs();
+  offsetMs = this.startOffsetMs;
   now(): Date {
     return new Date(Date.now() + this.offsetMs);
   }
   advance(ms: number): void {
     this.offsetMs += ms;
+  }
+  /** Sets the clock to an instant; it runs on from there. */
+  set(at: Date | number): void {
+    this.offsetMs = (typeof at === 'number' ? at : at.getTime()) - Date.now();
+  }
+  /** Undoes every move: back where it started, plus the real time that has passed. */
+  reset(): void {
+    this.offsetMs = this.startOffsetMs;
   }
 }
 

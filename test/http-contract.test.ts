@@ -2,6 +2,7 @@
 // unknown paths and methods, content types, JSON errors, field and query errors reported at once,
 // the errors page and the health checks. Body size, rate limiting and 500s: http-limits.test.ts.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ERROR_CODES } from '../src/platform/http/errors.ts';
 import {
@@ -33,6 +34,25 @@ function assertProblem(answer: Answer, status: number, code: string): void {
   assert.equal(b.requestId, answer.headers.get('x-request-id'));
   const allowed = ['type', 'title', 'status', 'detail', 'code', 'requestId', 'errors'];
   for (const k of Object.keys(b)) assert.ok(allowed.includes(k), `unexpected Problem field ${k}`);
+}
+
+/** Sends bytes as they are (for requests fetch would not send) and reads the one answer. */
+function rawAnswer(svc: TestService, request: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(new URL(svc.baseUrl).port), '127.0.0.1', () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const [head = '', text = ''] = raw.split('\r\n\r\n', 2);
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const headers = new Headers(
+        lines.map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]),
+      );
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(text), text });
+    });
+  });
 }
 
 function fieldsOf(answer: Answer): Record<string, string> {
@@ -110,6 +130,39 @@ for (const backend of backends()) {
       // paths the router itself refuses still answer Problems
       assertProblem(await api('GET', `/patients/pat_${'a'.repeat(300)}`), 404, 'not_found');
       assertProblem(await api('GET', '/patients/%E0%A4%A'), 400, 'invalid_request');
+    });
+
+    test('a request line or headers over 16 KB answer 431 headers_too_large as a Problem with X-Request-Id', async () => {
+      const answers = [
+        await rawAnswer(
+          svc,
+          `GET /api/v1/patients HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`,
+        ),
+        await rawAnswer(svc, `GET /api/v1/patients?q=${'a'.repeat(17_000)} HTTP/1.1\r\nHost: x\r\n\r\n`),
+      ];
+      for (const answer of answers) {
+        assertProblem(answer, 431, 'headers_too_large');
+        assert.match(answer.body.requestId, /^req_/);
+      }
+      assert.notEqual(answers[0]!.body.requestId, answers[1]!.body.requestId);
+    });
+
+    test('a known method no route serves answers 405 with Allow, with or without a body', async () => {
+      const bodiless = await api('QUERY', '/patients');
+      assertProblem(bodiless, 405, 'method_not_allowed');
+      assert.ok((bodiless.headers.get('allow') ?? '').split(/,\s*/).includes('GET'), bodiless.text);
+      const withBody = await api('QUERY', '/patients', { rawBody: '{"lastName":' });
+      assertProblem(withBody, 405, 'method_not_allowed');
+      assertProblem(await api('QUERY', '/no-such-thing'), 404, 'not_found');
+    });
+
+    test('an id of any length answers 401 without a valid key, and 404 with one', async () => {
+      for (const length of [201, 1000, 8000]) {
+        const path = `/api/v1/patients/pat_${'a'.repeat(length)}`;
+        assertProblem(await call(svc.baseUrl, 'GET', path), 401, 'unauthenticated');
+        assertProblem(await call(svc.baseUrl, 'GET', path, { token: 'pbk_wrong' }), 401, 'unauthenticated');
+        assertProblem(await api('GET', path.slice('/api/v1'.length)), 404, 'not_found');
+      }
     });
 
     test('a method the path does not accept answers 405 with Allow naming the accepted ones', async () => {

@@ -53,14 +53,14 @@ function refusedWith(answer: Answer, status: number, code: string, fields?: stri
   if (fields) assert.deepEqual(errorFields(answer), [...fields].sort(), answer.text);
 }
 
-/** The calendar date `days` from today in the practice's time zone (the default, Africa/Johannesburg). */
-function practiceDate(days: number): string {
+/** The calendar date `days` from the service's today in the practice's time zone (the default, Africa/Johannesburg). */
+function practiceDate(svc: TestService, days: number): string {
   return new Intl.DateTimeFormat('en-CA', {
     timeZone: 'Africa/Johannesburg',
     year: 'numeric',
     month: '2-digit',
     day: '2-digit',
-  }).format(new Date(Date.now() + days * 86_400_000));
+  }).format(new Date(svc.clock.now().getTime() + days * 86_400_000));
 }
 
 for (const backend of backends()) {
@@ -217,8 +217,8 @@ for (const backend of backends()) {
           planId: ACTIVE_PLAN.id,
           memberNumber: member(),
           dependentCode: '01',
-          startDate: practiceDate(-30),
-          endDate: practiceDate(300),
+          startDate: practiceDate(svc, -30),
+          endDate: practiceDate(svc, 300),
         };
         const answer = await addCoverage(patientId, body);
         assert.equal(answer.status, 201, answer.text);
@@ -246,8 +246,8 @@ for (const backend of backends()) {
           await addCoverage(patientId, {
             planId: ACTIVE_PLAN.id,
             memberNumber: member(),
-            startDate: practiceDate(0),
-            endDate: practiceDate(-1),
+            startDate: practiceDate(svc, 0),
+            endDate: practiceDate(svc, -1),
           }),
           422,
           'validation_failed',
@@ -267,8 +267,8 @@ for (const backend of backends()) {
         const sameDay = await addCoverage(patientId, {
           planId: ACTIVE_PLAN.id,
           memberNumber: member(),
-          startDate: practiceDate(-1),
-          endDate: practiceDate(-1),
+          startDate: practiceDate(svc, -1),
+          endDate: practiceDate(svc, -1),
         });
         assert.equal(sameDay.status, 201, sameDay.text);
         refusedWith(await addCoverage(patientId, { planId: ACTIVE_PLAN.id }), 422, 'validation_failed', [
@@ -317,22 +317,22 @@ for (const backend of backends()) {
           ['inactive plan', { planId: INACTIVE_PLAN.id }, false],
           [
             'inactive plan within dates',
-            { planId: INACTIVE_PLAN.id, startDate: practiceDate(-10), endDate: practiceDate(10) },
+            { planId: INACTIVE_PLAN.id, startDate: practiceDate(svc, -10), endDate: practiceDate(svc, 10) },
             false,
           ],
-          ['ended yesterday', { planId: ACTIVE_PLAN.id, endDate: practiceDate(-1) }, false],
-          ['starts tomorrow', { planId: ACTIVE_PLAN.id, startDate: practiceDate(1) }, false],
+          ['ended yesterday', { planId: ACTIVE_PLAN.id, endDate: practiceDate(svc, -1) }, false],
+          ['starts tomorrow', { planId: ACTIVE_PLAN.id, startDate: practiceDate(svc, 1) }, false],
           [
             'ended last year',
-            { planId: ACTIVE_PLAN.id, startDate: practiceDate(-700), endDate: practiceDate(-365) },
+            { planId: ACTIVE_PLAN.id, startDate: practiceDate(svc, -700), endDate: practiceDate(svc, -365) },
             false,
           ],
           ['open dates', { planId: ACTIVE_PLAN.id }, true],
-          ['ends today', { planId: ACTIVE_PLAN.id, endDate: practiceDate(0) }, true],
-          ['started today', { planId: ACTIVE_PLAN.id, startDate: practiceDate(0) }, true],
+          ['ends today', { planId: ACTIVE_PLAN.id, endDate: practiceDate(svc, 0) }, true],
+          ['started today', { planId: ACTIVE_PLAN.id, startDate: practiceDate(svc, 0) }, true],
           [
             'within dates',
-            { planId: ACTIVE_PLAN.id, startDate: practiceDate(-10), endDate: practiceDate(10) },
+            { planId: ACTIVE_PLAN.id, startDate: practiceDate(svc, -10), endDate: practiceDate(svc, 10) },
             true,
           ],
         ];

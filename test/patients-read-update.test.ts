@@ -130,6 +130,18 @@ for (const backend of backends()) {
       assert.deepEqual((await find(SYSTEM, patient.externalId.value)).body.data, []);
     });
 
+    test('PATCH merges externalId into the stored one: a patient without one needs both system and value', async () => {
+      const patient = await registered({ externalId: null });
+      const systemOnly = await patch(patient.id, { externalId: { system: SYSTEM } });
+      assert.equal(systemOnly.status, 422, systemOnly.text);
+      assert.deepEqual(
+        systemOnly.body.errors.map((e: { field: string }) => e.field),
+        ['externalId.value'],
+      );
+      const both = await patch(patient.id, { externalId: { system: SYSTEM, value: `mrn-${uniqueKey()}` } });
+      assert.equal(both.status, 200, both.text);
+    });
+
     test('PATCH with null clears an optional field', async () => {
       const patient = await registered({ prefix: 'Prof', gender: 'other' });
       const answer = await patch(patient.id, { prefix: null, gender: null, externalId: null });

@@ -74,7 +74,7 @@ for (const backend of backends()) {
           },
         ],
       };
-      const before = Date.now();
+      const before = svc.clock.now().getTime();
       const answer = await register(body);
       assert.equal(answer.status, 201, answer.text);
       const { id, updatedAt, ...rest } = answer.body;
@@ -315,7 +315,13 @@ for (const backend of backends()) {
 
     test('X-Service-Performer naming no practitioner of this practice is 400 naming the header', async () => {
       const other = await svc.newPractice();
-      for (const performer of ['prt_0000000000000000000000', other.practitionerId, 'x'.repeat(150)]) {
+      for (const performer of [
+        'prt_0000000000000000000000',
+        other.practitionerId,
+        'x'.repeat(150),
+        practice.practitionerId.replace('prt_', 'pat_'),
+        `${practice.practitionerId}x`,
+      ]) {
         const body = patientBody();
         const answer = await register(body, { 'x-service-performer': performer });
         assert.equal(answer.status, 400, answer.text);

@@ -1,13 +1,15 @@
-// Owns the parts of the OpenAPI document that are not route schemas: title, version, servers,
-// security schemes and the tag descriptions an integrator reads first.
+// Owns the parts of the OpenAPI document that are not route schemas: title, version, licence,
+// servers, security schemes and the tag descriptions an integrator reads first. The document is the
+// same for every deployment (it is committed): the server is named relative to the document.
 export const API_VERSION = '1.3.1';
 
-export function openApiInfo(_publicBaseUrl: string) {
+export function openApiInfo() {
   return {
     openapi: '3.1.0',
     info: {
       title: 'Practice Billing Integration API',
       version: API_VERSION,
+      license: { name: 'Proprietary: all rights reserved', identifier: 'LicenseRef-Proprietary' },
       description: [
         'Lets an external system act for one medical practice: register patients, record visits, bill them, claim from medical schemes and receive signed webhooks.',
         '',
@@ -20,6 +22,8 @@ export function openApiInfo(_publicBaseUrl: string) {
         '- The operator API under `/admin/v1` (tag Admin) provisions practices, clients and keys with the `ADMIN_TOKEN`.',
       ].join('\n'),
     },
+    // Relative: the service that serves the document, whatever its address (Swagger UI at /docs calls it).
+    servers: [{ url: '/', description: 'The service serving this document, at its PUBLIC_BASE_URL.' }],
     components: {
       securitySchemes: {
         apiKey: {
@@ -48,6 +52,11 @@ export function openApiInfo(_publicBaseUrl: string) {
       {
         name: 'Invoices',
         description: 'Bill visits, change lines, read prices, issue, amend and follow payments.',
+      },
+      {
+        name: 'Claims',
+        description:
+          "Send an invoice's claim to the patient's medical scheme, read its outcome line by line, resubmit or reverse it. Sending answers 202; the outcome comes later.",
       },
       {
         name: 'Code systems',

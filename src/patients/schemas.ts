@@ -101,7 +101,11 @@ export const PatientPatch = Type.Object(
             system: Type.Optional(ExternalId.properties.system),
             value: Type.Optional(ExternalId.properties.value),
           },
-          { additionalProperties: false },
+          {
+            additionalProperties: false,
+            description:
+              'Merged into the stored externalId: the result needs both `system` and `value`, else 422 names the missing one.',
+          },
         ),
       ),
     ),

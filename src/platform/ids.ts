@@ -46,6 +46,11 @@ export function randomToken(bytes = 16): string {
   return out;
 }
 
+/** The regular expression (source) every id of a kind matches: its prefix and 22 base62 characters. */
+export function idPattern(kind: IdKind): string {
+  return `^${ID_PREFIXES[kind]}_[0-9A-Za-z]{22}$`;
+}
+
 export function newId(kind: IdKind): string {
   return `${ID_PREFIXES[kind]}_${randomToken(16)}`;
 }

@@ -36,21 +36,24 @@ export const PriceRequest = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false },
+  { title: 'PriceRequest', additionalProperties: false },
 );
 
-export const Price = Type.Object({
-  object: Type.Literal('price'),
-  id: Type.String(),
-  practiceId: Type.String(),
-  system: Type.String(),
-  code: Type.String(),
-  amount: Type.Integer(),
-  currency: Type.String(),
-  practitionerId: Nullable(Type.String()),
-  kind: Type.Union([Type.Literal('practice'), Type.Literal('favorite')]),
-  updatedAt: Type.String({ format: 'date-time' }),
-});
+export const Price = Type.Object(
+  {
+    object: Type.Literal('price'),
+    id: Type.String(),
+    practiceId: Type.String(),
+    system: Type.String(),
+    code: Type.String(),
+    amount: Type.Integer(),
+    currency: Type.String(),
+    practitionerId: Nullable(Type.String()),
+    kind: Type.Union([Type.Literal('practice'), Type.Literal('favorite')]),
+    updatedAt: Type.String({ format: 'date-time' }),
+  },
+  { title: 'Price' },
+);
 
 function priceOf(row: Selectable<PracticePricesTable>, currency: string): Static<typeof Price> {
   return {

@@ -39,41 +39,47 @@ const EndpointRequest = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { title: 'WebhookEndpointRequest', additionalProperties: false },
 );
 
-const Endpoint = Type.Object({
-  object: Type.Literal('webhook_endpoint'),
-  id: Type.String(),
-  practiceId: Type.String(),
-  url: Type.String(),
-  eventTypes: Type.Array(Type.String()),
-  enabled: Type.Boolean(),
-  disabledReason: Nullable(Type.String()),
-  lastSuccessAt: Nullable(Type.String({ format: 'date-time' })),
-  failingSince: Nullable(Type.String({ format: 'date-time' })),
-  createdAt: Type.String({ format: 'date-time' }),
-  updatedAt: Type.String({ format: 'date-time' }),
-  secret: Type.Optional(
-    Type.String({ description: 'The signing secret (`whsec_...`): shown only when created or rotated.' }),
-  ),
-});
+const Endpoint = Type.Object(
+  {
+    object: Type.Literal('webhook_endpoint'),
+    id: Type.String(),
+    practiceId: Type.String(),
+    url: Type.String(),
+    eventTypes: Type.Array(Type.String()),
+    enabled: Type.Boolean(),
+    disabledReason: Nullable(Type.String()),
+    lastSuccessAt: Nullable(Type.String({ format: 'date-time' })),
+    failingSince: Nullable(Type.String({ format: 'date-time' })),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+    secret: Type.Optional(
+      Type.String({ description: 'The signing secret (`whsec_...`): shown only when created or rotated.' }),
+    ),
+  },
+  { title: 'WebhookEndpoint' },
+);
 
-export const Attempt = Type.Object({
-  object: Type.Literal('webhook_attempt'),
-  id: Type.String(),
-  deliveryId: Type.String(),
-  endpointId: Type.String(),
-  eventId: Type.String(),
-  eventType: Type.String(),
-  attemptNumber: Type.Integer(),
-  attemptedAt: Type.String({ format: 'date-time' }),
-  statusCode: Nullable(Type.Integer()),
-  durationMs: Type.Integer(),
-  responseBody: Nullable(Type.String({ description: 'The first 1 KB of what the receiver answered.' })),
-  error: Nullable(Type.String()),
-  nextAttemptAt: Nullable(Type.String({ format: 'date-time' })),
-});
+export const Attempt = Type.Object(
+  {
+    object: Type.Literal('webhook_attempt'),
+    id: Type.String(),
+    deliveryId: Type.String(),
+    endpointId: Type.String(),
+    eventId: Type.String(),
+    eventType: Type.String(),
+    attemptNumber: Type.Integer(),
+    attemptedAt: Type.String({ format: 'date-time' }),
+    statusCode: Nullable(Type.Integer()),
+    durationMs: Type.Integer(),
+    responseBody: Nullable(Type.String({ description: 'The first 1 KB of what the receiver answered.' })),
+    error: Nullable(Type.String()),
+    nextAttemptAt: Nullable(Type.String({ format: 'date-time' })),
+  },
+  { title: 'WebhookAttempt' },
+);
 export type Attempt = Static<typeof Attempt>;
 
 export interface AttemptRow {

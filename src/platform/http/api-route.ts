@@ -14,6 +14,7 @@ import type { Deps } from '../../deps.ts';
 import { claimKey, completeKey, releaseKey, type StoredAnswer } from '../../idempotency/idempotency-store.ts';
 import { inPractice, type Trx, withSavepoint } from '../db/transaction.ts';
 import { faultPoint } from '../fault-points.ts';
+import { idPattern } from '../ids.ts';
 import { AppError, type FieldError, fieldErrors, invalidParameters, problemOf } from './errors.ts';
 import {
   mergeFieldErrors,
@@ -198,7 +199,9 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
         Type.String({
           minLength: 1,
           maxLength: 100,
-          description: 'Optional: id of the practitioner acting, recorded in the audit trail.',
+          pattern: idPattern('practitioner'),
+          description:
+            'Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail.',
         }),
       ),
     },

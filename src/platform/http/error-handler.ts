@@ -6,6 +6,7 @@ import { AuditUnavailableError } from '../../audit/audit.ts';
 import { LeaseLostError } from '../../idempotency/idempotency-store.ts';
 import { isDatabaseUnavailable } from '../db/transaction.ts';
 import { AppError, fieldErrors, invalidParameters, problemOf } from './errors.ts';
+import type { RefuseUnrouted } from './not-found.ts';
 import { toFieldErrors } from './validation.ts';
 
 function toAppError(error: FastifyError | Error, request: FastifyRequest): AppError {
@@ -65,9 +66,31 @@ function toAppError(error: FastifyError | Error, request: FastifyRequest): AppEr
   );
 }
 
-export function installErrorHandler(app: FastifyInstance, config: { readonly errorsDocUrl: string }): void {
-  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const appError = toAppError(error, request);
+/** The answer to a request no route serves, whatever else is wrong with it (its body, its media type). */
+async function unroutedRefusal(
+  refuseUnrouted: RefuseUnrouted,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<AppError> {
+  try {
+    return await refuseUnrouted(request, reply);
+  } catch (refusal) {
+    return refusal as AppError;
+  }
+}
+
+export function installErrorHandler(
+  app: FastifyInstance,
+  config: { readonly errorsDocUrl: string },
+  refuseUnrouted: RefuseUnrouted,
+): void {
+  app.setErrorHandler(async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    // Fastify reads the body of a method it knows (QUERY needs a Content-Type) before it finds that
+    // no route serves the path; the path decides the answer, not the body.
+    const appError =
+      request.is404 && !(error instanceof AppError)
+        ? await unroutedRefusal(refuseUnrouted, request, reply)
+        : toAppError(error, request);
     if (appError.code === 'internal_error') {
       request.log.error({ err: error }, 'unhandled error');
     } else if (appError.code === 'service_unavailable') {
@@ -86,9 +109,8 @@ export function installErrorHandler(app: FastifyInstance, config: { readonly err
 }
 
 /**
- * Fastify's router refuses some paths before any route or hook runs (a path parameter longer than
- * the router allows, a malformed percent-encoding). Answer those with Problems too: a parameter too
- * long to be any id names no record (404), a malformed path is a bad request (400).
+ * Fastify's router refuses a malformed percent-encoding in the path before any route or hook runs:
+ * answer it with a Problem too (400).
  */
 export function frameworkErrorHandler(
   config: { readonly errorsDocUrl: string },
@@ -111,11 +133,9 @@ function sendFrameworkProblem(
   const appError =
     error instanceof AppError
       ? error
-      : (error as FastifyError).code === 'FST_ERR_MAX_PARAM_LENGTH'
-        ? new AppError('not_found', 'No such record in this practice.')
-        : new AppError('invalid_request', 'The path is not a valid URL.', {
-            errors: [{ field: 'path', code: 'invalid', message: 'path is not a valid URL' }],
-          });
+      : new AppError('invalid_request', 'The path is not a valid URL.', {
+          errors: [{ field: 'path', code: 'invalid', message: 'path is not a valid URL' }],
+        });
   reply
     .code(appError.status)
     .headers(appError.headers)

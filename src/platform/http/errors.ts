@@ -41,6 +41,11 @@ export const ERROR_CODES = {
     description:
       'The path exists but does not accept this method; the `Allow` header lists the accepted ones.',
   },
+  request_timeout: {
+    status: 408,
+    title: 'Request timeout',
+    description: 'The request was not received completely in time. Send it again.',
+  },
   duplicate: {
     status: 409,
     title: 'Duplicate',
@@ -88,6 +93,12 @@ export const ERROR_CODES = {
     status: 429,
     title: 'Rate limited',
     description: 'Too many requests. Wait the seconds in `Retry-After`.',
+  },
+  headers_too_large: {
+    status: 431,
+    title: 'Request headers too large',
+    description:
+      'The request line and headers together are larger than 16 KB. Send a shorter URL or fewer headers.',
   },
   internal_error: {
     status: 500,

@@ -10,7 +10,10 @@ const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE',
 
 export type SourceLimit = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
-export function trackRoutesForMethodCheck(app: FastifyInstance, limitSource: SourceLimit): void {
+/** Refuses a request no route serves (404 or 405 with Allow), after counting it against its source. */
+export type RefuseUnrouted = (request: FastifyRequest, reply: FastifyReply) => Promise<never>;
+
+export function trackRoutesForMethodCheck(app: FastifyInstance, limitSource: SourceLimit): RefuseUnrouted {
   const router = FindMyWay();
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -23,7 +26,7 @@ export function trackRoutesForMethodCheck(app: FastifyInstance, limitSource: Sou
       }
     }
   });
-  app.setNotFoundHandler(async (request, reply) => {
+  const refuseUnrouted: RefuseUnrouted = async (request, reply) => {
     await limitSource(request, reply);
     const path = request.url.split('?')[0] ?? '/';
     const allowed = METHODS.filter((m) => m !== request.method && router.find(m as never, path));
@@ -35,5 +38,7 @@ export function trackRoutesForMethodCheck(app: FastifyInstance, limitSource: Sou
       );
     }
     throw new AppError('not_found', `There is no ${path}. The API lives under /api/v1; see /docs.`);
-  });
+  };
+  app.setNotFoundHandler(refuseUnrouted);
+  return refuseUnrouted;
 }

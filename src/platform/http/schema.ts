@@ -5,7 +5,10 @@ import { ERROR_CODES } from './errors.ts';
 
 /** `T or null`, written as a JSON Schema type array so validation errors stay one per field. */
 export function Nullable<T extends TSchema>(schema: T): ReturnType<typeof Type.Unsafe<Static<T> | null>> {
-  const s = schema as unknown as { type?: string | string[]; enum?: unknown[] };
+  const s = schema as unknown as { type?: string | string[]; enum?: unknown[]; title?: string };
+  // A named schema stays itself (one component in the OpenAPI document), or null beside it.
+  if (typeof s.title === 'string')
+    return Type.Unsafe<Static<T> | null>({ anyOf: [schema, { type: 'null' }] });
   if (typeof s.type !== 'string') throw new Error('Nullable needs a schema with a single type');
   const copy = { ...(schema as object), type: [s.type, 'null'] } as Record<string, unknown>;
   if (Array.isArray(s.enum)) copy.enum = [...s.enum, null];
@@ -20,7 +23,7 @@ export const FieldErrorSchema = Type.Object(
     code: Enum(['required', 'invalid']),
     message: Type.String(),
   },
-  { additionalProperties: false },
+  { title: 'FieldError', additionalProperties: false },
 );
 
 export const ProblemSchema = Type.Object(

@@ -26,6 +26,11 @@ const bodyAjv = makeAjv(false);
 const otherAjv = makeAjv('array');
 
 const UNSTORABLE_MESSAGE = 'must not contain a NUL character or an unpaired surrogate';
+/**
+ * The text check below as a JSON Schema pattern (ECMA-262 with the `u` flag, where a surrogate in a
+ * class matches only an unpaired one), for the OpenAPI document to state it.
+ */
+export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\uD800-\\uDFFF]*$';
 const MAX_SCAN_DEPTH = 64;
 
 /**

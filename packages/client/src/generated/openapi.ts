@@ -603,8 +603,1732 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
-    responses: never;
+    schemas: {
+        /** ApiKey */
+        ApiKey: {
+            /** @enum {string} */
+            object: "api_key";
+            id: string;
+            clientId: string;
+            practiceId: string;
+            /** @description The key itself: shown only in the answer that issues it. */
+            key?: string;
+            /** Format: date-time */
+            expiresAt: string | null;
+            /** Format: date-time */
+            revokedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** ApiKeyList */
+        ApiKeyList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["ApiKey"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** ApiKeyRequest */
+        ApiKeyRequest: {
+            /** Format: date-time */
+            expiresAt?: string | null;
+        };
+        /** AuditEvent */
+        AuditEvent: {
+            /** @enum {string} */
+            object: "audit_event";
+            id: string;
+            /** Format: date-time */
+            occurredAt: string;
+            actor: string;
+            clientId: string | null;
+            keyId: string | null;
+            performerId: string | null;
+            sourceIp: string | null;
+            method: string;
+            route: string;
+            status: number;
+            outcome: string;
+            reason: string | null;
+            resourceType: string | null;
+            resourceId: string | null;
+            patientId: string | null;
+            requestId: string;
+            idempotencyKey: string | null;
+        };
+        /** AuditEventList */
+        AuditEventList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["AuditEvent"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /**
+         * BillRequest
+         * @example {
+         *       "issue": true
+         *     }
+         * @example {
+         *       "issue": true,
+         *       "submitClaim": true,
+         *       "coverageId": "cov_5S1kGCDU2VXfsNqy6gFwnR"
+         *     }
+         */
+        BillRequest: {
+            /**
+             * @description Issue in the same call (needs INVOICES:UPDATE).
+             * @default false
+             */
+            issue?: boolean;
+            /**
+             * @description Queue the claim in the same call: needs issue true and CLAIMS:SUBMIT.
+             * @default false
+             */
+            submitClaim?: boolean;
+            /** @description Default: the patient's first active coverage. */
+            coverageId?: string | null;
+            placeOfServiceCode?: string | null;
+        };
+        /**
+         * BillResult
+         * @example {
+         *       "object": "bill_result",
+         *       "invoice": {
+         *         "object": "invoice",
+         *         "id": "inv_1IgYjVKPkVMsmJJcMKYXVs",
+         *         "number": "INV-000001",
+         *         "status": "issued",
+         *         "claimStatus": null,
+         *         "patientId": "pat_7LlkcQofR2BNGWJmr9l0s7",
+         *         "coverageId": null,
+         *         "encounterIds": [
+         *           "enc_6hQgEsJdP04lK1dORK9Slm"
+         *         ],
+         *         "recipientName": "Lerato Grace Dlamini",
+         *         "date": "2026-03-10",
+         *         "dueDate": "2026-04-09",
+         *         "currency": "ZAR",
+         *         "totalNet": 123750,
+         *         "totalGross": 123750,
+         *         "amountPaid": 0,
+         *         "balanceDue": 123750,
+         *         "lineItems": [
+         *           {
+         *             "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
+         *             "serviceDate": "2026-03-10",
+         *             "serviceDateEnd": null,
+         *             "system": "urn:service:codesystem:tariff",
+         *             "code": "0190",
+         *             "description": "General practitioner consultation: average duration and complexity",
+         *             "modifiers": [],
+         *             "quantity": 1,
+         *             "unitPrice": 49500,
+         *             "subtotal": 49500,
+         *             "total": 49500,
+         *             "pricingSource": "medical_aid",
+         *             "diagnoses": [
+         *               {
+         *                 "system": "http://hl7.org/fhir/sid/icd-10",
+         *                 "code": "J06.9",
+         *                 "display": "Acute upper respiratory infection, unspecified",
+         *                 "primary": true
+         *               }
+         *             ]
+         *           },
+         *           {
+         *             "id": "li_1M4jYTtFordmsk1kdN8oze",
+         *             "serviceDate": "2026-03-10",
+         *             "serviceDateEnd": null,
+         *             "system": "urn:service:codesystem:tariff",
+         *             "code": "0191",
+         *             "description": "General practitioner consultation: moderately above average duration or complexity",
+         *             "modifiers": [],
+         *             "quantity": 1,
+         *             "unitPrice": 74250,
+         *             "subtotal": 74250,
+         *             "total": 74250,
+         *             "pricingSource": "medical_aid",
+         *             "diagnoses": [
+         *               {
+         *                 "system": "http://hl7.org/fhir/sid/icd-10",
+         *                 "code": "I10",
+         *                 "display": "Essential (primary) hypertension",
+         *                 "primary": true
+         *               }
+         *             ]
+         *           }
+         *         ],
+         *         "updatedAt": "2026-03-10T09:00:00.466Z"
+         *       },
+         *       "issued": true,
+         *       "issueSkippedReason": null,
+         *       "claimQueued": null,
+         *       "claimSkippedReason": null
+         *     }
+         */
+        BillResult: {
+            /** @enum {string} */
+            object: "bill_result";
+            invoice: components["schemas"]["Invoice"];
+            /** @description null when issuing was not requested. */
+            issued: boolean | null;
+            issueSkippedReason: string | null;
+            /** @description null when claiming was not requested. */
+            claimQueued: boolean | null;
+            claimSkippedReason: string | null;
+        };
+        /**
+         * Claim
+         * @example {
+         *       "object": "claim",
+         *       "id": "clm_7kQE55SkGx0VOKJqlTLp4E",
+         *       "invoiceId": "inv_1IgYjVKPkVMsmJJcMKYXVs",
+         *       "status": "accepted",
+         *       "outcome": "complete",
+         *       "message": null,
+         *       "resubmittable": false,
+         *       "reversible": true,
+         *       "authorizationReference": "SBX-9D50F498655B",
+         *       "submittedAt": "2026-03-10T09:00:00.481Z",
+         *       "currency": "ZAR",
+         *       "items": [
+         *         {
+         *           "lineNumber": 1,
+         *           "lineItemId": "li_4nkeJxkbtDNo1xhFpQ8q55",
+         *           "decision": "approved",
+         *           "submitted": 49500,
+         *           "benefit": 49500,
+         *           "rejections": [],
+         *           "warnings": []
+         *         },
+         *         {
+         *           "lineNumber": 2,
+         *           "lineItemId": "li_1M4jYTtFordmsk1kdN8oze",
+         *           "decision": "approved",
+         *           "submitted": 74250,
+         *           "benefit": 74250,
+         *           "rejections": [],
+         *           "warnings": []
+         *         }
+         *       ]
+         *     }
+         */
+        Claim: {
+            /** @enum {string} */
+            object: "claim";
+            id: string;
+            invoiceId: string;
+            /** @enum {string} */
+            status: "submitting" | "accepted" | "rejected" | "partially_accepted" | "reversed" | "reversal_failed" | "reversing";
+            /**
+             * @description queued: the insurer has not answered; complete: every line accepted (or reversed); partial: some accepted; error: refused.
+             * @enum {string}
+             */
+            outcome: "queued" | "complete" | "partial" | "error";
+            /** @description The insurer's reason when the claim or its reversal failed, or why it was not sent. */
+            message: string | null;
+            /** @description True when the claim was rejected or reversed. */
+            resubmittable: boolean;
+            /** @description True when the insurer accepted some or all of it, or a reversal failed. */
+            reversible: boolean;
+            authorizationReference: string | null;
+            /** Format: date-time */
+            submittedAt: string | null;
+            currency: string;
+            items: {
+                /** @description Line position, starting at 1. */
+                lineNumber: number;
+                lineItemId: string | null;
+                /** @enum {string} */
+                decision: "approved" | "approved_with_warning" | "denied";
+                submitted: number | null;
+                benefit: number | null;
+                rejections: {
+                    code: string;
+                    description: string;
+                }[];
+                warnings: {
+                    code: string;
+                    description: string;
+                }[];
+            }[];
+        };
+        /**
+         * ClaimRequest
+         * @example {
+         *       "coverageId": "cov_5S1kGCDU2VXfsNqy6gFwnR"
+         *     }
+         */
+        ClaimRequest: {
+            /** @description Default: the coverage the invoice was last claimed against, else the patient's first active one. */
+            coverageId?: string | null;
+            /** @description The insurer's coding; default: the invoice's own. */
+            placeOfServiceCode?: string | null;
+        };
+        /** Client */
+        Client: {
+            /** @enum {string} */
+            object: "client";
+            id: string;
+            practiceId: string;
+            name: string;
+            permissions: string[];
+            allowedIps: string[];
+            rateLimitPerMinute: number | null;
+            /** @enum {string} */
+            status: "active" | "suspended";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** ClientList */
+        ClientList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Client"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** ClientRequest */
+        ClientRequest: {
+            name: string;
+            permissions: ("PATIENTS:CREATE" | "PATIENTS:READ" | "PATIENTS:UPDATE" | "ENCOUNTERS:CREATE" | "ENCOUNTERS:READ" | "INVOICES:CREATE" | "INVOICES:READ" | "INVOICES:UPDATE" | "CLAIMS:READ" | "CLAIMS:EXECUTE" | "CLAIMS:SUBMIT" | "CODE_SYSTEMS:READ" | "CODE_SYSTEMS:CREATE" | "CODE_SYSTEMS:UPDATE" | "PATIENT_COVERAGE:READ" | "PATIENT_COVERAGE:CREATE" | "PRACTITIONERS:READ" | "EVENTS:READ")[];
+            allowedIps?: string[];
+            rateLimitPerMinute?: number | null;
+        };
+        /** CloseInvoiceRequest */
+        CloseInvoiceRequest: {
+            /** @description Why, in words a person reads later in the audit log and the console. */
+            reason: string;
+        };
+        /** CodeConcept */
+        CodeConcept: {
+            /** @enum {string} */
+            object: "code_concept";
+            id: string;
+            codeSystemId: string;
+            /** @description The system's url. */
+            system: string;
+            code: string;
+            display: string;
+            definition: string | null;
+            usage: string[];
+            defaultPrice: number | null;
+            currency: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** CodeConceptList */
+        CodeConceptList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["CodeConcept"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** CodeConceptRequest */
+        CodeConceptRequest: {
+            /** @description 1 to 32 letters, digits, dots, underscores, hyphens. */
+            code: string;
+            display: string;
+            definition?: string | null;
+            usage?: ("procedure" | "condition" | "observation" | "medication" | "allergy" | "immunization" | "family-history" | "body-site" | "severity")[] | null;
+            /** @description Minor units of the practice's currency. */
+            defaultPrice?: number | null;
+        };
+        /** CodeSystem */
+        CodeSystem: {
+            /** @enum {string} */
+            object: "code_system";
+            id: string;
+            /** @description What a coding names as its `system`. */
+            url: string;
+            name: string;
+            title: string | null;
+            description: string | null;
+            /**
+             * @description service = a published system; only a practice-owned system can be changed.
+             * @enum {string}
+             */
+            owner: "service" | "practice" | "practitioner";
+            usage: string[];
+            /** @enum {string} */
+            status: "active" | "retired";
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** CodeSystemList */
+        CodeSystemList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["CodeSystem"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** CodeSystemRequest */
+        CodeSystemRequest: {
+            /** @description Makes the url (`urn:service:organization:<practice id>:codesystem:<slug of name>`), so it cannot change. */
+            name: string;
+            title?: string | null;
+            description?: string | null;
+            usage: ("procedure" | "condition" | "observation" | "medication" | "allergy" | "immunization" | "family-history" | "body-site" | "severity")[];
+        };
+        /**
+         * Coverage
+         * @example {
+         *       "object": "coverage",
+         *       "id": "cov_5S1kGCDU2VXfsNqy6gFwnR",
+         *       "patientId": "pat_7LlkcQofR2BNGWJmr9l0s7",
+         *       "planId": "pln_ubuntu_essential",
+         *       "memberNumber": "M-100200",
+         *       "dependentCode": null,
+         *       "active": true,
+         *       "startDate": null,
+         *       "endDate": null
+         *     }
+         */
+        Coverage: {
+            /** @enum {string} */
+            object: "coverage";
+            id: string;
+            patientId: string;
+            planId: string;
+            memberNumber: string;
+            dependentCode: string | null;
+            /** @description True while the plan is offered and today (in the practice's time zone) lies within startDate..endDate. */
+            active: boolean;
+            /** Format: date */
+            startDate: string | null;
+            /** Format: date */
+            endDate: string | null;
+        };
+        /** CoverageList */
+        CoverageList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Coverage"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /**
+         * CoverageRequest
+         * @example {
+         *       "planId": "pln_ubuntu_essential",
+         *       "memberNumber": "M-100200"
+         *     }
+         */
+        CoverageRequest: {
+            /** @description An insurance plan id from GET /insurance-plans. */
+            planId: string;
+            /** @description The member's number on the scheme. */
+            memberNumber: string;
+            /** @description e.g. 00 for the main member. */
+            dependentCode?: string | null;
+            /** Format: date */
+            startDate?: string | null;
+            /** Format: date */
+            endDate?: string | null;
+        };
+        /** Dashboard */
+        Dashboard: {
+            /** @enum {string} */
+            object: "dashboard";
+            /** Format: date */
+            date: string;
+            currency: string;
+            /** @description Claims sent (or last resubmitted) that day, by their status now; every status listed. */
+            claimsByStatus: {
+                /** @enum {string} */
+                status: "submitting" | "accepted" | "rejected" | "partially_accepted" | "reversed" | "reversal_failed" | "reversing";
+                count: number;
+            }[];
+            money: {
+                /** @description Invoice totals of the claims sent that day. */
+                claimed: number;
+                /** @description Benefit the insurer approved on those claims. */
+                approved: number;
+                /** @description Minor units of the practice currency. */
+                paidByInsurer: number;
+                /** @description Minor units of the practice currency. */
+                paidByPatient: number;
+            };
+            /** @description The 14 days up to the date, oldest first. */
+            days: {
+                /** Format: date */
+                date: string;
+                /** @description Minor units of the practice currency. */
+                claimed: number;
+                /** @description Minor units of the practice currency. */
+                paid: number;
+            }[];
+            failingEndpoints: {
+                id: string;
+                url: string;
+                enabled: boolean;
+                disabledReason: string | null;
+                /** Format: date-time */
+                failingSince: string | null;
+                /** @description Events not delivered to it: deliveries that failed for good (and were not delivered since) or are waiting to retry after a failure. */
+                undelivered: number;
+            }[];
+        };
+        /** DeletedCodeConcept */
+        DeletedCodeConcept: {
+            /** @enum {string} */
+            object: "code_concept";
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        /**
+         * Encounter
+         * @example {
+         *       "object": "encounter",
+         *       "id": "enc_6hQgEsJdP04lK1dORK9Slm",
+         *       "status": "completed",
+         *       "class": "amb",
+         *       "patientId": "pat_7LlkcQofR2BNGWJmr9l0s7",
+         *       "practitionerId": "prt_3B90kJBAmEmYdrQsFYCr12",
+         *       "start": "2026-03-10T07:30:00.000Z",
+         *       "end": "2026-03-10T08:00:00.000Z",
+         *       "diagnoses": [
+         *         {
+         *           "id": "dx_3jIOnZDiqrRNTro4O5i8Qx",
+         *           "system": "http://hl7.org/fhir/sid/icd-10",
+         *           "code": "J06.9",
+         *           "display": "Acute upper respiratory infection, unspecified"
+         *         },
+         *         {
+         *           "id": "dx_7AHcl69kwpPCpnUiDt0ZC3",
+         *           "system": "http://hl7.org/fhir/sid/icd-10",
+         *           "code": "I10",
+         *           "display": "Essential (primary) hypertension"
+         *         }
+         *       ],
+         *       "procedures": [
+         *         {
+         *           "id": "proc_4dJz90YuGhJPRLEDdmb6MS",
+         *           "status": "completed",
+         *           "system": "urn:service:codesystem:tariff",
+         *           "code": "0190",
+         *           "display": "General practitioner consultation: average duration and complexity",
+         *           "diagnosisCodes": [
+         *             "J06.9"
+         *           ],
+         *           "note": null
+         *         },
+         *         {
+         *           "id": "proc_62BfUGfFV2GccQGyZh6Ijx",
+         *           "status": "completed",
+         *           "system": "urn:service:codesystem:tariff",
+         *           "code": "0191",
+         *           "display": "General practitioner consultation: moderately above average duration or complexity",
+         *           "diagnosisCodes": [
+         *             "I10"
+         *           ],
+         *           "note": null
+         *         }
+         *       ],
+         *       "updatedAt": "2026-03-10T08:00:00.295Z"
+         *     }
+         */
+        Encounter: {
+            /** @enum {string} */
+            object: "encounter";
+            id: string;
+            /** @enum {string} */
+            status: "planned" | "arrived" | "in_progress" | "processing" | "review" | "finalizing" | "locked" | "on_hold" | "discharged" | "completed" | "cancelled" | "discontinued" | "entered_in_error" | "error" | "unknown";
+            /**
+             * @description amb is an outpatient visit (what POST /encounters records).
+             * @enum {string}
+             */
+            class: "imp" | "amb" | "obsenc" | "emer" | "vr" | "hh";
+            patientId: string;
+            practitionerId: string | null;
+            /** Format: date-time */
+            start: string;
+            /** Format: date-time */
+            end: string | null;
+            diagnoses: {
+                id: string;
+                system: string | null;
+                code: string;
+                display: string | null;
+            }[];
+            procedures: {
+                id: string;
+                /** @enum {string} */
+                status: "preparation" | "in_progress" | "not_done" | "on_hold" | "stopped" | "completed" | "entered_in_error";
+                system: string | null;
+                code: string;
+                display: string | null;
+                diagnosisCodes: string[];
+                note: string | null;
+            }[];
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** EncounterList */
+        EncounterList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Encounter"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /**
+         * EncounterRequest
+         * @example {
+         *       "patientId": "pat_7LlkcQofR2BNGWJmr9l0s7",
+         *       "practitionerId": "prt_3B90kJBAmEmYdrQsFYCr12",
+         *       "start": "2026-03-10T07:30:00Z",
+         *       "end": "2026-03-10T08:00:00Z",
+         *       "diagnoses": [
+         *         {
+         *           "code": "J06.9"
+         *         },
+         *         {
+         *           "code": "I10"
+         *         }
+         *       ],
+         *       "procedures": [
+         *         {
+         *           "code": "0190",
+         *           "diagnosisCodes": [
+         *             "J06.9"
+         *           ]
+         *         },
+         *         {
+         *           "code": "0191",
+         *           "diagnosisCodes": [
+         *             "I10"
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        EncounterRequest: {
+            /**
+             * @description Only `completed`; the default.
+             * @enum {string}
+             */
+            status?: "completed";
+            patientId: string;
+            practitionerId: string;
+            /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`); seconds optional. Returned in UTC. */
+            start: string;
+            /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`); seconds optional. Returned in UTC. */
+            end: string;
+            /** @description Ordered by importance; the first is the primary diagnosis. */
+            diagnoses: {
+                /** @description Code system url; when left out, the practitioner's default system for this kind of code. */
+                system?: string | null;
+                code: string;
+                /** @description Ignored, whatever its length: the service records the code system's own wording. */
+                display?: string | null;
+            }[];
+            procedures: {
+                /** @description Code system url; when left out, the practitioner's default system for this kind of code. */
+                system?: string | null;
+                code: string;
+                /** @description Ignored, whatever its length: the service records the code system's own wording. */
+                display?: string | null;
+                /** @description Codes from this request's diagnoses the procedure was done for; the first is primary on the claim. */
+                diagnosisCodes?: string[] | null;
+                note?: string | null;
+            }[];
+        };
+        /** Event */
+        Event: {
+            /** @description Unique per event; the `webhook-id` of its deliveries. */
+            id: string;
+            /** @enum {string} */
+            type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created";
+            /** Format: date-time */
+            occurredAt: string;
+            data: {
+                /**
+                 * @description Kind of record changed; claim and payment events name their invoice.
+                 * @enum {string}
+                 */
+                object: "invoice";
+                id: string;
+                /** @description Where to read the record with the API key. */
+                url: string | null;
+            };
+        };
+        /** EventList */
+        EventList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Event"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** FieldError */
+        FieldError: {
+            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
+            field: string;
+            /** @enum {string} */
+            code: "required" | "invalid";
+            message: string;
+        };
+        /** InsurancePlan */
+        InsurancePlan: {
+            /** @enum {string} */
+            object: "insurance_plan";
+            id: string;
+            name: string;
+            aliases: string[];
+            /** @description false once no longer offered. */
+            active: boolean;
+            optionCode: string | null;
+            /** @description The medical scheme. */
+            insurerId: string | null;
+            insurerName: string | null;
+        };
+        /** InsurancePlanList */
+        InsurancePlanList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["InsurancePlan"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /**
+         * Invoice
+         * @example {
+         *       "object": "invoice",
+         *       "id": "inv_1IgYjVKPkVMsmJJcMKYXVs",
+         *       "number": "INV-000001",
+         *       "status": "issued",
+         *       "claimStatus": null,
+         *       "patientId": "pat_7LlkcQofR2BNGWJmr9l0s7",
+         *       "coverageId": null,
+         *       "encounterIds": [
+         *         "enc_6hQgEsJdP04lK1dORK9Slm"
+         *       ],
+         *       "recipientName": "Lerato Grace Dlamini",
+         *       "date": "2026-03-10",
+         *       "dueDate": "2026-04-09",
+         *       "currency": "ZAR",
+         *       "totalNet": 123750,
+         *       "totalGross": 123750,
+         *       "amountPaid": 0,
+         *       "balanceDue": 123750,
+         *       "lineItems": [
+         *         {
+         *           "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
+         *           "serviceDate": "2026-03-10",
+         *           "serviceDateEnd": null,
+         *           "system": "urn:service:codesystem:tariff",
+         *           "code": "0190",
+         *           "description": "General practitioner consultation: average duration and complexity",
+         *           "modifiers": [],
+         *           "quantity": 1,
+         *           "unitPrice": 49500,
+         *           "subtotal": 49500,
+         *           "total": 49500,
+         *           "pricingSource": "medical_aid",
+         *           "diagnoses": [
+         *             {
+         *               "system": "http://hl7.org/fhir/sid/icd-10",
+         *               "code": "J06.9",
+         *               "display": "Acute upper respiratory infection, unspecified",
+         *               "primary": true
+         *             }
+         *           ]
+         *         },
+         *         {
+         *           "id": "li_1M4jYTtFordmsk1kdN8oze",
+         *           "serviceDate": "2026-03-10",
+         *           "serviceDateEnd": null,
+         *           "system": "urn:service:codesystem:tariff",
+         *           "code": "0191",
+         *           "description": "General practitioner consultation: moderately above average duration or complexity",
+         *           "modifiers": [],
+         *           "quantity": 1,
+         *           "unitPrice": 74250,
+         *           "subtotal": 74250,
+         *           "total": 74250,
+         *           "pricingSource": "medical_aid",
+         *           "diagnoses": [
+         *             {
+         *               "system": "http://hl7.org/fhir/sid/icd-10",
+         *               "code": "I10",
+         *               "display": "Essential (primary) hypertension",
+         *               "primary": true
+         *             }
+         *           ]
+         *         }
+         *       ],
+         *       "updatedAt": "2026-03-10T09:00:00.466Z"
+         *     }
+         * @example {
+         *       "object": "invoice",
+         *       "id": "inv_1IgYjVKPkVMsmJJcMKYXVs",
+         *       "number": "INV-000001",
+         *       "status": "balanced",
+         *       "claimStatus": "accepted",
+         *       "patientId": "pat_7LlkcQofR2BNGWJmr9l0s7",
+         *       "coverageId": "cov_5S1kGCDU2VXfsNqy6gFwnR",
+         *       "encounterIds": [
+         *         "enc_6hQgEsJdP04lK1dORK9Slm"
+         *       ],
+         *       "recipientName": "Lerato Grace Dlamini",
+         *       "date": "2026-03-10",
+         *       "dueDate": "2026-04-09",
+         *       "currency": "ZAR",
+         *       "totalNet": 123750,
+         *       "totalGross": 123750,
+         *       "amountPaid": 123750,
+         *       "balanceDue": 0,
+         *       "lineItems": [
+         *         {
+         *           "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
+         *           "serviceDate": "2026-03-10",
+         *           "serviceDateEnd": null,
+         *           "system": "urn:service:codesystem:tariff",
+         *           "code": "0190",
+         *           "description": "General practitioner consultation: average duration and complexity",
+         *           "modifiers": [],
+         *           "quantity": 1,
+         *           "unitPrice": 49500,
+         *           "subtotal": 49500,
+         *           "total": 49500,
+         *           "pricingSource": "medical_aid",
+         *           "diagnoses": [
+         *             {
+         *               "system": "http://hl7.org/fhir/sid/icd-10",
+         *               "code": "J06.9",
+         *               "display": "Acute upper respiratory infection, unspecified",
+         *               "primary": true
+         *             }
+         *           ]
+         *         },
+         *         {
+         *           "id": "li_1M4jYTtFordmsk1kdN8oze",
+         *           "serviceDate": "2026-03-10",
+         *           "serviceDateEnd": null,
+         *           "system": "urn:service:codesystem:tariff",
+         *           "code": "0191",
+         *           "description": "General practitioner consultation: moderately above average duration or complexity",
+         *           "modifiers": [],
+         *           "quantity": 1,
+         *           "unitPrice": 74250,
+         *           "subtotal": 74250,
+         *           "total": 74250,
+         *           "pricingSource": "medical_aid",
+         *           "diagnoses": [
+         *             {
+         *               "system": "http://hl7.org/fhir/sid/icd-10",
+         *               "code": "I10",
+         *               "display": "Essential (primary) hypertension",
+         *               "primary": true
+         *             }
+         *           ]
+         *         }
+         *       ],
+         *       "updatedAt": "2026-03-10T09:00:00.601Z"
+         *     }
+         */
+        Invoice: {
+            /** @enum {string} */
+            object: "invoice";
+            id: string;
+            /** @description The invoice number the patient sees. */
+            number: string;
+            /** @enum {string} */
+            status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
+            claimStatus: string | null;
+            patientId: string;
+            /** @description Coverage the claim was sent under; null while no claim was sent. */
+            coverageId: string | null;
+            encounterIds: string[];
+            recipientName: string | null;
+            /** Format: date */
+            date: string;
+            /** Format: date */
+            dueDate: string | null;
+            currency: string;
+            totalNet: number;
+            totalGross: number;
+            amountPaid: number;
+            balanceDue: number;
+            lineItems: components["schemas"]["InvoiceLine"][];
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** InvoiceDetail */
+        InvoiceDetail: {
+            /** @enum {string} */
+            object: "invoice_detail";
+            invoice: components["schemas"]["Invoice"];
+            patient: {
+                id: string;
+                name: string;
+            };
+            coverages: components["schemas"]["Coverage"][];
+            payments: components["schemas"]["Payment"][];
+            claim: components["schemas"]["Claim"] | null;
+            /** @description Events about this invoice, oldest first. */
+            events: {
+                id: string;
+                type: string;
+                /** Format: date-time */
+                occurredAt: string;
+            }[];
+            /** @description Every webhook delivery attempt of those events, oldest first. */
+            deliveries: components["schemas"]["WebhookAttempt"][];
+        };
+        /**
+         * InvoiceLine
+         * @example {
+         *       "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
+         *       "serviceDate": "2026-03-10",
+         *       "serviceDateEnd": null,
+         *       "system": "urn:service:codesystem:tariff",
+         *       "code": "0190",
+         *       "description": "General practitioner consultation: average duration and complexity",
+         *       "modifiers": [],
+         *       "quantity": 1,
+         *       "unitPrice": 49500,
+         *       "subtotal": 49500,
+         *       "total": 49500,
+         *       "pricingSource": "medical_aid",
+         *       "diagnoses": [
+         *         {
+         *           "system": "http://hl7.org/fhir/sid/icd-10",
+         *           "code": "J06.9",
+         *           "display": "Acute upper respiratory infection, unspecified",
+         *           "primary": true
+         *         }
+         *       ]
+         *     }
+         */
+        InvoiceLine: {
+            id: string;
+            /** Format: date */
+            serviceDate: string;
+            /** Format: date */
+            serviceDateEnd: string | null;
+            system: string | null;
+            code: string;
+            description: string;
+            /** @description Tariff modifiers. */
+            modifiers: string[];
+            quantity: number;
+            unitPrice: number;
+            subtotal: number;
+            total: number;
+            /** @enum {string|null} */
+            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
+            diagnoses: {
+                system: string | null;
+                code: string;
+                display: string;
+                primary: boolean;
+            }[];
+        };
+        /** InvoiceList */
+        InvoiceList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Invoice"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** InvoiceSummary */
+        InvoiceSummary: {
+            /** @enum {string} */
+            object: "invoice_summary";
+            id: string;
+            number: string;
+            /** @enum {string} */
+            status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
+            claimStatus: string | null;
+            patientId: string;
+            patientName: string;
+            /** Format: date */
+            date: string;
+            /** Format: date */
+            dueDate: string | null;
+            currency: string;
+            totalGross: number;
+            balanceDue: number;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** InvoiceSummaryList */
+        InvoiceSummaryList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["InvoiceSummary"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** LineItemRequest */
+        LineItemRequest: {
+            /** @description Default: the practitioner's procedure system. */
+            system?: string | null;
+            code: string;
+            /** @description Default: the code's own wording. */
+            description?: string | null;
+            /** Format: date */
+            serviceDate: string;
+            /** Format: date */
+            serviceDateEnd?: string | null;
+            /** @description At most 4 decimal places. */
+            quantity: number;
+            /** @description Price of one, in minor units. */
+            unitPrice: number;
+            /**
+             * @description The chosen rate's pricingSource; left out, the price counts as set by hand.
+             * @enum {string|null}
+             */
+            pricingSource?: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
+            modifiers?: string[] | null;
+            /** @description One is primary; when none is marked the first counts as primary. */
+            diagnoses?: {
+                system?: string | null;
+                code: string;
+                primary?: boolean | null;
+            }[] | null;
+        };
+        /** Modifier */
+        Modifier: {
+            /** @enum {string} */
+            object: "modifier";
+            /** @description The code system the modifier belongs to (its url). */
+            system: string;
+            /** @description Send it in a line's `modifiers`. */
+            code: string;
+            display: string;
+            /** @description How the modifier changes a line's total, in basis points of its subtotal: 2500 adds 25%, -5000 takes half off. A line's modifiers are summed. */
+            percentBasisPoints: number;
+        };
+        /** ModifierList */
+        ModifierList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Modifier"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** NotificationList */
+        NotificationList: {
+            /** @enum {string} */
+            object: "list";
+            data: {
+                /** @enum {string} */
+                object: "notification";
+                id: string;
+                /** @enum {string} */
+                recipient: "patient" | "practice";
+                patientId: string | null;
+                /** @description invoice_issued or webhook_endpoint_disabled. */
+                kind: string;
+                subjectType: string;
+                subjectId: string;
+                message: string;
+                /** Format: date-time */
+                createdAt: string;
+            }[];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /**
+         * Patient
+         * @example {
+         *       "object": "patient",
+         *       "id": "pat_7LlkcQofR2BNGWJmr9l0s7",
+         *       "active": true,
+         *       "prefix": null,
+         *       "givenNames": [
+         *         "Lerato",
+         *         "Grace"
+         *       ],
+         *       "lastName": "Dlamini",
+         *       "gender": "female",
+         *       "birthDate": "1990-02-28",
+         *       "externalId": {
+         *         "system": "urn:acme:mrn",
+         *         "value": "1001"
+         *       },
+         *       "contactPoints": [
+         *         {
+         *           "system": "phone",
+         *           "value": "+27 82 555 0101",
+         *           "use": "mobile",
+         *           "rank": null
+         *         }
+         *       ],
+         *       "identifiers": [],
+         *       "addresses": [],
+         *       "organizationId": "org_0I0S5KLTZFHuIBu6tRawdS",
+         *       "updatedAt": "2026-03-10T09:00:00.222Z"
+         *     }
+         */
+        Patient: {
+            /** @enum {string} */
+            object: "patient";
+            id: string;
+            active: boolean;
+            prefix: string | null;
+            givenNames: string[];
+            lastName: string | null;
+            gender: string | null;
+            /** Format: date */
+            birthDate: string | null;
+            identifiers: {
+                type: string;
+                value: string;
+            }[];
+            externalId: {
+                system: string;
+                value: string;
+            } | null;
+            contactPoints: {
+                system: string;
+                value: string;
+                use: string | null;
+                rank: number | null;
+            }[];
+            addresses: {
+                type: string | null;
+                use: string | null;
+                lines: string[];
+                city: string | null;
+                district: string | null;
+                state: string | null;
+                postalCode: string | null;
+                country: string | null;
+            }[];
+            /** @description The practice managing the patient. */
+            organizationId: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** PatientList */
+        PatientList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Patient"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** PatientPatch */
+        PatientPatch: {
+            prefix?: string | null;
+            givenNames?: string[];
+            lastName?: string;
+            /** @enum {string|null} */
+            gender?: "male" | "female" | "other" | "unknown" | null;
+            /** Format: date */
+            birthDate?: string;
+            identifiers?: {
+                type: string;
+                value: string;
+            }[] | null;
+            /** @description Merged into the stored externalId: the result needs both `system` and `value`, else 422 names the missing one. */
+            externalId?: {
+                /**
+                 * Format: uri
+                 * @description A URI chosen by the caller naming its own numbering system (e.g. `urn:acme:mrn`).
+                 */
+                system?: string;
+                /** @description The practice's own patient number. */
+                value?: string;
+            } | null;
+            contactPoints?: {
+                /** @enum {string} */
+                system: "phone" | "fax" | "email" | "pager" | "url" | "sms" | "other";
+                value: string;
+                /** @enum {string|null} */
+                use?: "home" | "work" | "temp" | "old" | "mobile" | null;
+                rank?: number | null;
+            }[] | null;
+            addresses?: {
+                /** @enum {string|null} */
+                type?: "postal" | "physical" | "both" | null;
+                /** @enum {string|null} */
+                use?: "home" | "work" | "temp" | "old" | "billing" | null;
+                lines?: string[];
+                city?: string | null;
+                district?: string | null;
+                state?: string | null;
+                postalCode?: string | null;
+                /**
+                 * @description An officially assigned ISO 3166-1 alpha-2 code, in capitals, e.g. ZA.
+                 * @enum {string|null}
+                 */
+                country?: "AD" | "AE" | "AF" | "AG" | "AI" | "AL" | "AM" | "AO" | "AQ" | "AR" | "AS" | "AT" | "AU" | "AW" | "AX" | "AZ" | "BA" | "BB" | "BD" | "BE" | "BF" | "BG" | "BH" | "BI" | "BJ" | "BL" | "BM" | "BN" | "BO" | "BQ" | "BR" | "BS" | "BT" | "BV" | "BW" | "BY" | "BZ" | "CA" | "CC" | "CD" | "CF" | "CG" | "CH" | "CI" | "CK" | "CL" | "CM" | "CN" | "CO" | "CR" | "CU" | "CV" | "CW" | "CX" | "CY" | "CZ" | "DE" | "DJ" | "DK" | "DM" | "DO" | "DZ" | "EC" | "EE" | "EG" | "EH" | "ER" | "ES" | "ET" | "FI" | "FJ" | "FK" | "FM" | "FO" | "FR" | "GA" | "GB" | "GD" | "GE" | "GF" | "GG" | "GH" | "GI" | "GL" | "GM" | "GN" | "GP" | "GQ" | "GR" | "GS" | "GT" | "GU" | "GW" | "GY" | "HK" | "HM" | "HN" | "HR" | "HT" | "HU" | "ID" | "IE" | "IL" | "IM" | "IN" | "IO" | "IQ" | "IR" | "IS" | "IT" | "JE" | "JM" | "JO" | "JP" | "KE" | "KG" | "KH" | "KI" | "KM" | "KN" | "KP" | "KR" | "KW" | "KY" | "KZ" | "LA" | "LB" | "LC" | "LI" | "LK" | "LR" | "LS" | "LT" | "LU" | "LV" | "LY" | "MA" | "MC" | "MD" | "ME" | "MF" | "MG" | "MH" | "MK" | "ML" | "MM" | "MN" | "MO" | "MP" | "MQ" | "MR" | "MS" | "MT" | "MU" | "MV" | "MW" | "MX" | "MY" | "MZ" | "NA" | "NC" | "NE" | "NF" | "NG" | "NI" | "NL" | "NO" | "NP" | "NR" | "NU" | "NZ" | "OM" | "PA" | "PE" | "PF" | "PG" | "PH" | "PK" | "PL" | "PM" | "PN" | "PR" | "PS" | "PT" | "PW" | "PY" | "QA" | "RE" | "RO" | "RS" | "RU" | "RW" | "SA" | "SB" | "SC" | "SD" | "SE" | "SG" | "SH" | "SI" | "SJ" | "SK" | "SL" | "SM" | "SN" | "SO" | "SR" | "SS" | "ST" | "SV" | "SX" | "SY" | "SZ" | "TC" | "TD" | "TF" | "TG" | "TH" | "TJ" | "TK" | "TL" | "TM" | "TN" | "TO" | "TR" | "TT" | "TV" | "TW" | "TZ" | "UA" | "UG" | "UM" | "US" | "UY" | "UZ" | "VA" | "VC" | "VE" | "VG" | "VI" | "VN" | "VU" | "WF" | "WS" | "YE" | "YT" | "ZA" | "ZM" | "ZW" | null;
+            }[] | null;
+        };
+        /**
+         * PatientRequest
+         * @example {
+         *       "givenNames": [
+         *         "Lerato",
+         *         "Grace"
+         *       ],
+         *       "lastName": "Dlamini",
+         *       "gender": "female",
+         *       "birthDate": "1990-02-28",
+         *       "externalId": {
+         *         "system": "urn:acme:mrn",
+         *         "value": "1001"
+         *       },
+         *       "contactPoints": [
+         *         {
+         *           "system": "phone",
+         *           "value": "+27 82 555 0101",
+         *           "use": "mobile"
+         *         }
+         *       ]
+         *     }
+         */
+        PatientRequest: {
+            prefix?: string | null;
+            givenNames: string[];
+            lastName: string;
+            /** @enum {string|null} */
+            gender?: "male" | "female" | "other" | "unknown" | null;
+            /** Format: date */
+            birthDate: string;
+            identifiers?: {
+                type: string;
+                value: string;
+            }[] | null;
+            externalId?: {
+                /**
+                 * Format: uri
+                 * @description A URI chosen by the caller naming its own numbering system (e.g. `urn:acme:mrn`).
+                 */
+                system: string;
+                /** @description The practice's own patient number. */
+                value: string;
+            } | null;
+            contactPoints?: {
+                /** @enum {string} */
+                system: "phone" | "fax" | "email" | "pager" | "url" | "sms" | "other";
+                value: string;
+                /** @enum {string|null} */
+                use?: "home" | "work" | "temp" | "old" | "mobile" | null;
+                rank?: number | null;
+            }[] | null;
+            addresses?: {
+                /** @enum {string|null} */
+                type?: "postal" | "physical" | "both" | null;
+                /** @enum {string|null} */
+                use?: "home" | "work" | "temp" | "old" | "billing" | null;
+                lines?: string[];
+                city?: string | null;
+                district?: string | null;
+                state?: string | null;
+                postalCode?: string | null;
+                /**
+                 * @description An officially assigned ISO 3166-1 alpha-2 code, in capitals, e.g. ZA.
+                 * @enum {string|null}
+                 */
+                country?: "AD" | "AE" | "AF" | "AG" | "AI" | "AL" | "AM" | "AO" | "AQ" | "AR" | "AS" | "AT" | "AU" | "AW" | "AX" | "AZ" | "BA" | "BB" | "BD" | "BE" | "BF" | "BG" | "BH" | "BI" | "BJ" | "BL" | "BM" | "BN" | "BO" | "BQ" | "BR" | "BS" | "BT" | "BV" | "BW" | "BY" | "BZ" | "CA" | "CC" | "CD" | "CF" | "CG" | "CH" | "CI" | "CK" | "CL" | "CM" | "CN" | "CO" | "CR" | "CU" | "CV" | "CW" | "CX" | "CY" | "CZ" | "DE" | "DJ" | "DK" | "DM" | "DO" | "DZ" | "EC" | "EE" | "EG" | "EH" | "ER" | "ES" | "ET" | "FI" | "FJ" | "FK" | "FM" | "FO" | "FR" | "GA" | "GB" | "GD" | "GE" | "GF" | "GG" | "GH" | "GI" | "GL" | "GM" | "GN" | "GP" | "GQ" | "GR" | "GS" | "GT" | "GU" | "GW" | "GY" | "HK" | "HM" | "HN" | "HR" | "HT" | "HU" | "ID" | "IE" | "IL" | "IM" | "IN" | "IO" | "IQ" | "IR" | "IS" | "IT" | "JE" | "JM" | "JO" | "JP" | "KE" | "KG" | "KH" | "KI" | "KM" | "KN" | "KP" | "KR" | "KW" | "KY" | "KZ" | "LA" | "LB" | "LC" | "LI" | "LK" | "LR" | "LS" | "LT" | "LU" | "LV" | "LY" | "MA" | "MC" | "MD" | "ME" | "MF" | "MG" | "MH" | "MK" | "ML" | "MM" | "MN" | "MO" | "MP" | "MQ" | "MR" | "MS" | "MT" | "MU" | "MV" | "MW" | "MX" | "MY" | "MZ" | "NA" | "NC" | "NE" | "NF" | "NG" | "NI" | "NL" | "NO" | "NP" | "NR" | "NU" | "NZ" | "OM" | "PA" | "PE" | "PF" | "PG" | "PH" | "PK" | "PL" | "PM" | "PN" | "PR" | "PS" | "PT" | "PW" | "PY" | "QA" | "RE" | "RO" | "RS" | "RU" | "RW" | "SA" | "SB" | "SC" | "SD" | "SE" | "SG" | "SH" | "SI" | "SJ" | "SK" | "SL" | "SM" | "SN" | "SO" | "SR" | "SS" | "ST" | "SV" | "SX" | "SY" | "SZ" | "TC" | "TD" | "TF" | "TG" | "TH" | "TJ" | "TK" | "TL" | "TM" | "TN" | "TO" | "TR" | "TT" | "TV" | "TW" | "TZ" | "UA" | "UG" | "UM" | "US" | "UY" | "UZ" | "VA" | "VC" | "VE" | "VG" | "VI" | "VN" | "VU" | "WF" | "WS" | "YE" | "YT" | "ZA" | "ZM" | "ZW" | null;
+            }[] | null;
+        };
+        /**
+         * Payment
+         * @example {
+         *       "object": "payment",
+         *       "id": "pay_2xT9rQmLk4VbN8cZ1sYw3e",
+         *       "invoiceId": "inv_1IgYjVKPkVMsmJJcMKYXVs",
+         *       "amount": 123750,
+         *       "currency": "ZAR",
+         *       "method": "eft",
+         *       "source": "insurer",
+         *       "reference": "SBX-9D50F498655B",
+         *       "receivedAt": "2026-03-12T10:15:00.000Z"
+         *     }
+         */
+        Payment: {
+            /** @enum {string} */
+            object: "payment";
+            id: string;
+            invoiceId: string;
+            amount: number;
+            currency: string;
+            method: string;
+            /** @enum {string} */
+            source: "patient" | "insurer";
+            reference: string | null;
+            /** Format: date-time */
+            receivedAt: string;
+        };
+        /** PaymentList */
+        PaymentList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Payment"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** Practice */
+        Practice: {
+            /** @enum {string} */
+            object: "practice";
+            id: string;
+            name: string;
+            currency: string;
+            timezone: string;
+            integrationsEnabled: boolean;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** PracticeList */
+        PracticeList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Practice"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** PracticeRequest */
+        PracticeRequest: {
+            name: string;
+            /**
+             * @description ISO 4217; default ZAR.
+             * @default ZAR
+             */
+            currency?: string;
+            /**
+             * @description IANA time zone.
+             * @default Africa/Johannesburg
+             */
+            timezone?: string;
+        };
+        /** Practitioner */
+        Practitioner: {
+            /** @enum {string} */
+            object: "practitioner";
+            id: string;
+            name: string;
+            registrationNumber: string | null;
+            defaultSystems: {
+                condition: string;
+                procedure: string;
+            };
+            active: boolean;
+        };
+        /** PractitionerList */
+        PractitionerList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Practitioner"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /**
+         * PractitionerRecord
+         * @description The operator's record of a practitioner.
+         */
+        PractitionerRecord: {
+            /** @enum {string} */
+            object: "practitioner";
+            id: string;
+            practiceId: string;
+            name: string;
+            registrationNumber: string | null;
+            defaultSystems: {
+                condition: string;
+                procedure: string;
+            };
+            active: boolean;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** PractitionerRecordList */
+        PractitionerRecordList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["PractitionerRecord"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** PractitionerRequest */
+        PractitionerRequest: {
+            name: string;
+            registrationNumber?: string | null;
+            defaultSystems?: {
+                condition?: string | null;
+                procedure?: string | null;
+            };
+        };
+        /** Price */
+        Price: {
+            /** @enum {string} */
+            object: "price";
+            id: string;
+            practiceId: string;
+            system: string;
+            code: string;
+            amount: number;
+            currency: string;
+            practitionerId: string | null;
+            kind: "practice" | "favorite";
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** PriceList */
+        PriceList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Price"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** PriceRequest */
+        PriceRequest: {
+            /** @description Code system url, e.g. urn:service:codesystem:tariff. */
+            system: string;
+            code: string;
+            /** @description Minor units of the practice's currency. */
+            amount: number;
+            /** @description With it, the practitioner's favourite price. */
+            practitionerId?: string | null;
+        };
+        /**
+         * Problem
+         * @example {
+         *       "type": "https://billing.example.com/errors#validation-failed",
+         *       "title": "Validation failed",
+         *       "status": 422,
+         *       "detail": "2 fields are wrong: givenNames, birthDate.",
+         *       "code": "validation_failed",
+         *       "requestId": "req_0BWExuPwkWxvXq4nx",
+         *       "errors": [
+         *         {
+         *           "field": "givenNames",
+         *           "code": "required",
+         *           "message": "givenNames is required"
+         *         },
+         *         {
+         *           "field": "birthDate",
+         *           "code": "invalid",
+         *           "message": "birthDate must be a real calendar date, YYYY-MM-DD"
+         *         }
+         *       ]
+         *     }
+         * @example {
+         *       "type": "https://billing.example.com/errors#not-found",
+         *       "title": "Not found",
+         *       "status": 404,
+         *       "detail": "No such record in this practice.",
+         *       "code": "not_found",
+         *       "requestId": "req_1GMAKTyYuBa1NgAEU"
+         *     }
+         */
+        Problem: {
+            /** @description Link to the error code on the errors page. */
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @enum {string} */
+            code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "request_timeout" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "service_unavailable";
+            requestId: string;
+            errors?: components["schemas"]["FieldError"][];
+        };
+        /** Rate */
+        Rate: {
+            /** @enum {string} */
+            object: "rate";
+            /** @enum {string} */
+            source: "practitioner" | "practice" | "insurance_plan" | "insurance_scheme" | "governing_body" | "code_default";
+            /** @description Plan, scheme, body or practice it belongs to. */
+            name: string | null;
+            amount: number;
+            currency: string;
+            /**
+             * @description Send it as the line's pricingSource when using the rate.
+             * @enum {string}
+             */
+            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite";
+            /** @description True when it is the line's unit price now. */
+            current: boolean;
+        };
+        /** RateList */
+        RateList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Rate"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** ReverseRequest */
+        ReverseRequest: {
+            reason?: string | null;
+        };
+        /** WebhookAttempt */
+        WebhookAttempt: {
+            /** @enum {string} */
+            object: "webhook_attempt";
+            id: string;
+            deliveryId: string;
+            endpointId: string;
+            eventId: string;
+            eventType: string;
+            attemptNumber: number;
+            /** Format: date-time */
+            attemptedAt: string;
+            statusCode: number | null;
+            durationMs: number;
+            /** @description The first 1 KB of what the receiver answered. */
+            responseBody: string | null;
+            error: string | null;
+            /** Format: date-time */
+            nextAttemptAt: string | null;
+        };
+        /** WebhookAttemptList */
+        WebhookAttemptList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["WebhookAttempt"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** WebhookEndpoint */
+        WebhookEndpoint: {
+            /** @enum {string} */
+            object: "webhook_endpoint";
+            id: string;
+            practiceId: string;
+            url: string;
+            eventTypes: string[];
+            enabled: boolean;
+            disabledReason: string | null;
+            /** Format: date-time */
+            lastSuccessAt: string | null;
+            /** Format: date-time */
+            failingSince: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description The signing secret (`whsec_...`): shown only when created or rotated. */
+            secret?: string;
+        };
+        /** WebhookEndpointList */
+        WebhookEndpointList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["WebhookEndpoint"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** WebhookEndpointRequest */
+        WebhookEndpointRequest: {
+            /** @description https URL reaching a public address (http and private addresses only with WEBHOOK_ALLOW_PRIVATE). */
+            url: string;
+            /** @description Event types to send; none or empty = all. */
+            eventTypes?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created")[];
+        };
+        /** WebhookEventAttemptList */
+        WebhookEventAttemptList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["WebhookAttempt"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+    };
+    responses: {
+        /**
+         * @description `invalid_request`: A query parameter or header is missing or malformed, or the body is not valid JSON. `errors` names each parameter.
+         *
+         *     `invalid_cursor`: The `cursor` was not issued by this service for this list and these filters. Start again from the first page.
+         */
+        Problem400: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `unauthenticated`: No valid API key. The same answer is given for a missing, unknown, revoked or expired key, a suspended client and a call from outside the allowed addresses; the practice audit log records which. */
+        Problem401: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `forbidden`: The integration client lacks the permission this operation needs.
+         *
+         *     `addon_inactive`: The practice's Integrations add-on is switched off.
+         */
+        Problem403: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `duplicate`: The record conflicts with an existing one; `detail` names it.
+         *
+         *     `conflict`: A request with the same Idempotency-Key is still running. Wait and retry with the same key.
+         */
+        Problem409: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `payload_too_large`: The body is larger than 256 KB. */
+        Problem413: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `unsupported_media_type`: The body was not sent as application/json; set Content-Type. */
+        Problem415: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `validation_failed`: One or more body fields are wrong; `errors` lists every one with its dotted path.
+         *
+         *     `business_rule`: The request is well formed but the record is in a state that does not allow it (for example issuing an invoice that is not a draft).
+         *
+         *     `unprocessable`: The request is well formed but cannot be carried out for another reason given in `detail`.
+         *
+         *     `idempotency_key_reused`: The Idempotency-Key was first used with a different method, path or body. Use a new key for a new request.
+         */
+        Problem422: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `rate_limited`: Too many requests. Wait the seconds in `Retry-After`. */
+        Problem429: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `internal_error`: A failure on the service side. Quote `requestId` when reporting it. */
+        Problem500: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `service_unavailable`: The request could not be recorded in the practice audit log or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry. */
+        Problem503: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `not_found`: No such record in this practice, or no such path. */
+        Problem404: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description A Problem: `invalid_request`, `invalid_cursor`, `unauthenticated`, `forbidden`, `addon_inactive`, `not_found`, `method_not_allowed`, `request_timeout`, `duplicate`, `conflict`, `payload_too_large`, `unsupported_media_type`, `validation_failed`, `business_rule`, `unprocessable`, `idempotency_key_reused`, `rate_limited`, `headers_too_large`. */
+        AdminProblem4XX: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description A Problem: `internal_error`, `service_unavailable`. */
+        AdminProblem5XX: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Problem"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: {
@@ -622,8 +2346,6 @@ export interface components {
         IdempotentReplayed: "true";
         /** @description Seconds to wait before retrying. */
         RetryAfter: string;
-        /** @description The methods this path accepts. */
-        Allow: string;
         /** @description `Bearer`: send an API key. */
         WwwAuthenticate: string;
     };
@@ -640,7 +2362,7 @@ export interface operations {
                 externalId: string;
             };
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path?: never;
@@ -648,7 +2370,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a PatientList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -658,231 +2380,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "patient";
-                            id: string;
-                            active: boolean;
-                            prefix: string | null;
-                            givenNames: string[];
-                            lastName: string | null;
-                            gender: string | null;
-                            /** Format: date */
-                            birthDate: string | null;
-                            identifiers: {
-                                type: string;
-                                value: string;
-                            }[];
-                            externalId: {
-                                system: string;
-                                value: string;
-                            } | null;
-                            contactPoints: {
-                                system: string;
-                                value: string;
-                                use: string | null;
-                                rank: number | null;
-                            }[];
-                            addresses: {
-                                type: string | null;
-                                use: string | null;
-                                lines: string[];
-                                city: string | null;
-                                district: string | null;
-                                state: string | null;
-                                postalCode: string | null;
-                                country: string | null;
-                            }[];
-                            /** @description The practice managing the patient. */
-                            organizationId: string | null;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["PatientList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     createPatient: {
@@ -891,7 +2397,7 @@ export interface operations {
             header: {
                 /** @description Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
                 "idempotency-key": string;
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path?: never;
@@ -899,56 +2405,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    prefix?: string | null;
-                    givenNames: string[];
-                    lastName: string;
-                    /** @enum {string|null} */
-                    gender?: "male" | "female" | "other" | "unknown" | null;
-                    /** Format: date */
-                    birthDate: string;
-                    identifiers?: {
-                        type: string;
-                        value: string;
-                    }[] | null;
-                    externalId?: {
-                        /**
-                         * Format: uri
-                         * @description A URI chosen by the caller naming its own numbering system (e.g. `urn:acme:mrn`).
-                         */
-                        system: string;
-                        /** @description The practice's own patient number. */
-                        value: string;
-                    } | null;
-                    contactPoints?: {
-                        /** @enum {string} */
-                        system: "phone" | "fax" | "email" | "pager" | "url" | "sms" | "other";
-                        value: string;
-                        /** @enum {string|null} */
-                        use?: "home" | "work" | "temp" | "old" | "mobile" | null;
-                        rank?: number | null;
-                    }[] | null;
-                    addresses?: {
-                        /** @enum {string|null} */
-                        type?: "postal" | "physical" | "both" | null;
-                        /** @enum {string|null} */
-                        use?: "home" | "work" | "temp" | "old" | "billing" | null;
-                        lines?: string[];
-                        city?: string | null;
-                        district?: string | null;
-                        state?: string | null;
-                        postalCode?: string | null;
-                        /**
-                         * @description An officially assigned ISO 3166-1 alpha-2 code, in capitals, e.g. ZA.
-                         * @enum {string|null}
-                         */
-                        country?: "AD" | "AE" | "AF" | "AG" | "AI" | "AL" | "AM" | "AO" | "AQ" | "AR" | "AS" | "AT" | "AU" | "AW" | "AX" | "AZ" | "BA" | "BB" | "BD" | "BE" | "BF" | "BG" | "BH" | "BI" | "BJ" | "BL" | "BM" | "BN" | "BO" | "BQ" | "BR" | "BS" | "BT" | "BV" | "BW" | "BY" | "BZ" | "CA" | "CC" | "CD" | "CF" | "CG" | "CH" | "CI" | "CK" | "CL" | "CM" | "CN" | "CO" | "CR" | "CU" | "CV" | "CW" | "CX" | "CY" | "CZ" | "DE" | "DJ" | "DK" | "DM" | "DO" | "DZ" | "EC" | "EE" | "EG" | "EH" | "ER" | "ES" | "ET" | "FI" | "FJ" | "FK" | "FM" | "FO" | "FR" | "GA" | "GB" | "GD" | "GE" | "GF" | "GG" | "GH" | "GI" | "GL" | "GM" | "GN" | "GP" | "GQ" | "GR" | "GS" | "GT" | "GU" | "GW" | "GY" | "HK" | "HM" | "HN" | "HR" | "HT" | "HU" | "ID" | "IE" | "IL" | "IM" | "IN" | "IO" | "IQ" | "IR" | "IS" | "IT" | "JE" | "JM" | "JO" | "JP" | "KE" | "KG" | "KH" | "KI" | "KM" | "KN" | "KP" | "KR" | "KW" | "KY" | "KZ" | "LA" | "LB" | "LC" | "LI" | "LK" | "LR" | "LS" | "LT" | "LU" | "LV" | "LY" | "MA" | "MC" | "MD" | "ME" | "MF" | "MG" | "MH" | "MK" | "ML" | "MM" | "MN" | "MO" | "MP" | "MQ" | "MR" | "MS" | "MT" | "MU" | "MV" | "MW" | "MX" | "MY" | "MZ" | "NA" | "NC" | "NE" | "NF" | "NG" | "NI" | "NL" | "NO" | "NP" | "NR" | "NU" | "NZ" | "OM" | "PA" | "PE" | "PF" | "PG" | "PH" | "PK" | "PL" | "PM" | "PN" | "PR" | "PS" | "PT" | "PW" | "PY" | "QA" | "RE" | "RO" | "RS" | "RU" | "RW" | "SA" | "SB" | "SC" | "SD" | "SE" | "SG" | "SH" | "SI" | "SJ" | "SK" | "SL" | "SM" | "SN" | "SO" | "SR" | "SS" | "ST" | "SV" | "SX" | "SY" | "SZ" | "TC" | "TD" | "TF" | "TG" | "TH" | "TJ" | "TK" | "TL" | "TM" | "TN" | "TO" | "TR" | "TT" | "TV" | "TW" | "TZ" | "UA" | "UG" | "UM" | "US" | "UY" | "UZ" | "VA" | "VC" | "VE" | "VG" | "VI" | "VN" | "VU" | "WF" | "WS" | "YE" | "YT" | "ZA" | "ZM" | "ZW" | null;
-                    }[] | null;
-                };
+                "application/json": components["schemas"]["PatientRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: a Patient. */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -960,348 +2421,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "patient";
-                        id: string;
-                        active: boolean;
-                        prefix: string | null;
-                        givenNames: string[];
-                        lastName: string | null;
-                        gender: string | null;
-                        /** Format: date */
-                        birthDate: string | null;
-                        identifiers: {
-                            type: string;
-                            value: string;
-                        }[];
-                        externalId: {
-                            system: string;
-                            value: string;
-                        } | null;
-                        contactPoints: {
-                            system: string;
-                            value: string;
-                            use: string | null;
-                            rank: number | null;
-                        }[];
-                        addresses: {
-                            type: string | null;
-                            use: string | null;
-                            lines: string[];
-                            city: string | null;
-                            district: string | null;
-                            state: string | null;
-                            postalCode: string | null;
-                            country: string | null;
-                        }[];
-                        /** @description The practice managing the patient. */
-                        organizationId: string | null;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Patient"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     getPatient: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -1312,7 +2451,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Patient. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1322,261 +2461,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "patient";
-                        id: string;
-                        active: boolean;
-                        prefix: string | null;
-                        givenNames: string[];
-                        lastName: string | null;
-                        gender: string | null;
-                        /** Format: date */
-                        birthDate: string | null;
-                        identifiers: {
-                            type: string;
-                            value: string;
-                        }[];
-                        externalId: {
-                            system: string;
-                            value: string;
-                        } | null;
-                        contactPoints: {
-                            system: string;
-                            value: string;
-                            use: string | null;
-                            rank: number | null;
-                        }[];
-                        addresses: {
-                            type: string | null;
-                            use: string | null;
-                            lines: string[];
-                            city: string | null;
-                            district: string | null;
-                            state: string | null;
-                            postalCode: string | null;
-                            country: string | null;
-                        }[];
-                        /** @description The practice managing the patient. */
-                        organizationId: string | null;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Patient"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     updatePatient: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -1587,102 +2488,12 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    prefix?: string | null;
-                    givenNames?: string[];
-                    lastName?: string;
-                    /** @enum {string|null} */
-                    gender?: "male" | "female" | "other" | "unknown" | null;
-                    /** Format: date */
-                    birthDate?: string;
-                    identifiers?: {
-                        type: string;
-                        value: string;
-                    }[] | null;
-                    externalId?: {
-                        /**
-                         * Format: uri
-                         * @description A URI chosen by the caller naming its own numbering system (e.g. `urn:acme:mrn`).
-                         */
-                        system?: string;
-                        /** @description The practice's own patient number. */
-                        value?: string;
-                    } | null;
-                    contactPoints?: {
-                        /** @enum {string} */
-                        system: "phone" | "fax" | "email" | "pager" | "url" | "sms" | "other";
-                        value: string;
-                        /** @enum {string|null} */
-                        use?: "home" | "work" | "temp" | "old" | "mobile" | null;
-                        rank?: number | null;
-                    }[] | null;
-                    addresses?: {
-                        /** @enum {string|null} */
-                        type?: "postal" | "physical" | "both" | null;
-                        /** @enum {string|null} */
-                        use?: "home" | "work" | "temp" | "old" | "billing" | null;
-                        lines?: string[];
-                        city?: string | null;
-                        district?: string | null;
-                        state?: string | null;
-                        postalCode?: string | null;
-                        /**
-                         * @description An officially assigned ISO 3166-1 alpha-2 code, in capitals, e.g. ZA.
-                         * @enum {string|null}
-                         */
-                        country?: "AD" | "AE" | "AF" | "AG" | "AI" | "AL" | "AM" | "AO" | "AQ" | "AR" | "AS" | "AT" | "AU" | "AW" | "AX" | "AZ" | "BA" | "BB" | "BD" | "BE" | "BF" | "BG" | "BH" | "BI" | "BJ" | "BL" | "BM" | "BN" | "BO" | "BQ" | "BR" | "BS" | "BT" | "BV" | "BW" | "BY" | "BZ" | "CA" | "CC" | "CD" | "CF" | "CG" | "CH" | "CI" | "CK" | "CL" | "CM" | "CN" | "CO" | "CR" | "CU" | "CV" | "CW" | "CX" | "CY" | "CZ" | "DE" | "DJ" | "DK" | "DM" | "DO" | "DZ" | "EC" | "EE" | "EG" | "EH" | "ER" | "ES" | "ET" | "FI" | "FJ" | "FK" | "FM" | "FO" | "FR" | "GA" | "GB" | "GD" | "GE" | "GF" | "GG" | "GH" | "GI" | "GL" | "GM" | "GN" | "GP" | "GQ" | "GR" | "GS" | "GT" | "GU" | "GW" | "GY" | "HK" | "HM" | "HN" | "HR" | "HT" | "HU" | "ID" | "IE" | "IL" | "IM" | "IN" | "IO" | "IQ" | "IR" | "IS" | "IT" | "JE" | "JM" | "JO" | "JP" | "KE" | "KG" | "KH" | "KI" | "KM" | "KN" | "KP" | "KR" | "KW" | "KY" | "KZ" | "LA" | "LB" | "LC" | "LI" | "LK" | "LR" | "LS" | "LT" | "LU" | "LV" | "LY" | "MA" | "MC" | "MD" | "ME" | "MF" | "MG" | "MH" | "MK" | "ML" | "MM" | "MN" | "MO" | "MP" | "MQ" | "MR" | "MS" | "MT" | "MU" | "MV" | "MW" | "MX" | "MY" | "MZ" | "NA" | "NC" | "NE" | "NF" | "NG" | "NI" | "NL" | "NO" | "NP" | "NR" | "NU" | "NZ" | "OM" | "PA" | "PE" | "PF" | "PG" | "PH" | "PK" | "PL" | "PM" | "PN" | "PR" | "PS" | "PT" | "PW" | "PY" | "QA" | "RE" | "RO" | "RS" | "RU" | "RW" | "SA" | "SB" | "SC" | "SD" | "SE" | "SG" | "SH" | "SI" | "SJ" | "SK" | "SL" | "SM" | "SN" | "SO" | "SR" | "SS" | "ST" | "SV" | "SX" | "SY" | "SZ" | "TC" | "TD" | "TF" | "TG" | "TH" | "TJ" | "TK" | "TL" | "TM" | "TN" | "TO" | "TR" | "TT" | "TV" | "TW" | "TZ" | "UA" | "UG" | "UM" | "US" | "UY" | "UZ" | "VA" | "VC" | "VE" | "VG" | "VI" | "VN" | "VU" | "WF" | "WS" | "YE" | "YT" | "ZA" | "ZM" | "ZW" | null;
-                    }[] | null;
-                };
-                "application/merge-patch+json": {
-                    prefix?: string | null;
-                    givenNames?: string[];
-                    lastName?: string;
-                    /** @enum {string|null} */
-                    gender?: "male" | "female" | "other" | "unknown" | null;
-                    /** Format: date */
-                    birthDate?: string;
-                    identifiers?: {
-                        type: string;
-                        value: string;
-                    }[] | null;
-                    externalId?: {
-                        /**
-                         * Format: uri
-                         * @description A URI chosen by the caller naming its own numbering system (e.g. `urn:acme:mrn`).
-                         */
-                        system?: string;
-                        /** @description The practice's own patient number. */
-                        value?: string;
-                    } | null;
-                    contactPoints?: {
-                        /** @enum {string} */
-                        system: "phone" | "fax" | "email" | "pager" | "url" | "sms" | "other";
-                        value: string;
-                        /** @enum {string|null} */
-                        use?: "home" | "work" | "temp" | "old" | "mobile" | null;
-                        rank?: number | null;
-                    }[] | null;
-                    addresses?: {
-                        /** @enum {string|null} */
-                        type?: "postal" | "physical" | "both" | null;
-                        /** @enum {string|null} */
-                        use?: "home" | "work" | "temp" | "old" | "billing" | null;
-                        lines?: string[];
-                        city?: string | null;
-                        district?: string | null;
-                        state?: string | null;
-                        postalCode?: string | null;
-                        /**
-                         * @description An officially assigned ISO 3166-1 alpha-2 code, in capitals, e.g. ZA.
-                         * @enum {string|null}
-                         */
-                        country?: "AD" | "AE" | "AF" | "AG" | "AI" | "AL" | "AM" | "AO" | "AQ" | "AR" | "AS" | "AT" | "AU" | "AW" | "AX" | "AZ" | "BA" | "BB" | "BD" | "BE" | "BF" | "BG" | "BH" | "BI" | "BJ" | "BL" | "BM" | "BN" | "BO" | "BQ" | "BR" | "BS" | "BT" | "BV" | "BW" | "BY" | "BZ" | "CA" | "CC" | "CD" | "CF" | "CG" | "CH" | "CI" | "CK" | "CL" | "CM" | "CN" | "CO" | "CR" | "CU" | "CV" | "CW" | "CX" | "CY" | "CZ" | "DE" | "DJ" | "DK" | "DM" | "DO" | "DZ" | "EC" | "EE" | "EG" | "EH" | "ER" | "ES" | "ET" | "FI" | "FJ" | "FK" | "FM" | "FO" | "FR" | "GA" | "GB" | "GD" | "GE" | "GF" | "GG" | "GH" | "GI" | "GL" | "GM" | "GN" | "GP" | "GQ" | "GR" | "GS" | "GT" | "GU" | "GW" | "GY" | "HK" | "HM" | "HN" | "HR" | "HT" | "HU" | "ID" | "IE" | "IL" | "IM" | "IN" | "IO" | "IQ" | "IR" | "IS" | "IT" | "JE" | "JM" | "JO" | "JP" | "KE" | "KG" | "KH" | "KI" | "KM" | "KN" | "KP" | "KR" | "KW" | "KY" | "KZ" | "LA" | "LB" | "LC" | "LI" | "LK" | "LR" | "LS" | "LT" | "LU" | "LV" | "LY" | "MA" | "MC" | "MD" | "ME" | "MF" | "MG" | "MH" | "MK" | "ML" | "MM" | "MN" | "MO" | "MP" | "MQ" | "MR" | "MS" | "MT" | "MU" | "MV" | "MW" | "MX" | "MY" | "MZ" | "NA" | "NC" | "NE" | "NF" | "NG" | "NI" | "NL" | "NO" | "NP" | "NR" | "NU" | "NZ" | "OM" | "PA" | "PE" | "PF" | "PG" | "PH" | "PK" | "PL" | "PM" | "PN" | "PR" | "PS" | "PT" | "PW" | "PY" | "QA" | "RE" | "RO" | "RS" | "RU" | "RW" | "SA" | "SB" | "SC" | "SD" | "SE" | "SG" | "SH" | "SI" | "SJ" | "SK" | "SL" | "SM" | "SN" | "SO" | "SR" | "SS" | "ST" | "SV" | "SX" | "SY" | "SZ" | "TC" | "TD" | "TF" | "TG" | "TH" | "TJ" | "TK" | "TL" | "TM" | "TN" | "TO" | "TR" | "TT" | "TV" | "TW" | "TZ" | "UA" | "UG" | "UM" | "US" | "UY" | "UZ" | "VA" | "VC" | "VE" | "VG" | "VI" | "VN" | "VU" | "WF" | "WS" | "YE" | "YT" | "ZA" | "ZM" | "ZW" | null;
-                    }[] | null;
-                };
+                "application/json": components["schemas"]["PatientPatch"];
+                "application/merge-patch+json": components["schemas"]["PatientPatch"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Patient. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -1692,370 +2503,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "patient";
-                        id: string;
-                        active: boolean;
-                        prefix: string | null;
-                        givenNames: string[];
-                        lastName: string | null;
-                        gender: string | null;
-                        /** Format: date */
-                        birthDate: string | null;
-                        identifiers: {
-                            type: string;
-                            value: string;
-                        }[];
-                        externalId: {
-                            system: string;
-                            value: string;
-                        } | null;
-                        contactPoints: {
-                            system: string;
-                            value: string;
-                            use: string | null;
-                            rank: number | null;
-                        }[];
-                        addresses: {
-                            type: string | null;
-                            use: string | null;
-                            lines: string[];
-                            city: string | null;
-                            district: string | null;
-                            state: string | null;
-                            postalCode: string | null;
-                            country: string | null;
-                        }[];
-                        /** @description The practice managing the patient. */
-                        organizationId: string | null;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Patient"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listInsurancePlans: {
@@ -2070,7 +2531,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path?: never;
@@ -2078,7 +2539,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a InsurancePlanList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2088,211 +2549,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "insurance_plan";
-                            id: string;
-                            name: string;
-                            aliases: string[];
-                            /** @description false once no longer offered. */
-                            active: boolean;
-                            optionCode: string | null;
-                            /** @description The medical scheme. */
-                            insurerId: string | null;
-                            insurerName: string | null;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["InsurancePlanList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listCoverages: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -2303,7 +2575,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a CoverageList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2313,235 +2585,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "coverage";
-                            id: string;
-                            patientId: string;
-                            planId: string;
-                            memberNumber: string;
-                            dependentCode: string | null;
-                            /** @description True while the plan is offered and today (in the practice's time zone) lies within startDate..endDate. */
-                            active: boolean;
-                            /** Format: date */
-                            startDate: string | null;
-                            /** Format: date */
-                            endDate: string | null;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["CoverageList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     addCoverage: {
@@ -2550,7 +2603,7 @@ export interface operations {
             header: {
                 /** @description Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
                 "idempotency-key": string;
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -2561,22 +2614,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description An insurance plan id from GET /insurance-plans. */
-                    planId: string;
-                    /** @description The member's number on the scheme. */
-                    memberNumber: string;
-                    /** @description e.g. 00 for the main member. */
-                    dependentCode?: string | null;
-                    /** Format: date */
-                    startDate?: string | null;
-                    /** Format: date */
-                    endDate?: string | null;
-                };
+                "application/json": components["schemas"]["CoverageRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: a Coverage. */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2588,323 +2630,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "coverage";
-                        id: string;
-                        patientId: string;
-                        planId: string;
-                        memberNumber: string;
-                        dependentCode: string | null;
-                        /** @description True while the plan is offered and today (in the practice's time zone) lies within startDate..endDate. */
-                        active: boolean;
-                        /** Format: date */
-                        startDate: string | null;
-                        /** Format: date */
-                        endDate: string | null;
-                    };
+                    "application/json": components["schemas"]["Coverage"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     getCoverage: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -2917,7 +2662,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Coverage. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2927,229 +2672,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "coverage";
-                        id: string;
-                        patientId: string;
-                        planId: string;
-                        memberNumber: string;
-                        dependentCode: string | null;
-                        /** @description True while the plan is offered and today (in the practice's time zone) lies within startDate..endDate. */
-                        active: boolean;
-                        /** Format: date */
-                        startDate: string | null;
-                        /** Format: date */
-                        endDate: string | null;
-                    };
+                    "application/json": components["schemas"]["Coverage"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listPractitioners: {
@@ -3163,7 +2695,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path?: never;
@@ -3171,7 +2703,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a PractitionerList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3181,210 +2713,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "practitioner";
-                            id: string;
-                            name: string;
-                            registrationNumber: string | null;
-                            defaultSystems: {
-                                condition: string;
-                                procedure: string;
-                            };
-                            active: boolean;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["PractitionerList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     getPractitioner: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -3395,7 +2739,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Practitioner. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3405,226 +2749,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "practitioner";
-                        id: string;
-                        name: string;
-                        registrationNumber: string | null;
-                        defaultSystems: {
-                            condition: string;
-                            procedure: string;
-                        };
-                        active: boolean;
-                    };
+                    "application/json": components["schemas"]["Practitioner"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listEncounters: {
@@ -3637,7 +2771,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path?: never;
@@ -3645,7 +2779,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a EncounterList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3655,227 +2789,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "encounter";
-                            id: string;
-                            /** @enum {string} */
-                            status: "planned" | "arrived" | "in_progress" | "processing" | "review" | "finalizing" | "locked" | "on_hold" | "discharged" | "completed" | "cancelled" | "discontinued" | "entered_in_error" | "error" | "unknown";
-                            /**
-                             * @description amb is an outpatient visit (what POST /encounters records).
-                             * @enum {string}
-                             */
-                            class: "imp" | "amb" | "obsenc" | "emer" | "vr" | "hh";
-                            patientId: string;
-                            practitionerId: string | null;
-                            /** Format: date-time */
-                            start: string;
-                            /** Format: date-time */
-                            end: string | null;
-                            diagnoses: {
-                                id: string;
-                                system: string | null;
-                                code: string;
-                                display: string | null;
-                            }[];
-                            procedures: {
-                                id: string;
-                                /** @enum {string} */
-                                status: "preparation" | "in_progress" | "not_done" | "on_hold" | "stopped" | "completed" | "entered_in_error";
-                                system: string | null;
-                                code: string;
-                                display: string | null;
-                                diagnosisCodes: string[];
-                                note: string | null;
-                            }[];
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["EncounterList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     createEncounter: {
@@ -3884,7 +2806,7 @@ export interface operations {
             header: {
                 /** @description Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
                 "idempotency-key": string;
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path?: never;
@@ -3892,41 +2814,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * @description Only `completed`; the default.
-                     * @enum {string}
-                     */
-                    status?: "completed";
-                    patientId: string;
-                    practitionerId: string;
-                    /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`); seconds optional. Returned in UTC. */
-                    start: string;
-                    /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`); seconds optional. Returned in UTC. */
-                    end: string;
-                    /** @description Ordered by importance; the first is the primary diagnosis. */
-                    diagnoses: {
-                        /** @description Code system url; when left out, the practitioner's default system for this kind of code. */
-                        system?: string | null;
-                        code: string;
-                        /** @description Ignored, whatever its length: the service records the code system's own wording. */
-                        display?: string | null;
-                    }[];
-                    procedures: {
-                        /** @description Code system url; when left out, the practitioner's default system for this kind of code. */
-                        system?: string | null;
-                        code: string;
-                        /** @description Ignored, whatever its length: the service records the code system's own wording. */
-                        display?: string | null;
-                        /** @description Codes from this request's diagnoses the procedure was done for; the first is primary on the claim. */
-                        diagnosisCodes?: string[] | null;
-                        note?: string | null;
-                    }[];
-                };
+                "application/json": components["schemas"]["EncounterRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: a Encounter. */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3938,344 +2830,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "encounter";
-                        id: string;
-                        /** @enum {string} */
-                        status: "planned" | "arrived" | "in_progress" | "processing" | "review" | "finalizing" | "locked" | "on_hold" | "discharged" | "completed" | "cancelled" | "discontinued" | "entered_in_error" | "error" | "unknown";
-                        /**
-                         * @description amb is an outpatient visit (what POST /encounters records).
-                         * @enum {string}
-                         */
-                        class: "imp" | "amb" | "obsenc" | "emer" | "vr" | "hh";
-                        patientId: string;
-                        practitionerId: string | null;
-                        /** Format: date-time */
-                        start: string;
-                        /** Format: date-time */
-                        end: string | null;
-                        diagnoses: {
-                            id: string;
-                            system: string | null;
-                            code: string;
-                            display: string | null;
-                        }[];
-                        procedures: {
-                            id: string;
-                            /** @enum {string} */
-                            status: "preparation" | "in_progress" | "not_done" | "on_hold" | "stopped" | "completed" | "entered_in_error";
-                            system: string | null;
-                            code: string;
-                            display: string | null;
-                            diagnosisCodes: string[];
-                            note: string | null;
-                        }[];
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Encounter"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     getEncounter: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -4286,7 +2860,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Encounter. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4296,250 +2870,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "encounter";
-                        id: string;
-                        /** @enum {string} */
-                        status: "planned" | "arrived" | "in_progress" | "processing" | "review" | "finalizing" | "locked" | "on_hold" | "discharged" | "completed" | "cancelled" | "discontinued" | "entered_in_error" | "error" | "unknown";
-                        /**
-                         * @description amb is an outpatient visit (what POST /encounters records).
-                         * @enum {string}
-                         */
-                        class: "imp" | "amb" | "obsenc" | "emer" | "vr" | "hh";
-                        patientId: string;
-                        practitionerId: string | null;
-                        /** Format: date-time */
-                        start: string;
-                        /** Format: date-time */
-                        end: string | null;
-                        diagnoses: {
-                            id: string;
-                            system: string | null;
-                            code: string;
-                            display: string | null;
-                        }[];
-                        procedures: {
-                            id: string;
-                            /** @enum {string} */
-                            status: "preparation" | "in_progress" | "not_done" | "on_hold" | "stopped" | "completed" | "entered_in_error";
-                            system: string | null;
-                            code: string;
-                            display: string | null;
-                            diagnosisCodes: string[];
-                            note: string | null;
-                        }[];
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Encounter"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     billEncounter: {
@@ -4548,7 +2888,7 @@ export interface operations {
             header: {
                 /** @description Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
                 "idempotency-key": string;
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -4559,25 +2899,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * @description Issue in the same call (needs INVOICES:UPDATE).
-                     * @default false
-                     */
-                    issue?: boolean;
-                    /**
-                     * @description Queue the claim in the same call: needs issue true and CLAIMS:SUBMIT.
-                     * @default false
-                     */
-                    submitClaim?: boolean;
-                    /** @description Default: the patient's first active coverage. */
-                    coverageId?: string | null;
-                    placeOfServiceCode?: string | null;
-                };
+                "application/json": components["schemas"]["BillRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: a BillResult. */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4589,398 +2915,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "bill_result";
-                        /** Invoice */
-                        invoice: {
-                            /** @enum {string} */
-                            object: "invoice";
-                            id: string;
-                            /** @description The invoice number the patient sees. */
-                            number: string;
-                            /** @enum {string} */
-                            status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
-                            claimStatus: string | null;
-                            patientId: string;
-                            /** @description Coverage the claim was sent under; null while no claim was sent. */
-                            coverageId: string | null;
-                            encounterIds: string[];
-                            recipientName: string | null;
-                            /** Format: date */
-                            date: string;
-                            /** Format: date */
-                            dueDate: string | null;
-                            currency: string;
-                            totalNet: number;
-                            totalGross: number;
-                            amountPaid: number;
-                            balanceDue: number;
-                            lineItems: {
-                                id: string;
-                                /** Format: date */
-                                serviceDate: string;
-                                /** Format: date */
-                                serviceDateEnd: string | null;
-                                system: string | null;
-                                code: string;
-                                description: string;
-                                /** @description Tariff modifiers. */
-                                modifiers: string[];
-                                quantity: number;
-                                unitPrice: number;
-                                subtotal: number;
-                                total: number;
-                                /** @enum {string|null} */
-                                pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                                diagnoses: {
-                                    system: string | null;
-                                    code: string;
-                                    display: string;
-                                    primary: boolean;
-                                }[];
-                            }[];
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                        /** @description null when issuing was not requested. */
-                        issued: boolean | null;
-                        issueSkippedReason: string | null;
-                        /** @description null when claiming was not requested. */
-                        claimQueued: boolean | null;
-                        claimSkippedReason: string | null;
-                    };
+                    "application/json": components["schemas"]["BillResult"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     getInvoice: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -4991,7 +2946,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Invoice. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5001,264 +2956,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "invoice";
-                        id: string;
-                        /** @description The invoice number the patient sees. */
-                        number: string;
-                        /** @enum {string} */
-                        status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
-                        claimStatus: string | null;
-                        patientId: string;
-                        /** @description Coverage the claim was sent under; null while no claim was sent. */
-                        coverageId: string | null;
-                        encounterIds: string[];
-                        recipientName: string | null;
-                        /** Format: date */
-                        date: string;
-                        /** Format: date */
-                        dueDate: string | null;
-                        currency: string;
-                        totalNet: number;
-                        totalGross: number;
-                        amountPaid: number;
-                        balanceDue: number;
-                        lineItems: {
-                            id: string;
-                            /** Format: date */
-                            serviceDate: string;
-                            /** Format: date */
-                            serviceDateEnd: string | null;
-                            system: string | null;
-                            code: string;
-                            description: string;
-                            /** @description Tariff modifiers. */
-                            modifiers: string[];
-                            quantity: number;
-                            unitPrice: number;
-                            subtotal: number;
-                            total: number;
-                            /** @enum {string|null} */
-                            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                            diagnoses: {
-                                system: string | null;
-                                code: string;
-                                display: string;
-                                primary: boolean;
-                            }[];
-                        }[];
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Invoice"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listInvoices: {
@@ -5274,7 +2981,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path?: never;
@@ -5282,7 +2989,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a InvoiceList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5292,241 +2999,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "invoice";
-                            id: string;
-                            /** @description The invoice number the patient sees. */
-                            number: string;
-                            /** @enum {string} */
-                            status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
-                            claimStatus: string | null;
-                            patientId: string;
-                            /** @description Coverage the claim was sent under; null while no claim was sent. */
-                            coverageId: string | null;
-                            encounterIds: string[];
-                            recipientName: string | null;
-                            /** Format: date */
-                            date: string;
-                            /** Format: date */
-                            dueDate: string | null;
-                            currency: string;
-                            totalNet: number;
-                            totalGross: number;
-                            amountPaid: number;
-                            balanceDue: number;
-                            lineItems: {
-                                id: string;
-                                /** Format: date */
-                                serviceDate: string;
-                                /** Format: date */
-                                serviceDateEnd: string | null;
-                                system: string | null;
-                                code: string;
-                                description: string;
-                                /** @description Tariff modifiers. */
-                                modifiers: string[];
-                                quantity: number;
-                                unitPrice: number;
-                                subtotal: number;
-                                total: number;
-                                /** @enum {string|null} */
-                                pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                                diagnoses: {
-                                    system: string | null;
-                                    code: string;
-                                    display: string;
-                                    primary: boolean;
-                                }[];
-                            }[];
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["InvoiceList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     addLineItem: {
@@ -5535,7 +3016,7 @@ export interface operations {
             header: {
                 /** @description Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
                 "idempotency-key": string;
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -5546,37 +3027,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Default: the practitioner's procedure system. */
-                    system?: string | null;
-                    code: string;
-                    /** @description Default: the code's own wording. */
-                    description?: string | null;
-                    /** Format: date */
-                    serviceDate: string;
-                    /** Format: date */
-                    serviceDateEnd?: string | null;
-                    /** @description At most 4 decimal places. */
-                    quantity: number;
-                    /** @description Price of one, in minor units. */
-                    unitPrice: number;
-                    /**
-                     * @description The chosen rate's pricingSource; left out, the price counts as set by hand.
-                     * @enum {string|null}
-                     */
-                    pricingSource?: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                    modifiers?: string[] | null;
-                    /** @description One is primary; when none is marked the first counts as primary. */
-                    diagnoses?: {
-                        system?: string | null;
-                        code: string;
-                        primary?: boolean | null;
-                    }[] | null;
-                };
+                "application/json": components["schemas"]["LineItemRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: a Invoice. */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5588,387 +3043,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "invoice";
-                        id: string;
-                        /** @description The invoice number the patient sees. */
-                        number: string;
-                        /** @enum {string} */
-                        status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
-                        claimStatus: string | null;
-                        patientId: string;
-                        /** @description Coverage the claim was sent under; null while no claim was sent. */
-                        coverageId: string | null;
-                        encounterIds: string[];
-                        recipientName: string | null;
-                        /** Format: date */
-                        date: string;
-                        /** Format: date */
-                        dueDate: string | null;
-                        currency: string;
-                        totalNet: number;
-                        totalGross: number;
-                        amountPaid: number;
-                        balanceDue: number;
-                        lineItems: {
-                            id: string;
-                            /** Format: date */
-                            serviceDate: string;
-                            /** Format: date */
-                            serviceDateEnd: string | null;
-                            system: string | null;
-                            code: string;
-                            description: string;
-                            /** @description Tariff modifiers. */
-                            modifiers: string[];
-                            quantity: number;
-                            unitPrice: number;
-                            subtotal: number;
-                            total: number;
-                            /** @enum {string|null} */
-                            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                            diagnoses: {
-                                system: string | null;
-                                code: string;
-                                display: string;
-                                primary: boolean;
-                            }[];
-                        }[];
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Invoice"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     getLineItem: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -5979,7 +3074,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a InvoiceLine. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5989,245 +3084,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** Format: date */
-                        serviceDate: string;
-                        /** Format: date */
-                        serviceDateEnd: string | null;
-                        system: string | null;
-                        code: string;
-                        description: string;
-                        /** @description Tariff modifiers. */
-                        modifiers: string[];
-                        quantity: number;
-                        unitPrice: number;
-                        subtotal: number;
-                        total: number;
-                        /** @enum {string|null} */
-                        pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                        diagnoses: {
-                            system: string | null;
-                            code: string;
-                            display: string;
-                            primary: boolean;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["InvoiceLine"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     replaceLineItem: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -6238,37 +3111,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Default: the practitioner's procedure system. */
-                    system?: string | null;
-                    code: string;
-                    /** @description Default: the code's own wording. */
-                    description?: string | null;
-                    /** Format: date */
-                    serviceDate: string;
-                    /** Format: date */
-                    serviceDateEnd?: string | null;
-                    /** @description At most 4 decimal places. */
-                    quantity: number;
-                    /** @description Price of one, in minor units. */
-                    unitPrice: number;
-                    /**
-                     * @description The chosen rate's pricingSource; left out, the price counts as set by hand.
-                     * @enum {string|null}
-                     */
-                    pricingSource?: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                    modifiers?: string[] | null;
-                    /** @description One is primary; when none is marked the first counts as primary. */
-                    diagnoses?: {
-                        system?: string | null;
-                        code: string;
-                        primary?: boolean | null;
-                    }[] | null;
-                };
+                "application/json": components["schemas"]["LineItemRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Invoice. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6278,387 +3125,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "invoice";
-                        id: string;
-                        /** @description The invoice number the patient sees. */
-                        number: string;
-                        /** @enum {string} */
-                        status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
-                        claimStatus: string | null;
-                        patientId: string;
-                        /** @description Coverage the claim was sent under; null while no claim was sent. */
-                        coverageId: string | null;
-                        encounterIds: string[];
-                        recipientName: string | null;
-                        /** Format: date */
-                        date: string;
-                        /** Format: date */
-                        dueDate: string | null;
-                        currency: string;
-                        totalNet: number;
-                        totalGross: number;
-                        amountPaid: number;
-                        balanceDue: number;
-                        lineItems: {
-                            id: string;
-                            /** Format: date */
-                            serviceDate: string;
-                            /** Format: date */
-                            serviceDateEnd: string | null;
-                            system: string | null;
-                            code: string;
-                            description: string;
-                            /** @description Tariff modifiers. */
-                            modifiers: string[];
-                            quantity: number;
-                            unitPrice: number;
-                            subtotal: number;
-                            total: number;
-                            /** @enum {string|null} */
-                            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                            diagnoses: {
-                                system: string | null;
-                                code: string;
-                                display: string;
-                                primary: boolean;
-                            }[];
-                        }[];
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Invoice"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     deleteLineItem: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -6669,7 +3156,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Invoice. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6679,293 +3166,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "invoice";
-                        id: string;
-                        /** @description The invoice number the patient sees. */
-                        number: string;
-                        /** @enum {string} */
-                        status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
-                        claimStatus: string | null;
-                        patientId: string;
-                        /** @description Coverage the claim was sent under; null while no claim was sent. */
-                        coverageId: string | null;
-                        encounterIds: string[];
-                        recipientName: string | null;
-                        /** Format: date */
-                        date: string;
-                        /** Format: date */
-                        dueDate: string | null;
-                        currency: string;
-                        totalNet: number;
-                        totalGross: number;
-                        amountPaid: number;
-                        balanceDue: number;
-                        lineItems: {
-                            id: string;
-                            /** Format: date */
-                            serviceDate: string;
-                            /** Format: date */
-                            serviceDateEnd: string | null;
-                            system: string | null;
-                            code: string;
-                            description: string;
-                            /** @description Tariff modifiers. */
-                            modifiers: string[];
-                            quantity: number;
-                            unitPrice: number;
-                            subtotal: number;
-                            total: number;
-                            /** @enum {string|null} */
-                            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                            diagnoses: {
-                                system: string | null;
-                                code: string;
-                                display: string;
-                                primary: boolean;
-                            }[];
-                        }[];
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Invoice"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listLineItemRates: {
@@ -6977,7 +3188,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -6988,7 +3199,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a RateList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6998,244 +3209,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "rate";
-                            /** @enum {string} */
-                            source: "practitioner" | "practice" | "insurance_plan" | "insurance_scheme" | "governing_body" | "code_default";
-                            /** @description Plan, scheme, body or practice it belongs to. */
-                            name: string | null;
-                            amount: number;
-                            currency: string;
-                            /**
-                             * @description Send it as the line's pricingSource when using the rate.
-                             * @enum {string}
-                             */
-                            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite";
-                            /** @description True when it is the line's unit price now. */
-                            current: boolean;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["RateList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     issueInvoice: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -7246,7 +3236,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Invoice. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -7256,300 +3246,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "invoice";
-                        id: string;
-                        /** @description The invoice number the patient sees. */
-                        number: string;
-                        /** @enum {string} */
-                        status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
-                        claimStatus: string | null;
-                        patientId: string;
-                        /** @description Coverage the claim was sent under; null while no claim was sent. */
-                        coverageId: string | null;
-                        encounterIds: string[];
-                        recipientName: string | null;
-                        /** Format: date */
-                        date: string;
-                        /** Format: date */
-                        dueDate: string | null;
-                        currency: string;
-                        totalNet: number;
-                        totalGross: number;
-                        amountPaid: number;
-                        balanceDue: number;
-                        lineItems: {
-                            id: string;
-                            /** Format: date */
-                            serviceDate: string;
-                            /** Format: date */
-                            serviceDateEnd: string | null;
-                            system: string | null;
-                            code: string;
-                            description: string;
-                            /** @description Tariff modifiers. */
-                            modifiers: string[];
-                            quantity: number;
-                            unitPrice: number;
-                            subtotal: number;
-                            total: number;
-                            /** @enum {string|null} */
-                            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                            diagnoses: {
-                                system: string | null;
-                                code: string;
-                                display: string;
-                                primary: boolean;
-                            }[];
-                        }[];
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Invoice"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     amendInvoice: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -7560,7 +3274,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Invoice. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -7570,300 +3284,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "invoice";
-                        id: string;
-                        /** @description The invoice number the patient sees. */
-                        number: string;
-                        /** @enum {string} */
-                        status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
-                        claimStatus: string | null;
-                        patientId: string;
-                        /** @description Coverage the claim was sent under; null while no claim was sent. */
-                        coverageId: string | null;
-                        encounterIds: string[];
-                        recipientName: string | null;
-                        /** Format: date */
-                        date: string;
-                        /** Format: date */
-                        dueDate: string | null;
-                        currency: string;
-                        totalNet: number;
-                        totalGross: number;
-                        amountPaid: number;
-                        balanceDue: number;
-                        lineItems: {
-                            id: string;
-                            /** Format: date */
-                            serviceDate: string;
-                            /** Format: date */
-                            serviceDateEnd: string | null;
-                            system: string | null;
-                            code: string;
-                            description: string;
-                            /** @description Tariff modifiers. */
-                            modifiers: string[];
-                            quantity: number;
-                            unitPrice: number;
-                            subtotal: number;
-                            total: number;
-                            /** @enum {string|null} */
-                            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                            diagnoses: {
-                                system: string | null;
-                                code: string;
-                                display: string;
-                                primary: boolean;
-                            }[];
-                        }[];
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Invoice"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     cancelInvoice: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -7874,14 +3312,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Why, in words a person reads later in the audit log and the console. */
-                    reason: string;
-                };
+                "application/json": components["schemas"]["CloseInvoiceRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Invoice. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -7891,358 +3326,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "invoice";
-                        id: string;
-                        /** @description The invoice number the patient sees. */
-                        number: string;
-                        /** @enum {string} */
-                        status: "draft" | "issued" | "amending" | "balanced" | "cancelled" | "entered_in_error" | "partially_paid" | "overdue" | "written_off";
-                        claimStatus: string | null;
-                        patientId: string;
-                        /** @description Coverage the claim was sent under; null while no claim was sent. */
-                        coverageId: string | null;
-                        encounterIds: string[];
-                        recipientName: string | null;
-                        /** Format: date */
-                        date: string;
-                        /** Format: date */
-                        dueDate: string | null;
-                        currency: string;
-                        totalNet: number;
-                        totalGross: number;
-                        amountPaid: number;
-                        balanceDue: number;
-                        lineItems: {
-                            id: string;
-                            /** Format: date */
-                            serviceDate: string;
-                            /** Format: date */
-                            serviceDateEnd: string | null;
-                            system: string | null;
-                            code: string;
-                            description: string;
-                            /** @description Tariff modifiers. */
-                            modifiers: string[];
-                            quantity: number;
-                            unitPrice: number;
-                            subtotal: number;
-                            total: number;
-                            /** @enum {string|null} */
-                            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
-                            diagnoses: {
-                                system: string | null;
-                                code: string;
-                                display: string;
-                                primary: boolean;
-                            }[];
-                        }[];
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Invoice"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listInvoicePayments: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -8253,7 +3356,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a PaymentList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -8263,241 +3366,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "payment";
-                            id: string;
-                            invoiceId: string;
-                            amount: number;
-                            currency: string;
-                            method: string;
-                            /** @enum {string} */
-                            source: "patient" | "insurer";
-                            reference: string | null;
-                            /** Format: date-time */
-                            receivedAt: string;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["PaymentList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     getClaim: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -8508,7 +3393,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Claim. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -8518,261 +3403,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "claim";
-                        id: string;
-                        invoiceId: string;
-                        /** @enum {string} */
-                        status: "submitting" | "accepted" | "rejected" | "partially_accepted" | "reversed" | "reversal_failed" | "reversing";
-                        /**
-                         * @description queued: the insurer has not answered; complete: every line accepted (or reversed); partial: some accepted; error: refused.
-                         * @enum {string}
-                         */
-                        outcome: "queued" | "complete" | "partial" | "error";
-                        /** @description The insurer's reason when the claim or its reversal failed, or why it was not sent. */
-                        message: string | null;
-                        /** @description True when the claim was rejected or reversed. */
-                        resubmittable: boolean;
-                        /** @description True when the insurer accepted some or all of it, or a reversal failed. */
-                        reversible: boolean;
-                        authorizationReference: string | null;
-                        /** Format: date-time */
-                        submittedAt: string | null;
-                        currency: string;
-                        items: {
-                            /** @description Line position, starting at 1. */
-                            lineNumber: number;
-                            lineItemId: string | null;
-                            /** @enum {string} */
-                            decision: "approved" | "approved_with_warning" | "denied";
-                            submitted: number | null;
-                            benefit: number | null;
-                            rejections: {
-                                code: string;
-                                description: string;
-                            }[];
-                            warnings: {
-                                code: string;
-                                description: string;
-                            }[];
-                        }[];
-                    };
+                    "application/json": components["schemas"]["Claim"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     sendClaim: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -8783,16 +3430,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Default: the coverage the invoice was last claimed against, else the patient's first active one. */
-                    coverageId?: string | null;
-                    /** @description The insurer's coding; default: the invoice's own. */
-                    placeOfServiceCode?: string | null;
-                };
+                "application/json": components["schemas"]["ClaimRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Accepted: the work goes on after the answer: a Claim. */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -8803,348 +3445,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "claim";
-                        id: string;
-                        invoiceId: string;
-                        /** @enum {string} */
-                        status: "submitting" | "accepted" | "rejected" | "partially_accepted" | "reversed" | "reversal_failed" | "reversing";
-                        /**
-                         * @description queued: the insurer has not answered; complete: every line accepted (or reversed); partial: some accepted; error: refused.
-                         * @enum {string}
-                         */
-                        outcome: "queued" | "complete" | "partial" | "error";
-                        /** @description The insurer's reason when the claim or its reversal failed, or why it was not sent. */
-                        message: string | null;
-                        /** @description True when the claim was rejected or reversed. */
-                        resubmittable: boolean;
-                        /** @description True when the insurer accepted some or all of it, or a reversal failed. */
-                        reversible: boolean;
-                        authorizationReference: string | null;
-                        /** Format: date-time */
-                        submittedAt: string | null;
-                        currency: string;
-                        items: {
-                            /** @description Line position, starting at 1. */
-                            lineNumber: number;
-                            lineItemId: string | null;
-                            /** @enum {string} */
-                            decision: "approved" | "approved_with_warning" | "denied";
-                            submitted: number | null;
-                            benefit: number | null;
-                            rejections: {
-                                code: string;
-                                description: string;
-                            }[];
-                            warnings: {
-                                code: string;
-                                description: string;
-                            }[];
-                        }[];
-                    };
+                    "application/json": components["schemas"]["Claim"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     resubmitClaim: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -9155,16 +3475,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Default: the coverage the invoice was last claimed against, else the patient's first active one. */
-                    coverageId?: string | null;
-                    /** @description The insurer's coding; default: the invoice's own. */
-                    placeOfServiceCode?: string | null;
-                };
+                "application/json": components["schemas"]["ClaimRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Accepted: the work goes on after the answer: a Claim. */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -9175,348 +3490,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "claim";
-                        id: string;
-                        invoiceId: string;
-                        /** @enum {string} */
-                        status: "submitting" | "accepted" | "rejected" | "partially_accepted" | "reversed" | "reversal_failed" | "reversing";
-                        /**
-                         * @description queued: the insurer has not answered; complete: every line accepted (or reversed); partial: some accepted; error: refused.
-                         * @enum {string}
-                         */
-                        outcome: "queued" | "complete" | "partial" | "error";
-                        /** @description The insurer's reason when the claim or its reversal failed, or why it was not sent. */
-                        message: string | null;
-                        /** @description True when the claim was rejected or reversed. */
-                        resubmittable: boolean;
-                        /** @description True when the insurer accepted some or all of it, or a reversal failed. */
-                        reversible: boolean;
-                        authorizationReference: string | null;
-                        /** Format: date-time */
-                        submittedAt: string | null;
-                        currency: string;
-                        items: {
-                            /** @description Line position, starting at 1. */
-                            lineNumber: number;
-                            lineItemId: string | null;
-                            /** @enum {string} */
-                            decision: "approved" | "approved_with_warning" | "denied";
-                            submitted: number | null;
-                            benefit: number | null;
-                            rejections: {
-                                code: string;
-                                description: string;
-                            }[];
-                            warnings: {
-                                code: string;
-                                description: string;
-                            }[];
-                        }[];
-                    };
+                    "application/json": components["schemas"]["Claim"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     reverseClaim: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -9527,13 +3520,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    reason?: string | null;
-                };
+                "application/json": components["schemas"]["ReverseRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Accepted: the work goes on after the answer: a Claim. */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -9544,341 +3535,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "claim";
-                        id: string;
-                        invoiceId: string;
-                        /** @enum {string} */
-                        status: "submitting" | "accepted" | "rejected" | "partially_accepted" | "reversed" | "reversal_failed" | "reversing";
-                        /**
-                         * @description queued: the insurer has not answered; complete: every line accepted (or reversed); partial: some accepted; error: refused.
-                         * @enum {string}
-                         */
-                        outcome: "queued" | "complete" | "partial" | "error";
-                        /** @description The insurer's reason when the claim or its reversal failed, or why it was not sent. */
-                        message: string | null;
-                        /** @description True when the claim was rejected or reversed. */
-                        resubmittable: boolean;
-                        /** @description True when the insurer accepted some or all of it, or a reversal failed. */
-                        reversible: boolean;
-                        authorizationReference: string | null;
-                        /** Format: date-time */
-                        submittedAt: string | null;
-                        currency: string;
-                        items: {
-                            /** @description Line position, starting at 1. */
-                            lineNumber: number;
-                            lineItemId: string | null;
-                            /** @enum {string} */
-                            decision: "approved" | "approved_with_warning" | "denied";
-                            submitted: number | null;
-                            benefit: number | null;
-                            rejections: {
-                                code: string;
-                                description: string;
-                            }[];
-                            warnings: {
-                                code: string;
-                                description: string;
-                            }[];
-                        }[];
-                    };
+                    "application/json": components["schemas"]["Claim"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listCodeSystems: {
@@ -9893,7 +3562,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path?: never;
@@ -9901,7 +3570,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a CodeSystemList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -9911,240 +3580,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "code_system";
-                            id: string;
-                            /** @description What a coding names as its `system`. */
-                            url: string;
-                            name: string;
-                            title: string | null;
-                            description: string | null;
-                            /**
-                             * @description service = a published system; only a practice-owned system can be changed.
-                             * @enum {string}
-                             */
-                            owner: "service" | "practice" | "practitioner";
-                            usage: string[];
-                            /** @enum {string} */
-                            status: "active" | "retired";
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["CodeSystemList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     createCodeSystem: {
@@ -10153,7 +3598,7 @@ export interface operations {
             header: {
                 /** @description Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
                 "idempotency-key": string;
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path?: never;
@@ -10161,17 +3606,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Makes the url (`urn:service:organization:<practice id>:codesystem:<slug of name>`), so it cannot change. */
-                    name: string;
-                    title?: string | null;
-                    description?: string | null;
-                    usage: ("procedure" | "condition" | "observation" | "medication" | "allergy" | "immunization" | "family-history" | "body-site" | "severity")[];
-                };
+                "application/json": components["schemas"]["CodeSystemRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: a CodeSystem. */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -10183,357 +3622,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "code_system";
-                        id: string;
-                        /** @description What a coding names as its `system`. */
-                        url: string;
-                        name: string;
-                        title: string | null;
-                        description: string | null;
-                        /**
-                         * @description service = a published system; only a practice-owned system can be changed.
-                         * @enum {string}
-                         */
-                        owner: "service" | "practice" | "practitioner";
-                        usage: string[];
-                        /** @enum {string} */
-                        status: "active" | "retired";
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["CodeSystem"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     getCodeSystem: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -10544,7 +3653,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a CodeSystem. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -10554,241 +3663,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "code_system";
-                        id: string;
-                        /** @description What a coding names as its `system`. */
-                        url: string;
-                        name: string;
-                        title: string | null;
-                        description: string | null;
-                        /**
-                         * @description service = a published system; only a practice-owned system can be changed.
-                         * @enum {string}
-                         */
-                        owner: "service" | "practice" | "practitioner";
-                        usage: string[];
-                        /** @enum {string} */
-                        status: "active" | "retired";
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["CodeSystem"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     replaceCodeSystem: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -10799,17 +3690,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Makes the url (`urn:service:organization:<practice id>:codesystem:<slug of name>`), so it cannot change. */
-                    name: string;
-                    title?: string | null;
-                    description?: string | null;
-                    usage: ("procedure" | "condition" | "observation" | "medication" | "allergy" | "immunization" | "family-history" | "body-site" | "severity")[];
-                };
+                "application/json": components["schemas"]["CodeSystemRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK: a CodeSystem. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -10819,350 +3704,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "code_system";
-                        id: string;
-                        /** @description What a coding names as its `system`. */
-                        url: string;
-                        name: string;
-                        title: string | null;
-                        description: string | null;
-                        /**
-                         * @description service = a published system; only a practice-owned system can be changed.
-                         * @enum {string}
-                         */
-                        owner: "service" | "practice" | "practitioner";
-                        usage: string[];
-                        /** @enum {string} */
-                        status: "active" | "retired";
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["CodeSystem"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listCodeConcepts: {
@@ -11176,7 +3731,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -11187,7 +3742,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a CodeConceptList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -11197,236 +3752,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "code_concept";
-                            id: string;
-                            codeSystemId: string;
-                            /** @description The system's url. */
-                            system: string;
-                            code: string;
-                            display: string;
-                            definition: string | null;
-                            usage: string[];
-                            defaultPrice: number | null;
-                            currency: string | null;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["CodeConceptList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     addCodeConcept: {
@@ -11435,7 +3770,7 @@ export interface operations {
             header: {
                 /** @description Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
                 "idempotency-key": string;
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -11446,19 +3781,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description 1 to 32 letters, digits, dots, underscores, hyphens. */
-                    code: string;
-                    display: string;
-                    definition?: string | null;
-                    usage?: ("procedure" | "condition" | "observation" | "medication" | "allergy" | "immunization" | "family-history" | "body-site" | "severity")[] | null;
-                    /** @description Minor units of the practice's currency. */
-                    defaultPrice?: number | null;
-                };
+                "application/json": components["schemas"]["CodeConceptRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created: a CodeConcept. */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -11470,353 +3797,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "code_concept";
-                        id: string;
-                        codeSystemId: string;
-                        /** @description The system's url. */
-                        system: string;
-                        code: string;
-                        display: string;
-                        definition: string | null;
-                        usage: string[];
-                        defaultPrice: number | null;
-                        currency: string | null;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["CodeConcept"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listCodeSystemModifiers: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -11827,7 +3828,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a ModifierList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -11837,238 +3838,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @enum {string} */
-                            object: "modifier";
-                            /** @description The code system the modifier belongs to (its url). */
-                            system: string;
-                            /** @description Send it in a line's `modifiers`. */
-                            code: string;
-                            display: string;
-                            /** @description How the modifier changes a line's total, in basis points of its subtotal: 2500 adds 25%, -5000 takes half off. A line's modifiers are summed. */
-                            percentBasisPoints: number;
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["ModifierList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     getCodeConcept: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -12079,7 +3865,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a CodeConcept. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -12089,237 +3875,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "code_concept";
-                        id: string;
-                        codeSystemId: string;
-                        /** @description The system's url. */
-                        system: string;
-                        code: string;
-                        display: string;
-                        definition: string | null;
-                        usage: string[];
-                        defaultPrice: number | null;
-                        currency: string | null;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["CodeConcept"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     deleteCodeConcept: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -12330,7 +3902,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a DeletedCodeConcept. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -12340,250 +3912,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "code_concept";
-                        id: string;
-                        /** @enum {boolean} */
-                        deleted: true;
-                    };
+                    "application/json": components["schemas"]["DeletedCodeConcept"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            422: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     listEvents: {
@@ -12600,7 +3939,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path?: never;
@@ -12608,7 +3947,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a EventList. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -12618,216 +3957,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "list";
-                        data: {
-                            /** @description Unique per event; the `webhook-id` of its deliveries. */
-                            id: string;
-                            /** @enum {string} */
-                            type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created";
-                            /** Format: date-time */
-                            occurredAt: string;
-                            data: {
-                                /**
-                                 * @description Kind of record changed; claim and payment events name their invoice.
-                                 * @enum {string}
-                                 */
-                                object: "invoice";
-                                id: string;
-                                /** @description Where to read the record with the API key. */
-                                url: string | null;
-                            };
-                        }[];
-                        hasMore: boolean;
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["EventList"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
     getEvent: {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional: id of the practitioner acting, recorded in the audit trail. */
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
             path: {
@@ -12838,7 +3983,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK: a Event. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -12848,232 +3993,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Unique per event; the `webhook-id` of its deliveries. */
-                        id: string;
-                        /** @enum {string} */
-                        type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created";
-                        /** Format: date-time */
-                        occurredAt: string;
-                        data: {
-                            /**
-                             * @description Kind of record changed; claim and payment events name their invoice.
-                             * @enum {string}
-                             */
-                            object: "invoice";
-                            id: string;
-                            /** @description Where to read the record with the API key. */
-                            url: string | null;
-                        };
-                    };
+                    "application/json": components["schemas"]["Event"];
                 };
             };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description Link to the error code on the errors page. */
-                        type: string;
-                        title: string;
-                        status: number;
-                        detail: string;
-                        /** @enum {string} */
-                        code: "invalid_request" | "invalid_cursor" | "unauthenticated" | "forbidden" | "addon_inactive" | "not_found" | "method_not_allowed" | "duplicate" | "conflict" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "business_rule" | "unprocessable" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "service_unavailable";
-                        requestId: string;
-                        errors?: {
-                            /** @description Dotted path of a body field (`givenNames.0`), or a query parameter or header name. */
-                            field: string;
-                            /** @enum {string} */
-                            code: "required" | "invalid";
-                            message: string;
-                        }[];
-                    };
-                };
-            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
         };
     };
 }
