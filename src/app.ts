@@ -11,8 +11,10 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import { sql } from 'kysely';
-import { registerAdminScope } from './admin/admin-route.ts';
-import { allAdminRoutes } from './admin/all-routes.ts';
+import { registerAdminScope } from './api/admin-route.ts';
+import { allAdminRoutes } from './api/admin-routes.ts';
+import { registerApiScope } from './api/api-scope.ts';
+import { frameworkErrorHandler, installErrorHandler } from './api/error-handler.ts';
 import { claimRoutes } from './claims/routes.ts';
 import { queueClaimFromBill } from './claims/service.ts';
 import { codeSystemRoutes } from './code-systems/routes.ts';
@@ -27,9 +29,7 @@ import { eventRoutes } from './events/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { patientRoutes } from './patients/routes.ts';
-import { registerApiScope } from './platform/http/api-scope.ts';
 import { clientErrorHandler } from './platform/http/client-error.ts';
-import { frameworkErrorHandler, installErrorHandler } from './platform/http/error-handler.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { limitOrRefuse, sourceKey } from './platform/http/rate-limit.ts';
 import { validatorCompiler } from './platform/http/validation.ts';

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import type { AnyApiRoute } from '../src/api/api-route.ts';
 import { apiRoutes } from '../src/app.ts';
 import { PERMISSIONS, type Permission } from '../src/auth/permissions.ts';
-import type { AnyApiRoute } from '../src/platform/http/api-route.ts';
 import { randomToken } from '../src/platform/ids.ts';
 import { billedInvoice, lineBody, newPatient, newVisit } from './billing-fixtures.ts';
 import { addClient, type Fixture, type RouteCase, sendRoute } from './contract-suites.ts';

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { migrations } from '../migrations/index.ts';
 import { ADMIN_COMMANDS } from '../src/admin/admin-commands.ts';
-import { allAdminRoutes } from '../src/admin/all-routes.ts';
+import { allAdminRoutes } from '../src/api/admin-routes.ts';
 import {
   BIN,
   childEnv,

@@ -3,12 +3,12 @@
 // claimed and paid, and the webhook endpoints that are failing or disabled.
 import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
+import { defineAdminRoute } from '../api/admin-route.ts';
 import { CLAIM_STATUSES } from '../claims/schemas.ts';
 import { practiceBilling } from '../invoices/service.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { CalendarDate, Enum, Nullable } from '../platform/http/schema.ts';
-import { defineAdminRoute } from './admin-route.ts';
 import { getPractice } from './service.ts';
 
 const Money = Type.Integer({ description: 'Minor units of the practice currency.' });

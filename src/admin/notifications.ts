@@ -1,9 +1,9 @@
 // The operator's view of notifications: what the service told a patient (an invoice issued) or the
 // practice (a webhook endpoint turned off), newest first.
 import { Type } from 'typebox';
+import { defineAdminRoute } from '../api/admin-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
-import { defineAdminRoute } from './admin-route.ts';
 import { getPractice } from './service.ts';
 
 const Notification = Type.Object({

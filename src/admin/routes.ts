@@ -1,10 +1,10 @@
 // Declares the operator (admin) API under /admin/v1: the only way practices, practitioners, clients
 // and keys come to exist. The CLI (`practice-billing admin ...`) calls these same operations.
 import { Type } from 'typebox';
+import { defineAdminRoute } from '../api/admin-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';
-import { defineAdminRoute } from './admin-route.ts';
 import {
   ApiKey,
   ApiKeyList,

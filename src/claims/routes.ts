@@ -1,9 +1,9 @@
 // Declares the claim operations of the public API. Sending, resubmitting and reversing answer 202 with
 // the claim as it is now; the insurer's answer is read later or learned from claim.status_changed.
 
+import { defineApiRoute } from '../api/api-route.ts';
 import { practiceBilling } from '../invoices/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import { defineApiRoute } from '../platform/http/api-route.ts';
 import { IdParam } from '../platform/http/schema.ts';
 import { Claim, ClaimRequest, ReverseRequest } from './schemas.ts';
 import { claimOf, readClaim, resubmitClaim, reverseClaim, sendClaim } from './service.ts';

@@ -1,6 +1,6 @@
 // Declares the encounter (visit) operations of the public API.
 import { Type } from 'typebox';
-import { defineApiRoute } from '../platform/http/api-route.ts';
+import { defineApiRoute } from '../api/api-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';

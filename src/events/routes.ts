@@ -1,7 +1,7 @@
 // Declares the events list of the public API: every event of the practice, oldest first, in the order
 // a reader can rely on (see store.ts), the same body as its webhook deliveries; and one event by id.
 import { Type } from 'typebox';
-import { defineApiRoute } from '../platform/http/api-route.ts';
+import { defineApiRoute } from '../api/api-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { DateTime, Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';

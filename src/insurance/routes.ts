@@ -1,7 +1,7 @@
 // Declares the insurance plan look-up and the patient coverage operations of the public API.
 import { Type } from 'typebox';
+import { defineApiRoute } from '../api/api-route.ts';
 import { dateIn } from '../platform/clock.ts';
-import { defineApiRoute } from '../platform/http/api-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { Coverage, CoverageList, CoverageRequest, InsurancePlanList } from './schemas.ts';

@@ -2,8 +2,8 @@
 // fix and send them (issue, reopen, send, resubmit or reverse the claim) through the same services,
 // rules and events as the public API.
 import { Type } from 'typebox';
-import { defineAdminRoute } from '../admin/admin-route.ts';
 import { getPractice } from '../admin/service.ts';
+import { defineAdminRoute } from '../api/admin-route.ts';
 import { CLAIM_STATUSES, Claim, ClaimRequest, ReverseRequest } from '../claims/schemas.ts';
 import { claimOf, resubmitClaim, reverseClaim, sendClaim } from '../claims/service.ts';
 import { claimItems } from '../claims/store.ts';

@@ -2,8 +2,8 @@
 // number prefix), recording payments received, and closing an invoice (cancel, mark entered in
 // error, write off) through the same rules as the public API.
 import { type Static, Type } from 'typebox';
-import { defineAdminRoute } from '../admin/admin-route.ts';
 import { getPractice } from '../admin/service.ts';
+import { defineAdminRoute } from '../api/admin-route.ts';
 import { Nullable } from '../platform/http/schema.ts';
 import { type Closing, closeInvoice } from './closing.ts';
 import { paymentOf, recordPayment } from './payments.ts';

@@ -1,9 +1,9 @@
 // Declares the invoice operations of the public API: bill a visit, read and list invoices, change
 // lines, read a line's rates, issue, amend, cancel and read payments.
 import { Type } from 'typebox';
+import { defineApiRoute } from '../api/api-route.ts';
 import type { Permission } from '../auth/permissions.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import { defineApiRoute } from '../platform/http/api-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { DateTime, Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';

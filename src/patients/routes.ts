@@ -1,7 +1,7 @@
 // Declares the patient operations of the public API; the rules live in service.ts.
 import { Type } from 'typebox';
+import { defineApiRoute } from '../api/api-route.ts';
 import { dateIn } from '../platform/clock.ts';
-import { defineApiRoute } from '../platform/http/api-route.ts';
 import { IdParam } from '../platform/http/schema.ts';
 import { Patient, PatientList, PatientPatch, PatientRequest } from './schemas.ts';
 import {

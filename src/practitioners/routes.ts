@@ -2,7 +2,7 @@
 // `practitionerId` a visit needs and the `X-Service-Performer` it may send.
 import { Type } from 'typebox';
 import { practitionerOf } from '../admin/service.ts';
-import { defineApiRoute } from '../platform/http/api-route.ts';
+import { defineApiRoute } from '../api/api-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';

@@ -4,8 +4,8 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
-import { defineAdminRoute } from '../admin/admin-route.ts';
 import { getPractice } from '../admin/service.ts';
+import { defineAdminRoute } from '../api/admin-route.ts';
 import { resolveCodes } from '../code-systems/store.ts';
 import type { PracticePricesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';

@@ -3,8 +3,8 @@
 // redelivery of one event, and recovery of everything that failed since a time.
 import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
-import { defineAdminRoute } from '../admin/admin-route.ts';
 import { getPractice } from '../admin/service.ts';
+import { defineAdminRoute } from '../api/admin-route.ts';
 import { EVENT_TYPES, queueDelivery } from '../events/outbox.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';

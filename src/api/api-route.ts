@@ -7,24 +7,30 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import canonicalize from 'canonicalize';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
-import type { AuditEntry } from '../../audit/audit.ts';
-import type { AuthContext } from '../../auth/authenticate.ts';
-import type { Permission } from '../../auth/permissions.ts';
-import type { Deps } from '../../deps.ts';
-import { claimKey, completeKey, releaseKey, type StoredAnswer } from '../../idempotency/idempotency-store.ts';
-import { inPractice, type Trx, withSavepoint } from '../db/transaction.ts';
-import { faultPoint } from '../fault-points.ts';
-import { idPattern } from '../ids.ts';
-import { AppError, type FieldError, fieldErrors, invalidParameters, problemOf } from './errors.ts';
+import type { AuditEntry } from '../audit/audit.ts';
+import type { AuthContext } from '../auth/authenticate.ts';
+import type { Permission } from '../auth/permissions.ts';
+import type { Deps } from '../deps.ts';
+import { claimKey, completeKey, releaseKey, type StoredAnswer } from '../idempotency/idempotency-store.ts';
+import { inPractice, type Trx, withSavepoint } from '../platform/db/transaction.ts';
+import { faultPoint } from '../platform/fault-points.ts';
+import {
+  AppError,
+  type FieldError,
+  fieldErrors,
+  invalidParameters,
+  problemOf,
+} from '../platform/http/errors.ts';
 import {
   mergeFieldErrors,
   type Partly,
   type WrongField,
   withoutWrongFields,
   wrongFieldsOf,
-} from './field-rules.ts';
-import { ProblemSchema } from './schema.ts';
-import { toFieldErrors, validatorCompiler } from './validation.ts';
+} from '../platform/http/field-rules.ts';
+import { ProblemSchema } from '../platform/http/schema.ts';
+import { toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
+import { idPattern } from '../platform/ids.ts';
 
 export interface HandlerContext<P, Q, B> {
   trx: Trx;

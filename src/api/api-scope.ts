@@ -2,9 +2,11 @@
 // Integrations add-on and the route's permission, in that order; and the audit row for requests that
 // were answered before their handler ran (refusals, validation errors, replays).
 import type { FastifyInstance } from 'fastify';
-import { authenticate } from '../../auth/authenticate.ts';
-import type { Permission } from '../../auth/permissions.ts';
-import type { Deps } from '../../deps.ts';
+import { authenticate } from '../auth/authenticate.ts';
+import type { Permission } from '../auth/permissions.ts';
+import type { Deps } from '../deps.ts';
+import { AppError, problemOf } from '../platform/http/errors.ts';
+import { limitOrRefuse, sourceKey } from '../platform/http/rate-limit.ts';
 import {
   type AnyApiRoute,
   auditEntryOf,
@@ -13,8 +15,6 @@ import {
   identityOf,
   registerApiRoute,
 } from './api-route.ts';
-import { AppError, problemOf } from './errors.ts';
-import { limitOrRefuse, sourceKey } from './rate-limit.ts';
 import { freshAuditState } from './request-state.ts';
 
 const UNAUTHENTICATED_DETAIL =

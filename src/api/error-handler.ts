@@ -2,12 +2,12 @@
 // own refusals (validation, body size, media type, bad JSON) by their kind, a lost database or audit
 // log as 503 with Retry-After, and everything else as a 500 that reveals nothing.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AuditUnavailableError } from '../../audit/audit.ts';
-import { LeaseLostError } from '../../idempotency/idempotency-store.ts';
-import { isDatabaseUnavailable } from '../db/transaction.ts';
-import { AppError, fieldErrors, invalidParameters, problemOf } from './errors.ts';
-import type { RefuseUnrouted } from './not-found.ts';
-import { toFieldErrors } from './validation.ts';
+import { AuditUnavailableError } from '../audit/audit.ts';
+import { LeaseLostError } from '../idempotency/idempotency-store.ts';
+import { isDatabaseUnavailable } from '../platform/db/transaction.ts';
+import { AppError, fieldErrors, invalidParameters, problemOf } from '../platform/http/errors.ts';
+import type { RefuseUnrouted } from '../platform/http/not-found.ts';
+import { toFieldErrors } from '../platform/http/validation.ts';
 
 function toAppError(error: FastifyError | Error, request: FastifyRequest): AppError {
   if (error instanceof AppError) return error;
