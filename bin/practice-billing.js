@@ -14,5 +14,5 @@ if (major < REQUIRED_MAJOR) {
   process.exit(1);
 }
 
-const { runCli } = await import('../src/cli.ts');
+const { runCli } = await import('../src/cli/main.ts');
 process.exitCode = await runCli(process.argv.slice(2), process.env);

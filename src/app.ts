@@ -34,7 +34,7 @@ import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { limitOrRefuse, sourceKey } from './platform/http/rate-limit.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
-import { practitionerRoutes } from './practitioners/routes.ts';
+import { practitionerRoutes } from './practices/practitioner-routes.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 

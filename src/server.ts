@@ -3,12 +3,12 @@
 import net from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
-import { ensureSandbox, type SandboxCredentials } from './admin/sandbox.ts';
 import { buildApp, loggerOptions } from './app.ts';
 import { buildDeps, migrateConfigured, openConfiguredDatabase } from './bootstrap.ts';
 import { type Config, ConfigError } from './config.ts';
 import { startWorker, type Worker } from './jobs/worker.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
+import { ensureSandbox, type SandboxCredentials } from './sandbox.ts';
 
 export interface RunOptions {
   api: boolean;

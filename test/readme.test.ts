@@ -9,8 +9,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { findCommand } from '../src/admin/admin-commands.ts';
-import { USAGE } from '../src/cli.ts';
+import { findCommand } from '../src/cli/admin-commands.ts';
+import { USAGE } from '../src/cli/main.ts';
 import {
   childEnv,
   freePort,

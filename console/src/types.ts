@@ -1,16 +1,13 @@
 // The shapes the console reads, taken from the service's own schemas (type-only: nothing of the
 // server is bundled), so a change to an admin answer fails the console's type check.
 import type { Static } from 'typebox';
-import type { Dashboard as DashboardSchema } from '../../src/admin/dashboard.ts';
-import type {
-  ApiKey as ApiKeySchema,
-  AuditEvent as AuditEventSchema,
-  Client as ClientSchema,
-  Practice as PracticeSchema,
-} from '../../src/admin/schemas.ts';
+import type { AuditEvent as AuditEventSchema } from '../../src/audit/schemas.ts';
+import type { ApiKey as ApiKeySchema, Client as ClientSchema } from '../../src/auth/schemas.ts';
 import type { ClaimStatus } from '../../src/claims/schemas.ts';
+import type { Dashboard as DashboardSchema } from '../../src/dashboard/admin-routes.ts';
 import type { InvoiceDetail as DetailSchema, InvoiceSummary } from '../../src/invoices/admin-reads.ts';
 import type { InvoiceStatus } from '../../src/invoices/schemas.ts';
+import type { Practice as PracticeSchema } from '../../src/practices/schemas.ts';
 import type { Attempt as AttemptType } from '../../src/webhooks/admin.ts';
 import type { EndpointView } from '../../src/webhooks/endpoints.ts';
 

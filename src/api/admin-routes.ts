@@ -1,17 +1,21 @@
 // Every operation of the operator API, in one list: the app registers it and the CLI covers it.
 
-import { dashboardAdminRoutes } from '../admin/dashboard.ts';
-import { notificationAdminRoutes } from '../admin/notifications.ts';
-import { adminRoutes } from '../admin/routes.ts';
+import { auditAdminRoutes } from '../audit/admin-routes.ts';
+import { clientAdminRoutes } from '../auth/admin-routes.ts';
+import { dashboardAdminRoutes } from '../dashboard/admin-routes.ts';
 import { coverageAdminRoutes } from '../insurance/admin.ts';
 import { billingAdminRoutes } from '../invoices/admin.ts';
 import { invoiceAdminRoutes } from '../invoices/admin-invoices.ts';
+import { notificationAdminRoutes } from '../invoices/notifications.ts';
+import { practiceAdminRoutes } from '../practices/admin-routes.ts';
 import { priceAdminRoutes } from '../pricing/admin.ts';
 import { webhookAdminRoutes } from '../webhooks/admin.ts';
 import type { AnyAdminRoute } from './admin-route.ts';
 
 export const allAdminRoutes: AnyAdminRoute[] = [
-  ...adminRoutes,
+  ...practiceAdminRoutes,
+  ...clientAdminRoutes,
+  ...auditAdminRoutes,
   ...priceAdminRoutes,
   ...billingAdminRoutes,
   ...webhookAdminRoutes,

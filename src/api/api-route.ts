@@ -31,6 +31,7 @@ import {
 import { ProblemSchema } from '../platform/http/schema.ts';
 import { toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
 import { idPattern } from '../platform/ids.ts';
+import { practitionerExists } from '../practices/practitioner-store.ts';
 
 export interface HandlerContext<P, Q, B> {
   trx: Trx;
@@ -162,13 +163,7 @@ function readPerformer(request: FastifyRequest): string | null {
 }
 
 async function assertPerformerExists(trx: Trx, practiceId: string, performerId: string): Promise<void> {
-  const found = await trx
-    .selectFrom('practitioners')
-    .select('id')
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', performerId)
-    .executeTakeFirst();
-  if (!found) {
+  if (!(await practitionerExists(trx, practiceId, performerId))) {
     throw invalidParameters([
       {
         field: 'X-Service-Performer',

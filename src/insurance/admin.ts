@@ -1,10 +1,10 @@
 // The operator's side of coverages: list a patient's coverages and register a new one (e.g. with a
 // corrected member number before resubmitting a rejected claim), by the same rules as the public API.
 import { Type } from 'typebox';
-import { getPractice } from '../admin/service.ts';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { practiceBilling } from '../invoices/service.ts';
 import { dateIn } from '../platform/clock.ts';
+import { getPractice } from '../practices/service.ts';
 import { Coverage, CoverageList, CoverageRequest } from './schemas.ts';
 import { addCoverage, coverageOf, patientCoverages } from './service.ts';
 

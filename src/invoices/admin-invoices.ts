@@ -2,7 +2,6 @@
 // fix and send them (issue, reopen, send, resubmit or reverse the claim) through the same services,
 // rules and events as the public API.
 import { Type } from 'typebox';
-import { getPractice } from '../admin/service.ts';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { CLAIM_STATUSES, Claim, ClaimRequest, ReverseRequest } from '../claims/schemas.ts';
 import { claimOf, resubmitClaim, reverseClaim, sendClaim } from '../claims/service.ts';
@@ -11,6 +10,7 @@ import type { Trx } from '../platform/db/transaction.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { Enum, ListOf, PagingQuery } from '../platform/http/schema.ts';
+import { getPractice } from '../practices/service.ts';
 import { InvoiceDetail, InvoiceSummary, invoiceDetail, searchInvoices, summaryOf } from './admin-reads.ts';
 import { INVOICE_STATUSES, Invoice } from './schemas.ts';
 import { amendInvoice, invoiceOf, issueInvoice, practiceBilling } from './service.ts';

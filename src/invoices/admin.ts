@@ -2,9 +2,9 @@
 // number prefix), recording payments received, and closing an invoice (cancel, mark entered in
 // error, write off) through the same rules as the public API.
 import { type Static, Type } from 'typebox';
-import { getPractice } from '../admin/service.ts';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { Nullable } from '../platform/http/schema.ts';
+import { getPractice } from '../practices/service.ts';
 import { type Closing, closeInvoice } from './closing.ts';
 import { paymentOf, recordPayment } from './payments.ts';
 import { CloseInvoiceRequest, Invoice, Payment } from './schemas.ts';

@@ -2,7 +2,7 @@
 // Coded fields use the FHIR value sets (DECISIONS: gender, contact point system and use, address
 // type and use).
 import { type Static, Type } from 'typebox';
-import { CalendarDate, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
+import { CalendarDate, Enum, ListOf, Nullable, Text } from '../platform/http/schema.ts';
 import { COUNTRY_CODES } from './countries.ts';
 
 export const GENDERS = ['male', 'female', 'other', 'unknown'] as const;
@@ -10,8 +10,6 @@ export const CONTACT_SYSTEMS = ['phone', 'fax', 'email', 'pager', 'url', 'sms', 
 export const CONTACT_USES = ['home', 'work', 'temp', 'old', 'mobile'] as const;
 export const ADDRESS_TYPES = ['postal', 'physical', 'both'] as const;
 export const ADDRESS_USES = ['home', 'work', 'temp', 'old', 'billing'] as const;
-
-const Text = (max: number) => Type.String({ minLength: 1, maxLength: max });
 
 const Identifier = Type.Object(
   {

@@ -4,7 +4,6 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
-import { getPractice } from '../admin/service.ts';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { resolveCodes } from '../code-systems/store.ts';
 import type { PracticePricesTable } from '../platform/db/tables.ts';
@@ -12,6 +11,7 @@ import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { ListOf, Nullable } from '../platform/http/schema.ts';
 import { newId } from '../platform/ids.ts';
+import { getPractice } from '../practices/service.ts';
 
 export const PriceRequest = Type.Object(
   {

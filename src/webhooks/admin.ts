@@ -3,12 +3,12 @@
 // redelivery of one event, and recovery of everything that failed since a time.
 import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
-import { getPractice } from '../admin/service.ts';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { EVENT_TYPES, queueDelivery } from '../events/outbox.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { DateTime, Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
+import { getPractice } from '../practices/service.ts';
 import {
   createEndpoint,
   deleteEndpoint,

@@ -81,3 +81,6 @@ export function Enum<const T extends readonly string[]>(values: T, options: { de
 export const DateTime = Type.String({ format: 'date-time' });
 /** A real calendar date, `YYYY-MM-DD`. */
 export const CalendarDate = Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$' });
+
+/** A required piece of text, 1 to `max` characters. */
+export const Text = (max: number) => Type.String({ minLength: 1, maxLength: max });

@@ -4,11 +4,12 @@
 // the database itself stores only hashes. Never used with PostgreSQL.
 import fs from 'node:fs';
 import path from 'node:path';
-import { PERMISSIONS } from '../auth/permissions.ts';
-import type { Database } from '../platform/db/database.ts';
-import { asOperator } from '../platform/db/transaction.ts';
-import { randomToken } from '../platform/ids.ts';
-import { createClient, createPractice, createPractitioner, issueKey } from './service.ts';
+import { createClient, issueKey } from './auth/clients.ts';
+import { PERMISSIONS } from './auth/permissions.ts';
+import type { Database } from './platform/db/database.ts';
+import { asOperator } from './platform/db/transaction.ts';
+import { randomToken } from './platform/ids.ts';
+import { createPractice, createPractitioner } from './practices/service.ts';
 
 export interface SandboxCredentials {
   adminToken: string;

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
-import { getPractice } from './service.ts';
+import { getPractice } from '../practices/service.ts';
 
 const Notification = Type.Object({
   object: Type.Literal('notification'),

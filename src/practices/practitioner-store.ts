@@ -1,4 +1,5 @@
-// Owns the public reads of a practice's practitioners.
+// Owns the reads of a practice's practitioners: the public list and read, and whether an id names
+// one (the X-Service-Performer check).
 import type { Trx } from '../platform/db/transaction.ts';
 
 /** Oldest first; `after` is the (createdAt, id) of the previous page's last practitioner. */
@@ -33,4 +34,14 @@ export async function findPractitioner(trx: Trx, practiceId: string, id: string)
     .where('practice_id', '=', practiceId)
     .where('id', '=', id)
     .executeTakeFirst();
+}
+
+export async function practitionerExists(trx: Trx, practiceId: string, id: string): Promise<boolean> {
+  const found = await trx
+    .selectFrom('practitioners')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return found !== undefined;
 }

@@ -9,7 +9,7 @@ import { practiceBilling } from '../invoices/service.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { CalendarDate, Enum, Nullable } from '../platform/http/schema.ts';
-import { getPractice } from './service.ts';
+import { getPractice } from '../practices/service.ts';
 
 const Money = Type.Integer({ description: 'Minor units of the practice currency.' });
 const DAYS = 14;

@@ -1,13 +1,13 @@
 // Declares the public reads of the practice's practitioners, so an integrator can find the
 // `practitionerId` a visit needs and the `X-Service-Performer` it may send.
 import { Type } from 'typebox';
-import { practitionerOf } from '../admin/service.ts';
 import { defineApiRoute } from '../api/api-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';
-import { Practitioner, PractitionerList } from './schemas.ts';
-import { findPractitioner, listPractitionerRows } from './store.ts';
+import { findPractitioner, listPractitionerRows } from './practitioner-store.ts';
+import { PublicPractitioner as Practitioner, PublicPractitionerList as PractitionerList } from './schemas.ts';
+import { practitionerOf } from './service.ts';
 
 /** The public form: the operator-side record without the practice id and creation time. */
 function publicPractitioner(row: Parameters<typeof practitionerOf>[0]) {

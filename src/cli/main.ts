@@ -3,7 +3,7 @@
 // running server: the CLI never opens the embedded data directory while a server holds it. The
 // service's modules (Fastify, the database drivers) load only for the commands that need them, so that
 // admin commands and help start fast.
-import { type CliOutput, runAdmin } from './admin/admin-cli.ts';
+import { type CliOutput, runAdmin } from './admin-cli.ts';
 
 export const USAGE = `Usage: practice-billing <command> [options]
 
@@ -42,8 +42,8 @@ function failure(output: CliOutput, error: unknown): number {
 }
 
 async function migrate(env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
-  const { loadConfig } = await import('./config.ts');
-  const { migrateConfigured, openConfiguredDatabase } = await import('./bootstrap.ts');
+  const { loadConfig } = await import('../config.ts');
+  const { migrateConfigured, openConfiguredDatabase } = await import('../bootstrap.ts');
   const config = loadConfig(env);
   const db = await openConfiguredDatabase(config, 'practice-billing-migrate');
   try {
@@ -92,8 +92,8 @@ export async function runCli(
   }
   try {
     if (command === 'migrate') return await migrate(env, output);
-    const { loadConfig } = await import('./config.ts');
-    const { runService } = await import('./server.ts');
+    const { loadConfig } = await import('../config.ts');
+    const { runService } = await import('../server.ts');
     await runService(loadConfig(env), SERVICE_COMMANDS[command as keyof typeof SERVICE_COMMANDS]);
     return 0;
   } catch (error) {

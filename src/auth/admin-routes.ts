@@ -1,0 +1,145 @@
+// Declares the operator API's integration clients and keys: creating, replacing, suspending and
+// resuming a client, issuing keys (shown once) and revoking them.
+import { defineAdminRoute } from '../api/admin-route.ts';
+import { IdParam } from '../platform/http/schema.ts';
+import * as admin from './clients.ts';
+import { ApiKey, ApiKeyList, Client, ClientList, ClientRequest, KeyRequest } from './schemas.ts';
+
+const PracticeParam = IdParam('practiceId', 'Practice id (`org_...`).');
+const ClientParam = IdParam('clientId', 'Client id (`cli_...`).');
+const KeyParam = IdParam('keyId', 'Key id (`key_...`).');
+const list = <T>(data: T[]) => ({ object: 'list' as const, data, hasMore: false, nextCursor: null });
+
+export const clientAdminRoutes = [
+  defineAdminRoute({
+    method: 'POST',
+    url: '/practices/:practiceId/clients',
+    operationId: 'adminCreateClient',
+    summary: 'Create an integration client',
+    description:
+      'Permissions are `RESOURCE:ACTION` names; `allowedIps` (IPv4/IPv6 addresses or CIDR ranges) empty means any address.',
+    params: PracticeParam,
+    body: ClientRequest,
+    successStatus: 201,
+    response: Client,
+    handler: async ({ trx, params, body, now }) => {
+      const row = await admin.createClient(trx, params.practiceId, body, now);
+      return {
+        body: admin.clientOf(row),
+        location: `/admin/v1/clients/${row.id}`,
+        audit: { practiceId: row.practice_id, resourceType: 'client', resourceId: row.id },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/clients',
+    operationId: 'adminListClients',
+    summary: "List a practice's integration clients",
+    params: PracticeParam,
+    successStatus: 200,
+    response: ClientList,
+    handler: async ({ trx, params }) => ({
+      body: list((await admin.listClients(trx, params.practiceId)).map(admin.clientOf)),
+    }),
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/clients/:clientId',
+    operationId: 'adminGetClient',
+    summary: 'Read an integration client',
+    params: ClientParam,
+    successStatus: 200,
+    response: Client,
+    handler: async ({ trx, params }) => ({
+      body: admin.clientOf(await admin.getClient(trx, params.clientId)),
+    }),
+  }),
+  defineAdminRoute({
+    method: 'PUT',
+    url: '/clients/:clientId',
+    operationId: 'adminReplaceClient',
+    summary: 'Replace an integration client',
+    description:
+      'Full replacement of name, permissions, allowedIps and rateLimitPerMinute; fields left out are cleared.',
+    params: ClientParam,
+    body: ClientRequest,
+    successStatus: 200,
+    response: Client,
+    handler: async ({ trx, params, body, now }) => {
+      const row = await admin.replaceClient(trx, params.clientId, body, now);
+      return {
+        body: admin.clientOf(row),
+        audit: { practiceId: row.practice_id, resourceType: 'client', resourceId: row.id },
+      };
+    },
+  }),
+  ...(['suspend', 'resume'] as const).map((action) =>
+    defineAdminRoute({
+      method: 'POST',
+      url: `/clients/:clientId/${action}`,
+      operationId: action === 'suspend' ? 'adminSuspendClient' : 'adminResumeClient',
+      summary:
+        action === 'suspend'
+          ? 'Suspend an integration client (its keys answer 401)'
+          : 'Resume a suspended client',
+      params: ClientParam,
+      successStatus: 200,
+      response: Client,
+      handler: async ({ trx, params, now }) => {
+        const row = await admin.setClientSuspended(trx, params.clientId, action === 'suspend', now);
+        return {
+          body: admin.clientOf(row),
+          audit: { practiceId: row.practice_id, resourceType: 'client', resourceId: row.id },
+        };
+      },
+    }),
+  ),
+  defineAdminRoute({
+    method: 'POST',
+    url: '/clients/:clientId/keys',
+    operationId: 'adminIssueKey',
+    summary: 'Issue an API key',
+    description: 'The answer carries `key`, shown this once; only a hash is stored.',
+    params: ClientParam,
+    body: KeyRequest,
+    bodyOptional: true,
+    successStatus: 201,
+    response: ApiKey,
+    handler: async ({ trx, params, body, now }) => {
+      const { row, key } = await admin.issueKey(trx, params.clientId, body.expiresAt, now);
+      return {
+        body: admin.apiKeyOf(row, key),
+        audit: { practiceId: row.practice_id, resourceType: 'api_key', resourceId: row.id },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/clients/:clientId/keys',
+    operationId: 'adminListKeys',
+    summary: "List a client's keys (never the keys themselves)",
+    params: ClientParam,
+    successStatus: 200,
+    response: ApiKeyList,
+    handler: async ({ trx, params }) => ({
+      body: list((await admin.listKeys(trx, params.clientId)).map((row) => admin.apiKeyOf(row))),
+    }),
+  }),
+  defineAdminRoute({
+    method: 'POST',
+    url: '/keys/:keyId/revoke',
+    operationId: 'adminRevokeKey',
+    summary: 'Revoke an API key (it answers 401 from now on)',
+    params: KeyParam,
+    successStatus: 200,
+    response: ApiKey,
+    handler: async ({ trx, params, now }) => {
+      const row = await admin.revokeKey(trx, params.keyId, now);
+      return {
+        body: admin.apiKeyOf(row),
+        audit: { practiceId: row.practice_id, resourceType: 'api_key', resourceId: row.id },
+      };
+    },
+  }),
+];

@@ -1,0 +1,106 @@
+// Declares the operator API's practices and practitioners: the only way they come to exist.
+import { defineAdminRoute } from '../api/admin-route.ts';
+import { IdParam } from '../platform/http/schema.ts';
+import {
+  IntegrationsRequest,
+  Practice,
+  PracticeList,
+  PracticeRequest,
+  Practitioner,
+  PractitionerList,
+  PractitionerRequest,
+} from './schemas.ts';
+import * as admin from './service.ts';
+
+const PracticeParam = IdParam('practiceId', 'Practice id (`org_...`).');
+const list = <T>(data: T[]) => ({ object: 'list' as const, data, hasMore: false, nextCursor: null });
+
+export const practiceAdminRoutes = [
+  defineAdminRoute({
+    method: 'POST',
+    url: '/practices',
+    operationId: 'adminCreatePractice',
+    summary: 'Create a practice',
+    description: 'The Integrations add-on is on by default.',
+    body: PracticeRequest,
+    successStatus: 201,
+    response: Practice,
+    handler: async ({ trx, body, now }) => {
+      const row = await admin.createPractice(trx, body, now);
+      return {
+        body: admin.practiceOf(row),
+        location: `/admin/v1/practices/${row.id}`,
+        audit: { practiceId: row.id, resourceType: 'practice', resourceId: row.id },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices',
+    operationId: 'adminListPractices',
+    summary: 'List practices',
+    successStatus: 200,
+    response: PracticeList,
+    handler: async ({ trx }) => ({ body: list((await admin.listPractices(trx)).map(admin.practiceOf)) }),
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId',
+    operationId: 'adminGetPractice',
+    summary: 'Read a practice',
+    params: PracticeParam,
+    successStatus: 200,
+    response: Practice,
+    handler: async ({ trx, params }) => ({
+      body: admin.practiceOf(await admin.getPractice(trx, params.practiceId)),
+    }),
+  }),
+  defineAdminRoute({
+    method: 'PUT',
+    url: '/practices/:practiceId/integrations',
+    operationId: 'adminSetIntegrations',
+    summary: 'Turn the Integrations add-on on or off',
+    description: 'While off, every public API call of the practice answers 403 `addon_inactive`.',
+    params: PracticeParam,
+    body: IntegrationsRequest,
+    successStatus: 200,
+    response: Practice,
+    handler: async ({ trx, params, body, now }) => {
+      const row = await admin.setIntegrations(trx, params.practiceId, body.enabled, now);
+      return {
+        body: admin.practiceOf(row),
+        audit: { practiceId: row.id, resourceType: 'practice', resourceId: row.id },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'POST',
+    url: '/practices/:practiceId/practitioners',
+    operationId: 'adminCreatePractitioner',
+    summary: 'Add a practitioner',
+    description: 'Default code systems fall back to ICD-10 for conditions and the tariff for procedures.',
+    params: PracticeParam,
+    body: PractitionerRequest,
+    successStatus: 201,
+    response: Practitioner,
+    handler: async ({ trx, params, body, now }) => {
+      const row = await admin.createPractitioner(trx, params.practiceId, body, now);
+      return {
+        body: admin.practitionerOf(row),
+        audit: { practiceId: row.practice_id, resourceType: 'practitioner', resourceId: row.id },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/practitioners',
+    operationId: 'adminListPractitioners',
+    summary: "List a practice's practitioners",
+    params: PracticeParam,
+    successStatus: 200,
+    response: PractitionerList,
+    handler: async ({ trx, params }) => ({
+      body: list((await admin.listPractitioners(trx, params.practiceId)).map(admin.practitionerOf)),
+    }),
+  }),
+];

@@ -1,0 +1,123 @@
+// Owns practices, their Integrations add-on and their practitioners as the operator records them.
+// Runs as the operator role (every practice visible), so each function names the practice it acts on.
+import type { Selectable } from 'kysely';
+import type { Static } from 'typebox';
+import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
+import type { PracticesTable, PractitionersTable } from '../platform/db/tables.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+import { fieldErrors, notFound } from '../platform/http/errors.ts';
+import { newId } from '../platform/ids.ts';
+import type { Practice, PracticeRequest, Practitioner, PractitionerRequest } from './schemas.ts';
+
+export function practiceOf(row: Selectable<PracticesTable>): Static<typeof Practice> {
+  return {
+    object: 'practice',
+    id: row.id,
+    name: row.name,
+    currency: row.currency,
+    timezone: row.timezone,
+    integrationsEnabled: row.integrations_enabled,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+function isTimeZone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function createPractice(trx: Trx, request: Static<typeof PracticeRequest>, now: Date) {
+  const timezone = request.timezone ?? 'Africa/Johannesburg';
+  if (!isTimeZone(timezone)) {
+    throw fieldErrors([
+      { field: 'timezone', code: 'invalid', message: 'timezone must be an IANA time zone' },
+    ]);
+  }
+  return trx
+    .insertInto('practices')
+    .values({
+      id: newId('practice'),
+      name: request.name,
+      currency: request.currency ?? 'ZAR',
+      timezone,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function getPractice(trx: Trx, practiceId: string) {
+  const row = await trx.selectFrom('practices').selectAll().where('id', '=', practiceId).executeTakeFirst();
+  if (!row) throw notFound('Practice');
+  return row;
+}
+
+export async function listPractices(trx: Trx) {
+  return trx.selectFrom('practices').selectAll().orderBy('created_at').orderBy('id').execute();
+}
+
+export async function setIntegrations(trx: Trx, practiceId: string, enabled: boolean, now: Date) {
+  const row = await trx
+    .updateTable('practices')
+    .set({ integrations_enabled: enabled, updated_at: now })
+    .where('id', '=', practiceId)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound('Practice');
+  return row;
+}
+
+export function practitionerOf(row: Selectable<PractitionersTable>): Static<typeof Practitioner> {
+  return {
+    object: 'practitioner',
+    id: row.id,
+    practiceId: row.practice_id,
+    name: row.name,
+    registrationNumber: row.registration_number,
+    defaultSystems: {
+      condition: row.default_condition_system ?? ICD10_URL,
+      procedure: row.default_procedure_system ?? TARIFF_URL,
+    },
+    active: row.active,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+export async function createPractitioner(
+  trx: Trx,
+  practiceId: string,
+  request: Static<typeof PractitionerRequest>,
+  now: Date,
+) {
+  await getPractice(trx, practiceId);
+  return trx
+    .insertInto('practitioners')
+    .values({
+      practice_id: practiceId,
+      id: newId('practitioner'),
+      name: request.name,
+      registration_number: request.registrationNumber ?? null,
+      default_condition_system: request.defaultSystems?.condition ?? null,
+      default_procedure_system: request.defaultSystems?.procedure ?? null,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function listPractitioners(trx: Trx, practiceId: string) {
+  await getPractice(trx, practiceId);
+  return trx
+    .selectFrom('practitioners')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
