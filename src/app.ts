@@ -11,8 +11,8 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import { sql } from 'kysely';
+import { allAdminRoutes } from './admin-routes.ts';
 import { registerAdminScope } from './api/admin-route.ts';
-import { allAdminRoutes } from './api/admin-routes.ts';
 import { registerApiScope } from './api/api-scope.ts';
 import { frameworkErrorHandler, installErrorHandler } from './api/error-handler.ts';
 import { claimRoutes } from './claims/routes.ts';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { migrations } from '../migrations/index.ts';
-import { allAdminRoutes } from '../src/api/admin-routes.ts';
+import { allAdminRoutes } from '../src/admin-routes.ts';
 import { ADMIN_COMMANDS } from '../src/cli/admin-commands.ts';
 import {
   BIN,
