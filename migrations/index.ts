@@ -6,6 +6,7 @@ import * as m0003 from './0003_billing.ts';
 import * as m0004 from './0004_claims_and_jobs.ts';
 import * as m0005 from './0005_webhooks.ts';
 import * as m0006 from './0006_key_lookup.ts';
+import * as m0007 from './0007_change_feed.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004_claims_and_jobs': m0004,
   '0005_webhooks': m0005,
   '0006_key_lookup': m0006,
+  '0007_change_feed': m0007,
 };
