@@ -1,14 +1,15 @@
 // Owns the invoice's life: reading it, keeping its totals equal to the sum of its parts, issuing
 // (draft or amending → issued; the patient is told through a recorded notification and the
-// invoice.issued event) and reopening for amendment. Every change locks the invoice, then the
-// practice's invoice clock, so change times follow commit order.
+// invoice.issued event) and reopening for amendment. Every change locks the invoice and stamps it
+// with its transaction's change time (src/platform/db/change-feed.ts).
 import { recordEvent } from '../events/outbox.ts';
+import { stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { invoiceTotals } from './money.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
-import { findInvoice, type InvoiceRecord, tickInvoiceClock } from './store.ts';
+import { findInvoice, type InvoiceRecord } from './store.ts';
 
 export interface PracticeBilling {
   id: string;
@@ -89,14 +90,14 @@ export async function readInvoice(
   return record;
 }
 
-/** Marks the invoice changed now (in commit order) and recomputes its totals from its lines. */
+/** Stamps the invoice with this transaction's change time and recomputes its totals from its lines. */
 export async function touchInvoice(
   trx: Trx,
   billing: PracticeBilling,
   invoiceId: string,
   set: Record<string, unknown> = {},
 ) {
-  const { changedAt } = await tickInvoiceClock(trx, billing.id, false);
+  const changedAt = await stampChange(trx);
   const lines = await trx
     .selectFrom('invoice_lines')
     .select('total')
