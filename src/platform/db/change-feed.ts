@@ -88,11 +88,12 @@ export async function safeHighWaterMark(trx: Trx): Promise<Date> {
   const h = blockers.length === 0 ? t : rows[0]!.h;
   if (h !== null && Math.random() * PRUNE_ONE_IN < 1) {
     // Samples older than a usable one are never chosen again (xmin only grows); a margin keeps the
-    // table's newest usable rows whatever other readers chose.
+    // table's newest usable rows whatever other readers chose. (No FOR UPDATE: readers may only
+    // select, insert and delete samples; two pruners at once merely wait for each other's commit.)
     await sql`
       DELETE FROM change_feed_samples WHERE ctid IN (
         SELECT ctid FROM change_feed_samples WHERE sampled_at < ${h}::timestamptz - interval '10 seconds'
-        LIMIT 1000 FOR UPDATE SKIP LOCKED)`.execute(trx);
+        LIMIT 1000)`.execute(trx);
   }
   // Every stamp is later than the epoch, so the epoch as H reads nothing and skips nothing.
   return h === null ? new Date(0) : new Date(h);
