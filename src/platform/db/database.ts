@@ -12,7 +12,54 @@ export type DatabaseKind = 'postgres' | 'pglite';
 export interface Database {
   kind: DatabaseKind;
   kysely: Kysely<Tables>;
+  /**
+   * PostgreSQL only: calls onSignal for every NOTIFY on channel, on a connection of its own that is
+   * opened again after it breaks (onSignal is then called too: signals may have been missed meanwhile).
+   * Returns how to stop listening.
+   */
+  listen?(channel: string, onSignal: () => void): () => Promise<void>;
   close(): Promise<void>;
+}
+
+const RELISTEN_AFTER_MS = 1000;
+
+function listenOn(options: PostgresOptions, channel: string, onSignal: () => void): () => Promise<void> {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const connect = () => {
+    if (stopped) return;
+    const c = new pg.Client({
+      connectionString: options.url,
+      connectionTimeoutMillis: 5000,
+      application_name: `${options.applicationName ?? 'practice-billing'}-listen`,
+    });
+    let lost = false;
+    const reconnect = () => {
+      if (lost) return;
+      lost = true;
+      if (client === c) client = undefined;
+      c.end().catch(() => {});
+      if (!stopped) timer = setTimeout(connect, RELISTEN_AFTER_MS);
+    };
+    c.on('error', reconnect);
+    c.on('end', reconnect);
+    c.on('notification', () => onSignal());
+    c.connect()
+      .then(() => c.query(`LISTEN "${channel.replaceAll('"', '""')}"`))
+      .then(() => {
+        if (lost || stopped) return;
+        client = c;
+        onSignal();
+      })
+      .catch(reconnect);
+  };
+  connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await client?.end().catch(() => {});
+  };
 }
 
 const DATE_OID = 1082;
@@ -55,7 +102,12 @@ export function openPostgres(options: PostgresOptions): Database {
     client.on('error', () => {});
   });
   const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
-  return { kind: 'postgres', kysely, close: () => kysely.destroy() };
+  return {
+    kind: 'postgres',
+    kysely,
+    listen: (channel, onSignal) => listenOn(options, channel, onSignal),
+    close: () => kysely.destroy(),
+  };
 }
 
 const pgliteParsers = {
