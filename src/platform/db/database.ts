@@ -1,7 +1,7 @@
 // Owns connections: PostgreSQL through a pg pool, or the embedded PGlite in a data directory guarded by
 // a lock file. Everything else reaches the database only through transaction.ts.
 import fs from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
@@ -138,6 +138,8 @@ export async function openPglite(options: PgliteOptions): Promise<Database & { p
       );
     }
   }
+  // Imported here, not at the top: a PostgreSQL process never loads PGlite (its WebAssembly and memory).
+  const { PGlite } = await import('@electric-sql/pglite');
   const pglite = await PGlite.create({
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
