@@ -83,6 +83,41 @@ export interface PostgresOptions {
   applicationName?: string;
 }
 
+/** A COMMIT that PostgreSQL answered with ROLLBACK: the transaction had failed, nothing was kept. */
+export class TransactionRolledBackError extends Error {
+  constructor() {
+    super('COMMIT was answered with ROLLBACK: the transaction had failed and nothing of it was kept');
+  }
+}
+
+/**
+ * Two guards on how a transaction ends. PostgreSQL answers COMMIT of a failed transaction with
+ * ROLLBACK and no error: make that an error, so that no caller reports as done what was undone. And a
+ * connection whose ROLLBACK fails (stalled, or broken) may still be inside the transaction: close it,
+ * so that the pool drops it instead of handing it to the next request.
+ */
+function guardTransactionEnds(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const pending = query(...args);
+    const text = typeof args[0] === 'string' ? args[0].trim().toLowerCase() : '';
+    if (!(pending instanceof Promise)) return pending;
+    if (text === 'commit') {
+      return pending.then((result: { command?: string }) => {
+        if (result.command === 'ROLLBACK') throw new TransactionRolledBackError();
+        return result;
+      });
+    }
+    if (text === 'rollback') {
+      return pending.catch((error: unknown) => {
+        client.end().catch(() => {});
+        throw error;
+      });
+    }
+    return pending;
+  };
+}
+
 export function openPostgres(options: PostgresOptions): Database {
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -100,6 +135,7 @@ export function openPostgres(options: PostgresOptions): Database {
   // query then fails (answered 503), and the pool drops the broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    guardTransactionEnds(client);
   });
   const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
   return {
