@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { stampChange } from '../src/platform/db/change-feed.ts';
+import { recordChangeFeedSample, stampChange } from '../src/platform/db/change-feed.ts';
 import { openPostgres } from '../src/platform/db/database.ts';
 import { type Api, allPages, billedInvoice, billingPractice, type Json } from './billing-fixtures.ts';
 import { backends, startService, type TestService } from './harness.ts';
@@ -90,6 +90,59 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
       } finally {
         commitSlow();
         await slow.catch(() => {});
+        await writers.close();
+      }
+    });
+
+    test('while a long transaction is open, a reader reads up to the newest sample taken before it', async () => {
+      const practice = await billingPractice(svc);
+      const earlyId = (await billedInvoice(svc, practice)).id as string;
+      const lateId = (await billedInvoice(svc, practice)).id as string;
+      const start = await run(practice.api, EPOCH);
+      const writers = openPostgres({ url: svc.databaseUrl!, poolSize: 3, statementTimeoutMs: 15_000 });
+      let endLong = () => {};
+      const longMayEnd = new Promise<void>((resolve) => {
+        endLong = resolve;
+      });
+      let long: Promise<void> = Promise.resolve();
+      try {
+        const write = async (id: string, name: string) =>
+          writers.kysely.transaction().execute(async (trx) => {
+            const at = await stampChange(trx);
+            await sql`UPDATE invoices SET recipient_name = ${name}, updated_at = ${at} WHERE id = ${id}`.execute(
+              trx,
+            );
+          });
+        await write(earlyId, 'Before the sample');
+        await writers.kysely.transaction().execute((trx) => recordChangeFeedSample(trx));
+        let begun = () => {};
+        const longBegun = new Promise<void>((resolve) => {
+          begun = resolve;
+        });
+        // An unrelated long transaction of this database, holding a transaction id.
+        long = writers.kysely.transaction().execute(async (trx) => {
+          await sql`SELECT pg_current_xact_id()`.execute(trx);
+          begun();
+          await longMayEnd;
+        });
+        await longBegun;
+        await write(lateId, 'After the sample');
+        const during = await run(practice.api, start.next);
+        assert.deepEqual(
+          during.items.map((i) => [i.id, i.recipientName]),
+          [[earlyId, 'Before the sample']],
+          'the change before the sample is listed, the one after it waits',
+        );
+        endLong();
+        await long;
+        const afterwards = await run(practice.api, during.next);
+        assert.deepEqual(
+          afterwards.items.map((i) => [i.id, i.recipientName]),
+          [[lateId, 'After the sample']],
+        );
+      } finally {
+        endLong();
+        await long.catch(() => {});
         await writers.close();
       }
     });

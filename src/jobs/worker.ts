@@ -1,5 +1,6 @@
 // Owns the worker: it takes due jobs from the queue and runs each with its handler (a bounded number
-// at a time), and runs periodic housekeeping (overdue invoices, expired Idempotency-Keys). It wakes
+// at a time), and runs periodic housekeeping (overdue invoices, expired Idempotency-Keys, the change
+// feed's clock samples). It wakes
 // when a commit of this process queued a job, or on a NOTIFY from another process's commit, and
 // polls besides for jobs that fall due later. A job that throws is retried with backoff, up to a
 // limit; a worker that dies leaves its jobs to be taken again when their lease runs out. Any number
@@ -13,6 +14,7 @@ import { purgeExpiredKeys } from '../idempotency/idempotency-store.ts';
 import type { Insurer } from '../insurer/port.ts';
 import { markOverdueInvoices } from '../invoices/overdue.ts';
 import type { Clock } from '../platform/clock.ts';
+import { recordChangeFeedSample } from '../platform/db/change-feed.ts';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';
 import { randomToken } from '../platform/ids.ts';
@@ -71,6 +73,14 @@ export interface PeriodicTask {
 }
 
 export const periodicTasks: PeriodicTask[] = [
+  {
+    name: 'sample-change-feed-clock',
+    everyMs: 1000,
+    run: async ({ db }) => {
+      await asOperator(db, (trx) => recordChangeFeedSample(trx));
+      return 0;
+    },
+  },
   {
     name: 'purge-expired-idempotency-keys',
     everyMs: 10 * 60 * 1000,

@@ -36,7 +36,6 @@ export async function stampChange(trx: Trx): Promise<Date> {
   return at;
 }
 
-const PRUNE_ONE_IN = 64;
 const WAIT_STEP_MS = 2;
 const WAIT_LIMIT_MS = 1000;
 
@@ -64,14 +63,9 @@ export async function safeHighWaterMark(trx: Trx): Promise<Date> {
     trx,
   );
   const t = new Date(clock.rows[0]!.t);
-  const { rows } = await sql<{ blockers: string[]; h: Date | null }>`
-    WITH s AS MATERIALIZED (SELECT pg_current_snapshot() AS snap),
-    kept AS (
-      INSERT INTO change_feed_samples (sampled_at, next_xid) SELECT ${t}, pg_snapshot_xmax(s.snap) FROM s
-    )
-    SELECT
-      ARRAY(SELECT x::text FROM pg_snapshot_xip(s.snap) AS x WHERE ${STILL_BLOCKING}) AS blockers,
-      (SELECT max(c.sampled_at) FROM change_feed_samples c WHERE c.next_xid <= pg_snapshot_xmin(s.snap)) AS h
+  const { rows } = await sql<{ blockers: string[] }>`
+    WITH s AS MATERIALIZED (SELECT pg_current_snapshot() AS snap)
+    SELECT ARRAY(SELECT x::text FROM pg_snapshot_xip(s.snap) AS x WHERE ${STILL_BLOCKING}) AS blockers
     FROM s`.execute(trx);
   let blockers = rows[0]!.blockers;
   // Request transactions are short: wait for those that were running at the sample to end.
@@ -83,18 +77,35 @@ export async function safeHighWaterMark(trx: Trx): Promise<Date> {
     );
     blockers = again.rows[0]!.blockers;
   }
-  // Otherwise (a long transaction is open) the newest sample kept by an earlier reader whose
-  // transactions have all ended: every id below the snapshot's xmin belongs to an ended transaction.
-  const h = blockers.length === 0 ? t : rows[0]!.h;
-  if (h !== null && Math.random() * PRUNE_ONE_IN < 1) {
-    // Samples older than a usable one are never chosen again (xmin only grows); a margin keeps the
-    // table's newest usable rows whatever other readers chose. (No FOR UPDATE: readers may only
-    // select, insert and delete samples; two pruners at once merely wait for each other's commit.)
-    await sql`
-      DELETE FROM change_feed_samples WHERE ctid IN (
-        SELECT ctid FROM change_feed_samples WHERE sampled_at < ${h}::timestamptz - interval '10 seconds'
-        LIMIT 1000)`.execute(trx);
-  }
+  if (blockers.length === 0) return t;
+  // Otherwise (a long transaction is open) the newest stored sample below the oldest one still
+  // blocking: every id below it was either ended at the snapshot (not listed in it), or listed and
+  // since ended, or runs in another database.
+  const stored = await sql<{ h: Date | null }>`
+    SELECT max(sampled_at) AS h FROM change_feed_samples
+    WHERE next_xid <= (SELECT min(x) FROM unnest(${blockers}::xid8[]) AS x)`.execute(trx);
+  const h = stored.rows[0]!.h;
   // Every stamp is later than the epoch, so the epoch as H reads nothing and skips nothing.
   return h === null ? new Date(0) : new Date(h);
+}
+
+/**
+ * Stores a sample (t, n) for readers that find a long transaction open (PostgreSQL; the worker calls
+ * it every second), and drops the samples older than the newest usable one, which no reader will
+ * choose again (xmin only grows). Readers never write samples: a reader holding a transaction id
+ * would be a transaction other readers wait for.
+ */
+export async function recordChangeFeedSample(trx: Trx): Promise<void> {
+  if (isPglite(trx)) return;
+  const clock = await sql<{ t: Date }>`SELECT date_trunc('milliseconds', clock_timestamp()) AS t`.execute(
+    trx,
+  );
+  // A statement of its own, so its snapshot is taken after t.
+  await sql`
+    INSERT INTO change_feed_samples (sampled_at, next_xid)
+    SELECT ${new Date(clock.rows[0]!.t)}, pg_snapshot_xmax(pg_current_snapshot())`.execute(trx);
+  await sql`
+    DELETE FROM change_feed_samples WHERE sampled_at < (
+      SELECT max(sampled_at) FROM change_feed_samples
+      WHERE next_xid <= pg_snapshot_xmin(pg_current_snapshot()))`.execute(trx);
 }
