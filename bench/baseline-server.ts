@@ -3,12 +3,12 @@
 // service's (same columns, keys, indexes and foreign keys to practices/patients), on its own database:
 // PostgreSQL through a pg pool of the service's size, or PGlite in its own temporary data directory.
 //   GET  /api/v1/patients/:id          select by primary key + one audit insert, one transaction
-//   POST /api/v1/patients              insert + one audit insert, one transaction
+//   POST /api/v1/patients              insert + one audit insert + the stored answer, one transaction
 //   GET  /api/v1/patients?externalSystem&externalId   select by the indexed column + audit insert
 //   GET  /api/v1/invoices?updatedSince&cursor         keyset page (limit 50, ORDER BY updated_at, id), then
 //                                                     the page's lines and visits (two queries)
 //                                                     + audit insert
-// No authentication, validation, idempotency or row-level security: that is the service's overhead
+// No authentication, validation, idempotency checks or row-level security: that is the service's overhead
 // being measured. Seeding endpoints under /_bench copy the service's data shape. The process exits when
 // its stdin closes (the bench died) or on SIGTERM.
 // Env: BASELINE_PORT, BASELINE_DATABASE_URL (PostgreSQL) or BASELINE_DATA_DIR (PGlite), BASELINE_POOL_SIZE.
@@ -116,6 +116,15 @@ CREATE TABLE IF NOT EXISTS audit_events (
   PRIMARY KEY (practice_id, id)
 );
 CREATE INDEX IF NOT EXISTS audit_events_time ON audit_events (practice_id, occurred_at DESC, id DESC);
+CREATE TABLE IF NOT EXISTS idempotency_answers (
+  practice_id text NOT NULL,
+  key text NOT NULL,
+  fingerprint text NOT NULL,
+  status integer NOT NULL,
+  body text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (practice_id, key)
+);
 CREATE TABLE IF NOT EXISTS invoices (
   practice_id text NOT NULL,
   id text NOT NULL,
@@ -258,6 +267,18 @@ async function main() {
         `req_${token()}`,
         key,
       ]);
+      // The service stores every creating answer for replay under its Idempotency-Key; so does this.
+      await query(
+        `INSERT INTO idempotency_answers (practice_id, key, fingerprint, status, body) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (practice_id, key) DO NOTHING`,
+        [
+          practiceId,
+          key || id,
+          String(body.lastName ?? ''),
+          inserted.length ? 201 : 409,
+          JSON.stringify(inserted[0] ?? {}),
+        ],
+      );
       return inserted;
     });
     if (rows.length === 0) return reply.code(409).send({ code: 'duplicate' });

@@ -18,10 +18,15 @@ export interface ClaimPhase {
   seconds: number;
 }
 
+/** A visit to bill, with the API key of its practice. */
+export interface ClaimVisit {
+  encounterId: string;
+  key: string;
+}
+
 export interface ClaimOptions {
   baseUrl: string;
-  key: string;
-  encounterIds: string[];
+  visits: ClaimVisit[];
   receiver: Receiver;
   warmup: ClaimPhase;
   measured: ClaimPhase;
@@ -32,6 +37,7 @@ export interface ClaimOptions {
 
 interface Bill {
   encounterId: string;
+  key: string;
   sentAt: number;
   answeredAt?: number;
   status?: number;
@@ -69,17 +75,16 @@ const MAX_WAITING = 256;
 
 async function drive(
   pool: Pool,
-  options: ClaimOptions,
   phase: ClaimPhase,
-  encounters: string[],
+  encounters: ClaimVisit[],
 ): Promise<{ bills: Bill[]; startedAt: number; lastSendAt: number }> {
   const bills: Bill[] = [];
   const planned = Math.min(encounters.length, Math.round(phase.rate * phase.seconds));
   let waiting = 0;
   const pending: Promise<void>[] = [];
   const body = JSON.stringify({ issue: true, submitClaim: true });
-  const send = (encounterId: string) => {
-    const bill: Bill = { encounterId, sentAt: performance.now() };
+  const send = ({ encounterId, key }: ClaimVisit) => {
+    const bill: Bill = { encounterId, key, sentAt: performance.now() };
     bills.push(bill);
     waiting += 1;
     const request = pool
@@ -87,7 +92,7 @@ async function drive(
         method: 'POST',
         path: `/api/v1/encounters/${encounterId}/bill`,
         headers: {
-          authorization: `Bearer ${options.key}`,
+          authorization: `Bearer ${key}`,
           'content-type': 'application/json',
           'idempotency-key': `bench-bill-${encounterId}`,
         },
@@ -157,12 +162,12 @@ export async function runClaimPipeline(options: ClaimOptions): Promise<ClaimResu
   const pool = new Pool(options.baseUrl, { connections: options.connections ?? 32, pipelining: 1 });
   try {
     const warmCount = Math.round(options.warmup.rate * options.warmup.seconds);
-    const warm = await drive(pool, options, options.warmup, options.encounterIds.slice(0, warmCount));
+    const warm = await drive(pool, options.warmup, options.visits.slice(0, warmCount));
     await drain(options.receiver, warm.bills, options.drainTimeoutMs / 2);
     options.log(`claims warm-up: ${warm.bills.length} bills sent`);
 
-    const measuredIds = options.encounterIds.slice(warmCount);
-    const { bills, startedAt, lastSendAt } = await drive(pool, options, options.measured, measuredIds);
+    const measuredIds = options.visits.slice(warmCount);
+    const { bills, startedAt, lastSendAt } = await drive(pool, options.measured, measuredIds);
     const drainMs = await drain(options.receiver, bills, options.drainTimeoutMs);
 
     const ok = bills.filter((b) => b.status === 201 && b.invoiceId);
@@ -175,7 +180,7 @@ export async function runClaimPipeline(options: ClaimOptions): Promise<ClaimResu
     // Read every claim back: only those that reached accepted count.
     const statuses = await mapConcurrent(queued, 8, async (b) => {
       const response = await fetch(`${options.baseUrl}/api/v1/invoices/${b.invoiceId}/claim`, {
-        headers: { authorization: `Bearer ${options.key}` },
+        headers: { authorization: `Bearer ${b.key}` },
       });
       const claim = (await response.json()) as { status?: string };
       return claim.status ?? `http_${response.status}`;

@@ -16,6 +16,7 @@ import {
   pagingScenario,
   patientScenarios,
   seedThroughApi,
+  sharedClaimScenario,
 } from './pass-steps.ts';
 import { createDatabase, randomSuffix } from './postgres.ts';
 import { startService } from './service.ts';
@@ -81,6 +82,7 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
         seeded.practice.key,
       );
       await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
+      await sharedClaimScenario(ctx, service, adminToken, sql);
 
       // Grow to the fallback size first, then on to the full size only if the rate seen so far says it fits.
       const largeStarted = Date.now();

@@ -66,11 +66,13 @@ function passSection(pass: PassResult): string[] {
       `- Page latency large ÷ 10k: service **${pass.pageLatencyRatio.service}×**, baseline ${pass.pageLatencyRatio.baseline}× (${pass.pageLatencyRatio.basis}).`,
     );
   }
-  const c = pass.claims;
-  if (c) {
+  const runs = [pass.claims, pass.claimsAtLatencyRate, pass.claimsShared].filter(
+    (c): c is NonNullable<typeof c> => !!c,
+  );
+  if (runs.length > 0) {
     lines.push(
       '',
-      '**Claim pipeline** (bill + issue + submit claim → accepted webhook)',
+      `**Claim pipeline** (bill + issue + submit claim → accepted webhook), one practice${pass.claimsShared ? `; the last row ${pass.claimsShared.practices} practices sharing the load` : ''}`,
       '',
       row([
         'Offered',
@@ -86,6 +88,10 @@ function passSection(pass: PassResult): string[] {
         'Other outcomes',
       ]),
       row(['---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---']),
+    );
+  }
+  for (const c of runs) {
+    lines.push(
       row([
         `${c.offeredRate}/s for ${c.seconds} s`,
         `${c.sendRate}/s`,

@@ -17,6 +17,10 @@ export interface PassResult {
   /** p50 page latency at the large size ÷ at 10,000 invoices (service; baseline for comparison). */
   pageLatencyRatio?: { service: number; baseline: number; basis: string };
   claims?: ClaimResult;
+  /** The same pipeline at the lower rate its end-to-end latency is judged at (PostgreSQL). */
+  claimsAtLatencyRate?: ClaimResult;
+  /** The pipeline at the same offered rate spread over several practices (PostgreSQL). */
+  claimsShared?: ClaimResult & { practices: number };
   /** Spawn to first 200 from /healthz, ms. */
   start?: { newDataDirMs?: number; existingDataDirMs?: number[]; firstStartMs?: number };
   memory?: { servicePeakRssMiB: number; serviceRssMiB: number; baselinePeakRssMiB?: number };

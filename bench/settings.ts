@@ -42,6 +42,10 @@ export const settings = {
   pageStarts: 200,
   claimRate: number('BENCH_CLAIM_RATE', 300),
   claimSeconds: number('BENCH_CLAIM_S', 8),
+  /** The offered rate at which the pipeline's end-to-end latency is judged (PostgreSQL). */
+  claimLatencyRate: number('BENCH_CLAIM_LATENCY_RATE', 100),
+  /** Practices sharing the offered rate in the second PostgreSQL pipeline run. */
+  sharedPractices: number('BENCH_SHARED_PRACTICES', 20),
   claimWarmup: { rate: 50, seconds: 2 },
   claimDrainMs: 30_000,
   existingStarts: 3,
@@ -55,8 +59,8 @@ export type Settings = typeof settings;
 export const TARGETS = {
   getPatientRatio: 0.8,
   getPatientP99Ms: 25,
-  postPatientRatio: 0.65,
-  claimsPerSec: 300,
+  postPatientRatio: 0.6,
+  claimsPerSec: { postgres: 150, pglite: 30 },
   claimsP50Ms: 100,
   largePageLatencyRatio: 1.5,
   existingStartMs: 1000,

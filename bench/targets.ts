@@ -28,17 +28,21 @@ export function judge(passes: PassResult[]): TargetResult[] {
       post ? post.ratio >= TARGETS.postPatientRatio : undefined,
     );
     const claims = pass.claims;
+    const perSec = TARGETS.claimsPerSec[pass.database];
     add(
-      `claim pipeline ≥ ${TARGETS.claimsPerSec} claims/s sustained, p50 ≤ ${TARGETS.claimsP50Ms} ms end to end`,
-      claims
-        ? `${claims.sustainedClaimsPerSec}/s, p50 ${Number.isFinite(claims.endToEndP50Ms) ? `${claims.endToEndP50Ms} ms` : 'not done within the drain'}`
-        : '-',
-      claims
-        ? claims.sustainedClaimsPerSec >= TARGETS.claimsPerSec &&
-            Number.isFinite(claims.endToEndP50Ms) &&
-            claims.endToEndP50Ms <= TARGETS.claimsP50Ms
-        : undefined,
+      `claim pipeline, one practice, ≥ ${perSec} claims/s sustained`,
+      claims ? `${claims.sustainedClaimsPerSec}/s at ${claims.offeredRate}/s offered` : '-',
+      claims ? claims.sustainedClaimsPerSec >= perSec : undefined,
     );
+    if (pass.database === 'postgres') {
+      const atRate = pass.claimsAtLatencyRate;
+      const p50 = atRate?.endToEndP50Ms;
+      add(
+        `claim pipeline, one practice, p50 ≤ ${TARGETS.claimsP50Ms} ms end to end at ${atRate?.offeredRate ?? 100} claims/s offered`,
+        atRate ? (Number.isFinite(p50) ? `${p50} ms` : 'not done within the drain') : '-',
+        atRate ? Number.isFinite(p50) && p50! <= TARGETS.claimsP50Ms : undefined,
+      );
+    }
     if (pass.database === 'postgres') {
       const large = pass.invoices.large;
       const ratio = pass.pageLatencyRatio?.service;

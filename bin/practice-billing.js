@@ -14,5 +14,10 @@ if (major < REQUIRED_MAJOR) {
   process.exit(1);
 }
 
+// V8's compiled code of the sources is cached between starts (in NODE_COMPILE_CACHE, else the system's
+// temporary directory); enabled before the sources are imported, so it covers them.
+const { default: module } = await import('node:module');
+module.enableCompileCache?.();
+
 const { runCli } = await import('../src/cli/main.ts');
 process.exitCode = await runCli(process.argv.slice(2), process.env);

@@ -1,9 +1,10 @@
 // The events list reads events in feed order: each event carries the change feed's stamp
 // (src/platform/db/change-feed.ts), written in its transaction, and is listed by (stamp, seq) within
-// its practice: the events of one transaction share its stamp and keep the order they were recorded in. Events recorded before this migration take their occurrence time as stamp; all of
-// them have committed, so their order among themselves is free. Forward-only.
+// its practice: the events of one transaction share its stamp and keep the order they were recorded
+// in. Events recorded before this migration take their occurrence time as stamp; all of them have
+// committed, so their order among themselves is free. Forward-only.
 import type { Kysely } from 'kysely';
-import { APP_ROLE, OPERATOR_ROLE, runScript } from './security.ts';
+import { runScript } from './security.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await runScript(
@@ -16,9 +17,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     ALTER TABLE events FORCE ROW LEVEL SECURITY;
     ALTER TABLE events ALTER COLUMN stamp SET NOT NULL;
     CREATE INDEX events_feed ON events (practice_id, stamp, seq);
-    -- A feed reader now and then prunes old clock samples with DELETE ... FOR UPDATE SKIP LOCKED, and
-    -- FOR UPDATE needs the UPDATE privilege: without it one list read in 64 failed.
-    GRANT UPDATE ON change_feed_samples TO ${APP_ROLE}, ${OPERATOR_ROLE};
   `,
   );
 }

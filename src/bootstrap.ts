@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import { type AuditFault, AuditLog } from './audit/audit.ts';
-import { loadCatalogue, SHIPPED_CATALOGUE_DIR } from './catalogue/loader.ts';
+import { catalogueHash, loadCatalogue, SHIPPED_CATALOGUE_DIR } from './catalogue/loader.ts';
 import type { Config } from './config.ts';
 import type { Deps } from './deps.ts';
 import { InFlightRequests } from './idempotency/in-flight.ts';
@@ -34,14 +34,31 @@ export async function openConfiguredDatabase(
   return openPglite({ dataDir: config.dataDir });
 }
 
+const CATALOGUE_HASH_SETTING = 'catalogue_hash';
+
 /**
  * Brings the schema to the latest migration and loads the published catalogue (the shipped one, then
- * `extraCatalogueDir` laid over it). Runs as the connection's own role, the schema owner.
+ * `extraCatalogueDir` laid over it) unless the same content was loaded last time and no migration ran.
+ * Runs as the connection's own role, the schema owner.
  */
 export async function prepareSchema(kysely: Kysely<Tables>, extraCatalogueDir?: string): Promise<string[]> {
   const applied = await migrateToLatest(kysely as unknown as Kysely<unknown>);
-  await loadCatalogue(kysely, SHIPPED_CATALOGUE_DIR);
-  if (extraCatalogueDir) await loadCatalogue(kysely, extraCatalogueDir);
+  const dirs = extraCatalogueDir ? [SHIPPED_CATALOGUE_DIR, extraCatalogueDir] : [SHIPPED_CATALOGUE_DIR];
+  const hash = catalogueHash(dirs);
+  const loaded = await kysely
+    .selectFrom('service_settings')
+    .select('value')
+    .where('name', '=', CATALOGUE_HASH_SETTING)
+    .executeTakeFirst();
+  if (applied.length > 0 || loaded?.value !== hash) {
+    for (const dir of dirs) await loadCatalogue(kysely, dir);
+    // Written once every directory is in: a start that stops half-way loads again next time.
+    await kysely
+      .insertInto('service_settings')
+      .values({ name: CATALOGUE_HASH_SETTING, value: hash })
+      .onConflict((oc) => oc.column('name').doUpdateSet({ value: hash }))
+      .execute();
+  }
   return applied;
 }
 

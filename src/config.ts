@@ -19,6 +19,7 @@ export interface Config {
   logLevel: string;
   insurerDelayMs: number;
   databasePoolSize: number;
+  workerDatabasePoolSize: number;
   statementTimeoutMs: number;
   rateLimitPerMinute: number;
   unauthenticatedRateLimitPerMinute: number;
@@ -121,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     insurerDelayMs: integer(env, 'INSURER_DELAY_MS', 1000, 0, 600_000),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 500),
+    workerDatabasePoolSize: integer(env, 'WORKER_DATABASE_POOL_SIZE', 8, 1, 500),
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
     unauthenticatedRateLimitPerMinute: integer(

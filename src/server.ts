@@ -28,6 +28,22 @@ export async function runService(configured: Config, options: RunOptions): Promi
   }
   const config = options.api ? await withConcretePort(configured) : configured;
   const db = await openConfiguredDatabase(config);
+  // The worker gets a pool of its own, so jobs never wait behind requests for a connection (or the
+  // reverse). The embedded database has one connection, shared.
+  const workerDb =
+    options.worker && db.kind === 'postgres'
+      ? await openConfiguredDatabase(
+          { ...config, databasePoolSize: config.workerDatabasePoolSize },
+          'practice-billing-worker',
+        )
+      : db;
+  const closeDatabases = async () => {
+    try {
+      if (workerDb !== db) await workerDb.close();
+    } finally {
+      await db.close();
+    }
+  };
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
   let stopping = false;
@@ -48,7 +64,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
       code = 1;
     } finally {
       // Always release the database (and the embedded data directory's lock).
-      await db.close().catch((err: unknown) => log.error({ err }, 'error closing the database'));
+      await closeDatabases().catch((err: unknown) => log.error({ err }, 'error closing the database'));
     }
     process.exit(code);
   };
@@ -68,7 +84,14 @@ export async function runService(configured: Config, options: RunOptions): Promi
 
     app = options.api ? await buildApp(deps, { logger: log, adminToken }) : undefined;
     worker = options.worker
-      ? startWorker({ db, clock: deps.clock, config, insurer: deps.insurer, secrets: deps.secrets, log })
+      ? startWorker({
+          db: workerDb,
+          clock: deps.clock,
+          config,
+          insurer: deps.insurer,
+          secrets: deps.secrets,
+          log,
+        })
       : undefined;
     if (app) {
       await app.listen({ port: config.port, host: config.host });
@@ -78,7 +101,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
     // A failed start (migration, port in use) must not leave the database open or the data directory locked.
     await app?.close().catch(() => {});
     await worker?.stop().catch(() => {});
-    await db.close().catch(() => {});
+    await closeDatabases().catch(() => {});
     throw error;
   }
 }

@@ -1,7 +1,8 @@
 // Owns loading the published catalogue from data files into the database: code systems and their
 // concepts, tariff modifiers, governing-body prices, medical schemes, plans and their rates. Runs as
-// the schema owner after migrations, at every start; loading is an upsert keyed on natural keys, so it
-// is idempotent and a fuller catalogue (CATALOGUE_DIR, same layout) can be laid over the shipped one.
+// the schema owner after migrations, when the catalogue's content hash differs from the one last
+// loaded; loading is an upsert keyed on natural keys, so it is idempotent and a fuller catalogue
+// (CATALOGUE_DIR, same layout) can be laid over the shipped one.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -55,6 +56,32 @@ export interface CatalogueCounts {
   governingBodyRates: number;
   plans: number;
   planRates: number;
+}
+
+function hashDir(hash: ReturnType<typeof createHash>, dir: string, prefix: string): void {
+  if (!fs.existsSync(dir)) return;
+  for (const entry of fs
+    .readdirSync(dir, { withFileTypes: true })
+    .sort((a, b) => a.name.localeCompare(b.name))) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) hashDir(hash, full, `${prefix}${entry.name}/`);
+    else if (entry.isFile())
+      hash.update(`${prefix}${entry.name}\0`).update(fs.readFileSync(full)).update('\0');
+  }
+}
+
+/**
+ * The content hash of the catalogue directories in load order, and of this loader (a new loader may
+ * read the same files differently): equal hashes mean loading again would change nothing.
+ */
+export function catalogueHash(dirs: readonly string[]): string {
+  const hash = createHash('sha256');
+  hash.update(fs.readFileSync(import.meta.filename));
+  for (const [index, dir] of dirs.entries()) {
+    hash.update(`\n#${index} ${path.resolve(dir)}\n`);
+    hashDir(hash, dir, '');
+  }
+  return hash.digest('hex');
 }
 
 /** A stable id for a published concept, so reloading keeps ids the same. */

@@ -6,6 +6,7 @@
 import { readEncounter } from '../encounters/service.ts';
 import { firstActiveCoverage, readCoverage } from '../insurance/service.ts';
 import { dateIn } from '../platform/clock.ts';
+import { stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
@@ -13,7 +14,7 @@ import { lineSubtotal, lineTotal } from './money.ts';
 import { ratesFor } from './rates.ts';
 import type { BillRequest, BillResult } from './schemas.ts';
 import { invoiceOf, issueInvoice, type PracticeBilling, readInvoice, touchInvoice } from './service.ts';
-import { liveInvoiceOfEncounter, tickInvoiceClock } from './store.ts';
+import { assignInvoiceNumber, liveInvoiceOfEncounter } from './store.ts';
 
 const NOT_BILLED = ['not_done', 'entered_in_error'];
 
@@ -83,8 +84,6 @@ export async function billEncounter(
     pricingCoverage = await firstActiveCoverage(trx, billing.id, encounter.patient_id, today);
   }
 
-  // Everything that needs no lock is read first: the practice's invoice clock (taken next) stays
-  // locked until commit and serialises the practice's invoice changes, so it is taken as late as can be.
   const invoiceId = newId('invoice');
   const patient = await trx
     .selectFrom('patients')
@@ -138,13 +137,16 @@ export async function billEncounter(
       procedure_id: procedure.id,
     });
   }
-  const { number, changedAt } = await tickInvoiceClock(trx, billing.id, true);
+  // The invoice's number is given last (assignInvoiceNumber); until then it carries a provisional one
+  // made from its id, unique among the practice's numbers and never seen outside this transaction.
+  const provisionalNumber = `#${invoiceId}`;
+  const changedAt = await stampChange(trx);
   await trx
     .insertInto('invoices')
     .values({
       practice_id: billing.id,
       id: invoiceId,
-      number: `${billing.invoiceNumberPrefix}${String(number).padStart(6, '0')}`,
+      number: provisionalNumber,
       status: 'draft',
       claim_status: null,
       patient_id: encounter.patient_id,
@@ -193,12 +195,18 @@ export async function billEncounter(
     claimQueued = outcome.queued;
     claimSkippedReason = outcome.queued ? null : outcome.reason;
   }
+  const record = await readInvoice(trx, billing.id, invoiceId);
+  const number = await assignInvoiceNumber(trx, billing.id, invoiceId, billing.invoiceNumberPrefix, {
+    number: provisionalNumber,
+    notifiedAt: issued ? now : null,
+  });
+  record.invoice.number = number;
   return {
     object: 'bill_result',
-    invoice: invoiceOf(await readInvoice(trx, billing.id, invoiceId)),
+    invoice: invoiceOf(record),
     issued,
-    issueSkippedReason,
+    issueSkippedReason: issueSkippedReason?.replaceAll(provisionalNumber, number) ?? null,
     claimQueued,
-    claimSkippedReason,
+    claimSkippedReason: claimSkippedReason?.replaceAll(provisionalNumber, number) ?? null,
   };
 }

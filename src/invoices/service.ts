@@ -1,11 +1,11 @@
 // Owns the invoice's life: reading it, keeping its totals equal to the sum of its parts, issuing
 // (draft or amending → issued; the patient is told through a recorded notification and the
-// invoice.issued event) and reopening for amendment. Every change locks the invoice, then the
-// practice's invoice clock, so change times follow commit order.
-
+// invoice.issued event) and reopening for amendment. Every change locks the invoice and stamps it
+// with its transaction's change time (src/platform/db/change-feed.ts).
 import type { Updateable } from 'kysely';
 import { recordEvent } from '../events/outbox.ts';
 import { dateIn } from '../platform/clock.ts';
+import { stampChange } from '../platform/db/change-feed.ts';
 import type { InvoicesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
@@ -13,7 +13,7 @@ import { newId } from '../platform/ids.ts';
 import { invoiceTotals } from './money.ts';
 import { OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
-import { findInvoice, type InvoiceRecord, tickInvoiceClock } from './store.ts';
+import { findInvoice, type InvoiceRecord } from './store.ts';
 
 export interface PracticeBilling {
   id: string;
@@ -95,8 +95,8 @@ export async function readInvoice(
 }
 
 /**
- * Marks the invoice changed now (in commit order) and recomputes its totals from its lines. With
- * `settleOn` (the practice's date today), an open invoice's status is set from its money
+ * Stamps the invoice with this transaction's change time and recomputes its totals from its lines.
+ * With `settleOn` (the practice's date today), an open invoice's status is set from its money
  * (`openStatus`), so a payment, a re-issue or a take-back can never leave it saying otherwise.
  */
 export async function touchInvoice(
@@ -106,7 +106,7 @@ export async function touchInvoice(
   set: Partial<Updateable<InvoicesTable>> = {},
   settleOn?: string,
 ) {
-  const { changedAt } = await tickInvoiceClock(trx, billing.id, false);
+  const changedAt = await stampChange(trx);
   const lines = await trx
     .selectFrom('invoice_lines')
     .select('total')

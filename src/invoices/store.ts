@@ -1,5 +1,6 @@
-// Owns the invoice tables: invoices, their lines and visits, and the per-practice invoice clock.
+// Owns the invoice tables: invoices, their lines and visits, and the per-practice invoice numbering.
 import { type Selectable, sql } from 'kysely';
+import { safeHighWaterMark } from '../platform/db/change-feed.ts';
 import type { InvoiceLinesTable, InvoicesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
@@ -13,25 +14,37 @@ export interface InvoiceRecord {
 }
 
 /**
- * Locks the practice's invoice clock for the rest of the transaction and returns the change time for
- * this change (strictly later than every earlier one, in commit order) and, when asked, the next
- * invoice number. Holding the lock until commit is what keeps numbers gap-free and change times
- * ordered like commits.
+ * Gives the invoice the practice's next invoice number. Meant as the last data statement of the
+ * transaction that creates the invoice: the practice's counter row stays locked from here until
+ * commit, so numbers are gap-free (a rollback gives the number back) while other invoice work of the
+ * practice waits only for this statement and the commit. Issued notifications written earlier in the
+ * transaction name the invoice by its provisional number, which is replaced here too.
  */
-export async function tickInvoiceClock(
+export async function assignInvoiceNumber(
   trx: Trx,
   practiceId: string,
-  newNumber: boolean,
-): Promise<{ changedAt: Date; number: number }> {
-  const result = await sql<{ last_number: number; last_change: Date }>`
-    INSERT INTO invoice_clocks AS c (practice_id, last_number, last_change)
-    VALUES (${practiceId}, ${newNumber ? 1 : 0}, date_trunc('milliseconds', clock_timestamp()))
-    ON CONFLICT (practice_id) DO UPDATE SET
-      last_number = c.last_number + ${newNumber ? 1 : 0},
-      last_change = greatest(date_trunc('milliseconds', clock_timestamp()), c.last_change + interval '1 millisecond')
-    RETURNING last_number, last_change`.execute(trx);
-  const row = result.rows[0]!;
-  return { changedAt: new Date(row.last_change), number: Number(row.last_number) };
+  invoiceId: string,
+  prefix: string,
+  provisional: { number: string; notifiedAt: Date | null },
+): Promise<string> {
+  const result = await sql<{ number: string }>`
+    WITH n AS (
+      INSERT INTO invoice_clocks AS c (practice_id, last_number) VALUES (${practiceId}, 1)
+      ON CONFLICT (practice_id) DO UPDATE SET last_number = c.last_number + 1
+      RETURNING ${prefix} || lpad(last_number::text, greatest(6, length(last_number::text)), '0') AS number
+    ),
+    numbered AS (
+      UPDATE invoices i SET number = n.number FROM n
+      WHERE i.practice_id = ${practiceId} AND i.id = ${invoiceId}
+      RETURNING i.number
+    ),
+    told AS (
+      UPDATE notifications o SET message = replace(o.message, ${provisional.number}, n.number) FROM n
+      WHERE o.practice_id = ${practiceId} AND o.created_at = ${provisional.notifiedAt}
+        AND o.subject_type = 'invoice' AND o.subject_id = ${invoiceId}
+    )
+    SELECT number FROM numbered`.execute(trx);
+  return result.rows[0]!.number;
 }
 
 export async function findInvoiceRow(trx: Trx, practiceId: string, id: string, forUpdate = false) {
@@ -86,7 +99,11 @@ export interface InvoiceFilters {
   status?: string | undefined;
 }
 
-/** Oldest change first; `after` is the (updatedAt, id) of the previous page's last invoice. */
+/**
+ * Oldest change first; `after` is the (updatedAt, id) of the previous page's last invoice. Only
+ * changes stamped before the change feed's safe high-water mark are listed, so a change that
+ * commits later is never stamped before one already listed.
+ */
 export async function listInvoiceRows(
   trx: Trx,
   practiceId: string,
@@ -94,10 +111,12 @@ export async function listInvoiceRows(
   after: { updatedAt: string; id: string } | undefined,
   limit: number,
 ): Promise<InvoiceRow[]> {
+  const before = await safeHighWaterMark(trx);
   let query = trx
     .selectFrom('invoices as i')
     .selectAll('i')
     .where('i.practice_id', '=', practiceId)
+    .where('i.updated_at', '<', before)
     .orderBy('i.updated_at')
     .orderBy('i.id')
     .limit(limit + 1);

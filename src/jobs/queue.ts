@@ -6,10 +6,53 @@ import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import type { JobsTable } from '../platform/db/tables.ts';
-import { asOperator, type Trx } from '../platform/db/transaction.ts';
+import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 
 export type JobRow = Selectable<JobsTable>;
+
+/** The NOTIFY channel on which a commit that queued jobs wakes the workers of other processes. */
+export const JOBS_CHANNEL = 'practice_billing_jobs';
+
+const inProcessWorkers = new Set<() => void>();
+
+/** Calls wake whenever this process commits a transaction that queued a job; returns how to stop. */
+export function onJobsQueued(wake: () => void): () => void {
+  inProcessWorkers.add(wake);
+  return () => inProcessWorkers.delete(wake);
+}
+
+// One NOTIFY at a time per database, and one more for everything queued while it was on its way.
+const notifying = new WeakMap<Database, { again: boolean }>();
+
+function notifyOtherProcesses(db: Database): void {
+  const current = notifying.get(db);
+  if (current) {
+    current.again = true;
+    return;
+  }
+  const state = { again: false };
+  notifying.set(db, state);
+  sql`SELECT pg_notify(${JOBS_CHANNEL}, '')`
+    .execute(db.kysely)
+    .catch(() => {})
+    .finally(() => {
+      notifying.delete(db);
+      if (state.again) notifyOtherProcesses(db);
+    });
+}
+
+/**
+ * After the commit (never inside the transaction, so no worker looks before the job is visible):
+ * wakes this process's worker, or, when this process runs none, the workers listening on PostgreSQL.
+ */
+function jobsQueued(db: Database): void {
+  if (inProcessWorkers.size > 0) {
+    for (const wake of inProcessWorkers) wake();
+  } else if (db.kind === 'postgres') {
+    notifyOtherProcesses(db);
+  }
+}
 
 export async function enqueueJob(
   trx: Trx,
@@ -35,6 +78,7 @@ export async function enqueueJob(
       finished_at: null,
     })
     .execute();
+  afterCommit(trx, jobsQueued);
   return id;
 }
 

@@ -1,7 +1,10 @@
 // Owns the worker: it takes due jobs from the queue and runs each with its handler (a bounded number
-// at a time), and runs periodic housekeeping (overdue invoices, expired Idempotency-Keys). A job that
-// throws is retried with backoff, up to a limit; a worker that dies leaves its jobs to be taken again
-// when their lease runs out. Any number of workers can share one database.
+// at a time), and runs periodic housekeeping (overdue invoices, expired Idempotency-Keys, the change
+// feed's clock samples). It wakes
+// when a commit of this process queued a job, or on a NOTIFY from another process's commit, and
+// polls besides for jobs that fall due later. A job that throws is retried with backoff, up to a
+// limit; a worker that dies leaves its jobs to be taken again when their lease runs out. Any number
+// of workers can share one database; each should have its own pool (WORKER_DATABASE_POOL_SIZE).
 import type { FastifyBaseLogger } from 'fastify';
 import { type ClaimJobContext, runRemittanceJob, runReverseJob, runSubmitJob } from '../claims/jobs.ts';
 import { CLAIM_JOBS } from '../claims/service.ts';
@@ -11,13 +14,14 @@ import { purgeExpiredKeys } from '../idempotency/idempotency-store.ts';
 import type { Insurer } from '../insurer/port.ts';
 import { markOverdueInvoices } from '../invoices/overdue.ts';
 import type { Clock } from '../platform/clock.ts';
+import { recordChangeFeedSample } from '../platform/db/change-feed.ts';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';
 import { randomToken } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
 import { type DeliveryContext, runDeliverJob } from '../webhooks/delivery.ts';
 import { WebhookSender } from '../webhooks/sender.ts';
-import { failJob, type JobRow, retryJob, takeDueJobs } from './queue.ts';
+import { failJob, JOBS_CHANNEL, type JobRow, onJobsQueued, retryJob, takeDueJobs } from './queue.ts';
 
 export interface WorkerDeps {
   db: Database;
@@ -69,6 +73,14 @@ export interface PeriodicTask {
 }
 
 export const periodicTasks: PeriodicTask[] = [
+  {
+    name: 'sample-change-feed-clock',
+    everyMs: 1000,
+    run: async ({ db }) => {
+      await asOperator(db, (trx) => recordChangeFeedSample(trx));
+      return 0;
+    },
+  },
   {
     name: 'purge-expired-idempotency-keys',
     everyMs: 10 * 60 * 1000,
@@ -134,12 +146,22 @@ export function startWorker(
   const inFlight = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
   let polling: Promise<void> | undefined;
+  // A signal that arrives while the loop is taking jobs must not be lost: it makes the loop look again.
+  let signalled = false;
+  const signal = () => {
+    signalled = true;
+    wake?.();
+  };
+  const unsubscribe: Array<() => unknown> = [];
   if (options.poll !== false) {
+    unsubscribe.push(onJobsQueued(signal));
+    if (deps.db.listen) unsubscribe.push(deps.db.listen(JOBS_CHANNEL, signal));
     polling = (async () => {
       while (!stopped) {
         const free = config.jobConcurrency - inFlight.size;
         let taken: JobRow[] = [];
         if (free > 0) {
+          signalled = false;
           try {
             taken = await takeDueJobs(
               deps.db,
@@ -159,7 +181,7 @@ export function startWorker(
           });
           inFlight.add(run);
         }
-        if (stopped || (free > 0 && taken.length === free)) continue;
+        if (stopped || (free > 0 && taken.length === free) || (signalled && free > 0)) continue;
         // Nothing more is due, or every slot is busy: wait for the poll interval or a finished job.
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, config.jobPollMs);
@@ -201,6 +223,8 @@ export function startWorker(
     },
     async stop() {
       stopped = true;
+      wake?.();
+      await Promise.all(unsubscribe.map((stop) => stop()));
       for (const timer of timers) clearInterval(timer);
       await polling;
       await Promise.allSettled([...running]);

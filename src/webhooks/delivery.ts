@@ -14,7 +14,7 @@ import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
-import { signingSecrets } from './endpoints.ts';
+import { type EndpointRow, signingSecrets } from './endpoints.ts';
 import type { WebhookSender } from './sender.ts';
 
 export const MAX_ATTEMPTS = 8;
@@ -108,13 +108,18 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
     const attemptNumber = delivery.attempts + 1;
     const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
     const gone = result.statusCode === 410;
-    const current = await trx
-      .selectFrom('webhook_endpoints')
-      .selectAll()
-      .where('practice_id', '=', practiceId)
-      .where('id', '=', endpoint.id)
-      .forUpdate()
-      .executeTakeFirst();
+    // The endpoint row is locked and written only when this attempt changes it: a steady stream of
+    // successes (or of failures) to one endpoint then never queues its deliveries behind one row.
+    const readEndpoint = (lock: boolean) => {
+      const query = trx
+        .selectFrom('webhook_endpoints')
+        .selectAll()
+        .where('practice_id', '=', practiceId)
+        .where('id', '=', endpoint.id);
+      return (lock ? query.forUpdate() : query).executeTakeFirst();
+    };
+    let current = await readEndpoint(false);
+    if (current && endpointChanges(current, ok, gone, now)) current = await readEndpoint(true);
     const failingSince = ok ? null : (current?.failing_since ?? now);
     const expired = !ok && !gone && now.getTime() - failingSince!.getTime() >= DISABLE_AFTER_MS;
     const lastAttempt = attemptNumber >= MAX_ATTEMPTS;
@@ -158,22 +163,47 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
         : expired
           ? 'Every delivery attempt failed for three days since the last success.'
           : null;
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({
-          ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
-          ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
-          updated_at: now,
-        })
-        .where('practice_id', '=', practiceId)
-        .where('id', '=', endpoint.id)
-        .execute();
+      if (endpointChanges(current, ok, gone, now) || (disableReason && current.enabled)) {
+        await trx
+          .updateTable('webhook_endpoints')
+          .set({
+            ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
+            ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
+            updated_at: now,
+          })
+          .where('practice_id', '=', practiceId)
+          .where('id', '=', endpoint.id)
+          .execute();
+      }
       if (disableReason && current.enabled)
         await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
     }
     if (next) await rescheduleJob(trx, job, next, result.error ?? `HTTP ${result.statusCode}`);
     else await finishJob(trx, job, now);
   });
+}
+
+/** How long lastSuccessAt may lag while an endpoint keeps succeeding. */
+const SUCCESS_TIME_STEP_MS = 60_000;
+
+/**
+ * Whether an attempt's outcome changes the endpoint row: a success after failures or the first one (or
+ * the first in a minute, to keep lastSuccessAt current), the first failure after a success, a 410, or
+ * failures that may have run for long enough to disable it.
+ */
+function endpointChanges(row: EndpointRow, ok: boolean, gone: boolean, now: Date): boolean {
+  if (ok) {
+    return (
+      row.failing_since !== null ||
+      row.last_success_at === null ||
+      now.getTime() - row.last_success_at.getTime() >= SUCCESS_TIME_STEP_MS
+    );
+  }
+  return (
+    gone ||
+    row.failing_since === null ||
+    (row.enabled && now.getTime() - row.failing_since.getTime() >= DISABLE_AFTER_MS)
+  );
 }
 
 async function tellPracticeDisabled(

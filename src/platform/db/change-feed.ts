@@ -36,9 +36,17 @@ export async function stampChange(trx: Trx): Promise<Date> {
   return at;
 }
 
-const PRUNE_ONE_IN = 64;
-const RETRIES_WITHOUT_SAMPLE = 20;
-const RETRY_WAIT_MS = 5;
+const WAIT_STEP_MS = 2;
+const WAIT_LIMIT_MS = 1000;
+
+// A transaction of another database of the cluster cannot stamp this one's rows: its backend says so
+// in pg_stat_activity (a backend's transaction id belongs to its database for its whole life).
+// Anything else still in progress, whoever runs it, holds the sample back.
+const STILL_BLOCKING = sql`
+  x IS DISTINCT FROM pg_current_xact_id_if_assigned() AND pg_xact_status(x) = 'in progress' AND NOT EXISTS (
+    SELECT 1 FROM pg_stat_activity a
+    WHERE a.backend_xid = xid(x)
+      AND a.datid <> (SELECT d.oid FROM pg_database d WHERE d.datname = current_database()))`;
 
 /**
  * The high-water mark H: a reader in this transaction reads only changes stamped strictly before H,
@@ -49,41 +57,55 @@ export async function safeHighWaterMark(trx: Trx): Promise<Date> {
     const { rows } = await sql<{ h: Date }>`SELECT date_trunc('milliseconds', now()) AS h`.execute(trx);
     return new Date(rows[0]!.h);
   }
-  // The clock is read in a statement of its own: the next statement's snapshot is taken after it.
+  // The clock is read in a statement of its own: the next statement's snapshot is taken after it, so
+  // every transaction stamped before t is either ended at that snapshot or listed in it as running.
   const clock = await sql<{ t: Date }>`SELECT date_trunc('milliseconds', clock_timestamp()) AS t`.execute(
     trx,
   );
   const t = new Date(clock.rows[0]!.t);
-  // The sample (t, xmax) is kept for later readers; this one reads t itself when nothing was running at
-  // its snapshot, else the newest sample all of whose transactions have ended.
-  const { rows } = await sql<{ idle: boolean; h: Date | null }>`
-    WITH s AS MATERIALIZED (SELECT pg_current_snapshot() AS snap),
-    kept AS (
-      INSERT INTO change_feed_samples (sampled_at, next_xid) SELECT ${t}, pg_snapshot_xmax(s.snap) FROM s
-    )
-    SELECT pg_snapshot_xmin(s.snap) = pg_snapshot_xmax(s.snap) AS idle,
-      (SELECT max(c.sampled_at) FROM change_feed_samples c WHERE c.next_xid <= pg_snapshot_xmin(s.snap)) AS h
+  const { rows } = await sql<{ blockers: string[] }>`
+    WITH s AS MATERIALIZED (SELECT pg_current_snapshot() AS snap)
+    SELECT ARRAY(SELECT x::text FROM pg_snapshot_xip(s.snap) AS x WHERE ${STILL_BLOCKING}) AS blockers
     FROM s`.execute(trx);
-  const { idle } = rows[0]!;
-  let h = rows[0]!.h;
-  if (idle) h = t;
-  for (let attempt = 0; h === null && attempt < RETRIES_WITHOUT_SAMPLE; attempt++) {
-    // No usable sample yet (a fresh database under load): the one just kept becomes usable as soon
-    // as the transactions running at its snapshot end, which for request transactions is soon.
-    await new Promise((resolve) => setTimeout(resolve, RETRY_WAIT_MS));
-    const again = await sql<{ h: Date | null }>`
-      SELECT max(sampled_at) AS h FROM change_feed_samples
-      WHERE next_xid <= pg_snapshot_xmin(pg_current_snapshot())`.execute(trx);
-    h = again.rows[0]!.h;
+  let blockers = rows[0]!.blockers;
+  // Request transactions are short: wait for those that were running at the sample to end.
+  for (let waited = 0; blockers.length > 0 && waited < WAIT_LIMIT_MS; waited += WAIT_STEP_MS) {
+    await new Promise((resolve) => setTimeout(resolve, WAIT_STEP_MS));
+    const again = await sql<{ blockers: string[] }>`
+      SELECT ARRAY(SELECT x::text FROM unnest(${blockers}::xid8[]) AS x WHERE ${STILL_BLOCKING}) AS blockers`.execute(
+      trx,
+    );
+    blockers = again.rows[0]!.blockers;
   }
-  if (h !== null && Math.random() * PRUNE_ONE_IN < 1) {
-    // Samples older than a usable one are never chosen again (xmin only grows); a margin keeps the
-    // table's newest usable rows whatever other readers chose.
-    await sql`
-      DELETE FROM change_feed_samples WHERE ctid IN (
-        SELECT ctid FROM change_feed_samples WHERE sampled_at < ${h}::timestamptz - interval '10 seconds'
-        LIMIT 1000 FOR UPDATE SKIP LOCKED)`.execute(trx);
-  }
+  if (blockers.length === 0) return t;
+  // Otherwise (a long transaction is open) the newest stored sample below the oldest one still
+  // blocking: every id below it was either ended at the snapshot (not listed in it), or listed and
+  // since ended, or runs in another database.
+  const stored = await sql<{ h: Date | null }>`
+    SELECT max(sampled_at) AS h FROM change_feed_samples
+    WHERE next_xid <= (SELECT min(x) FROM unnest(${blockers}::xid8[]) AS x)`.execute(trx);
+  const h = stored.rows[0]!.h;
   // Every stamp is later than the epoch, so the epoch as H reads nothing and skips nothing.
   return h === null ? new Date(0) : new Date(h);
+}
+
+/**
+ * Stores a sample (t, n) for readers that find a long transaction open (PostgreSQL; the worker calls
+ * it every second), and drops the samples older than the newest usable one, which no reader will
+ * choose again (xmin only grows). Readers never write samples: a reader holding a transaction id
+ * would be a transaction other readers wait for.
+ */
+export async function recordChangeFeedSample(trx: Trx): Promise<void> {
+  if (isPglite(trx)) return;
+  const clock = await sql<{ t: Date }>`SELECT date_trunc('milliseconds', clock_timestamp()) AS t`.execute(
+    trx,
+  );
+  // A statement of its own, so its snapshot is taken after t.
+  await sql`
+    INSERT INTO change_feed_samples (sampled_at, next_xid)
+    SELECT ${new Date(clock.rows[0]!.t)}, pg_snapshot_xmax(pg_current_snapshot())`.execute(trx);
+  await sql`
+    DELETE FROM change_feed_samples WHERE sampled_at < (
+      SELECT max(sampled_at) FROM change_feed_samples
+      WHERE next_xid <= pg_snapshot_xmin(pg_current_snapshot()))`.execute(trx);
 }

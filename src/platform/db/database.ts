@@ -1,7 +1,7 @@
 // Owns connections: PostgreSQL through a pg pool, or the embedded PGlite in a data directory guarded by
 // a lock file. Everything else reaches the database only through transaction.ts.
 import fs from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
@@ -12,7 +12,54 @@ export type DatabaseKind = 'postgres' | 'pglite';
 export interface Database {
   kind: DatabaseKind;
   kysely: Kysely<Tables>;
+  /**
+   * PostgreSQL only: calls onSignal for every NOTIFY on channel, on a connection of its own that is
+   * opened again after it breaks (onSignal is then called too: signals may have been missed meanwhile).
+   * Returns how to stop listening.
+   */
+  listen?(channel: string, onSignal: () => void): () => Promise<void>;
   close(): Promise<void>;
+}
+
+const RELISTEN_AFTER_MS = 1000;
+
+function listenOn(options: PostgresOptions, channel: string, onSignal: () => void): () => Promise<void> {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const connect = () => {
+    if (stopped) return;
+    const c = new pg.Client({
+      connectionString: options.url,
+      connectionTimeoutMillis: 5000,
+      application_name: `${options.applicationName ?? 'practice-billing'}-listen`,
+    });
+    let lost = false;
+    const reconnect = () => {
+      if (lost) return;
+      lost = true;
+      if (client === c) client = undefined;
+      c.end().catch(() => {});
+      if (!stopped) timer = setTimeout(connect, RELISTEN_AFTER_MS);
+    };
+    c.on('error', reconnect);
+    c.on('end', reconnect);
+    c.on('notification', () => onSignal());
+    c.connect()
+      .then(() => c.query(`LISTEN "${channel.replaceAll('"', '""')}"`))
+      .then(() => {
+        if (lost || stopped) return;
+        client = c;
+        onSignal();
+      })
+      .catch(reconnect);
+  };
+  connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await client?.end().catch(() => {});
+  };
 }
 
 const DATE_OID = 1082;
@@ -36,6 +83,41 @@ export interface PostgresOptions {
   applicationName?: string;
 }
 
+/** A COMMIT that PostgreSQL answered with ROLLBACK: the transaction had failed, nothing was kept. */
+export class TransactionRolledBackError extends Error {
+  constructor() {
+    super('COMMIT was answered with ROLLBACK: the transaction had failed and nothing of it was kept');
+  }
+}
+
+/**
+ * Two guards on how a transaction ends. PostgreSQL answers COMMIT of a failed transaction with
+ * ROLLBACK and no error: make that an error, so that no caller reports as done what was undone. And a
+ * connection whose ROLLBACK fails (stalled, or broken) may still be inside the transaction: close it,
+ * so that the pool drops it instead of handing it to the next request.
+ */
+function guardTransactionEnds(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const pending = query(...args);
+    const text = typeof args[0] === 'string' ? args[0].trim().toLowerCase() : '';
+    if (!(pending instanceof Promise)) return pending;
+    if (text === 'commit') {
+      return pending.then((result: { command?: string }) => {
+        if (result.command === 'ROLLBACK') throw new TransactionRolledBackError();
+        return result;
+      });
+    }
+    if (text === 'rollback') {
+      return pending.catch((error: unknown) => {
+        client.end().catch(() => {});
+        throw error;
+      });
+    }
+    return pending;
+  };
+}
+
 export function openPostgres(options: PostgresOptions): Database {
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -53,9 +135,15 @@ export function openPostgres(options: PostgresOptions): Database {
   // query then fails (answered 503), and the pool drops the broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    guardTransactionEnds(client);
   });
   const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
-  return { kind: 'postgres', kysely, close: () => kysely.destroy() };
+  return {
+    kind: 'postgres',
+    kysely,
+    listen: (channel, onSignal) => listenOn(options, channel, onSignal),
+    close: () => kysely.destroy(),
+  };
 }
 
 const pgliteParsers = {
@@ -86,6 +174,8 @@ export async function openPglite(options: PgliteOptions): Promise<Database & { p
       );
     }
   }
+  // Imported here, not at the top: a PostgreSQL process never loads PGlite (its WebAssembly and memory).
+  const { PGlite } = await import('@electric-sql/pglite');
   const pglite = await PGlite.create({
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),

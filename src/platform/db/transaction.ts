@@ -1,29 +1,64 @@
 // Owns the only way to run SQL for the service: a transaction that first switches to a service role
 // and, for tenant work, sets the practice. Both settings are transaction-local, so a pooled
 // connection never carries one request's practice into another's.
-import { sql, type Transaction } from 'kysely';
+import { type RawBuilder, sql, type Transaction } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
 import type { Database } from './database.ts';
 import type { Tables } from './tables.ts';
 
 export type Trx = Transaction<Tables>;
 
-/** Runs fn as the app role, seeing only the rows of practiceId. */
-export function inPractice<T>(db: Database, practiceId: string, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return db.kysely.transaction().execute(async (trx) => {
-    await sql`SELECT set_config('role', ${APP_ROLE}, true), set_config('app.practice_id', ${practiceId}, true)`.execute(
-      trx,
-    );
+const afterCommitHooks = new WeakMap<Trx, Set<(db: Database) => void>>();
+
+/**
+ * Runs hook once the transaction has committed (never if it rolls back), for signals that must not
+ * go out before the change they announce is visible. A hook added twice runs once.
+ */
+export function afterCommit(trx: Trx, hook: (db: Database) => void): void {
+  let hooks = afterCommitHooks.get(trx);
+  if (!hooks) {
+    hooks = new Set();
+    afterCommitHooks.set(trx, hooks);
+  }
+  hooks.add(hook);
+}
+
+async function inTransaction<T>(
+  db: Database,
+  role: RawBuilder<unknown>,
+  fn: (trx: Trx) => Promise<T>,
+): Promise<T> {
+  let used: Trx | undefined;
+  const result = await db.kysely.transaction().execute(async (trx) => {
+    used = trx;
+    await role.execute(trx);
     return fn(trx);
   });
+  const hooks = used && afterCommitHooks.get(used);
+  if (hooks) {
+    for (const hook of hooks) {
+      try {
+        hook(db);
+      } catch {
+        // a signal that could not be sent is made up for by the worker's polling
+      }
+    }
+  }
+  return result;
+}
+
+/** Runs fn as the app role, seeing only the rows of practiceId. */
+export function inPractice<T>(db: Database, practiceId: string, fn: (trx: Trx) => Promise<T>): Promise<T> {
+  return inTransaction(
+    db,
+    sql`SELECT set_config('role', ${APP_ROLE}, true), set_config('app.practice_id', ${practiceId}, true)`,
+    fn,
+  );
 }
 
 /** Runs fn as the operator role, across practices: admin API, key look-up, background workers. */
 export function asOperator<T>(db: Database, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return db.kysely.transaction().execute(async (trx) => {
-    await sql`SELECT set_config('role', ${OPERATOR_ROLE}, true)`.execute(trx);
-    return fn(trx);
-  });
+  return inTransaction(db, sql`SELECT set_config('role', ${OPERATOR_ROLE}, true)`, fn);
 }
 
 /** Runs fn inside a savepoint; if it throws, the savepoint's work is undone and the error rethrown. */

@@ -230,7 +230,7 @@ export interface paths {
         };
         /**
          * List invoices, oldest change first
-         * @description Reconciliation: send `updatedSince`, page to the end (`hasMore` false), then next time send the `updatedAt` of the last invoice received. Change times grow in commit order within a practice, so an invoice that changes while you page appears again later in the same run or the next one; nothing is missed.
+         * @description Reconciliation: send `updatedSince`, page to the end (`hasMore` false), then next time send the `updatedAt` of the last invoice received. An invoice is listed only once no change stamped before it can still commit, so an invoice that changes while you page appears again later in the same run or the next one; nothing is missed.
          */
         get: operations["listInvoices"];
         put?: never;
