@@ -9,7 +9,7 @@
 // Each database gets the full count (10,000 by default): PGlite is fast enough for that in CI.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import fc from 'fast-check';
@@ -19,7 +19,7 @@ import { billedInvoice, newPatient, newVisit } from './billing-fixtures.ts';
 import { addClient } from './contract-suites.ts';
 import {
   apiClient,
-  backends,
+  describeEachBackend,
   startService,
   type TestPractice,
   type TestService,
@@ -970,87 +970,81 @@ async function send(svc: TestService, world: World, request: FuzzRequest) {
   };
 }
 
-for (const backend of backends()) {
-  describe(`contract fuzzing (${backend})`, () => {
-    let svc: TestService;
-    before(async () => {
-      svc = await startService(backend);
-    });
-    after(async () => {
-      await svc.close();
-    });
-
-    test(`${REQUESTS} generated requests over every documented operation answer as documented`, {
-      timeout: 600_000,
-    }, async () => {
-      const document = dereference(
-        (await (await fetch(`${svc.baseUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument,
-      );
-      const operations = operationsOf(document);
-      assert.ok(operations.filter((o) => !o.admin).length >= 30, 'the document lists the public operations');
-      assert.ok(
-        operations.some((o) => o.admin),
-        'and the operator ones',
-      );
-      const world = await buildWorld(svc);
-      const request = fc.oneof(
-        ...operations.map((o) => requestArb(o, world.pools, world.hints, world.allOwn)),
-      );
-
-      const started = performance.now();
-      let sent = 0;
-      const statuses = new Map<string, number>();
-      const perOperation = new Map<string, number>();
-      console.log(
-        `contract fuzzing (${backend}): seed ${SEED} (replay with FUZZ_SEED=${SEED}), ${REQUESTS} requests`,
-      );
-      await fc.assert(
-        fc.asyncProperty(fc.array(request, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
-          const answers = await Promise.all(batch.map((r) => send(svc, world, r)));
-          const violations: Violation[] = [];
-          answers.forEach((answer, i) => {
-            const r = batch[i]!;
-            sent++;
-            const key = `${r.operation.operationId} ${answer.status}`;
-            statuses.set(key, (statuses.get(key) ?? 0) + 1);
-            perOperation.set(r.operation.operationId, (perOperation.get(r.operation.operationId) ?? 0) + 1);
-            const problem = check(r, answer.status, answer.contentType, answer.text);
-            if (problem) {
-              violations.push({
-                request: `${r.operation.method} ${r.url.slice(0, 300)} [${r.label}] body ${(r.body ?? '').slice(0, 300)}`,
-                status: answer.status,
-                problem,
-                body: answer.text.slice(0, 500),
-              });
-            }
-          });
-          assert.deepEqual(violations, []);
-        }),
-        { seed: SEED, numRuns: RUNS, endOnFailure: true },
-      );
-      const seconds = (performance.now() - started) / 1000;
-      console.log(
-        `contract fuzzing (${backend}): ${sent} requests in ${seconds.toFixed(1)} s over ${perOperation.size} operations`,
-      );
-      if (process.env.FUZZ_VERBOSE)
-        console.log(
-          [...statuses.entries()]
-            .sort()
-            .map(([k, n]) => `${k}: ${n}`)
-            .join('\n'),
-        );
-      assert.ok(sent >= REQUESTS, `sent ${sent} requests, expected at least ${REQUESTS}`);
-      assert.equal(perOperation.size, operations.length, 'every operation was called');
-      // Not only refusals: valid requests reach the records and succeed on every public operation.
-      const succeeded = new Set(
-        [...statuses.keys()].filter((k) => /\s2\d\d$/.test(k)).map((k) => k.split(' ')[0]),
-      );
-      const neverSucceeded = operations
-        .filter((o) => !succeeded.has(o.operationId))
-        .map((o) => o.operationId);
-      console.log(
-        `contract fuzzing (${backend}): operations never answered 2xx: ${neverSucceeded.join(', ') || 'none'}`,
-      );
-    });
+describeEachBackend('contract fuzzing', (backend) => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startService(backend);
   });
-}
+  after(async () => {
+    await svc.close();
+  });
+
+  test(`${REQUESTS} generated requests over every documented operation answer as documented`, {
+    timeout: 600_000,
+  }, async () => {
+    const document = dereference(
+      (await (await fetch(`${svc.baseUrl}/api/v1/openapi.json`)).json()) as OpenApiDocument,
+    );
+    const operations = operationsOf(document);
+    assert.ok(operations.filter((o) => !o.admin).length >= 30, 'the document lists the public operations');
+    assert.ok(
+      operations.some((o) => o.admin),
+      'and the operator ones',
+    );
+    const world = await buildWorld(svc);
+    const request = fc.oneof(...operations.map((o) => requestArb(o, world.pools, world.hints, world.allOwn)));
+
+    const started = performance.now();
+    let sent = 0;
+    const statuses = new Map<string, number>();
+    const perOperation = new Map<string, number>();
+    console.log(
+      `contract fuzzing (${backend}): seed ${SEED} (replay with FUZZ_SEED=${SEED}), ${REQUESTS} requests`,
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(request, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
+        const answers = await Promise.all(batch.map((r) => send(svc, world, r)));
+        const violations: Violation[] = [];
+        answers.forEach((answer, i) => {
+          const r = batch[i]!;
+          sent++;
+          const key = `${r.operation.operationId} ${answer.status}`;
+          statuses.set(key, (statuses.get(key) ?? 0) + 1);
+          perOperation.set(r.operation.operationId, (perOperation.get(r.operation.operationId) ?? 0) + 1);
+          const problem = check(r, answer.status, answer.contentType, answer.text);
+          if (problem) {
+            violations.push({
+              request: `${r.operation.method} ${r.url.slice(0, 300)} [${r.label}] body ${(r.body ?? '').slice(0, 300)}`,
+              status: answer.status,
+              problem,
+              body: answer.text.slice(0, 500),
+            });
+          }
+        });
+        assert.deepEqual(violations, []);
+      }),
+      { seed: SEED, numRuns: RUNS, endOnFailure: true },
+    );
+    const seconds = (performance.now() - started) / 1000;
+    console.log(
+      `contract fuzzing (${backend}): ${sent} requests in ${seconds.toFixed(1)} s over ${perOperation.size} operations`,
+    );
+    if (process.env.FUZZ_VERBOSE)
+      console.log(
+        [...statuses.entries()]
+          .sort()
+          .map(([k, n]) => `${k}: ${n}`)
+          .join('\n'),
+      );
+    assert.ok(sent >= REQUESTS, `sent ${sent} requests, expected at least ${REQUESTS}`);
+    assert.equal(perOperation.size, operations.length, 'every operation was called');
+    // Not only refusals: valid requests reach the records and succeed on every public operation.
+    const succeeded = new Set(
+      [...statuses.keys()].filter((k) => /\s2\d\d$/.test(k)).map((k) => k.split(' ')[0]),
+    );
+    const neverSucceeded = operations.filter((o) => !succeeded.has(o.operationId)).map((o) => o.operationId);
+    console.log(
+      `contract fuzzing (${backend}): operations never answered 2xx: ${neverSucceeded.join(', ') || 'none'}`,
+    );
+  });
+});

@@ -12,11 +12,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { after, describe, test } from 'node:test';
+import { after, test } from 'node:test';
 import { sql } from 'kysely';
 import { type Database, openPglite } from '../src/platform/db/database.ts';
 import { FAULT_POINT_NAMES, type FaultPointName } from '../src/platform/fault-points.ts';
-import { type Answer, backends, call, startService, type TestService } from './harness.ts';
+import { type Answer, call, describeEachBackend, startService, type TestService } from './harness.ts';
 import {
   freePort,
   removeDataDir,
@@ -69,333 +69,326 @@ interface Kill {
 const exitedWithin = (proc: ServiceProcess, ms: number) =>
   Promise.race([proc.exited.then(() => true), sleep(ms).then(() => false)]);
 
-for (const backend of backends()) {
-  describe(`crash consistency at every fault point (${backend})`, () => {
-    const dataDir = tempDir(`crash-${backend}`);
-    const started: ServiceProcess[] = [];
-    let svc: TestService | undefined;
-    let receiver: Receiver | undefined;
+describeEachBackend('crash consistency at every fault point', (backend) => {
+  const dataDir = tempDir(`crash-${backend}`);
+  const started: ServiceProcess[] = [];
+  let svc: TestService | undefined;
+  let receiver: Receiver | undefined;
 
-    after(async () => {
-      await Promise.all(started.map((p) => p.stop('SIGKILL')));
-      await receiver?.close();
-      await svc?.close();
-      removeDataDir(dataDir);
-    });
+  after(async () => {
+    await Promise.all(started.map((p) => p.stop('SIGKILL')));
+    await receiver?.close();
+    await svc?.close();
+    removeDataDir(dataDir);
+  });
 
-    test('no request, job or delivery is lost or done twice across SIGKILLs', {
-      timeout: 300_000,
-    }, async (t) => {
-      const port = await freePort();
-      const secretKey = randomBytes(32).toString('hex');
-      let env: Record<string, string> = { ...ENV, LOG_LEVEL: 'warn' };
-      let readyWhen = 'Demo API key';
-      if (backend === 'postgres') {
-        svc = await startService('postgres', { env: { SECRET_ENCRYPTION_KEY: secretKey } });
-        env = {
-          ...ENV,
-          DATABASE_URL: svc.databaseUrl!,
-          ADMIN_TOKEN: svc.adminToken,
-          SECRET_ENCRYPTION_KEY: secretKey,
-          // The PostgreSQL service prints no banner: its "listening" log line says it is ready.
-          LOG_LEVEL: 'info',
-        };
-        readyWhen = 'Server listening';
-      }
-      const postgres = svc;
-
-      /** SQL on the service's database; the embedded one is opened only while no service runs. */
-      async function withDb<T>(fn: (db: Database) => Promise<T>): Promise<T> {
-        if (postgres) return fn(postgres.db);
-        assert.ok(
-          started.every((p) => p.child.exitCode !== null || p.child.signalCode !== null),
-          'no process holds the data directory',
-        );
-        const db = await openPglite({ dataDir });
-        try {
-          return await fn(db);
-        } finally {
-          await db.close();
-        }
-      }
-
-      async function start(faults?: string): Promise<ServiceProcess> {
-        if (backend === 'pglite') {
-          // Every earlier process is dead (the test waited for its exit): the lock a SIGKILLed one
-          // left beside the data directory is stale, and the supervisor knows it.
-          assert.ok(started.every((p) => p.child.exitCode !== null || p.child.signalCode !== null));
-          fs.rmSync(`${dataDir}.lock`, { recursive: true, force: true });
-        }
-        const proc = await startServiceProcess({
-          dataDir,
-          port,
-          env: { ...env, ...(faults ? { FAULT_POINTS: faults } : {}) },
-          readyWhen,
-        });
-        started.push(proc);
-        assert.ok(
-          proc.stdout().includes(readyWhen),
-          `the service did not start:\n${proc.stdout().slice(-2000)}\n${proc.stderr()}`,
-        );
-        return proc;
-      }
-
-      async function stop(proc: ServiceProcess): Promise<void> {
-        assert.equal(await proc.stop('SIGTERM'), 0, `a clean stop:\n${proc.stderr()}`);
-      }
-
-      // First start: the practice (PostgreSQL: made through the harness; embedded: the sandbox's own)
-      // and a webhook endpoint registered before any visit, so every event has a delivery.
-      let proc = await start();
-      let practiceId: string;
-      let practitionerId: string;
-      let apiKey: string;
-      let adminToken: string;
-      if (postgres) {
-        const practice = await postgres.newPractice();
-        ({ practiceId, practitionerId, key: apiKey } = practice);
-        adminToken = postgres.adminToken;
-      } else {
-        const banner = sandboxBanner(proc.stdout());
-        ({ practiceId, apiKey, adminToken } = banner);
-        const match = /practitioner +(\S+)/.exec(proc.stdout());
-        assert.ok(match?.[1]);
-        practitionerId = match[1];
-      }
-      const r = await Receiver.start();
-      receiver = r;
-      const endpoint = await call(
-        proc.baseUrl,
-        'POST',
-        `/admin/v1/practices/${practiceId}/webhook-endpoints`,
-        {
-          token: adminToken,
-          body: { url: r.url() },
-        },
-      );
-      assert.equal(endpoint.status, 201, endpoint.text);
-      r.secret = endpoint.body.secret;
-      await stop(proc);
-
-      const visits: Visit[] = [];
-      const run = randomBytes(3).toString('hex');
-      const newVisit = (): Visit => {
-        const n = visits.length + 1;
-        const when = new Date(Date.now() - 3600_000).toISOString();
-        const key = (step: string) => `crash-${run}-${n}-${step}`;
-        const visit: Visit = {
-          n,
-          steps: [
-            {
-              name: 'patient',
-              key: key('patient'),
-              path: '/patients',
-              body: { givenNames: ['Crash'], lastName: `Visit-${run}-${n}`, birthDate: '1980-01-01' },
-            },
-            {
-              name: 'coverage',
-              key: key('coverage'),
-              path: '/patients/{patient}/coverages',
-              body: { planId: 'pln_ubuntu_essential', memberNumber: `M-${n}` },
-            },
-            {
-              name: 'encounter',
-              key: key('encounter'),
-              path: '/encounters',
-              body: {
-                patientId: '{patient}',
-                practitionerId,
-                start: when,
-                end: when,
-                diagnoses: [{ code: 'J06.9' }],
-                procedures: [{ code: '0190' }],
-              },
-            },
-            {
-              name: 'bill',
-              key: key('bill'),
-              path: '/encounters/{encounter}/bill',
-              body: { issue: true, submitClaim: true },
-            },
-          ],
-        };
-        visits.push(visit);
-        return visit;
+  test('no request, job or delivery is lost or done twice across SIGKILLs', {
+    timeout: 300_000,
+  }, async (t) => {
+    const port = await freePort();
+    const secretKey = randomBytes(32).toString('hex');
+    let env: Record<string, string> = { ...ENV, LOG_LEVEL: 'warn' };
+    let readyWhen = 'Demo API key';
+    if (backend === 'postgres') {
+      svc = await startService('postgres', { env: { SECRET_ENCRYPTION_KEY: secretKey } });
+      env = {
+        ...ENV,
+        DATABASE_URL: svc.databaseUrl!,
+        ADMIN_TOKEN: svc.adminToken,
+        SECRET_ENCRYPTION_KEY: secretKey,
+        // The PostgreSQL service prints no banner: its "listening" log line says it is ready.
+        LOG_LEVEL: 'info',
       };
-      const idOf = (visit: Visit, name: StepName) => visit.steps.find((s) => s.name === name)?.id ?? '';
-      const fill = (visit: Visit, text: string) =>
-        text.replace('{patient}', idOf(visit, 'patient')).replace('{encounter}', idOf(visit, 'encounter'));
+      readyWhen = 'Server listening';
+    }
+    const postgres = svc;
 
-      let inFlight: Step | undefined;
-      /** Sends one step until it has a real answer, as an integrator would: same key, same body. */
-      async function send(p: ServiceProcess, visit: Visit, step: Step, deadline: number): Promise<Answer> {
-        const body = JSON.parse(fill(visit, JSON.stringify(step.body))) as unknown;
-        for (;;) {
-          assert.ok(Date.now() < deadline, `no answer to ${step.key} in time`);
-          let answer: Answer;
-          inFlight = step;
-          try {
-            answer = await call(p.baseUrl, 'POST', `/api/v1${fill(visit, step.path)}`, {
-              token: apiKey,
-              idempotencyKey: step.key,
-              body,
-            });
-          } catch {
-            if (await exitedWithin(p, 2_000)) throw new Gone();
-            await sleep(100);
-            continue;
-          }
-          inFlight = undefined;
-          // The key is still claimed by the request the crash cut short: retry once its lease is over.
-          if (answer.status === 409 && answer.body?.code === 'conflict') {
-            await sleep(200);
-            continue;
-          }
-          return answer;
-        }
+    /** SQL on the service's database; the embedded one is opened only while no service runs. */
+    async function withDb<T>(fn: (db: Database) => Promise<T>): Promise<T> {
+      if (postgres) return fn(postgres.db);
+      assert.ok(
+        started.every((p) => p.child.exitCode !== null || p.child.signalCode !== null),
+        'no process holds the data directory',
+      );
+      const db = await openPglite({ dataDir });
+      try {
+        return await fn(db);
+      } finally {
+        await db.close();
       }
+    }
 
-      /** Runs the visit's remaining steps; throws Gone when the process dies. */
-      async function advance(p: ServiceProcess, visit: Visit, deadline: number): Promise<void> {
-        for (const step of visit.steps) {
-          if (step.id) continue;
-          const answer = await send(p, visit, step, deadline);
-          const log = (p.stdout() + p.stderr())
-            .split('\n')
-            .filter((line) => answer.body?.requestId && line.includes(answer.body.requestId));
-          assert.equal(answer.status, 201, `${step.key}: ${answer.text}\n${log.join('\n')}`);
-          step.id = step.name === 'bill' ? answer.body.invoice.id : answer.body.id;
-          step.replayed = answer.headers.get('idempotent-replayed') === 'true';
-        }
+    async function start(faults?: string): Promise<ServiceProcess> {
+      if (backend === 'pglite') {
+        // Every earlier process is dead (the test waited for its exit): the lock a SIGKILLed one
+        // left beside the data directory is stale, and the supervisor knows it.
+        assert.ok(started.every((p) => p.child.exitCode !== null || p.child.signalCode !== null));
+        fs.rmSync(`${dataDir}.lock`, { recursive: true, force: true });
       }
-      const unfinished = () => visits.find((v) => v.steps.some((s) => !s.id));
+      const proc = await startServiceProcess({
+        dataDir,
+        port,
+        env: { ...env, ...(faults ? { FAULT_POINTS: faults } : {}) },
+        readyWhen,
+      });
+      started.push(proc);
+      assert.ok(
+        proc.stdout().includes(readyWhen),
+        `the service did not start:\n${proc.stdout().slice(-2000)}\n${proc.stderr()}`,
+      );
+      return proc;
+    }
 
-      /** Bills visits on an armed process until the fault point kills it. */
-      async function driveUntilKilled(p: ServiceProcess, point: FaultPointName): Promise<Kill> {
-        const deadline = Date.now() + 40_000;
+    async function stop(proc: ServiceProcess): Promise<void> {
+      assert.equal(await proc.stop('SIGTERM'), 0, `a clean stop:\n${proc.stderr()}`);
+    }
+
+    // First start: the practice (PostgreSQL: made through the harness; embedded: the sandbox's own)
+    // and a webhook endpoint registered before any visit, so every event has a delivery.
+    let proc = await start();
+    let practiceId: string;
+    let practitionerId: string;
+    let apiKey: string;
+    let adminToken: string;
+    if (postgres) {
+      const practice = await postgres.newPractice();
+      ({ practiceId, practitionerId, key: apiKey } = practice);
+      adminToken = postgres.adminToken;
+    } else {
+      const banner = sandboxBanner(proc.stdout());
+      ({ practiceId, apiKey, adminToken } = banner);
+      const match = /practitioner +(\S+)/.exec(proc.stdout());
+      assert.ok(match?.[1]);
+      practitionerId = match[1];
+    }
+    const r = await Receiver.start();
+    receiver = r;
+    const endpoint = await call(proc.baseUrl, 'POST', `/admin/v1/practices/${practiceId}/webhook-endpoints`, {
+      token: adminToken,
+      body: { url: r.url() },
+    });
+    assert.equal(endpoint.status, 201, endpoint.text);
+    r.secret = endpoint.body.secret;
+    await stop(proc);
+
+    const visits: Visit[] = [];
+    const run = randomBytes(3).toString('hex');
+    const newVisit = (): Visit => {
+      const n = visits.length + 1;
+      const when = new Date(Date.now() - 3600_000).toISOString();
+      const key = (step: string) => `crash-${run}-${n}-${step}`;
+      const visit: Visit = {
+        n,
+        steps: [
+          {
+            name: 'patient',
+            key: key('patient'),
+            path: '/patients',
+            body: { givenNames: ['Crash'], lastName: `Visit-${run}-${n}`, birthDate: '1980-01-01' },
+          },
+          {
+            name: 'coverage',
+            key: key('coverage'),
+            path: '/patients/{patient}/coverages',
+            body: { planId: 'pln_ubuntu_essential', memberNumber: `M-${n}` },
+          },
+          {
+            name: 'encounter',
+            key: key('encounter'),
+            path: '/encounters',
+            body: {
+              patientId: '{patient}',
+              practitionerId,
+              start: when,
+              end: when,
+              diagnoses: [{ code: 'J06.9' }],
+              procedures: [{ code: '0190' }],
+            },
+          },
+          {
+            name: 'bill',
+            key: key('bill'),
+            path: '/encounters/{encounter}/bill',
+            body: { issue: true, submitClaim: true },
+          },
+        ],
+      };
+      visits.push(visit);
+      return visit;
+    };
+    const idOf = (visit: Visit, name: StepName) => visit.steps.find((s) => s.name === name)?.id ?? '';
+    const fill = (visit: Visit, text: string) =>
+      text.replace('{patient}', idOf(visit, 'patient')).replace('{encounter}', idOf(visit, 'encounter'));
+
+    let inFlight: Step | undefined;
+    /** Sends one step until it has a real answer, as an integrator would: same key, same body. */
+    async function send(p: ServiceProcess, visit: Visit, step: Step, deadline: number): Promise<Answer> {
+      const body = JSON.parse(fill(visit, JSON.stringify(step.body))) as unknown;
+      for (;;) {
+        assert.ok(Date.now() < deadline, `no answer to ${step.key} in time`);
+        let answer: Answer;
+        inFlight = step;
         try {
-          for (;;) {
-            assert.ok(Date.now() < deadline, `${point} was not reached in time`);
-            await advance(p, unfinished() ?? newVisit(), deadline);
-            if (await exitedWithin(p, 50)) throw new Gone();
-          }
-        } catch (error) {
-          if (!(error instanceof Gone)) throw error;
+          answer = await call(p.baseUrl, 'POST', `/api/v1${fill(visit, step.path)}`, {
+            token: apiKey,
+            idempotencyKey: step.key,
+            body,
+          });
+        } catch {
+          if (await exitedWithin(p, 2_000)) throw new Gone();
+          await sleep(100);
+          continue;
         }
-        assert.equal(p.child.signalCode, 'SIGKILL', `killed by its fault point:\n${p.stderr()}`);
-        assert.match(p.stderr(), new RegExp(`fault point ${point.replace('.', '\\.')} reached`));
-        const kill = { point, inFlight };
         inFlight = undefined;
-        return kill;
+        // The key is still claimed by the request the crash cut short: retry once its lease is over.
+        if (answer.status === 409 && answer.body?.code === 'conflict') {
+          await sleep(200);
+          continue;
+        }
+        return answer;
       }
+    }
 
-      /** Every claim answered (and, when accepted, paid by the insurer), through the API. */
-      const settledInvoices = new Set<string>();
-      async function claimsSettled(p: ServiceProcess): Promise<boolean> {
-        for (const visit of visits) {
-          const invoiceId = idOf(visit, 'bill');
-          if (settledInvoices.has(invoiceId)) continue;
-          const claim = await call(p.baseUrl, 'GET', `/api/v1/invoices/${invoiceId}/claim`, {
+    /** Runs the visit's remaining steps; throws Gone when the process dies. */
+    async function advance(p: ServiceProcess, visit: Visit, deadline: number): Promise<void> {
+      for (const step of visit.steps) {
+        if (step.id) continue;
+        const answer = await send(p, visit, step, deadline);
+        const log = (p.stdout() + p.stderr())
+          .split('\n')
+          .filter((line) => answer.body?.requestId && line.includes(answer.body.requestId));
+        assert.equal(answer.status, 201, `${step.key}: ${answer.text}\n${log.join('\n')}`);
+        step.id = step.name === 'bill' ? answer.body.invoice.id : answer.body.id;
+        step.replayed = answer.headers.get('idempotent-replayed') === 'true';
+      }
+    }
+    const unfinished = () => visits.find((v) => v.steps.some((s) => !s.id));
+
+    /** Bills visits on an armed process until the fault point kills it. */
+    async function driveUntilKilled(p: ServiceProcess, point: FaultPointName): Promise<Kill> {
+      const deadline = Date.now() + 40_000;
+      try {
+        for (;;) {
+          assert.ok(Date.now() < deadline, `${point} was not reached in time`);
+          await advance(p, unfinished() ?? newVisit(), deadline);
+          if (await exitedWithin(p, 50)) throw new Gone();
+        }
+      } catch (error) {
+        if (!(error instanceof Gone)) throw error;
+      }
+      assert.equal(p.child.signalCode, 'SIGKILL', `killed by its fault point:\n${p.stderr()}`);
+      assert.match(p.stderr(), new RegExp(`fault point ${point.replace('.', '\\.')} reached`));
+      const kill = { point, inFlight };
+      inFlight = undefined;
+      return kill;
+    }
+
+    /** Every claim answered (and, when accepted, paid by the insurer), through the API. */
+    const settledInvoices = new Set<string>();
+    async function claimsSettled(p: ServiceProcess): Promise<boolean> {
+      for (const visit of visits) {
+        const invoiceId = idOf(visit, 'bill');
+        if (settledInvoices.has(invoiceId)) continue;
+        const claim = await call(p.baseUrl, 'GET', `/api/v1/invoices/${invoiceId}/claim`, {
+          token: apiKey,
+        });
+        assert.equal(claim.status, 200, claim.text);
+        if (!FINAL_CLAIM.includes(claim.body.status)) return false;
+        if (claim.body.status !== 'rejected') {
+          const paid = await call(p.baseUrl, 'GET', `/api/v1/invoices/${invoiceId}/payments`, {
             token: apiKey,
           });
-          assert.equal(claim.status, 200, claim.text);
-          if (!FINAL_CLAIM.includes(claim.body.status)) return false;
-          if (claim.body.status !== 'rejected') {
-            const paid = await call(p.baseUrl, 'GET', `/api/v1/invoices/${invoiceId}/payments`, {
-              token: apiKey,
-            });
-            if (!paid.body.data.some((x: { source: string }) => x.source === 'insurer')) return false;
-          }
-          settledInvoices.add(invoiceId);
+          if (!paid.body.data.some((x: { source: string }) => x.source === 'insurer')) return false;
         }
-        return true;
+        settledInvoices.add(invoiceId);
       }
+      return true;
+    }
 
-      const unfinishedJobs = (db: Database) =>
-        sql<{ id: string; kind: string; state: string; attempts: number; last_error: string | null }>`
+    const unfinishedJobs = (db: Database) =>
+      sql<{ id: string; kind: string; state: string; attempts: number; last_error: string | null }>`
           SELECT id, kind, state, attempts, last_error FROM jobs WHERE state <> 'done'`
-          .execute(db.kysely)
-          .then((result) => result.rows);
+        .execute(db.kysely)
+        .then((result) => result.rows);
 
-      /**
-       * A process without faults finishes the client's visit and runs until its queue is dry. On the
-       * embedded database the queue can be read only after the stop, so it is restarted if a job a
-       * killed process had leased was still waiting.
-       */
-      async function settle(): Promise<void> {
-        for (let round = 1; ; round++) {
-          const p = await start();
-          const startedAt = Date.now();
-          const deadline = startedAt + 60_000;
-          const visit = unfinished();
-          if (visit) await advance(p, visit, deadline);
-          for (;;) {
-            assert.ok(Date.now() < deadline, 'the service did not finish its work in time');
-            const lastDelivery = r.requests.at(-1)?.at ?? 0;
-            const quiet = Date.now() - lastDelivery > 1_500;
-            const leasesOver = Date.now() - startedAt > (JOB_LEASE_SECONDS + 1) * 1000;
-            if (await claimsSettled(p)) {
-              if (postgres && (await unfinishedJobs(postgres.db)).length === 0) break;
-              if (!postgres && quiet && leasesOver) break;
-            }
-            await sleep(250);
+    /**
+     * A process without faults finishes the client's visit and runs until its queue is dry. On the
+     * embedded database the queue can be read only after the stop, so it is restarted if a job a
+     * killed process had leased was still waiting.
+     */
+    async function settle(): Promise<void> {
+      for (let round = 1; ; round++) {
+        const p = await start();
+        const startedAt = Date.now();
+        const deadline = startedAt + 60_000;
+        const visit = unfinished();
+        if (visit) await advance(p, visit, deadline);
+        for (;;) {
+          assert.ok(Date.now() < deadline, 'the service did not finish its work in time');
+          const lastDelivery = r.requests.at(-1)?.at ?? 0;
+          const quiet = Date.now() - lastDelivery > 1_500;
+          const leasesOver = Date.now() - startedAt > (JOB_LEASE_SECONDS + 1) * 1000;
+          if (await claimsSettled(p)) {
+            if (postgres && (await unfinishedJobs(postgres.db)).length === 0) break;
+            if (!postgres && quiet && leasesOver) break;
           }
-          await stop(p);
-          if (postgres || (await withDb(unfinishedJobs)).length === 0 || round === 3) return;
+          await sleep(250);
+        }
+        await stop(p);
+        if (postgres || (await withDb(unfinishedJobs)).length === 0 || round === 3) return;
+      }
+    }
+
+    const kills: Kill[] = [];
+    const phaseTimes: string[] = [];
+    for (const point of FAULT_POINT_NAMES) {
+      const phaseStart = Date.now();
+      const receivedBefore = r.requests.length;
+      const uniqueBefore = r.uniqueIds().size;
+      for (let time = 1; time <= KILLS_PER_POINT; time++) {
+        proc = await start(`${point}:${time}`);
+        kills.push(await driveUntilKilled(proc, point));
+      }
+      await settle();
+      const ofPoint = kills.filter((k) => k.point === point);
+      assert.equal(ofPoint.length, KILLS_PER_POINT);
+
+      // What the integrator saw on the request the crash cut short: committed work is replayed,
+      // work that never committed runs afresh.
+      if (point.startsWith('request.') || point === 'idempotency.after_claim') {
+        for (const kill of ofPoint) {
+          assert.ok(kill.inFlight, `${point}: the kill cut a request short`);
+          assert.equal(
+            kill.inFlight.replayed,
+            point === 'request.after_commit',
+            `${point}: the retry of ${kill.inFlight.key} replayed (${kill.inFlight.replayed})`,
+          );
         }
       }
-
-      const kills: Kill[] = [];
-      const phaseTimes: string[] = [];
-      for (const point of FAULT_POINT_NAMES) {
-        const phaseStart = Date.now();
-        const receivedBefore = r.requests.length;
-        const uniqueBefore = r.uniqueIds().size;
-        for (let time = 1; time <= KILLS_PER_POINT; time++) {
-          proc = await start(`${point}:${time}`);
-          kills.push(await driveUntilKilled(proc, point));
-        }
-        await settle();
-        const ofPoint = kills.filter((k) => k.point === point);
-        assert.equal(ofPoint.length, KILLS_PER_POINT);
-
-        // What the integrator saw on the request the crash cut short: committed work is replayed,
-        // work that never committed runs afresh.
-        if (point.startsWith('request.') || point === 'idempotency.after_claim') {
-          for (const kill of ofPoint) {
-            assert.ok(kill.inFlight, `${point}: the kill cut a request short`);
-            assert.equal(
-              kill.inFlight.replayed,
-              point === 'request.after_commit',
-              `${point}: the retry of ${kill.inFlight.key} replayed (${kill.inFlight.replayed})`,
-            );
-          }
-        }
-        if (point === 'claim.after_insurer_answer') {
-          const retaken = await withDb((db) =>
-            sql<{ again: number }>`
+      if (point === 'claim.after_insurer_answer') {
+        const retaken = await withDb((db) =>
+          sql<{ again: number }>`
               SELECT coalesce(sum(attempts - 1), 0)::int AS again FROM jobs WHERE kind = 'claim.submit'`.execute(
-              db.kysely,
-            ),
-          );
-          const again = retaken.rows[0]?.again ?? 0;
-          assert.ok(
-            again >= KILLS_PER_POINT,
-            `each submission killed after its answer was taken again (${again})`,
-          );
-        }
-        if (point === 'webhook.after_2xx') {
-          const again = r.requests.length - receivedBefore - (r.uniqueIds().size - uniqueBefore);
-          assert.ok(again >= KILLS_PER_POINT, `each delivery killed after its 2xx was sent again (${again})`);
-        }
-
-        await withDb((db) => checkInvariants(db, { practiceId, visits, receiver: r, point }));
-        phaseTimes.push(`${point} ${((Date.now() - phaseStart) / 1000).toFixed(1)} s`);
+            db.kysely,
+          ),
+        );
+        const again = retaken.rows[0]?.again ?? 0;
+        assert.ok(
+          again >= KILLS_PER_POINT,
+          `each submission killed after its answer was taken again (${again})`,
+        );
       }
-      t.diagnostic(`${visits.length} visits, ${kills.length} kills; ${phaseTimes.join(', ')}`);
-    });
+      if (point === 'webhook.after_2xx') {
+        const again = r.requests.length - receivedBefore - (r.uniqueIds().size - uniqueBefore);
+        assert.ok(again >= KILLS_PER_POINT, `each delivery killed after its 2xx was sent again (${again})`);
+      }
+
+      await withDb((db) => checkInvariants(db, { practiceId, visits, receiver: r, point }));
+      phaseTimes.push(`${point} ${((Date.now() - phaseStart) / 1000).toFixed(1)} s`);
+    }
+    t.diagnostic(`${visits.length} visits, ${kills.length} kills; ${phaseTimes.join(', ')}`);
   });
-}
+});
 
 interface Expectations {
   practiceId: string;
