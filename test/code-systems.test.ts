@@ -1,7 +1,7 @@
 // Code systems (GET /code-systems, POST /code-systems, GET and PUT /code-systems/{id}): published systems
 // first, the usage and owner filters, page bounds and cursors, the url a practice's own system gets from
 // its name, name and usage bounds, duplicates, and full replacement (name fixed, published systems
-// read-only, another practice's system unseen). Codes in a system: code-concepts.test.ts; shared suites:
+// read-only, another practice's system unseen). Codes in a system: code-systems-concepts.test.ts; shared suites:
 // code-systems-contract.test.ts.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

@@ -1,6 +1,6 @@
 // The HTTP contract every API answer keeps: the Problem shape, request id and rate-limit headers,
 // unknown paths and methods, content types, JSON errors, field and query errors reported at once,
-// the errors page and the health checks. Body size, rate limiting and 500s: http-limits.test.ts.
+// the errors page and the health checks. Body size, rate limiting and 500s: platform-http-limits.test.ts.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
