@@ -21,8 +21,8 @@ export const MINUTE = 60_000;
 export const HOUR = 60 * MINUTE;
 export const DAY = 24 * HOUR;
 
-export { bill } from './support/factories.ts';
 export type { Api, Json };
+export { bill };
 
 export interface PracticeOptions {
   timezone?: string;
