@@ -5,14 +5,15 @@ import { randomBytes } from 'node:crypto';
 import type { Permission } from '../src/auth/permissions.ts';
 import { PERMISSIONS } from '../src/auth/permissions.ts';
 import { asOperator, type Trx } from '../src/platform/db/transaction.ts';
+import { type Answer, apiClient, patientBody, type TestPractice, type TestService } from './harness.ts';
 import {
-  type Answer,
-  apiClient,
-  patientBody,
-  type TestPractice,
-  type TestService,
-  uniqueKey,
-} from './harness.ts';
+  type Api,
+  bill,
+  createCoverage,
+  createEncounter,
+  createPatient,
+  type Json,
+} from './support/factories.ts';
 
 export const TARIFF_URL = 'urn:service:codesystem:tariff';
 export const ICD10_URL = 'http://hl7.org/fhir/sid/icd-10';
@@ -20,9 +21,8 @@ export const MINUTE = 60_000;
 export const HOUR = 60 * MINUTE;
 export const DAY = 24 * HOUR;
 
-export type Api = ReturnType<typeof apiClient>;
-// biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
-export type Json = any;
+export type { Api, Json };
+export { bill };
 
 export interface PracticeOptions {
   timezone?: string;
@@ -75,12 +75,7 @@ export async function billingPractice(
 }
 
 export async function newPatient(api: Api, overrides: Record<string, unknown> = {}): Promise<string> {
-  const answer = await api('POST', '/patients', {
-    body: patientBody(overrides),
-    idempotencyKey: uniqueKey(),
-  });
-  assert.equal(answer.status, 201, answer.text);
-  return answer.body.id;
+  return (await createPatient(api, patientBody(overrides))).id;
 }
 
 export async function addCoverage(
@@ -89,12 +84,12 @@ export async function addCoverage(
   planId: string,
   extra: Record<string, unknown> = {},
 ): Promise<string> {
-  const answer = await api('POST', `/patients/${patientId}/coverages`, {
-    body: { planId, memberNumber: `M${randomBytes(4).toString('hex')}`, ...extra },
-    idempotencyKey: uniqueKey(),
+  const coverage = await createCoverage(api, patientId, {
+    planId,
+    memberNumber: `M${randomBytes(4).toString('hex')}`,
+    ...extra,
   });
-  assert.equal(answer.status, 201, answer.text);
-  return answer.body.id;
+  return coverage.id;
 }
 
 export interface VisitOptions {
@@ -114,25 +109,13 @@ export async function newVisit(
 ): Promise<Json> {
   const end = options.end ?? new Date(svc.clock.now().getTime() - HOUR);
   const start = options.start ?? new Date(end.getTime() - 20 * MINUTE);
-  const answer = await api('POST', '/encounters', {
-    body: {
-      patientId,
-      practitionerId,
-      start: start.toISOString(),
-      end: end.toISOString(),
-      diagnoses: options.diagnoses ?? [{ code: 'J06.9' }],
-      procedures: options.procedures ?? [{ code: '0190', diagnosisCodes: ['J06.9'] }],
-    },
-    idempotencyKey: uniqueKey(),
-  });
-  assert.equal(answer.status, 201, answer.text);
-  return answer.body;
-}
-
-export function bill(api: Api, encounterId: string, body?: unknown, idempotencyKey = uniqueKey()) {
-  return api('POST', `/encounters/${encounterId}/bill`, {
-    ...(body !== undefined ? { body } : {}),
-    idempotencyKey,
+  return createEncounter(api, {
+    patientId,
+    practitionerId,
+    start: start.toISOString(),
+    end: end.toISOString(),
+    diagnoses: options.diagnoses ?? [{ code: 'J06.9' }],
+    procedures: options.procedures ?? [{ code: '0190', diagnosisCodes: ['J06.9'] }],
   });
 }
 

@@ -2,10 +2,16 @@
 // operation. Sending, resubmitting and reversing change the claim, so a second success on the same
 // invoice would be refused: `prepare` makes a pool of invoices in the right state and each request of
 // the owning practice takes the next one from the pool (a refused request just uses one up).
-import { after, before, describe } from 'node:test';
+import { after, before } from 'node:test';
 import { addCoverage, billVisit, newPatient, type World } from './claims-fixtures.ts';
 import { type Fixture, type RouteCase, runSharedSuites } from './contract-suites.ts';
-import { apiClient, backends, startService, type TestPractice, type TestService } from './harness.ts';
+import {
+  apiClient,
+  describeEachBackend,
+  startService,
+  type TestPractice,
+  type TestService,
+} from './harness.ts';
 
 /** Requests a suite sends with one fixture: the authentication suite's ten is the most. */
 const POOL_SIZE = 10;
@@ -92,15 +98,13 @@ const routes: RouteCase[] = [
   },
 ];
 
-for (const backend of backends()) {
-  describe(`claim routes, shared contract (${backend})`, () => {
-    let svc: TestService;
-    before(async () => {
-      svc = await startService(backend);
-    });
-    after(async () => {
-      await svc.close();
-    });
-    for (const route of routes) runSharedSuites(() => svc, route);
+describeEachBackend('claim routes, shared contract', (backend) => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startService(backend);
   });
-}
+  after(async () => {
+    await svc.close();
+  });
+  for (const route of routes) runSharedSuites(() => svc, route);
+});

@@ -6,6 +6,14 @@ import pino from 'pino';
 import { takeDueJobs } from '../src/jobs/queue.ts';
 import { jobHandlers } from '../src/jobs/worker.ts';
 import { type Answer, apiClient, patientBody, type TestService, uniqueKey } from './harness.ts';
+import {
+  type Api,
+  bill,
+  createCoverage,
+  createEncounter,
+  createPatient,
+  type Json,
+} from './support/factories.ts';
 
 export const TARIFF = 'urn:service:codesystem:tariff';
 export const ICD10 = 'http://hl7.org/fhir/sid/icd-10';
@@ -15,7 +23,7 @@ export const ESSENTIAL = { planId: 'pln_ubuntu_essential', rate0190: 49_500, rat
 export const NOT_COVERED_CODE = '0145';
 export const INACTIVE_PLAN = 'pln_ubuntu_saver';
 
-export type Api = ReturnType<typeof apiClient>;
+export type { Api, Json };
 
 export interface World {
   svc: TestService;
@@ -42,17 +50,13 @@ export interface CoverageSpec {
 }
 
 export async function addCoverage(w: World, patientId: string, spec: CoverageSpec = {}): Promise<string> {
-  const coverage = await w.api('POST', `/patients/${patientId}/coverages`, {
-    body: {
-      planId: spec.planId ?? ESSENTIAL.planId,
-      memberNumber: spec.memberNumber ?? 'M-100200',
-      ...(spec.startDate !== undefined ? { startDate: spec.startDate } : {}),
-      ...(spec.endDate !== undefined ? { endDate: spec.endDate } : {}),
-    },
-    idempotencyKey: uniqueKey(),
+  const coverage = await createCoverage(w.api, patientId, {
+    planId: spec.planId ?? ESSENTIAL.planId,
+    memberNumber: spec.memberNumber ?? 'M-100200',
+    ...(spec.startDate !== undefined ? { startDate: spec.startDate } : {}),
+    ...(spec.endDate !== undefined ? { endDate: spec.endDate } : {}),
   });
-  assert.equal(coverage.status, 201, coverage.text);
-  return coverage.body.id;
+  return coverage.id;
 }
 
 /** A patient, with one coverage unless `coverage` is null. */
@@ -60,10 +64,9 @@ export async function newPatient(
   w: World,
   coverage: CoverageSpec | null = {},
 ): Promise<{ patientId: string; coverageId: string | null }> {
-  const patient = await w.api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() });
-  assert.equal(patient.status, 201, patient.text);
-  const coverageId = coverage ? await addCoverage(w, patient.body.id, coverage) : null;
-  return { patientId: patient.body.id, coverageId };
+  const patient = await createPatient(w.api, patientBody());
+  const coverageId = coverage ? await addCoverage(w, patient.id, coverage) : null;
+  return { patientId: patient.id, coverageId };
 }
 
 /** A procedure of a visit and the diagnoses it was done for (the first is the line's primary). */
@@ -82,32 +85,22 @@ export async function billVisit(
   w: World,
   patientId: string,
   procedures: Procedure[] = STANDARD,
-  bill: Record<string, unknown> = { issue: true },
+  billBody: Record<string, unknown> = { issue: true },
 ): Promise<Answer> {
   const end = w.svc.clock.now().getTime() - 60 * 60 * 1000;
   const codes = [...new Set(procedures.flatMap((p) => p.dx))];
-  const encounter = await w.api('POST', '/encounters', {
-    body: {
-      patientId,
-      practitionerId: w.practitionerId,
-      start: new Date(end - 30 * 60 * 1000).toISOString(),
-      end: new Date(end).toISOString(),
-      diagnoses: (codes.length > 0 ? codes : ['J06.9']).map((code) => ({ code })),
-      procedures: procedures.map((p) => ({ code: p.code, diagnosisCodes: p.dx })),
-    },
-    idempotencyKey: uniqueKey(),
+  const encounter = await createEncounter(w.api, {
+    patientId,
+    practitionerId: w.practitionerId,
+    start: new Date(end - 30 * 60 * 1000).toISOString(),
+    end: new Date(end).toISOString(),
+    diagnoses: (codes.length > 0 ? codes : ['J06.9']).map((code) => ({ code })),
+    procedures: procedures.map((p) => ({ code: p.code, diagnosisCodes: p.dx })),
   });
-  assert.equal(encounter.status, 201, encounter.text);
-  const billed = await w.api('POST', `/encounters/${encounter.body.id}/bill`, {
-    body: bill,
-    idempotencyKey: uniqueKey(),
-  });
+  const billed = await bill(w.api, encounter.id, billBody);
   assert.equal(billed.status, 201, billed.text);
   return billed;
 }
-
-// biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
-export type Json = any;
 
 /** A patient with a coverage and an issued invoice for the procedures, not yet claimed. */
 export async function issuedInvoice(

@@ -3,7 +3,7 @@
 // payment.created; a rejection pays nothing, a reversal before the remittance stops it, a confirmed
 // reversal takes the insurer's payments back, and a resubmission is paid its benefits once.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import {
   claimAndDrain,
   eventCount,
@@ -17,7 +17,7 @@ import {
   sendClaim,
   type World,
 } from './claims-fixtures.ts';
-import { backends, startService, type TestService } from './harness.ts';
+import { describeEachBackend, startService, type TestService } from './harness.ts';
 
 const W19_SECOND_LINE = [
   { code: '0190', dx: ['J06.9'] },
@@ -28,197 +28,195 @@ function benefits(claim: { items: Array<{ decision: string; benefit: number | nu
   return claim.items.reduce((sum, i) => sum + (i.decision === 'denied' ? 0 : (i.benefit ?? 0)), 0);
 }
 
-for (const backend of backends()) {
-  describe(`claim remittance (${backend})`, () => {
-    let svc: TestService;
-    let w: World;
-    before(async () => {
-      svc = await startService(backend);
-      w = await newWorld(svc);
-    });
-    after(async () => {
-      await svc.close();
-    });
-
-    test('an accepted claim is paid in full by the insurer: one payment, invoice balanced, payment.created', async () => {
-      const { invoiceId, invoice } = await issuedInvoice(w);
-      assert.deepEqual(await payments(w, invoiceId), []);
-      const claim = await claimAndDrain(w, invoiceId);
-      assert.equal(claim.status, 'accepted');
-      const paid = await payments(w, invoiceId);
-      assert.equal(paid.length, 1);
-      assert.equal(paid[0].object, 'payment');
-      assert.equal(paid[0].invoiceId, invoiceId);
-      assert.equal(paid[0].source, 'insurer');
-      assert.equal(paid[0].amount, benefits(claim));
-      assert.equal(paid[0].amount, invoice.totalGross);
-      assert.equal(paid[0].currency, 'ZAR');
-      assert.equal(paid[0].reference, claim.authorizationReference);
-      const after = await getInvoice(w, invoiceId);
-      assert.equal(after.status, 'balanced');
-      assert.equal(after.amountPaid, invoice.totalGross);
-      assert.equal(after.balanceDue, 0);
-      assert.equal(after.claimStatus, 'accepted');
-      assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 1);
-    });
-
-    test('a partially accepted claim pays the approved lines only: invoice partially_paid', async () => {
-      const { invoiceId, invoice } = await issuedInvoice(w, { procedures: W19_SECOND_LINE });
-      const claim = await claimAndDrain(w, invoiceId);
-      assert.equal(claim.status, 'partially_accepted');
-      const paid = await payments(w, invoiceId);
-      assert.deepEqual(
-        paid.map((p) => [p.source, p.amount]),
-        [['insurer', invoice.lineItems[0].total]],
-      );
-      assert.equal(paid[0].amount, benefits(claim));
-      const after = await getInvoice(w, invoiceId);
-      assert.equal(after.status, 'partially_paid');
-      assert.equal(after.amountPaid, benefits(claim));
-      assert.equal(after.balanceDue, invoice.totalGross - benefits(claim));
-      assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 1);
-    });
-
-    test('a line paid at the plan rate leaves the rest for the patient', async () => {
-      const { invoiceId } = await issuedInvoice(w, { procedures: [{ code: '0190', dx: ['J06.9'] }] });
-      await invoiceAction(w, invoiceId, 'amend');
-      const amending = await getInvoice(w, invoiceId);
-      const line = amending.lineItems[0];
-      const replaced = await w.api('PUT', `/invoices/${invoiceId}/line-items/${line.id}`, {
-        body: lineRequest({ unitPrice: 70_000, pricingSource: null, serviceDate: line.serviceDate }),
-      });
-      assert.equal(replaced.status, 200, replaced.text);
-      await invoiceAction(w, invoiceId, 'issue');
-      const claim = await claimAndDrain(w, invoiceId);
-      assert.equal(claim.status, 'accepted');
-      assert.equal(claim.items[0].decision, 'approved_with_warning');
-      const paid = await payments(w, invoiceId);
-      assert.deepEqual(
-        paid.map((p) => p.amount),
-        [claim.items[0].benefit],
-      );
-      const after = await getInvoice(w, invoiceId);
-      assert.equal(after.status, 'partially_paid');
-      assert.equal(after.balanceDue, 70_000 - claim.items[0].benefit);
-    });
-
-    test('a rejected claim pays nothing', async () => {
-      const { invoiceId } = await issuedInvoice(w, { coverage: { memberNumber: 'REJECT-8' } });
-      assert.equal((await claimAndDrain(w, invoiceId)).status, 'rejected');
-      assert.deepEqual(await payments(w, invoiceId), []);
-      assert.equal((await getInvoice(w, invoiceId)).status, 'issued');
-      assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 0);
-    });
-
-    test('reversed: the insurer takes its payment back; fixed and resubmitted, it pays the new benefits once', async () => {
-      const { invoiceId, invoice } = await issuedInvoice(w, { procedures: W19_SECOND_LINE });
-      const first = await claimAndDrain(w, invoiceId);
-      assert.equal(first.status, 'partially_accepted');
-      assert.equal((await getInvoice(w, invoiceId)).status, 'partially_paid');
-      await sendClaim(w, invoiceId, 'claim/reverse');
-      await svc.worker.drain();
-      const reversed = await readClaim(w, invoiceId);
-      assert.equal(reversed.status, 'reversed');
-      assert.equal(reversed.resubmittable, true);
-      const takenBack = await payments(w, invoiceId);
-      assert.deepEqual(
-        takenBack.map((p) => [p.source, p.method, p.amount]),
-        [
-          ['insurer', 'remittance', benefits(first)],
-          ['insurer', 'reversal', -benefits(first)],
-        ],
-      );
-      const owed = await getInvoice(w, invoiceId);
-      assert.equal(owed.status, 'issued', 'the invoice owes the whole amount again');
-      assert.equal(owed.amountPaid, 0);
-      assert.equal(owed.balanceDue, invoice.totalGross);
-
-      const amending = await invoiceAction(w, invoiceId, 'amend');
-      const line = amending.lineItems[1];
-      const fixed = await w.api('PUT', `/invoices/${invoiceId}/line-items/${line.id}`, {
-        body: lineRequest({
-          code: line.code,
-          unitPrice: line.unitPrice,
-          serviceDate: line.serviceDate,
-          diagnoses: [{ code: 'J06.9', primary: true }],
-        }),
-      });
-      assert.equal(fixed.status, 200, fixed.text);
-      await invoiceAction(w, invoiceId, 'issue');
-      await sendClaim(w, invoiceId, 'claim/resubmit');
-      await svc.worker.drain();
-      const claim = await readClaim(w, invoiceId);
-      assert.equal(claim.status, 'accepted');
-
-      const paid = await payments(w, invoiceId);
-      assert.ok(paid.every((p) => p.source === 'insurer'));
-      assert.deepEqual(
-        paid.map((p) => p.amount),
-        [benefits(first), -benefits(first), invoice.lineItems[0].total + invoice.lineItems[1].total],
-      );
-      assert.equal(
-        paid.reduce((sum, p) => sum + p.amount, 0),
-        benefits(claim),
-        'all insurer payments together are the benefits of the claim, once',
-      );
-      const after = await getInvoice(w, invoiceId);
-      assert.equal(after.status, 'balanced');
-      assert.equal(after.amountPaid, invoice.totalGross);
-      assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 3);
-    });
-
-    test('a partially accepted claim resubmitted unchanged is paid once in all: the reversal takes the first payment back', async () => {
-      const { invoiceId } = await issuedInvoice(w, { procedures: W19_SECOND_LINE });
-      const first = await claimAndDrain(w, invoiceId);
-      await sendClaim(w, invoiceId, 'claim/resubmit');
-      await svc.worker.drain();
-      const again = await readClaim(w, invoiceId);
-      assert.equal(again.status, 'partially_accepted');
-      assert.equal(benefits(again), benefits(first));
-      const paid = await payments(w, invoiceId);
-      assert.deepEqual(
-        paid.map((p) => p.amount),
-        [benefits(first), -benefits(first), benefits(first)],
-      );
-      assert.equal((await getInvoice(w, invoiceId)).amountPaid, benefits(first));
-      assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 3);
-    });
+describeEachBackend('claim remittance', (backend) => {
+  let svc: TestService;
+  let w: World;
+  before(async () => {
+    svc = await startService(backend);
+    w = await newWorld(svc);
+  });
+  after(async () => {
+    await svc.close();
   });
 
-  describe(`claim remittance after a delay (${backend})`, () => {
-    let svc: TestService;
-    let w: World;
-    before(async () => {
-      svc = await startService(backend, { env: { REMITTANCE_DELAY_MS: '30000' } });
-      w = await newWorld(svc);
-    });
-    after(async () => {
-      await svc.close();
-    });
-
-    test('the remittance comes after REMITTANCE_DELAY_MS', async () => {
-      const { invoiceId, invoice } = await issuedInvoice(w);
-      assert.equal((await claimAndDrain(w, invoiceId)).status, 'accepted');
-      assert.deepEqual(await payments(w, invoiceId), [], 'not paid yet');
-      svc.clock.advance(30_000);
-      await svc.worker.drain();
-      assert.deepEqual(
-        (await payments(w, invoiceId)).map((p) => p.amount),
-        [invoice.totalGross],
-      );
-    });
-
-    test('a claim reversed before its remittance is never paid', async () => {
-      const { invoiceId } = await issuedInvoice(w);
-      assert.equal((await claimAndDrain(w, invoiceId)).status, 'accepted');
-      await sendClaim(w, invoiceId, 'claim/reverse');
-      await svc.worker.drain();
-      assert.equal((await readClaim(w, invoiceId)).status, 'reversed');
-      svc.clock.advance(60_000);
-      await svc.worker.drain();
-      assert.deepEqual(await payments(w, invoiceId), []);
-      assert.equal((await getInvoice(w, invoiceId)).status, 'issued');
-      assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 0);
-    });
+  test('an accepted claim is paid in full by the insurer: one payment, invoice balanced, payment.created', async () => {
+    const { invoiceId, invoice } = await issuedInvoice(w);
+    assert.deepEqual(await payments(w, invoiceId), []);
+    const claim = await claimAndDrain(w, invoiceId);
+    assert.equal(claim.status, 'accepted');
+    const paid = await payments(w, invoiceId);
+    assert.equal(paid.length, 1);
+    assert.equal(paid[0].object, 'payment');
+    assert.equal(paid[0].invoiceId, invoiceId);
+    assert.equal(paid[0].source, 'insurer');
+    assert.equal(paid[0].amount, benefits(claim));
+    assert.equal(paid[0].amount, invoice.totalGross);
+    assert.equal(paid[0].currency, 'ZAR');
+    assert.equal(paid[0].reference, claim.authorizationReference);
+    const after = await getInvoice(w, invoiceId);
+    assert.equal(after.status, 'balanced');
+    assert.equal(after.amountPaid, invoice.totalGross);
+    assert.equal(after.balanceDue, 0);
+    assert.equal(after.claimStatus, 'accepted');
+    assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 1);
   });
-}
+
+  test('a partially accepted claim pays the approved lines only: invoice partially_paid', async () => {
+    const { invoiceId, invoice } = await issuedInvoice(w, { procedures: W19_SECOND_LINE });
+    const claim = await claimAndDrain(w, invoiceId);
+    assert.equal(claim.status, 'partially_accepted');
+    const paid = await payments(w, invoiceId);
+    assert.deepEqual(
+      paid.map((p) => [p.source, p.amount]),
+      [['insurer', invoice.lineItems[0].total]],
+    );
+    assert.equal(paid[0].amount, benefits(claim));
+    const after = await getInvoice(w, invoiceId);
+    assert.equal(after.status, 'partially_paid');
+    assert.equal(after.amountPaid, benefits(claim));
+    assert.equal(after.balanceDue, invoice.totalGross - benefits(claim));
+    assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 1);
+  });
+
+  test('a line paid at the plan rate leaves the rest for the patient', async () => {
+    const { invoiceId } = await issuedInvoice(w, { procedures: [{ code: '0190', dx: ['J06.9'] }] });
+    await invoiceAction(w, invoiceId, 'amend');
+    const amending = await getInvoice(w, invoiceId);
+    const line = amending.lineItems[0];
+    const replaced = await w.api('PUT', `/invoices/${invoiceId}/line-items/${line.id}`, {
+      body: lineRequest({ unitPrice: 70_000, pricingSource: null, serviceDate: line.serviceDate }),
+    });
+    assert.equal(replaced.status, 200, replaced.text);
+    await invoiceAction(w, invoiceId, 'issue');
+    const claim = await claimAndDrain(w, invoiceId);
+    assert.equal(claim.status, 'accepted');
+    assert.equal(claim.items[0].decision, 'approved_with_warning');
+    const paid = await payments(w, invoiceId);
+    assert.deepEqual(
+      paid.map((p) => p.amount),
+      [claim.items[0].benefit],
+    );
+    const after = await getInvoice(w, invoiceId);
+    assert.equal(after.status, 'partially_paid');
+    assert.equal(after.balanceDue, 70_000 - claim.items[0].benefit);
+  });
+
+  test('a rejected claim pays nothing', async () => {
+    const { invoiceId } = await issuedInvoice(w, { coverage: { memberNumber: 'REJECT-8' } });
+    assert.equal((await claimAndDrain(w, invoiceId)).status, 'rejected');
+    assert.deepEqual(await payments(w, invoiceId), []);
+    assert.equal((await getInvoice(w, invoiceId)).status, 'issued');
+    assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 0);
+  });
+
+  test('reversed: the insurer takes its payment back; fixed and resubmitted, it pays the new benefits once', async () => {
+    const { invoiceId, invoice } = await issuedInvoice(w, { procedures: W19_SECOND_LINE });
+    const first = await claimAndDrain(w, invoiceId);
+    assert.equal(first.status, 'partially_accepted');
+    assert.equal((await getInvoice(w, invoiceId)).status, 'partially_paid');
+    await sendClaim(w, invoiceId, 'claim/reverse');
+    await svc.worker.drain();
+    const reversed = await readClaim(w, invoiceId);
+    assert.equal(reversed.status, 'reversed');
+    assert.equal(reversed.resubmittable, true);
+    const takenBack = await payments(w, invoiceId);
+    assert.deepEqual(
+      takenBack.map((p) => [p.source, p.method, p.amount]),
+      [
+        ['insurer', 'remittance', benefits(first)],
+        ['insurer', 'reversal', -benefits(first)],
+      ],
+    );
+    const owed = await getInvoice(w, invoiceId);
+    assert.equal(owed.status, 'issued', 'the invoice owes the whole amount again');
+    assert.equal(owed.amountPaid, 0);
+    assert.equal(owed.balanceDue, invoice.totalGross);
+
+    const amending = await invoiceAction(w, invoiceId, 'amend');
+    const line = amending.lineItems[1];
+    const fixed = await w.api('PUT', `/invoices/${invoiceId}/line-items/${line.id}`, {
+      body: lineRequest({
+        code: line.code,
+        unitPrice: line.unitPrice,
+        serviceDate: line.serviceDate,
+        diagnoses: [{ code: 'J06.9', primary: true }],
+      }),
+    });
+    assert.equal(fixed.status, 200, fixed.text);
+    await invoiceAction(w, invoiceId, 'issue');
+    await sendClaim(w, invoiceId, 'claim/resubmit');
+    await svc.worker.drain();
+    const claim = await readClaim(w, invoiceId);
+    assert.equal(claim.status, 'accepted');
+
+    const paid = await payments(w, invoiceId);
+    assert.ok(paid.every((p) => p.source === 'insurer'));
+    assert.deepEqual(
+      paid.map((p) => p.amount),
+      [benefits(first), -benefits(first), invoice.lineItems[0].total + invoice.lineItems[1].total],
+    );
+    assert.equal(
+      paid.reduce((sum, p) => sum + p.amount, 0),
+      benefits(claim),
+      'all insurer payments together are the benefits of the claim, once',
+    );
+    const after = await getInvoice(w, invoiceId);
+    assert.equal(after.status, 'balanced');
+    assert.equal(after.amountPaid, invoice.totalGross);
+    assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 3);
+  });
+
+  test('a partially accepted claim resubmitted unchanged is paid once in all: the reversal takes the first payment back', async () => {
+    const { invoiceId } = await issuedInvoice(w, { procedures: W19_SECOND_LINE });
+    const first = await claimAndDrain(w, invoiceId);
+    await sendClaim(w, invoiceId, 'claim/resubmit');
+    await svc.worker.drain();
+    const again = await readClaim(w, invoiceId);
+    assert.equal(again.status, 'partially_accepted');
+    assert.equal(benefits(again), benefits(first));
+    const paid = await payments(w, invoiceId);
+    assert.deepEqual(
+      paid.map((p) => p.amount),
+      [benefits(first), -benefits(first), benefits(first)],
+    );
+    assert.equal((await getInvoice(w, invoiceId)).amountPaid, benefits(first));
+    assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 3);
+  });
+});
+
+describeEachBackend('claim remittance after a delay', (backend) => {
+  let svc: TestService;
+  let w: World;
+  before(async () => {
+    svc = await startService(backend, { env: { REMITTANCE_DELAY_MS: '30000' } });
+    w = await newWorld(svc);
+  });
+  after(async () => {
+    await svc.close();
+  });
+
+  test('the remittance comes after REMITTANCE_DELAY_MS', async () => {
+    const { invoiceId, invoice } = await issuedInvoice(w);
+    assert.equal((await claimAndDrain(w, invoiceId)).status, 'accepted');
+    assert.deepEqual(await payments(w, invoiceId), [], 'not paid yet');
+    svc.clock.advance(30_000);
+    await svc.worker.drain();
+    assert.deepEqual(
+      (await payments(w, invoiceId)).map((p) => p.amount),
+      [invoice.totalGross],
+    );
+  });
+
+  test('a claim reversed before its remittance is never paid', async () => {
+    const { invoiceId } = await issuedInvoice(w);
+    assert.equal((await claimAndDrain(w, invoiceId)).status, 'accepted');
+    await sendClaim(w, invoiceId, 'claim/reverse');
+    await svc.worker.drain();
+    assert.equal((await readClaim(w, invoiceId)).status, 'reversed');
+    svc.clock.advance(60_000);
+    await svc.worker.drain();
+    assert.deepEqual(await payments(w, invoiceId), []);
+    assert.equal((await getInvoice(w, invoiceId)).status, 'issued');
+    assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 0);
+  });
+});

@@ -1,11 +1,11 @@
 // The shared contract suites (authentication, permission, add-on, tenant isolation, Idempotency-Key)
 // for each code system operation.
 import { randomBytes } from 'node:crypto';
-import { after, before, describe } from 'node:test';
+import { after, before } from 'node:test';
 import { type Fixture, type RouteCase, runSharedSuites } from './contract-suites.ts';
 import {
   apiClient,
-  backends,
+  describeEachBackend,
   startService,
   type TestPractice,
   type TestService,
@@ -114,15 +114,13 @@ const routes: RouteCase[] = [
   },
 ];
 
-for (const backend of backends()) {
-  describe(`code system routes, shared contract (${backend})`, () => {
-    let svc: TestService;
-    before(async () => {
-      svc = await startService(backend);
-    });
-    after(async () => {
-      await svc.close();
-    });
-    for (const route of routes) runSharedSuites(() => svc, route);
+describeEachBackend('code system routes, shared contract', (backend) => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startService(backend);
   });
-}
+  after(async () => {
+    await svc.close();
+  });
+  for (const route of routes) runSharedSuites(() => svc, route);
+});

@@ -4,6 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { describe } from 'node:test';
 import pg from 'pg';
 import pino from 'pino';
 import lockfile from 'proper-lockfile';
@@ -23,6 +24,14 @@ const silentLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 export function backends(): Backend[] {
   return process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+}
+
+/**
+ * One describe block per backend, titled `title (backend)`. The body declares its own hooks and tests
+ * and starts its own service in `before`, so each backend gets one service per block.
+ */
+export function describeEachBackend(title: string, body: (backend: Backend) => void): void {
+  for (const backend of backends()) describe(`${title} (${backend})`, () => body(backend));
 }
 
 const ROOT = path.resolve(import.meta.dirname, '..');

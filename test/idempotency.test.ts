@@ -2,7 +2,7 @@
 // the first request still runs, replay of committed answers only, fingerprints, scoping, expiry and
 // takeover of a crashed claim. Real HTTP on real databases.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { buildApp } from '../src/app.ts';
 import type { AuditEntry } from '../src/audit/audit.ts';
@@ -11,8 +11,8 @@ import { type Database, openPostgres } from '../src/platform/db/database.ts';
 import {
   type Answer,
   apiClient,
-  backends,
   call,
+  describeEachBackend,
   patientBody,
   startService,
   type TestService,
@@ -53,366 +53,360 @@ function assertFresh(answer: Answer): void {
   assert.equal(answer.headers.get('idempotent-replayed'), null, 'a fresh run is not a replay');
 }
 
-for (const backend of backends()) {
-  describe(`idempotency (${backend})`, () => {
-    let svc: TestService;
-    let fault: Fault | undefined;
-    before(async () => {
-      svc = await startService(backend, { auditFault: (entry) => fault?.(entry) });
-    });
-    after(async () => {
-      await svc.close();
-    });
+describeEachBackend('idempotency', (backend) => {
+  let svc: TestService;
+  let fault: Fault | undefined;
+  before(async () => {
+    svc = await startService(backend, { auditFault: (entry) => fault?.(entry) });
+  });
+  after(async () => {
+    await svc.close();
+  });
 
-    /** Holds the successful work of `idem` inside its transaction (at its audit insert) until released. */
-    function holdOpen(idem: string) {
-      let release!: () => void;
-      const gate = new Promise<void>((r) => {
-        release = r;
-      });
-      let entered!: () => void;
-      const held = new Promise<void>((r) => {
-        entered = r;
-      });
-      fault = async (entry) => {
-        if (entry.idempotencyKey === idem && entry.status === 201) {
-          entered();
-          await gate;
-        }
-      };
-      return { held, release };
+  /** Holds the successful work of `idem` inside its transaction (at its audit insert) until released. */
+  function holdOpen(idem: string) {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let entered!: () => void;
+    const held = new Promise<void>((r) => {
+      entered = r;
+    });
+    fault = async (entry) => {
+      if (entry.idempotencyKey === idem && entry.status === 201) {
+        entered();
+        await gate;
+      }
+    };
+    return { held, release };
+  }
+
+  async function patientsWith(key: string, ext: { system: string; value: string }) {
+    const found = await apiClient(svc, key)(
+      'GET',
+      `/patients?externalSystem=${encodeURIComponent(ext.system)}&externalId=${encodeURIComponent(ext.value)}`,
+    );
+    assert.equal(found.status, 200, found.text);
+    return found.body.data as Array<{ id: string }>;
+  }
+
+  test('50 concurrent requests with one key make exactly one patient', async () => {
+    const { key } = await svc.newPractice();
+    const api = apiClient(svc, key);
+    const body = patientBody();
+    const idem = uniqueKey();
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => api('POST', '/patients', { body, idempotencyKey: idem })),
+    );
+    const created = answers.filter((a) => a.status === 201);
+    for (const a of answers) {
+      assert.ok(a.status === 201 || a.status === 409, `unexpected ${a.status}: ${a.text}`);
+      if (a.status === 409) assertProblem(a, 409, 'conflict');
     }
+    const originals = created.filter((a) => a.headers.get('idempotent-replayed') !== 'true');
+    assert.equal(originals.length, 1, 'exactly one request did the work');
+    for (const a of created) assert.deepEqual(a.body, originals[0]!.body);
+    const found = await patientsWith(key, body.externalId);
+    assert.deepEqual(
+      found.map((p) => p.id),
+      [originals[0]!.body.id],
+    );
+    const again = await api('POST', '/patients', { body, idempotencyKey: idem });
+    assert.equal(again.status, 201);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(again.body, originals[0]!.body);
+  });
 
-    async function patientsWith(key: string, ext: { system: string; value: string }) {
-      const found = await apiClient(svc, key)(
-        'GET',
-        `/patients?externalSystem=${encodeURIComponent(ext.system)}&externalId=${encodeURIComponent(ext.value)}`,
-      );
-      assert.equal(found.status, 200, found.text);
-      return found.body.data as Array<{ id: string }>;
+  test('a repeat while the first is still running answers 409 at once; after it the retry replays', async () => {
+    const { key } = await svc.newPractice();
+    const api = apiClient(svc, key);
+    const body = patientBody();
+    const idem = uniqueKey();
+    const { held, release } = holdOpen(idem);
+    try {
+      const first = api('POST', '/patients', { body, idempotencyKey: idem });
+      await held;
+      // Should the repeat wait for the first instead of answering, open the gate so it cannot hang.
+      const unstick = setTimeout(release, 2000);
+      const started = performance.now();
+      const second = await api('POST', '/patients', { body, idempotencyKey: idem });
+      const elapsed = performance.now() - started;
+      clearTimeout(unstick);
+      assertProblem(second, 409, 'conflict');
+      assert.ok(elapsed < 1000, `the 409 took ${Math.round(elapsed)} ms`);
+      // counted against the client's own allowance, like every answer it gets
+      assert.equal(second.headers.get('x-ratelimit-limit'), String(svc.deps.config.rateLimitPerMinute));
+      assert.match(second.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/);
+      assert.match(second.headers.get('x-ratelimit-reset') ?? '', /^\d+$/);
+      release();
+      const original = await first;
+      assertFresh(original);
+      const retry = await api('POST', '/patients', { body, idempotencyKey: idem });
+      assert.equal(retry.status, 201, retry.text);
+      assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+      assert.deepEqual(retry.body, original.body);
+    } finally {
+      release();
+      fault = undefined;
     }
+  });
 
-    test('50 concurrent requests with one key make exactly one patient', async () => {
-      const { key } = await svc.newPractice();
-      const api = apiClient(svc, key);
-      const body = patientBody();
-      const idem = uniqueKey();
-      const answers = await Promise.all(
-        Array.from({ length: 50 }, () => api('POST', '/patients', { body, idempotencyKey: idem })),
-      );
-      const created = answers.filter((a) => a.status === 201);
-      for (const a of answers) {
-        assert.ok(a.status === 201 || a.status === 409, `unexpected ${a.status}: ${a.text}`);
-        if (a.status === 409) assertProblem(a, 409, 'conflict');
-      }
-      const originals = created.filter((a) => a.headers.get('idempotent-replayed') !== 'true');
-      assert.equal(originals.length, 1, 'exactly one request did the work');
-      for (const a of created) assert.deepEqual(a.body, originals[0]!.body);
-      const found = await patientsWith(key, body.externalId);
-      assert.deepEqual(
-        found.map((p) => p.id),
-        [originals[0]!.body.id],
-      );
-      const again = await api('POST', '/patients', { body, idempotencyKey: idem });
-      assert.equal(again.status, 201);
-      assert.equal(again.headers.get('idempotent-replayed'), 'true');
-      assert.deepEqual(again.body, originals[0]!.body);
-    });
-
-    test('a repeat while the first is still running answers 409 at once; after it the retry replays', async () => {
-      const { key } = await svc.newPractice();
-      const api = apiClient(svc, key);
-      const body = patientBody();
-      const idem = uniqueKey();
-      const { held, release } = holdOpen(idem);
-      try {
-        const first = api('POST', '/patients', { body, idempotencyKey: idem });
-        await held;
-        // Should the repeat wait for the first instead of answering, open the gate so it cannot hang.
-        const unstick = setTimeout(release, 2000);
-        const started = performance.now();
-        const second = await api('POST', '/patients', { body, idempotencyKey: idem });
-        const elapsed = performance.now() - started;
-        clearTimeout(unstick);
-        assertProblem(second, 409, 'conflict');
-        assert.ok(elapsed < 1000, `the 409 took ${Math.round(elapsed)} ms`);
-        // counted against the client's own allowance, like every answer it gets
-        assert.equal(second.headers.get('x-ratelimit-limit'), String(svc.deps.config.rateLimitPerMinute));
-        assert.match(second.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/);
-        assert.match(second.headers.get('x-ratelimit-reset') ?? '', /^\d+$/);
-        release();
-        const original = await first;
-        assertFresh(original);
-        const retry = await api('POST', '/patients', { body, idempotencyKey: idem });
-        assert.equal(retry.status, 201, retry.text);
-        assert.equal(retry.headers.get('idempotent-replayed'), 'true');
-        assert.deepEqual(retry.body, original.body);
-      } finally {
-        release();
-        fault = undefined;
-      }
-    });
-
-    test('a repeat reaching another process while the first runs answers 409 at once', {
-      skip: backend !== 'postgres' && 'needs two processes on one PostgreSQL',
-    }, async () => {
-      const db2 = openPostgres({ url: svc.databaseUrl!, poolSize: 2, statementTimeoutMs: 15_000 });
-      const app2 = await buildApp(await buildDeps(svc.deps.config, db2), { adminToken: svc.adminToken });
-      await app2.listen({ port: 0, host: '127.0.0.1' });
-      const address = app2.server.address();
-      const otherUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-      const { key } = await svc.newPractice();
-      const body = patientBody();
-      const idem = uniqueKey();
-      const { held, release } = holdOpen(idem);
-      try {
-        const first = apiClient(svc, key)('POST', '/patients', { body, idempotencyKey: idem });
-        await held;
-        const unstick = setTimeout(release, 2000);
-        const started = performance.now();
-        const second = await call(otherUrl, 'POST', '/api/v1/patients', {
-          token: key,
-          body,
-          idempotencyKey: idem,
-        });
-        const elapsed = performance.now() - started;
-        clearTimeout(unstick);
-        assertProblem(second, 409, 'conflict');
-        assert.ok(elapsed < 1000, `the 409 took ${Math.round(elapsed)} ms`);
-        // counted against the client's own allowance, like every answer it gets
-        assert.equal(second.headers.get('x-ratelimit-limit'), String(svc.deps.config.rateLimitPerMinute));
-        assert.match(second.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/);
-        assert.match(second.headers.get('x-ratelimit-reset') ?? '', /^\d+$/);
-        release();
-        assertFresh(await first);
-        const retry = await call(otherUrl, 'POST', '/api/v1/patients', {
-          token: key,
-          body,
-          idempotencyKey: idem,
-        });
-        assert.equal(retry.headers.get('idempotent-replayed'), 'true', retry.text);
-      } finally {
-        release();
-        fault = undefined;
-        await app2.close();
-        await db2.close();
-      }
-    });
-
-    test('the key is required and at most 255 characters', async () => {
-      const api = apiClient(svc, (await svc.newPractice()).key);
-      const missing = await api('POST', '/patients', { body: patientBody() });
-      assertProblem(missing, 400, 'invalid_request');
-      assert.ok(
-        missing.body.errors.some((e: { field: string }) => e.field === 'Idempotency-Key'),
-        missing.text,
-      );
-      const tooLong = await api('POST', '/patients', {
-        body: patientBody(),
-        idempotencyKey: 'k'.repeat(256),
-      });
-      assertProblem(tooLong, 400, 'invalid_request');
-      assert.ok(
-        tooLong.body.errors.some((e: { field: string }) => e.field === 'Idempotency-Key'),
-        tooLong.text,
-      );
-      assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: 'k'.repeat(255) }));
-    });
-
-    test('the same key with another body or another request target is refused with 422', async () => {
-      const api = apiClient(svc, (await svc.newPractice()).key);
-      const idem = uniqueKey();
-      const body = patientBody();
-      assertFresh(await api('POST', '/patients', { body, idempotencyKey: idem }));
-      const otherBody = await api('POST', '/patients', {
-        body: { ...body, lastName: 'Other' },
+  test('a repeat reaching another process while the first runs answers 409 at once', {
+    skip: backend !== 'postgres' && 'needs two processes on one PostgreSQL',
+  }, async () => {
+    const db2 = openPostgres({ url: svc.databaseUrl!, poolSize: 2, statementTimeoutMs: 15_000 });
+    const app2 = await buildApp(await buildDeps(svc.deps.config, db2), { adminToken: svc.adminToken });
+    await app2.listen({ port: 0, host: '127.0.0.1' });
+    const address = app2.server.address();
+    const otherUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    const { key } = await svc.newPractice();
+    const body = patientBody();
+    const idem = uniqueKey();
+    const { held, release } = holdOpen(idem);
+    try {
+      const first = apiClient(svc, key)('POST', '/patients', { body, idempotencyKey: idem });
+      await held;
+      const unstick = setTimeout(release, 2000);
+      const started = performance.now();
+      const second = await call(otherUrl, 'POST', '/api/v1/patients', {
+        token: key,
+        body,
         idempotencyKey: idem,
       });
-      assertProblem(otherBody, 422, 'idempotency_key_reused');
-      const otherTarget = await api('POST', '/patients?via=retry', { body, idempotencyKey: idem });
-      assertProblem(otherTarget, 422, 'idempotency_key_reused');
-    });
-
-    test('key order and white space of the body do not change the fingerprint', async () => {
-      const api = apiClient(svc, (await svc.newPractice()).key);
-      const idem = uniqueKey();
-      const body = patientBody();
-      const first = await api('POST', '/patients', { body, idempotencyKey: idem });
-      assertFresh(first);
-      const reordered = Object.fromEntries(Object.entries(body).reverse());
-      const replay = await api('POST', '/patients', {
-        rawBody: `\n  ${JSON.stringify(reordered, null, 4)}  \n`,
+      const elapsed = performance.now() - started;
+      clearTimeout(unstick);
+      assertProblem(second, 409, 'conflict');
+      assert.ok(elapsed < 1000, `the 409 took ${Math.round(elapsed)} ms`);
+      // counted against the client's own allowance, like every answer it gets
+      assert.equal(second.headers.get('x-ratelimit-limit'), String(svc.deps.config.rateLimitPerMinute));
+      assert.match(second.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/);
+      assert.match(second.headers.get('x-ratelimit-reset') ?? '', /^\d+$/);
+      release();
+      assertFresh(await first);
+      const retry = await call(otherUrl, 'POST', '/api/v1/patients', {
+        token: key,
+        body,
         idempotencyKey: idem,
       });
-      assert.equal(replay.status, 201, replay.text);
-      assert.equal(replay.headers.get('idempotent-replayed'), 'true');
-      assert.deepEqual(replay.body, first.body);
+      assert.equal(retry.headers.get('idempotent-replayed'), 'true', retry.text);
+    } finally {
+      release();
+      fault = undefined;
+      await app2.close();
+      await db2.close();
+    }
+  });
+
+  test('the key is required and at most 255 characters', async () => {
+    const api = apiClient(svc, (await svc.newPractice()).key);
+    const missing = await api('POST', '/patients', { body: patientBody() });
+    assertProblem(missing, 400, 'invalid_request');
+    assert.ok(
+      missing.body.errors.some((e: { field: string }) => e.field === 'Idempotency-Key'),
+      missing.text,
+    );
+    const tooLong = await api('POST', '/patients', {
+      body: patientBody(),
+      idempotencyKey: 'k'.repeat(256),
     });
+    assertProblem(tooLong, 400, 'invalid_request');
+    assert.ok(
+      tooLong.body.errors.some((e: { field: string }) => e.field === 'Idempotency-Key'),
+      tooLong.text,
+    );
+    assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: 'k'.repeat(255) }));
+  });
 
-    test('keys are scoped to the client: another client of the practice gets its own record', async () => {
-      const practice = await svc.newPractice();
-      const client = await svc.admin('POST', `/practices/${practice.practiceId}/clients`, {
-        name: 'Second client',
-        permissions: ['PATIENTS:CREATE', 'PATIENTS:READ'],
-      });
-      const key2 = await svc.admin('POST', `/clients/${client.body.id}/keys`, {});
-      const idem = uniqueKey();
-      const a = await apiClient(svc, practice.key)('POST', '/patients', {
-        body: patientBody(),
-        idempotencyKey: idem,
-      });
-      assertFresh(a);
-      const b = await apiClient(svc, key2.body.key)('POST', '/patients', {
-        body: patientBody({ lastName: 'Nkosi' }),
-        idempotencyKey: idem,
-      });
-      assertFresh(b);
-      assert.notEqual(b.body.id, a.body.id);
-      assert.equal(b.body.lastName, 'Nkosi');
+  test('the same key with another body or another request target is refused with 422', async () => {
+    const api = apiClient(svc, (await svc.newPractice()).key);
+    const idem = uniqueKey();
+    const body = patientBody();
+    assertFresh(await api('POST', '/patients', { body, idempotencyKey: idem }));
+    const otherBody = await api('POST', '/patients', {
+      body: { ...body, lastName: 'Other' },
+      idempotencyKey: idem,
     });
+    assertProblem(otherBody, 422, 'idempotency_key_reused');
+    const otherTarget = await api('POST', '/patients?via=retry', { body, idempotencyKey: idem });
+    assertProblem(otherTarget, 422, 'idempotency_key_reused');
+  });
 
-    test('refusals decided after the work ran are stored and replayed with a fresh requestId', async () => {
-      const { key } = await svc.newPractice();
-      const api = apiClient(svc, key);
-      const existing = await api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() });
-      assertFresh(existing);
-      const idem = uniqueKey();
-      const dup = patientBody({ lastName: 'Other', externalId: existing.body.externalId });
-      const first = await api('POST', '/patients', { body: dup, idempotencyKey: idem });
-      assertProblem(first, 409, 'duplicate');
-      assert.match(first.body.detail, new RegExp(existing.body.id));
-      const replay = await api('POST', '/patients', { body: dup, idempotencyKey: idem });
-      assertProblem(replay, 409, 'duplicate');
-      assert.equal(replay.headers.get('idempotent-replayed'), 'true');
-      assert.equal(replay.body.detail, first.body.detail);
-      assert.notEqual(replay.body.requestId, first.body.requestId);
-
-      // A 422 from the service's own rules (birth date in the future) stays the answer for this key
-      // even once the same body would be accepted: the stored answer is replayed, the work not rerun.
-      const future = patientBody({ birthDate: dayFromNow(svc, 2) });
-      const key422 = uniqueKey();
-      const refused = await api('POST', '/patients', { body: future, idempotencyKey: key422 });
-      assertProblem(refused, 422, 'validation_failed');
-      svc.clock.advance(3 * 86_400_000);
-      const replayed = await api('POST', '/patients', { body: future, idempotencyKey: key422 });
-      assertProblem(replayed, 422, 'validation_failed');
-      assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
-      assert.deepEqual(replayed.body.errors, refused.body.errors);
-      assert.notEqual(replayed.body.requestId, refused.body.requestId);
-      assert.deepEqual(await patientsWith(key, future.externalId), []);
+  test('key order and white space of the body do not change the fingerprint', async () => {
+    const api = apiClient(svc, (await svc.newPractice()).key);
+    const idem = uniqueKey();
+    const body = patientBody();
+    const first = await api('POST', '/patients', { body, idempotencyKey: idem });
+    assertFresh(first);
+    const reordered = Object.fromEntries(Object.entries(body).reverse());
+    const replay = await api('POST', '/patients', {
+      rawBody: `\n  ${JSON.stringify(reordered, null, 4)}  \n`,
+      idempotencyKey: idem,
     });
+    assert.equal(replay.status, 201, replay.text);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(replay.body, first.body);
+  });
 
-    test('answers given before the work ran are not stored: a retry runs afresh', async () => {
-      const practice = await svc.newPractice();
-      const api = apiClient(svc, practice.key);
-      const good = patientBody();
-
-      const k401 = uniqueKey();
-      await svc.admin('POST', `/clients/${practice.clientId}/suspend`);
-      assertProblem(
-        await api('POST', '/patients', { body: good, idempotencyKey: k401 }),
-        401,
-        'unauthenticated',
-      );
-      await svc.admin('POST', `/clients/${practice.clientId}/resume`);
-      assertFresh(await api('POST', '/patients', { body: good, idempotencyKey: k401 }));
-
-      const k415 = uniqueKey();
-      const as415 = await api('POST', '/patients', {
-        rawBody: JSON.stringify(patientBody()),
-        headers: { 'content-type': 'text/plain' },
-        idempotencyKey: k415,
-      });
-      assertProblem(as415, 415, 'unsupported_media_type');
-      assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: k415 }));
-
-      const k413 = uniqueKey();
-      const huge = await api('POST', '/patients', {
-        body: { ...patientBody(), prefix: 'x'.repeat(300 * 1024) },
-        idempotencyKey: k413,
-      });
-      assertProblem(huge, 413, 'payload_too_large');
-      assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: k413 }));
-
-      const k422 = uniqueKey();
-      const invalid = await api('POST', '/patients', {
-        body: { ...patientBody(), lastName: undefined, givenNames: [] },
-        idempotencyKey: k422,
-      });
-      assertProblem(invalid, 422, 'validation_failed');
-      assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: k422 }));
-
-      const k503 = uniqueKey();
-      const body503 = patientBody();
-      fault = (entry) => {
-        if (entry.idempotencyKey === k503) throw new Error('audit log down');
-      };
-      try {
-        const down = await api('POST', '/patients', { body: body503, idempotencyKey: k503 });
-        assertProblem(down, 503, 'service_unavailable');
-        assert.ok(down.headers.get('retry-after'));
-      } finally {
-        fault = undefined;
-      }
-      const retried = await api('POST', '/patients', { body: body503, idempotencyKey: k503 });
-      assertFresh(retried);
-      assert.deepEqual(
-        (await patientsWith(practice.key, body503.externalId)).map((p) => p.id),
-        [retried.body.id],
-      );
+  test('keys are scoped to the client: another client of the practice gets its own record', async () => {
+    const practice = await svc.newPractice();
+    const client = await svc.admin('POST', `/practices/${practice.practiceId}/clients`, {
+      name: 'Second client',
+      permissions: ['PATIENTS:CREATE', 'PATIENTS:READ'],
     });
+    const key2 = await svc.admin('POST', `/clients/${client.body.id}/keys`, {});
+    const idem = uniqueKey();
+    const a = await apiClient(svc, practice.key)('POST', '/patients', {
+      body: patientBody(),
+      idempotencyKey: idem,
+    });
+    assertFresh(a);
+    const b = await apiClient(svc, key2.body.key)('POST', '/patients', {
+      body: patientBody({ lastName: 'Nkosi' }),
+      idempotencyKey: idem,
+    });
+    assertFresh(b);
+    assert.notEqual(b.body.id, a.body.id);
+    assert.equal(b.body.lastName, 'Nkosi');
+  });
 
-    test('an expired key is treated as new', async () => {
-      const api = apiClient(svc, (await svc.newPractice()).key);
-      const idem = uniqueKey();
-      const first = await api('POST', '/patients', { body: patientBody(), idempotencyKey: idem });
-      assertFresh(first);
-      await asSuperuser(svc, async (db) => {
-        const updated = await sql`UPDATE idempotency_keys SET expires_at = now() - interval '1 minute'
+  test('refusals decided after the work ran are stored and replayed with a fresh requestId', async () => {
+    const { key } = await svc.newPractice();
+    const api = apiClient(svc, key);
+    const existing = await api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() });
+    assertFresh(existing);
+    const idem = uniqueKey();
+    const dup = patientBody({ lastName: 'Other', externalId: existing.body.externalId });
+    const first = await api('POST', '/patients', { body: dup, idempotencyKey: idem });
+    assertProblem(first, 409, 'duplicate');
+    assert.match(first.body.detail, new RegExp(existing.body.id));
+    const replay = await api('POST', '/patients', { body: dup, idempotencyKey: idem });
+    assertProblem(replay, 409, 'duplicate');
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.equal(replay.body.detail, first.body.detail);
+    assert.notEqual(replay.body.requestId, first.body.requestId);
+
+    // A 422 from the service's own rules (birth date in the future) stays the answer for this key
+    // even once the same body would be accepted: the stored answer is replayed, the work not rerun.
+    const future = patientBody({ birthDate: dayFromNow(svc, 2) });
+    const key422 = uniqueKey();
+    const refused = await api('POST', '/patients', { body: future, idempotencyKey: key422 });
+    assertProblem(refused, 422, 'validation_failed');
+    svc.clock.advance(3 * 86_400_000);
+    const replayed = await api('POST', '/patients', { body: future, idempotencyKey: key422 });
+    assertProblem(replayed, 422, 'validation_failed');
+    assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(replayed.body.errors, refused.body.errors);
+    assert.notEqual(replayed.body.requestId, refused.body.requestId);
+    assert.deepEqual(await patientsWith(key, future.externalId), []);
+  });
+
+  test('answers given before the work ran are not stored: a retry runs afresh', async () => {
+    const practice = await svc.newPractice();
+    const api = apiClient(svc, practice.key);
+    const good = patientBody();
+
+    const k401 = uniqueKey();
+    await svc.admin('POST', `/clients/${practice.clientId}/suspend`);
+    assertProblem(
+      await api('POST', '/patients', { body: good, idempotencyKey: k401 }),
+      401,
+      'unauthenticated',
+    );
+    await svc.admin('POST', `/clients/${practice.clientId}/resume`);
+    assertFresh(await api('POST', '/patients', { body: good, idempotencyKey: k401 }));
+
+    const k415 = uniqueKey();
+    const as415 = await api('POST', '/patients', {
+      rawBody: JSON.stringify(patientBody()),
+      headers: { 'content-type': 'text/plain' },
+      idempotencyKey: k415,
+    });
+    assertProblem(as415, 415, 'unsupported_media_type');
+    assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: k415 }));
+
+    const k413 = uniqueKey();
+    const huge = await api('POST', '/patients', {
+      body: { ...patientBody(), prefix: 'x'.repeat(300 * 1024) },
+      idempotencyKey: k413,
+    });
+    assertProblem(huge, 413, 'payload_too_large');
+    assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: k413 }));
+
+    const k422 = uniqueKey();
+    const invalid = await api('POST', '/patients', {
+      body: { ...patientBody(), lastName: undefined, givenNames: [] },
+      idempotencyKey: k422,
+    });
+    assertProblem(invalid, 422, 'validation_failed');
+    assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: k422 }));
+
+    const k503 = uniqueKey();
+    const body503 = patientBody();
+    fault = (entry) => {
+      if (entry.idempotencyKey === k503) throw new Error('audit log down');
+    };
+    try {
+      const down = await api('POST', '/patients', { body: body503, idempotencyKey: k503 });
+      assertProblem(down, 503, 'service_unavailable');
+      assert.ok(down.headers.get('retry-after'));
+    } finally {
+      fault = undefined;
+    }
+    const retried = await api('POST', '/patients', { body: body503, idempotencyKey: k503 });
+    assertFresh(retried);
+    assert.deepEqual(
+      (await patientsWith(practice.key, body503.externalId)).map((p) => p.id),
+      [retried.body.id],
+    );
+  });
+
+  test('an expired key is treated as new', async () => {
+    const api = apiClient(svc, (await svc.newPractice()).key);
+    const idem = uniqueKey();
+    const first = await api('POST', '/patients', { body: patientBody(), idempotencyKey: idem });
+    assertFresh(first);
+    await asSuperuser(svc, async (db) => {
+      const updated = await sql`UPDATE idempotency_keys SET expires_at = now() - interval '1 minute'
           WHERE key = ${idem}`.execute(db.kysely);
-        assert.equal(updated.numAffectedRows, 1n);
-      });
-      const second = await api('POST', '/patients', { body: patientBody(), idempotencyKey: idem });
-      assertFresh(second);
-      assert.notEqual(second.body.id, first.body.id);
+      assert.equal(updated.numAffectedRows, 1n);
     });
+    const second = await api('POST', '/patients', { body: patientBody(), idempotencyKey: idem });
+    assertFresh(second);
+    assert.notEqual(second.body.id, first.body.id);
+  });
 
-    test('a claim whose lease ran out (its process died) is taken over by a retry of the same request', async () => {
-      const practice = await svc.newPractice();
-      const api = apiClient(svc, practice.key);
-      // A stored 422 gives the fingerprint of this exact request without creating anything.
-      const body = patientBody({ birthDate: dayFromNow(svc, 2) });
-      const probe = uniqueKey();
-      assertProblem(
-        await api('POST', '/patients', { body, idempotencyKey: probe }),
-        422,
-        'validation_failed',
-      );
-      const idem = uniqueKey();
-      await asSuperuser(svc, async (db) => {
-        await sql`INSERT INTO idempotency_keys
+  test('a claim whose lease ran out (its process died) is taken over by a retry of the same request', async () => {
+    const practice = await svc.newPractice();
+    const api = apiClient(svc, practice.key);
+    // A stored 422 gives the fingerprint of this exact request without creating anything.
+    const body = patientBody({ birthDate: dayFromNow(svc, 2) });
+    const probe = uniqueKey();
+    assertProblem(await api('POST', '/patients', { body, idempotencyKey: probe }), 422, 'validation_failed');
+    const idem = uniqueKey();
+    await asSuperuser(svc, async (db) => {
+      await sql`INSERT INTO idempotency_keys
             (practice_id, client_id, key, fingerprint, state, lease_token, locked_until, expires_at)
           SELECT practice_id, client_id, ${idem}, fingerprint, 'running', 'crashed-process',
             now() + interval '1 hour', now() + interval '24 hours'
           FROM idempotency_keys WHERE key = ${probe}`.execute(db.kysely);
-      });
-      assertProblem(await api('POST', '/patients', { body, idempotencyKey: idem }), 409, 'conflict');
-      await asSuperuser(svc, async (db) => {
-        await sql`UPDATE idempotency_keys SET locked_until = now() - interval '1 second'
-          WHERE key = ${idem}`.execute(db.kysely);
-      });
-      const other = await api('POST', '/patients', { body: patientBody(), idempotencyKey: idem });
-      assertProblem(other, 422, 'idempotency_key_reused');
-      svc.clock.advance(3 * 86_400_000);
-      const taken = await api('POST', '/patients', { body, idempotencyKey: idem });
-      assertFresh(taken);
-      const replay = await api('POST', '/patients', { body, idempotencyKey: idem });
-      assert.equal(replay.headers.get('idempotent-replayed'), 'true');
-      assert.deepEqual(replay.body, taken.body);
-      assert.deepEqual(
-        (await patientsWith(practice.key, body.externalId)).map((p) => p.id),
-        [taken.body.id],
-      );
     });
+    assertProblem(await api('POST', '/patients', { body, idempotencyKey: idem }), 409, 'conflict');
+    await asSuperuser(svc, async (db) => {
+      await sql`UPDATE idempotency_keys SET locked_until = now() - interval '1 second'
+          WHERE key = ${idem}`.execute(db.kysely);
+    });
+    const other = await api('POST', '/patients', { body: patientBody(), idempotencyKey: idem });
+    assertProblem(other, 422, 'idempotency_key_reused');
+    svc.clock.advance(3 * 86_400_000);
+    const taken = await api('POST', '/patients', { body, idempotencyKey: idem });
+    assertFresh(taken);
+    const replay = await api('POST', '/patients', { body, idempotencyKey: idem });
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(replay.body, taken.body);
+    assert.deepEqual(
+      (await patientsWith(practice.key, body.externalId)).map((p) => p.id),
+      [taken.body.id],
+    );
   });
-}
+});

@@ -1,11 +1,11 @@
 // The shared contract suites (authentication, permission, add-on, tenant isolation, Idempotency-Key)
 // for the insurance plan look-up and the coverage operations.
 import { randomBytes } from 'node:crypto';
-import { after, before, describe } from 'node:test';
+import { after, before } from 'node:test';
 import { type Fixture, type RouteCase, runSharedSuites } from './contract-suites.ts';
 import {
   apiClient,
-  backends,
+  describeEachBackend,
   patientBody,
   startService,
   type TestPractice,
@@ -65,15 +65,13 @@ const routes: RouteCase[] = [
   },
 ];
 
-for (const backend of backends()) {
-  describe(`insurance routes, shared contract (${backend})`, () => {
-    let svc: TestService;
-    before(async () => {
-      svc = await startService(backend);
-    });
-    after(async () => {
-      await svc.close();
-    });
-    for (const route of routes) runSharedSuites(() => svc, route);
+describeEachBackend('insurance routes, shared contract', (backend) => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startService(backend);
   });
-}
+  after(async () => {
+    await svc.close();
+  });
+  for (const route of routes) runSharedSuites(() => svc, route);
+});

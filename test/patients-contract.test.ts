@@ -1,10 +1,10 @@
 // The shared contract suites (authentication, permission, add-on, tenant isolation, Idempotency-Key)
 // for each patient operation.
-import { after, before, describe } from 'node:test';
+import { after, before } from 'node:test';
 import { type RouteCase, runSharedSuites } from './contract-suites.ts';
 import {
   apiClient,
-  backends,
+  describeEachBackend,
   patientBody,
   startService,
   type TestPractice,
@@ -61,15 +61,13 @@ const routes: RouteCase[] = [
   },
 ];
 
-for (const backend of backends()) {
-  describe(`patient routes, shared contract (${backend})`, () => {
-    let svc: TestService;
-    before(async () => {
-      svc = await startService(backend);
-    });
-    after(async () => {
-      await svc.close();
-    });
-    for (const route of routes) runSharedSuites(() => svc, route);
+describeEachBackend('patient routes, shared contract', (backend) => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startService(backend);
   });
-}
+  after(async () => {
+    await svc.close();
+  });
+  for (const route of routes) runSharedSuites(() => svc, route);
+});

@@ -4,10 +4,10 @@
 // A proxy in front of the service answers the injected refusals; the 503 of a failing audit log
 // comes from the service itself.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { ProblemError } from '@practice-billing/client';
 import { parseRetryAfter, retryDelayMs } from '../packages/client/src/retry.ts';
-import { backends, patientBody, startService, type TestService } from './harness.ts';
+import { describeEachBackend, patientBody, startService, type TestService } from './harness.ts';
 import { FaultProxy, problem, sdkClient } from './sdk-fixtures.ts';
 
 test('backoff doubles from the base delay with equal jitter, stays under the cap, and Retry-After wins', () => {
@@ -29,148 +29,146 @@ test('backoff doubles from the base delay with equal jitter, stays under the cap
   assert.equal(parseRetryAfter(null), undefined);
 });
 
-for (const backend of backends()) {
-  describe(`client package retries (${backend})`, () => {
-    let svc: TestService;
-    let auditFails = 0;
-    let proxy: FaultProxy;
-    before(async () => {
-      svc = await startService(backend, {
-        auditFault: () => {
-          if (auditFails > 0) {
-            auditFails -= 1;
-            throw new Error('audit log unavailable (test)');
-          }
-        },
-      });
-      proxy = await FaultProxy.start(svc.baseUrl);
+describeEachBackend('client package retries', (backend) => {
+  let svc: TestService;
+  let auditFails = 0;
+  let proxy: FaultProxy;
+  before(async () => {
+    svc = await startService(backend, {
+      auditFault: () => {
+        if (auditFails > 0) {
+          auditFails -= 1;
+          throw new Error('audit log unavailable (test)');
+        }
+      },
     });
-    after(async () => {
-      await proxy.close();
-      await svc.close();
-    });
-
-    test('429, 503 and 409 conflict are retried with the same Idempotency-Key; Retry-After is waited', async () => {
-      const practice = await svc.newPractice();
-      const client = sdkClient(proxy.baseUrl, practice.key);
-      const refusals = [
-        { status: 429, headers: { 'retry-after': '1' }, body: problem(429, 'rate_limited') },
-        { status: 503, headers: { 'retry-after': '0' }, body: problem(503, 'service_unavailable') },
-        { status: 409, body: problem(409, 'conflict') },
-      ];
-      proxy.seen.length = 0;
-      proxy.plan = ({ n }) => refusals[n - 1] ?? 'forward';
-      const started = performance.now();
-      const patient = await client.patients.create(patientBody());
-      const took = performance.now() - started;
-      assert.match(patient.id, /^pat_/);
-      assert.deepEqual(
-        proxy.seen.map((s) => s.status),
-        [429, 503, 409, 201],
-      );
-      assert.equal(new Set(proxy.seen.map((s) => s.idempotencyKey)).size, 1);
-      assert.ok(took >= 1000, `waited the 429's Retry-After of 1 s (took ${Math.round(took)} ms)`);
-    });
-
-    test("the service's own 503 (audit log unavailable, nothing done) is retried after its Retry-After", async () => {
-      const practice = await svc.newPractice();
-      const client = sdkClient(proxy.baseUrl, practice.key);
-      const person = patientBody();
-      proxy.seen.length = 0;
-      proxy.plan = () => 'forward';
-      auditFails = 1;
-      const patient = await client.patients.create(person);
-      assert.deepEqual(
-        proxy.seen.map((s) => s.status),
-        [503, 201],
-      );
-      const found = await client.patients
-        .find({ externalSystem: person.externalId.system, externalId: person.externalId.value })
-        .toArray();
-      assert.deepEqual(
-        found.map((p) => p.id),
-        [patient.id],
-      );
-    });
-
-    test('exhausted retries throw the last refusal; a wait longer than allowed is not waited; 400 is never retried', async () => {
-      const practice = await svc.newPractice();
-      const client = sdkClient(proxy.baseUrl, practice.key, { maxRetries: 2 });
-      proxy.seen.length = 0;
-      proxy.plan = () => ({
-        status: 503,
-        headers: { 'retry-after': '0' },
-        body: problem(503, 'service_unavailable'),
-      });
-      const exhausted = await client.invoices
-        .list()
-        .page()
-        .catch((e: unknown) => e);
-      assert.ok(exhausted instanceof ProblemError);
-      assert.equal(exhausted.code, 'service_unavailable');
-      assert.equal(exhausted.retryAfterSeconds, 0);
-      assert.equal(proxy.seen.length, 3, 'the first attempt and two retries');
-
-      proxy.seen.length = 0;
-      proxy.plan = () => ({
-        status: 429,
-        headers: { 'retry-after': '3600' },
-        body: problem(429, 'rate_limited'),
-      });
-      const started = performance.now();
-      const limited = await client.invoices
-        .list()
-        .page()
-        .catch((e: unknown) => e);
-      assert.ok(limited instanceof ProblemError);
-      assert.equal(limited.status, 429);
-      assert.equal(limited.retryAfterSeconds, 3600);
-      assert.equal(proxy.seen.length, 1);
-      assert.ok(performance.now() - started < 1000);
-
-      proxy.seen.length = 0;
-      proxy.plan = () => 'forward';
-      const bad = await client.invoices
-        .list({ updatedSince: 'yesterday' })
-        .page()
-        .catch((e: unknown) => e);
-      assert.ok(bad instanceof ProblemError);
-      assert.equal(bad.status, 400);
-      assert.deepEqual(
-        bad.errors.map((e) => e.field),
-        ['updatedSince'],
-      );
-      assert.equal(proxy.seen.length, 1);
-    });
-
-    test('a lost connection on a read is retried; an abort stops the retries', async () => {
-      const practice = await svc.newPractice();
-      const client = sdkClient(proxy.baseUrl, practice.key, { retryBaseDelayMs: 200 });
-      proxy.seen.length = 0;
-      proxy.plan = ({ n }) => (n <= 2 ? 'reset' : 'forward');
-      const page = await client.invoices.list().page();
-      assert.deepEqual(page.data, []);
-      assert.deepEqual(
-        proxy.seen.map((s) => s.action),
-        ['reset', 'reset', 'forward'],
-      );
-
-      proxy.seen.length = 0;
-      proxy.plan = () => ({
-        status: 503,
-        headers: { 'retry-after': '5' },
-        body: problem(503, 'service_unavailable'),
-      });
-      const controller = new AbortController();
-      setTimeout(() => controller.abort(new Error('caller gave up')), 100);
-      const started = performance.now();
-      const stopped = await client.invoices
-        .list({}, { signal: controller.signal })
-        .page()
-        .catch((e: unknown) => e);
-      assert.equal((stopped as Error).message, 'caller gave up');
-      assert.ok(performance.now() - started < 4000, 'the 5 s wait was cut short');
-      assert.equal(proxy.seen.length, 1);
-    });
+    proxy = await FaultProxy.start(svc.baseUrl);
   });
-}
+  after(async () => {
+    await proxy.close();
+    await svc.close();
+  });
+
+  test('429, 503 and 409 conflict are retried with the same Idempotency-Key; Retry-After is waited', async () => {
+    const practice = await svc.newPractice();
+    const client = sdkClient(proxy.baseUrl, practice.key);
+    const refusals = [
+      { status: 429, headers: { 'retry-after': '1' }, body: problem(429, 'rate_limited') },
+      { status: 503, headers: { 'retry-after': '0' }, body: problem(503, 'service_unavailable') },
+      { status: 409, body: problem(409, 'conflict') },
+    ];
+    proxy.seen.length = 0;
+    proxy.plan = ({ n }) => refusals[n - 1] ?? 'forward';
+    const started = performance.now();
+    const patient = await client.patients.create(patientBody());
+    const took = performance.now() - started;
+    assert.match(patient.id, /^pat_/);
+    assert.deepEqual(
+      proxy.seen.map((s) => s.status),
+      [429, 503, 409, 201],
+    );
+    assert.equal(new Set(proxy.seen.map((s) => s.idempotencyKey)).size, 1);
+    assert.ok(took >= 1000, `waited the 429's Retry-After of 1 s (took ${Math.round(took)} ms)`);
+  });
+
+  test("the service's own 503 (audit log unavailable, nothing done) is retried after its Retry-After", async () => {
+    const practice = await svc.newPractice();
+    const client = sdkClient(proxy.baseUrl, practice.key);
+    const person = patientBody();
+    proxy.seen.length = 0;
+    proxy.plan = () => 'forward';
+    auditFails = 1;
+    const patient = await client.patients.create(person);
+    assert.deepEqual(
+      proxy.seen.map((s) => s.status),
+      [503, 201],
+    );
+    const found = await client.patients
+      .find({ externalSystem: person.externalId.system, externalId: person.externalId.value })
+      .toArray();
+    assert.deepEqual(
+      found.map((p) => p.id),
+      [patient.id],
+    );
+  });
+
+  test('exhausted retries throw the last refusal; a wait longer than allowed is not waited; 400 is never retried', async () => {
+    const practice = await svc.newPractice();
+    const client = sdkClient(proxy.baseUrl, practice.key, { maxRetries: 2 });
+    proxy.seen.length = 0;
+    proxy.plan = () => ({
+      status: 503,
+      headers: { 'retry-after': '0' },
+      body: problem(503, 'service_unavailable'),
+    });
+    const exhausted = await client.invoices
+      .list()
+      .page()
+      .catch((e: unknown) => e);
+    assert.ok(exhausted instanceof ProblemError);
+    assert.equal(exhausted.code, 'service_unavailable');
+    assert.equal(exhausted.retryAfterSeconds, 0);
+    assert.equal(proxy.seen.length, 3, 'the first attempt and two retries');
+
+    proxy.seen.length = 0;
+    proxy.plan = () => ({
+      status: 429,
+      headers: { 'retry-after': '3600' },
+      body: problem(429, 'rate_limited'),
+    });
+    const started = performance.now();
+    const limited = await client.invoices
+      .list()
+      .page()
+      .catch((e: unknown) => e);
+    assert.ok(limited instanceof ProblemError);
+    assert.equal(limited.status, 429);
+    assert.equal(limited.retryAfterSeconds, 3600);
+    assert.equal(proxy.seen.length, 1);
+    assert.ok(performance.now() - started < 1000);
+
+    proxy.seen.length = 0;
+    proxy.plan = () => 'forward';
+    const bad = await client.invoices
+      .list({ updatedSince: 'yesterday' })
+      .page()
+      .catch((e: unknown) => e);
+    assert.ok(bad instanceof ProblemError);
+    assert.equal(bad.status, 400);
+    assert.deepEqual(
+      bad.errors.map((e) => e.field),
+      ['updatedSince'],
+    );
+    assert.equal(proxy.seen.length, 1);
+  });
+
+  test('a lost connection on a read is retried; an abort stops the retries', async () => {
+    const practice = await svc.newPractice();
+    const client = sdkClient(proxy.baseUrl, practice.key, { retryBaseDelayMs: 200 });
+    proxy.seen.length = 0;
+    proxy.plan = ({ n }) => (n <= 2 ? 'reset' : 'forward');
+    const page = await client.invoices.list().page();
+    assert.deepEqual(page.data, []);
+    assert.deepEqual(
+      proxy.seen.map((s) => s.action),
+      ['reset', 'reset', 'forward'],
+    );
+
+    proxy.seen.length = 0;
+    proxy.plan = () => ({
+      status: 503,
+      headers: { 'retry-after': '5' },
+      body: problem(503, 'service_unavailable'),
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('caller gave up')), 100);
+    const started = performance.now();
+    const stopped = await client.invoices
+      .list({}, { signal: controller.signal })
+      .page()
+      .catch((e: unknown) => e);
+    assert.equal((stopped as Error).message, 'caller gave up');
+    assert.ok(performance.now() - started < 4000, 'the 5 s wait was cut short');
+    assert.equal(proxy.seen.length, 1);
+  });
+});

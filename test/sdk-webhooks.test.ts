@@ -2,84 +2,82 @@
 // received verify (as a string, a Buffer, bytes or with fetch Headers) and answer the event typed;
 // changed bytes, another secret or a parsed object are refused.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { WebhookVerificationError } from '@practice-billing/client';
-import { backends, startService, type TestService } from './harness.ts';
+import { describeEachBackend, startService, type TestService } from './harness.ts';
 import { sdkClient } from './sdk-fixtures.ts';
 import { addEndpoint, billVisit, Receiver } from './webhooks-fixtures.ts';
 
-for (const backend of backends()) {
-  describe(`client package webhook verification (${backend})`, () => {
-    let svc: TestService;
-    let receiver: Receiver;
-    before(async () => {
-      svc = await startService(backend);
-      receiver = await Receiver.forService(svc);
-    });
-    after(async () => {
-      await receiver.close();
-      await svc.close();
-    });
-
-    test('a delivery verifies from its raw body and headers; anything else is refused', async () => {
-      const practice = await svc.newPractice();
-      const endpoint = await addEndpoint(svc, practice.practiceId, receiver, {
-        eventTypes: ['invoice.issued'],
-      });
-      const visit = await billVisit(svc, practice);
-      await svc.worker.drain();
-      const [delivery] = receiver.hits();
-      assert.ok(delivery, 'the service delivered invoice.issued');
-      const client = sdkClient(svc.baseUrl, practice.key);
-
-      const event = client.webhooks.verify(delivery.body, delivery.headers, endpoint.secret);
-      assert.equal(event.type, 'invoice.issued');
-      assert.equal(event.data.id, visit.invoiceId);
-      assert.equal(event.id, delivery.headers['webhook-id']);
-      assert.deepEqual(event, delivery.payload);
-      assert.deepEqual(
-        client.webhooks.verify(Buffer.from(delivery.body), delivery.headers, endpoint.secret),
-        event,
-      );
-      assert.deepEqual(
-        client.webhooks.verify(new TextEncoder().encode(delivery.body), delivery.headers, endpoint.secret),
-        event,
-      );
-      const fetchHeaders = new Headers();
-      for (const [name, value] of Object.entries(delivery.headers)) {
-        if (typeof value === 'string') fetchHeaders.set(name, value);
-      }
-      assert.deepEqual(client.webhooks.verify(delivery.body, fetchHeaders, endpoint.secret), event);
-
-      // the event read back with the key names the same invoice
-      const invoice = await client.invoices.get(event.data.id);
-      assert.equal(invoice.status, 'issued');
-
-      const reserialised = JSON.stringify(JSON.parse(delivery.body), null, 1);
-      assert.throws(
-        () => client.webhooks.verify(reserialised, delivery.headers, endpoint.secret),
-        WebhookVerificationError,
-      );
-      const other = await addEndpoint(svc, practice.practiceId, receiver, {
-        eventTypes: ['payment.created'],
-      });
-      assert.throws(
-        () => client.webhooks.verify(delivery.body, delivery.headers, other.secret),
-        WebhookVerificationError,
-      );
-      assert.throws(
-        () =>
-          client.webhooks.verify(
-            delivery.body,
-            { ...delivery.headers, 'webhook-id': 'evt_other' },
-            endpoint.secret,
-          ),
-        WebhookVerificationError,
-      );
-      assert.throws(
-        () => client.webhooks.verify(delivery.payload, delivery.headers, endpoint.secret),
-        (error: unknown) => error instanceof TypeError && /raw request body/.test(error.message),
-      );
-    });
+describeEachBackend('client package webhook verification', (backend) => {
+  let svc: TestService;
+  let receiver: Receiver;
+  before(async () => {
+    svc = await startService(backend);
+    receiver = await Receiver.forService(svc);
   });
-}
+  after(async () => {
+    await receiver.close();
+    await svc.close();
+  });
+
+  test('a delivery verifies from its raw body and headers; anything else is refused', async () => {
+    const practice = await svc.newPractice();
+    const endpoint = await addEndpoint(svc, practice.practiceId, receiver, {
+      eventTypes: ['invoice.issued'],
+    });
+    const visit = await billVisit(svc, practice);
+    await svc.worker.drain();
+    const [delivery] = receiver.hits();
+    assert.ok(delivery, 'the service delivered invoice.issued');
+    const client = sdkClient(svc.baseUrl, practice.key);
+
+    const event = client.webhooks.verify(delivery.body, delivery.headers, endpoint.secret);
+    assert.equal(event.type, 'invoice.issued');
+    assert.equal(event.data.id, visit.invoiceId);
+    assert.equal(event.id, delivery.headers['webhook-id']);
+    assert.deepEqual(event, delivery.payload);
+    assert.deepEqual(
+      client.webhooks.verify(Buffer.from(delivery.body), delivery.headers, endpoint.secret),
+      event,
+    );
+    assert.deepEqual(
+      client.webhooks.verify(new TextEncoder().encode(delivery.body), delivery.headers, endpoint.secret),
+      event,
+    );
+    const fetchHeaders = new Headers();
+    for (const [name, value] of Object.entries(delivery.headers)) {
+      if (typeof value === 'string') fetchHeaders.set(name, value);
+    }
+    assert.deepEqual(client.webhooks.verify(delivery.body, fetchHeaders, endpoint.secret), event);
+
+    // the event read back with the key names the same invoice
+    const invoice = await client.invoices.get(event.data.id);
+    assert.equal(invoice.status, 'issued');
+
+    const reserialised = JSON.stringify(JSON.parse(delivery.body), null, 1);
+    assert.throws(
+      () => client.webhooks.verify(reserialised, delivery.headers, endpoint.secret),
+      WebhookVerificationError,
+    );
+    const other = await addEndpoint(svc, practice.practiceId, receiver, {
+      eventTypes: ['payment.created'],
+    });
+    assert.throws(
+      () => client.webhooks.verify(delivery.body, delivery.headers, other.secret),
+      WebhookVerificationError,
+    );
+    assert.throws(
+      () =>
+        client.webhooks.verify(
+          delivery.body,
+          { ...delivery.headers, 'webhook-id': 'evt_other' },
+          endpoint.secret,
+        ),
+      WebhookVerificationError,
+    );
+    assert.throws(
+      () => client.webhooks.verify(delivery.payload, delivery.headers, endpoint.secret),
+      (error: unknown) => error instanceof TypeError && /raw request body/.test(error.message),
+    );
+  });
+});

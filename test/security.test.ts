@@ -12,8 +12,8 @@ import { remotePractice, startServeProcess } from './child-service.ts';
 import {
   type Answer,
   apiClient,
-  backends,
   call,
+  describeEachBackend,
   patientBody,
   startService,
   type TestService,
@@ -90,164 +90,152 @@ function stableHeaders(answer: Answer): Record<string, string> {
   return kept;
 }
 
-for (const backend of backends()) {
-  describe(`security (${backend})`, () => {
-    let svc: TestService;
-    before(async () => {
-      svc = await startService(backend, {
-        env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '10000000', RATE_LIMIT_PER_MINUTE: '10000000' },
-      });
+describeEachBackend('security', (backend) => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startService(backend, {
+      env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '10000000', RATE_LIMIT_PER_MINUTE: '10000000' },
     });
-    after(async () => {
-      await svc.close();
+  });
+  after(async () => {
+    await svc.close();
+  });
+
+  test('API keys and webhook secrets are not stored in clear in any column of any table', async () => {
+    const practice = await svc.newPractice();
+    const endpoint = await svc.admin('POST', `/practices/${practice.practiceId}/webhook-endpoints`, {
+      url: 'https://hooks.example.com/billing',
     });
+    assert.equal(endpoint.status, 201, endpoint.text);
+    const secret = endpoint.body.secret as string;
+    assert.match(secret, /^whsec_/);
+    const keySecret = practice.key.slice(practice.key.lastIndexOf('_') + 1);
+    const needles = [practice.key, keySecret, secret, secret.slice('whsec_'.length)];
 
-    test('API keys and webhook secrets are not stored in clear in any column of any table', async () => {
-      const practice = await svc.newPractice();
-      const endpoint = await svc.admin('POST', `/practices/${practice.practiceId}/webhook-endpoints`, {
-        url: 'https://hooks.example.com/billing',
-      });
-      assert.equal(endpoint.status, 201, endpoint.text);
-      const secret = endpoint.body.secret as string;
-      assert.match(secret, /^whsec_/);
-      const keySecret = practice.key.slice(practice.key.lastIndexOf('_') + 1);
-      const needles = [practice.key, keySecret, secret, secret.slice('whsec_'.length)];
-
-      const columns = await sql<{ schema: string; table: string; column: string }>`
+    const columns = await sql<{ schema: string; table: string; column: string }>`
         SELECT c.table_schema AS schema, c.table_name AS table, c.column_name AS column
         FROM information_schema.columns c
         JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
         WHERE t.table_type = 'BASE TABLE'
           AND c.table_schema NOT IN ('pg_catalog', 'information_schema')
           AND c.data_type IN ('text', 'character varying', 'character', 'json', 'jsonb', 'bytea', 'ARRAY')`.execute(
-        svc.db.kysely,
-      );
-      assert.ok(columns.rows.length > 20, `found ${columns.rows.length} columns`);
-      const tables = new Set<string>();
-      for (const { schema, table, column } of columns.rows) {
-        tables.add(`${schema}.${table}`);
-        const target = sql`${sql.id(schema, table)}`;
-        // bytea as its text (escape) form also catches a key stored as raw UTF-8 bytes.
-        const asText = sql`(CASE WHEN pg_typeof(${sql.ref(column)})::text = 'bytea'
+      svc.db.kysely,
+    );
+    assert.ok(columns.rows.length > 20, `found ${columns.rows.length} columns`);
+    const tables = new Set<string>();
+    for (const { schema, table, column } of columns.rows) {
+      tables.add(`${schema}.${table}`);
+      const target = sql`${sql.id(schema, table)}`;
+      // bytea as its text (escape) form also catches a key stored as raw UTF-8 bytes.
+      const asText = sql`(CASE WHEN pg_typeof(${sql.ref(column)})::text = 'bytea'
           THEN encode(${sql.ref(column)}::text::bytea, 'escape') ELSE ${sql.ref(column)}::text END)`;
-        for (const needle of needles) {
-          const found = await sql<{ n: number }>`
+      for (const needle of needles) {
+        const found = await sql<{ n: number }>`
             SELECT count(*)::int AS n FROM ${target} WHERE strpos(${asText}, ${needle}) > 0`.execute(
-            svc.db.kysely,
-          );
-          assert.equal(found.rows[0]!.n, 0, `${schema}.${table}.${column} holds a secret in clear`);
-        }
-      }
-      assert.ok(tables.has('public.api_keys') && tables.has('public.webhook_endpoints'), [...tables].join());
-    });
-
-    test('every 401 reason answers the same bytes and headers', async () => {
-      const tokens = await refusedTokens(svc);
-      const answers = new Map<string, Answer>();
-      for (const [reason, token] of Object.entries(tokens)) answers.set(reason, await probe(svc, token));
-      const [firstReason, first] = [...answers.entries()][0]!;
-      for (const [reason, answer] of answers) {
-        assert.equal(answer.status, 401, `${reason}: ${answer.text}`);
-        assert.equal(answer.body.code, 'unauthenticated');
-        assert.equal(answer.body.requestId, answer.headers.get('x-request-id'));
-        assert.equal(
-          answer.text.replace(answer.body.requestId, 'REQ'),
-          first.text.replace(first.body.requestId, 'REQ'),
-          `${reason} answers other bytes than ${firstReason}`,
+          svc.db.kysely,
         );
-        assert.deepEqual(
-          stableHeaders(answer),
-          stableHeaders(first),
-          `${reason} headers differ from ${firstReason}`,
-        );
+        assert.equal(found.rows[0]!.n, 0, `${schema}.${table}.${column} holds a secret in clear`);
       }
-    });
-
-    // On the embedded database the audit write after a refusal runs on the service's own thread, which
-    // this in-process test client shares, so the client would time the server's later work too; a
-    // remote caller does not see it. The property is measured where client and database are apart.
-    test('a well-formed key cannot be told unknown, wrong, revoked, expired, suspended or elsewhere by timing', {
-      skip: backend === 'pglite' && 'the in-process client shares the embedded database thread',
-    }, async () => {
-      const tokens = await refusedTokens(svc);
-      const reasons = Object.keys(tokens);
-      const times = new Map<string, number[]>(reasons.map((r) => [r, []]));
-      // Warm up, then interleave the reasons so that any drift of the machine hits them alike.
-      for (let i = 0; i < 10; i++) for (const r of reasons) await probe(svc, tokens[r]);
-      for (let i = 0; i < TIMING_SAMPLES; i++) {
-        for (const r of reasons) {
-          // Each answer is timed on its own: a refused known key is audited just after its answer, and
-          // that write must not be counted against whichever probe happens to come next.
-          await new Promise((resolve) => setTimeout(resolve, 5));
-          const answer = await probe(svc, tokens[r]);
-          assert.equal(answer.status, 401, `${r}: ${answer.text}`);
-          times.get(r)!.push(answer.ms);
-        }
-      }
-      const medians = Object.fromEntries(reasons.map((r) => [r, median(times.get(r)!)]));
-      process.stdout.write(
-        `# 401 median ms (${backend}): ${reasons.map((r) => `${r} ${medians[r]!.toFixed(3)}`).join(', ')}\n`,
-      );
-      // Missing and malformed keys are refused before any look-up: the caller knows what it sent, so
-      // their speed tells it nothing. What must not show is anything about a well-formed key: whether
-      // its id exists, or what state a key (with its secret) is in. The yardstick is what one database
-      // look-up costs the caller (unknown key minus missing key); the reasons of well-formed keys must
-      // differ by well under that.
-      const lookup = medians.unknown! - medians.missing!;
-      const wellFormed = [
-        'unknown',
-        'wrong_secret',
-        'revoked',
-        'expired',
-        'suspended',
-        'address_not_allowed',
-      ];
-      const spread =
-        Math.max(...wellFormed.map((r) => medians[r]!)) - Math.min(...wellFormed.map((r) => medians[r]!));
-      const bound = Math.max(0.5 * lookup, 0.25);
-      process.stdout.write(
-        `# look-up ${lookup.toFixed(3)} ms, spread ${spread.toFixed(3)} ms, bound ${bound.toFixed(3)} ms\n`,
-      );
-      assert.ok(lookup > 0, 'an unknown key is looked up');
-      assert.ok(
-        spread < bound,
-        `well-formed key reasons differ by ${spread.toFixed(3)} ms (bound ${bound.toFixed(3)})`,
-      );
-    });
-
-    test('headers fit for an API: no framework banner, no-store on patient data, nosniff', async () => {
-      const practice = await svc.newPractice();
-      const api = apiClient(svc, practice.key);
-      const created = await api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() });
-      assert.equal(created.status, 201, created.text);
-      const answers: Array<[string, Answer]> = [
-        ['create', created],
-        ['read', await api('GET', `/patients/${created.body.id}`)],
-        [
-          'list',
-          await api(
-            'GET',
-            `/patients?externalSystem=urn%3Atest%3Amrn&externalId=${created.body.externalId.value}`,
-          ),
-        ],
-        [
-          'second create',
-          await api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() }),
-        ],
-        ['404', await api('GET', '/patients/pat_0000000000000000000000')],
-        ['401', await call(svc.baseUrl, 'GET', `/api/v1/patients/${created.body.id}`)],
-        ['unknown path', await call(svc.baseUrl, 'GET', '/nowhere')],
-        ['admin', await svc.admin('GET', `/practices/${practice.practiceId}`)],
-      ];
-      for (const [what, answer] of answers) {
-        assert.equal(answer.headers.get('x-powered-by'), null, what);
-        assert.equal(answer.headers.get('server'), null, what);
-        assert.equal(answer.headers.get('x-content-type-options'), 'nosniff', what);
-        assert.equal(answer.headers.get('cache-control'), 'no-store', what);
-      }
-    });
+    }
+    assert.ok(tables.has('public.api_keys') && tables.has('public.webhook_endpoints'), [...tables].join());
   });
-}
+
+  test('every 401 reason answers the same bytes and headers', async () => {
+    const tokens = await refusedTokens(svc);
+    const answers = new Map<string, Answer>();
+    for (const [reason, token] of Object.entries(tokens)) answers.set(reason, await probe(svc, token));
+    const [firstReason, first] = [...answers.entries()][0]!;
+    for (const [reason, answer] of answers) {
+      assert.equal(answer.status, 401, `${reason}: ${answer.text}`);
+      assert.equal(answer.body.code, 'unauthenticated');
+      assert.equal(answer.body.requestId, answer.headers.get('x-request-id'));
+      assert.equal(
+        answer.text.replace(answer.body.requestId, 'REQ'),
+        first.text.replace(first.body.requestId, 'REQ'),
+        `${reason} answers other bytes than ${firstReason}`,
+      );
+      assert.deepEqual(
+        stableHeaders(answer),
+        stableHeaders(first),
+        `${reason} headers differ from ${firstReason}`,
+      );
+    }
+  });
+
+  // On the embedded database the audit write after a refusal runs on the service's own thread, which
+  // this in-process test client shares, so the client would time the server's later work too; a
+  // remote caller does not see it. The property is measured where client and database are apart.
+  test('a well-formed key cannot be told unknown, wrong, revoked, expired, suspended or elsewhere by timing', {
+    skip: backend === 'pglite' && 'the in-process client shares the embedded database thread',
+  }, async () => {
+    const tokens = await refusedTokens(svc);
+    const reasons = Object.keys(tokens);
+    const times = new Map<string, number[]>(reasons.map((r) => [r, []]));
+    // Warm up, then interleave the reasons so that any drift of the machine hits them alike.
+    for (let i = 0; i < 10; i++) for (const r of reasons) await probe(svc, tokens[r]);
+    for (let i = 0; i < TIMING_SAMPLES; i++) {
+      for (const r of reasons) {
+        // Each answer is timed on its own: a refused known key is audited just after its answer, and
+        // that write must not be counted against whichever probe happens to come next.
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const answer = await probe(svc, tokens[r]);
+        assert.equal(answer.status, 401, `${r}: ${answer.text}`);
+        times.get(r)!.push(answer.ms);
+      }
+    }
+    const medians = Object.fromEntries(reasons.map((r) => [r, median(times.get(r)!)]));
+    process.stdout.write(
+      `# 401 median ms (${backend}): ${reasons.map((r) => `${r} ${medians[r]!.toFixed(3)}`).join(', ')}\n`,
+    );
+    // Missing and malformed keys are refused before any look-up: the caller knows what it sent, so
+    // their speed tells it nothing. What must not show is anything about a well-formed key: whether
+    // its id exists, or what state a key (with its secret) is in. The yardstick is what one database
+    // look-up costs the caller (unknown key minus missing key); the reasons of well-formed keys must
+    // differ by well under that.
+    const lookup = medians.unknown! - medians.missing!;
+    const wellFormed = ['unknown', 'wrong_secret', 'revoked', 'expired', 'suspended', 'address_not_allowed'];
+    const spread =
+      Math.max(...wellFormed.map((r) => medians[r]!)) - Math.min(...wellFormed.map((r) => medians[r]!));
+    const bound = Math.max(0.5 * lookup, 0.25);
+    process.stdout.write(
+      `# look-up ${lookup.toFixed(3)} ms, spread ${spread.toFixed(3)} ms, bound ${bound.toFixed(3)} ms\n`,
+    );
+    assert.ok(lookup > 0, 'an unknown key is looked up');
+    assert.ok(
+      spread < bound,
+      `well-formed key reasons differ by ${spread.toFixed(3)} ms (bound ${bound.toFixed(3)})`,
+    );
+  });
+
+  test('headers fit for an API: no framework banner, no-store on patient data, nosniff', async () => {
+    const practice = await svc.newPractice();
+    const api = apiClient(svc, practice.key);
+    const created = await api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() });
+    assert.equal(created.status, 201, created.text);
+    const answers: Array<[string, Answer]> = [
+      ['create', created],
+      ['read', await api('GET', `/patients/${created.body.id}`)],
+      [
+        'list',
+        await api(
+          'GET',
+          `/patients?externalSystem=urn%3Atest%3Amrn&externalId=${created.body.externalId.value}`,
+        ),
+      ],
+      ['second create', await api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() })],
+      ['404', await api('GET', '/patients/pat_0000000000000000000000')],
+      ['401', await call(svc.baseUrl, 'GET', `/api/v1/patients/${created.body.id}`)],
+      ['unknown path', await call(svc.baseUrl, 'GET', '/nowhere')],
+      ['admin', await svc.admin('GET', `/practices/${practice.practiceId}`)],
+    ];
+    for (const [what, answer] of answers) {
+      assert.equal(answer.headers.get('x-powered-by'), null, what);
+      assert.equal(answer.headers.get('server'), null, what);
+      assert.equal(answer.headers.get('x-content-type-options'), 'nosniff', what);
+      assert.equal(answer.headers.get('cache-control'), 'no-store', what);
+    }
+  });
+});
 
 describe('secrets and patient details stay out of the logs', () => {
   test('a service process at LOG_LEVEL=trace logs no key, secret, name, birth date or identity number', async () => {

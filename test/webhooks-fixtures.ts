@@ -7,14 +7,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { asOperator } from '../src/platform/db/transaction.ts';
-import {
-  type Answer,
-  apiClient,
-  patientBody,
-  type TestPractice,
-  type TestService,
-  uniqueKey,
-} from './harness.ts';
+import { type Answer, apiClient, patientBody, type TestPractice, type TestService } from './harness.ts';
+import { bill, createCoverage, createEncounter, createPatient } from './support/factories.ts';
 
 export interface Received {
   /** 1-based arrival order at this receiver. */
@@ -227,41 +221,32 @@ export async function billVisit(
 ): Promise<Visit> {
   const api = apiClient(svc, practice.key);
   const person = patientBody();
-  const patient = await api('POST', '/patients', { body: person, idempotencyKey: uniqueKey() });
-  assert.equal(patient.status, 201, patient.text);
-  const coverage = await api('POST', `/patients/${patient.body.id}/coverages`, {
-    body: { planId: 'pln_ubuntu_essential', memberNumber: 'M1' },
-    idempotencyKey: uniqueKey(),
-  });
-  assert.equal(coverage.status, 201, coverage.text);
+  const patient = await createPatient(api, person);
+  await createCoverage(api, patient.id, { planId: 'pln_ubuntu_essential', memberNumber: 'M1' });
   const when = new Date(svc.clock.now().getTime() - 3600_000).toISOString();
-  const encounter = await api('POST', '/encounters', {
-    body: {
-      patientId: patient.body.id,
-      practitionerId: practice.practitionerId,
-      start: when,
-      end: when,
-      diagnoses: [{ code: 'J06.9' }],
-      procedures: [{ code: '0190' }],
-    },
-    idempotencyKey: uniqueKey(),
+  const encounter = await createEncounter(api, {
+    patientId: patient.id,
+    practitionerId: practice.practitionerId,
+    start: when,
+    end: when,
+    diagnoses: [{ code: 'J06.9' }],
+    procedures: [{ code: '0190' }],
   });
-  assert.equal(encounter.status, 201, encounter.text);
-  const bill = await api('POST', `/encounters/${encounter.body.id}/bill`, {
-    body: { issue: true, ...(options.claim ? { submitClaim: true } : {}) },
-    idempotencyKey: uniqueKey(),
+  const billed = await bill(api, encounter.id, {
+    issue: true,
+    ...(options.claim ? { submitClaim: true } : {}),
   });
-  assert.ok(bill.status === 200 || bill.status === 201, bill.text);
+  assert.ok(billed.status === 200 || billed.status === 201, billed.text);
   return {
-    invoiceId: bill.body.invoice.id,
+    invoiceId: billed.body.invoice.id,
     patient: {
-      id: patient.body.id,
+      id: patient.id,
       givenNames: person.givenNames,
       lastName: person.lastName,
       birthDate: person.birthDate,
       externalIdValue: person.externalId.value,
     },
-    bill,
+    bill: billed,
   };
 }
 

@@ -2,8 +2,8 @@
 // redelivery (a new delivery, the same webhook-id), and recovering everything that failed since a
 // time once the endpoint is on again (refused while it is off).
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { backends, startService, type TestService } from './harness.ts';
+import { after, before, test } from 'node:test';
+import { describeEachBackend, startService, type TestService } from './harness.ts';
 import {
   addEndpoint,
   advanceTo,
@@ -15,207 +15,199 @@ import {
   verifyAt,
 } from './webhooks-fixtures.ts';
 
-for (const backend of backends()) {
-  describe(`webhook delivery log, redelivery and recovery (${backend})`, () => {
-    let svc: TestService;
-    const receivers: Receiver[] = [];
-    const receiver = async () => {
-      const r = await Receiver.forService(svc);
-      receivers.push(r);
-      return r;
-    };
-    const eventAttempts = async (practiceId: string, eventId: string) => {
-      const answer = await svc.admin('GET', `/practices/${practiceId}/events/${eventId}/deliveries`);
-      assert.equal(answer.status, 200, answer.text);
-      // biome-ignore lint/suspicious/noExplicitAny: attempt entries as answered
-      return answer.body.data as any[];
-    };
+describeEachBackend('webhook delivery log, redelivery and recovery', (backend) => {
+  let svc: TestService;
+  const receivers: Receiver[] = [];
+  const receiver = async () => {
+    const r = await Receiver.forService(svc);
+    receivers.push(r);
+    return r;
+  };
+  const eventAttempts = async (practiceId: string, eventId: string) => {
+    const answer = await svc.admin('GET', `/practices/${practiceId}/events/${eventId}/deliveries`);
+    assert.equal(answer.status, 200, answer.text);
+    // biome-ignore lint/suspicious/noExplicitAny: attempt entries as answered
+    return answer.body.data as any[];
+  };
 
-    before(async () => {
-      svc = await startService(backend);
-    });
-    after(async () => {
-      await svc.close();
-      await Promise.all(receivers.map((r) => r.close()));
-    });
-
-    test("an event's deliveries list its attempts to every endpoint, oldest first", async () => {
-      const practice = await svc.newPractice();
-      const ok = await receiver();
-      const failing = await receiver();
-      failing.reply = () => ({ status: 503, body: 'busy' });
-      const epOk = await addEndpoint(svc, practice.practiceId, ok);
-      const epFailing = await addEndpoint(svc, practice.practiceId, failing);
-      const visit = await billVisit(svc, practice);
-      await svc.worker.drain();
-      svc.clock.advance(6_000);
-      await svc.worker.drain();
-      await pay(svc, practice.practiceId, visit.invoiceId);
-      await svc.worker.drain();
-
-      const eventId = ok.requests[0]!.webhookId;
-      assert.equal(ok.requests[0]!.payload.type, 'invoice.issued');
-      const list = await eventAttempts(practice.practiceId, eventId);
-      assert.equal(list.length, 3, JSON.stringify(list));
-      for (const a of list) {
-        assert.equal(a.eventId, eventId, 'only this event');
-        assert.equal(a.eventType, 'invoice.issued');
-      }
-      const times = list.map((a) => new Date(a.attemptedAt).getTime());
-      assert.deepEqual(
-        times,
-        [...times].sort((x, y) => x - y),
-        'oldest first',
-      );
-      const okAttempts = list.filter((a) => a.endpointId === epOk.id);
-      const failed = list.filter((a) => a.endpointId === epFailing.id);
-      assert.deepEqual(
-        okAttempts.map((a) => [a.attemptNumber, a.statusCode, a.nextAttemptAt]),
-        [[1, 200, null]],
-      );
-      assert.deepEqual(
-        failed.map((a) => [a.attemptNumber, a.statusCode, a.responseBody]),
-        [
-          [1, 503, 'busy'],
-          [2, 503, 'busy'],
-        ],
-      );
-      assert.ok(failed[1].nextAttemptAt);
-      assert.equal(new Set(failed.map((a) => a.deliveryId)).size, 1, 'retries of one delivery');
-      ok.assertAllVerified();
-      failing.assertAllVerified();
-    });
-
-    test('redeliver queues a new delivery of the same event, sent with the same webhook-id', async () => {
-      const practice = await svc.newPractice();
-      const one = await receiver();
-      const two = await receiver();
-      const epOne = await addEndpoint(svc, practice.practiceId, one);
-      const epTwo = await addEndpoint(svc, practice.practiceId, two);
-      await billVisit(svc, practice);
-      await svc.worker.drain();
-      assert.equal(one.requests.length, 1);
-      const eventId = one.requests[0]!.webhookId;
-      const path = `/practices/${practice.practiceId}/events/${eventId}/redeliver`;
-
-      svc.clock.advance(60_000);
-      const again = await svc.admin('POST', path);
-      assert.equal(again.status, 202, again.text);
-      assert.equal(again.body.object, 'redelivery');
-      assert.equal(again.body.queued, 2, 'to every endpoint that takes the event');
-      await svc.worker.drain();
-      assert.equal(one.requests.length, 2);
-      assert.equal(two.requests.length, 2);
-      const [original, repeat] = one.requests as [(typeof one.requests)[0], (typeof one.requests)[0]];
-      assert.equal(repeat.webhookId, eventId, 'the same webhook-id, so the receiver can ignore it');
-      assert.equal(repeat.body, original.body);
-      assert.ok(repeat.timestamp >= original.timestamp + 60, 'signed afresh');
-      one.assertAllVerified();
-      two.assertAllVerified();
-
-      const onlyTwo = await svc.admin('POST', path, { endpointId: epTwo.id });
-      assert.equal(onlyTwo.status, 202, onlyTwo.text);
-      assert.equal(onlyTwo.body.queued, 1);
-      await svc.worker.drain();
-      assert.equal(one.requests.length, 2);
-      assert.deepEqual(
-        two.requests.map((r) => r.webhookId),
-        [eventId, eventId, eventId],
-      );
-
-      const list = await eventAttempts(practice.practiceId, eventId);
-      const toOne = list.filter((a) => a.endpointId === epOne.id);
-      assert.deepEqual(
-        toOne.map((a) => [a.attemptNumber, a.statusCode]),
-        [
-          [1, 200],
-          [1, 200],
-        ],
-      );
-      assert.equal(new Set(toOne.map((a) => a.deliveryId)).size, 2, 'a new delivery each time');
-      assert.equal(list.length, 5);
-
-      const off = await svc.admin('POST', endpointPath(practice.practiceId, epTwo.id, '/disable'));
-      assert.equal(off.status, 200);
-      const refused = await svc.admin('POST', path, { endpointId: epTwo.id });
-      assert.equal(refused.status, 422, refused.text);
-      const toEnabled = await svc.admin('POST', path);
-      assert.equal(toEnabled.body.queued, 1, 'a disabled endpoint is skipped');
-    });
-
-    test('recover re-queues what failed since a time, once the endpoint is on again', async () => {
-      const practice = await svc.newPractice();
-      const r = await receiver();
-      let status = 500;
-      r.reply = () => ({ status });
-      const ep = await addEndpoint(svc, practice.practiceId, r);
-      const since = svc.clock.now().toISOString();
-      svc.clock.advance(1_000);
-
-      // E1 fails all 8 attempts.
-      const visit = await billVisit(svc, practice);
-      await svc.worker.drain();
-      for (;;) {
-        const next = (await attempts(svc, practice.practiceId, ep.id)).at(-1)!.nextAttemptAt;
-        if (!next) break;
-        advanceTo(svc, next);
-        await svc.worker.drain();
-      }
-      assert.equal(r.requests.length, 8);
-      const e1 = r.requests[0]!.webhookId;
-
-      // E2 fails once, then the operator turns the endpoint off and its retry is dropped.
-      await pay(svc, practice.practiceId, visit.invoiceId);
-      await svc.worker.drain();
-      assert.equal(r.requests.length, 9);
-      const e2 = r.requests[8]!.webhookId;
-      assert.notEqual(e2, e1);
-      const recoverPath = endpointPath(practice.practiceId, ep.id, '/recover');
-      assert.equal(
-        (await svc.admin('POST', endpointPath(practice.practiceId, ep.id, '/disable'))).status,
-        200,
-      );
-      const whileOff = await svc.admin('POST', recoverPath, { since });
-      assert.equal(whileOff.status, 422, whileOff.text);
-      assert.equal(whileOff.body.code, 'business_rule');
-      svc.clock.advance(10_000);
-      await svc.worker.drain();
-      assert.equal(r.requests.length, 9, 'no retries while off');
-
-      // E3 happens while it is off: never queued for it, so not recovered.
-      await pay(svc, practice.practiceId, visit.invoiceId);
-      await svc.worker.drain();
-      assert.equal(r.requests.length, 9);
-
-      assert.equal(
-        (await svc.admin('POST', endpointPath(practice.practiceId, ep.id, '/enable'))).status,
-        200,
-      );
-      status = 200;
-      const none = await svc.admin('POST', recoverPath, { since: svc.clock.now().toISOString() });
-      assert.equal(none.status, 202, none.text);
-      assert.equal(none.body.queued, 0, 'nothing failed after now');
-      const recovered = await svc.admin('POST', recoverPath, { since });
-      assert.equal(recovered.status, 202, recovered.text);
-      assert.equal(recovered.body.queued, 2);
-      await svc.worker.drain();
-      assert.deepEqual(
-        r.requests
-          .slice(9)
-          .map((x) => x.webhookId)
-          .sort(),
-        [e1, e2].sort(),
-      );
-      for (const x of r.requests.slice(9)) assert.ok(verifyAt(ep.secret, x.body, x.headers, x.at));
-      r.assertAllVerified();
-
-      const twice = await svc.admin('POST', recoverPath, { since });
-      assert.equal(twice.body.queued, 0, 'what was delivered is not recovered again');
-      const e1Log = await eventAttempts(practice.practiceId, e1);
-      assert.deepEqual(
-        e1Log.map((a) => a.statusCode),
-        [500, 500, 500, 500, 500, 500, 500, 500, 200],
-      );
-    });
+  before(async () => {
+    svc = await startService(backend);
   });
-}
+  after(async () => {
+    await svc.close();
+    await Promise.all(receivers.map((r) => r.close()));
+  });
+
+  test("an event's deliveries list its attempts to every endpoint, oldest first", async () => {
+    const practice = await svc.newPractice();
+    const ok = await receiver();
+    const failing = await receiver();
+    failing.reply = () => ({ status: 503, body: 'busy' });
+    const epOk = await addEndpoint(svc, practice.practiceId, ok);
+    const epFailing = await addEndpoint(svc, practice.practiceId, failing);
+    const visit = await billVisit(svc, practice);
+    await svc.worker.drain();
+    svc.clock.advance(6_000);
+    await svc.worker.drain();
+    await pay(svc, practice.practiceId, visit.invoiceId);
+    await svc.worker.drain();
+
+    const eventId = ok.requests[0]!.webhookId;
+    assert.equal(ok.requests[0]!.payload.type, 'invoice.issued');
+    const list = await eventAttempts(practice.practiceId, eventId);
+    assert.equal(list.length, 3, JSON.stringify(list));
+    for (const a of list) {
+      assert.equal(a.eventId, eventId, 'only this event');
+      assert.equal(a.eventType, 'invoice.issued');
+    }
+    const times = list.map((a) => new Date(a.attemptedAt).getTime());
+    assert.deepEqual(
+      times,
+      [...times].sort((x, y) => x - y),
+      'oldest first',
+    );
+    const okAttempts = list.filter((a) => a.endpointId === epOk.id);
+    const failed = list.filter((a) => a.endpointId === epFailing.id);
+    assert.deepEqual(
+      okAttempts.map((a) => [a.attemptNumber, a.statusCode, a.nextAttemptAt]),
+      [[1, 200, null]],
+    );
+    assert.deepEqual(
+      failed.map((a) => [a.attemptNumber, a.statusCode, a.responseBody]),
+      [
+        [1, 503, 'busy'],
+        [2, 503, 'busy'],
+      ],
+    );
+    assert.ok(failed[1].nextAttemptAt);
+    assert.equal(new Set(failed.map((a) => a.deliveryId)).size, 1, 'retries of one delivery');
+    ok.assertAllVerified();
+    failing.assertAllVerified();
+  });
+
+  test('redeliver queues a new delivery of the same event, sent with the same webhook-id', async () => {
+    const practice = await svc.newPractice();
+    const one = await receiver();
+    const two = await receiver();
+    const epOne = await addEndpoint(svc, practice.practiceId, one);
+    const epTwo = await addEndpoint(svc, practice.practiceId, two);
+    await billVisit(svc, practice);
+    await svc.worker.drain();
+    assert.equal(one.requests.length, 1);
+    const eventId = one.requests[0]!.webhookId;
+    const path = `/practices/${practice.practiceId}/events/${eventId}/redeliver`;
+
+    svc.clock.advance(60_000);
+    const again = await svc.admin('POST', path);
+    assert.equal(again.status, 202, again.text);
+    assert.equal(again.body.object, 'redelivery');
+    assert.equal(again.body.queued, 2, 'to every endpoint that takes the event');
+    await svc.worker.drain();
+    assert.equal(one.requests.length, 2);
+    assert.equal(two.requests.length, 2);
+    const [original, repeat] = one.requests as [(typeof one.requests)[0], (typeof one.requests)[0]];
+    assert.equal(repeat.webhookId, eventId, 'the same webhook-id, so the receiver can ignore it');
+    assert.equal(repeat.body, original.body);
+    assert.ok(repeat.timestamp >= original.timestamp + 60, 'signed afresh');
+    one.assertAllVerified();
+    two.assertAllVerified();
+
+    const onlyTwo = await svc.admin('POST', path, { endpointId: epTwo.id });
+    assert.equal(onlyTwo.status, 202, onlyTwo.text);
+    assert.equal(onlyTwo.body.queued, 1);
+    await svc.worker.drain();
+    assert.equal(one.requests.length, 2);
+    assert.deepEqual(
+      two.requests.map((r) => r.webhookId),
+      [eventId, eventId, eventId],
+    );
+
+    const list = await eventAttempts(practice.practiceId, eventId);
+    const toOne = list.filter((a) => a.endpointId === epOne.id);
+    assert.deepEqual(
+      toOne.map((a) => [a.attemptNumber, a.statusCode]),
+      [
+        [1, 200],
+        [1, 200],
+      ],
+    );
+    assert.equal(new Set(toOne.map((a) => a.deliveryId)).size, 2, 'a new delivery each time');
+    assert.equal(list.length, 5);
+
+    const off = await svc.admin('POST', endpointPath(practice.practiceId, epTwo.id, '/disable'));
+    assert.equal(off.status, 200);
+    const refused = await svc.admin('POST', path, { endpointId: epTwo.id });
+    assert.equal(refused.status, 422, refused.text);
+    const toEnabled = await svc.admin('POST', path);
+    assert.equal(toEnabled.body.queued, 1, 'a disabled endpoint is skipped');
+  });
+
+  test('recover re-queues what failed since a time, once the endpoint is on again', async () => {
+    const practice = await svc.newPractice();
+    const r = await receiver();
+    let status = 500;
+    r.reply = () => ({ status });
+    const ep = await addEndpoint(svc, practice.practiceId, r);
+    const since = svc.clock.now().toISOString();
+    svc.clock.advance(1_000);
+
+    // E1 fails all 8 attempts.
+    const visit = await billVisit(svc, practice);
+    await svc.worker.drain();
+    for (;;) {
+      const next = (await attempts(svc, practice.practiceId, ep.id)).at(-1)!.nextAttemptAt;
+      if (!next) break;
+      advanceTo(svc, next);
+      await svc.worker.drain();
+    }
+    assert.equal(r.requests.length, 8);
+    const e1 = r.requests[0]!.webhookId;
+
+    // E2 fails once, then the operator turns the endpoint off and its retry is dropped.
+    await pay(svc, practice.practiceId, visit.invoiceId);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 9);
+    const e2 = r.requests[8]!.webhookId;
+    assert.notEqual(e2, e1);
+    const recoverPath = endpointPath(practice.practiceId, ep.id, '/recover');
+    assert.equal((await svc.admin('POST', endpointPath(practice.practiceId, ep.id, '/disable'))).status, 200);
+    const whileOff = await svc.admin('POST', recoverPath, { since });
+    assert.equal(whileOff.status, 422, whileOff.text);
+    assert.equal(whileOff.body.code, 'business_rule');
+    svc.clock.advance(10_000);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 9, 'no retries while off');
+
+    // E3 happens while it is off: never queued for it, so not recovered.
+    await pay(svc, practice.practiceId, visit.invoiceId);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 9);
+
+    assert.equal((await svc.admin('POST', endpointPath(practice.practiceId, ep.id, '/enable'))).status, 200);
+    status = 200;
+    const none = await svc.admin('POST', recoverPath, { since: svc.clock.now().toISOString() });
+    assert.equal(none.status, 202, none.text);
+    assert.equal(none.body.queued, 0, 'nothing failed after now');
+    const recovered = await svc.admin('POST', recoverPath, { since });
+    assert.equal(recovered.status, 202, recovered.text);
+    assert.equal(recovered.body.queued, 2);
+    await svc.worker.drain();
+    assert.deepEqual(
+      r.requests
+        .slice(9)
+        .map((x) => x.webhookId)
+        .sort(),
+      [e1, e2].sort(),
+    );
+    for (const x of r.requests.slice(9)) assert.ok(verifyAt(ep.secret, x.body, x.headers, x.at));
+    r.assertAllVerified();
+
+    const twice = await svc.admin('POST', recoverPath, { since });
+    assert.equal(twice.body.queued, 0, 'what was delivered is not recovered again');
+    const e1Log = await eventAttempts(practice.practiceId, e1);
+    assert.deepEqual(
+      e1Log.map((a) => a.statusCode),
+      [500, 500, 500, 500, 500, 500, 500, 500, 200],
+    );
+  });
+});

@@ -15,7 +15,7 @@ import {
 } from '../src/webhooks/address-guard.ts';
 import { createEndpoint } from '../src/webhooks/endpoints.ts';
 import { WebhookSender } from '../src/webhooks/sender.ts';
-import { backends, startService, type TestService } from './harness.ts';
+import { describeEachBackend, startService, type TestService } from './harness.ts';
 import { attempts, billVisit, endpointPath, Receiver } from './webhooks-fixtures.ts';
 
 const REFUSED_URLS = [
@@ -151,76 +151,74 @@ describe('address guard (unit)', () => {
   });
 });
 
-for (const backend of backends()) {
-  describe(`webhooks without private networks (${backend})`, () => {
-    let svc: TestService;
-    let r: Receiver;
+describeEachBackend('webhooks without private networks', (backend) => {
+  let svc: TestService;
+  let r: Receiver;
 
-    before(async () => {
-      svc = await startService(backend, { env: { WEBHOOK_ALLOW_PRIVATE: 'false' } });
-      r = await Receiver.forService(svc);
-    });
-    after(async () => {
-      await svc.close();
-      await r.close();
-    });
-
-    test('registration refuses http and every non-public address, naming url', async () => {
-      const { practiceId } = await svc.newPractice();
-      const path = `/practices/${practiceId}/webhook-endpoints`;
-      for (const url of [...REFUSED_URLS, r.url()]) {
-        const answer = await svc.admin('POST', path, { url });
-        assert.equal(answer.status, 422, `${url}: ${answer.text}`);
-        assert.equal(answer.body.code, 'validation_failed');
-        assert.deepEqual(
-          answer.body.errors.map((e: { field: string }) => e.field),
-          ['url'],
-          url,
-        );
-      }
-      const publicOne = await svc.admin('POST', path, { url: 'https://1.1.1.1/hook' });
-      assert.equal(publicOne.status, 201, publicOne.text);
-      const moved = await svc.admin('PUT', endpointPath(practiceId, publicOne.body.id), {
-        url: 'https://169.254.169.254/latest/meta-data/',
-      });
-      assert.equal(moved.status, 422, moved.text);
-      assert.deepEqual(
-        moved.body.errors.map((e: { field: string }) => e.field),
-        ['url'],
-      );
-      const list = await svc.admin('GET', path);
-      assert.deepEqual(
-        list.body.data.map((e: { url: string }) => e.url),
-        ['https://1.1.1.1/hook'],
-      );
-      await svc.admin('DELETE', endpointPath(practiceId, publicOne.body.id));
-    });
-
-    test('endpoints registered while private networks were allowed get no connection now', async () => {
-      const practice = await svc.newPractice();
-      const urls = [
-        `http://127.0.0.1:${r.port}/hook`,
-        `https://127.0.0.1:${r.port}/hook`,
-        `https://[::ffff:127.0.0.1]:${r.port}/hook`,
-        `https://localhost:${r.port}/hook`,
-      ];
-      const ids: string[] = [];
-      for (const url of urls) {
-        const { row } = await asOperator(svc.db, (trx) =>
-          createEndpoint(trx, svc.deps.secrets, true, practice.practiceId, { url }, svc.clock.now()),
-        );
-        ids.push(row.id);
-      }
-      await billVisit(svc, practice);
-      await svc.worker.drain();
-      assert.equal(r.connections, 0, 'no connection to a private address');
-      for (const [i, id] of ids.entries()) {
-        const log = await attempts(svc, practice.practiceId, id);
-        assert.equal(log.length, 1, urls[i]);
-        assert.equal(log[0].statusCode, null);
-        assert.match(log[0].error, /not a public address|must use https/, urls[i]);
-        assert.ok(log[0].nextAttemptAt, 'counted as a failed attempt');
-      }
-    });
+  before(async () => {
+    svc = await startService(backend, { env: { WEBHOOK_ALLOW_PRIVATE: 'false' } });
+    r = await Receiver.forService(svc);
   });
-}
+  after(async () => {
+    await svc.close();
+    await r.close();
+  });
+
+  test('registration refuses http and every non-public address, naming url', async () => {
+    const { practiceId } = await svc.newPractice();
+    const path = `/practices/${practiceId}/webhook-endpoints`;
+    for (const url of [...REFUSED_URLS, r.url()]) {
+      const answer = await svc.admin('POST', path, { url });
+      assert.equal(answer.status, 422, `${url}: ${answer.text}`);
+      assert.equal(answer.body.code, 'validation_failed');
+      assert.deepEqual(
+        answer.body.errors.map((e: { field: string }) => e.field),
+        ['url'],
+        url,
+      );
+    }
+    const publicOne = await svc.admin('POST', path, { url: 'https://1.1.1.1/hook' });
+    assert.equal(publicOne.status, 201, publicOne.text);
+    const moved = await svc.admin('PUT', endpointPath(practiceId, publicOne.body.id), {
+      url: 'https://169.254.169.254/latest/meta-data/',
+    });
+    assert.equal(moved.status, 422, moved.text);
+    assert.deepEqual(
+      moved.body.errors.map((e: { field: string }) => e.field),
+      ['url'],
+    );
+    const list = await svc.admin('GET', path);
+    assert.deepEqual(
+      list.body.data.map((e: { url: string }) => e.url),
+      ['https://1.1.1.1/hook'],
+    );
+    await svc.admin('DELETE', endpointPath(practiceId, publicOne.body.id));
+  });
+
+  test('endpoints registered while private networks were allowed get no connection now', async () => {
+    const practice = await svc.newPractice();
+    const urls = [
+      `http://127.0.0.1:${r.port}/hook`,
+      `https://127.0.0.1:${r.port}/hook`,
+      `https://[::ffff:127.0.0.1]:${r.port}/hook`,
+      `https://localhost:${r.port}/hook`,
+    ];
+    const ids: string[] = [];
+    for (const url of urls) {
+      const { row } = await asOperator(svc.db, (trx) =>
+        createEndpoint(trx, svc.deps.secrets, true, practice.practiceId, { url }, svc.clock.now()),
+      );
+      ids.push(row.id);
+    }
+    await billVisit(svc, practice);
+    await svc.worker.drain();
+    assert.equal(r.connections, 0, 'no connection to a private address');
+    for (const [i, id] of ids.entries()) {
+      const log = await attempts(svc, practice.practiceId, id);
+      assert.equal(log.length, 1, urls[i]);
+      assert.equal(log[0].statusCode, null);
+      assert.match(log[0].error, /not a public address|must use https/, urls[i]);
+      assert.ok(log[0].nextAttemptAt, 'counted as a failed attempt');
+    }
+  });
+});

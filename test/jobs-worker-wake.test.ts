@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { issuedInvoice, newWorld, sendClaim, type World } from './claims-fixtures.ts';
-import { backends, startService, type TestService } from './harness.ts';
+import { describeEachBackend, startService, type TestService } from './harness.ts';
 import { BIN, childEnv, NODE, ROOT } from './processes.ts';
 
 const MINUTE_POLL = { JOB_POLL_MS: '60000', INSURER_DELAY_MS: '0', REMITTANCE_DELAY_MS: '0' };
@@ -22,27 +22,25 @@ async function answeredWithin(w: World, invoiceId: string, ms: number, why: () =
   }
 }
 
-for (const backend of backends()) {
-  describe(`worker wakes on a queued job (${backend})`, () => {
-    let svc: TestService;
-    let w: World;
-    before(async () => {
-      svc = await startService(backend, { workerPolls: true, env: MINUTE_POLL });
-      w = await newWorld(svc);
-    });
-    after(async () => {
-      await svc.close();
-    });
-
-    test('a claim queued by a request is answered at once by the same process', async () => {
-      for (let i = 0; i < 2; i++) {
-        const { invoiceId } = await issuedInvoice(w);
-        await sendClaim(w, invoiceId);
-        assert.equal(await answeredWithin(w, invoiceId, 10_000, () => ''), 'accepted');
-      }
-    });
+describeEachBackend('worker wakes on a queued job', (backend) => {
+  let svc: TestService;
+  let w: World;
+  before(async () => {
+    svc = await startService(backend, { workerPolls: true, env: MINUTE_POLL });
+    w = await newWorld(svc);
   });
-}
+  after(async () => {
+    await svc.close();
+  });
+
+  test('a claim queued by a request is answered at once by the same process', async () => {
+    for (let i = 0; i < 2; i++) {
+      const { invoiceId } = await issuedInvoice(w);
+      await sendClaim(w, invoiceId);
+      assert.equal(await answeredWithin(w, invoiceId, 10_000, () => ''), 'accepted');
+    }
+  });
+});
 
 describe('a worker in another process wakes on NOTIFY (postgres)', {
   skip: !process.env.DATABASE_URL,

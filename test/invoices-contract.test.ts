@@ -3,12 +3,12 @@
 // delete a line) act on a pool: each request the suites send moves on to the next unused record,
 // while a request the suite points at another practice's (or a made-up) id keeps that id.
 import { randomBytes } from 'node:crypto';
-import { after, before, describe } from 'node:test';
+import { after, before } from 'node:test';
 import { billedInvoice, lineBody, newPatient, newVisit } from './billing-fixtures.ts';
 import { type Fixture, type RouteCase, runSharedSuites } from './contract-suites.ts';
 import {
   apiClient,
-  backends,
+  describeEachBackend,
   startService,
   type TestPractice,
   type TestService,
@@ -192,15 +192,13 @@ const routes: RouteCase[] = [
   },
 ];
 
-for (const backend of backends()) {
-  describe(`billing routes, shared contract (${backend})`, () => {
-    let svc: TestService;
-    before(async () => {
-      svc = await startService(backend);
-    });
-    after(async () => {
-      await svc.close();
-    });
-    for (const route of routes) runSharedSuites(() => svc, route);
+describeEachBackend('billing routes, shared contract', (backend) => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startService(backend);
   });
-}
+  after(async () => {
+    await svc.close();
+  });
+  for (const route of routes) runSharedSuites(() => svc, route);
+});

@@ -1,5 +1,5 @@
 // Input limits that only show in a real process (the 256 KB boundary itself, with Content-Length and
-// chunked, is in http-limits.test.ts): a 10 MB body, chunked or declared by Content-Length, is refused
+// chunked, is in platform-http-limits.test.ts): a 10 MB body, chunked or declared by Content-Length, is refused
 // with 413 without the service's resident memory growing by more than a few MB, and the service goes
 // on serving. Runs `practice-billing serve` on PostgreSQL when DATABASE_URL is set, else the
 // embedded sandbox (`npm start`).

@@ -6,7 +6,7 @@
 // query or body, another practice's real id answers byte for byte as a made-up one does.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import type { AnyApiRoute } from '../src/api/api-route.ts';
 import { apiRoutes } from '../src/app.ts';
 import { PERMISSIONS, type Permission } from '../src/auth/permissions.ts';
@@ -16,7 +16,7 @@ import { addClient, type Fixture, type RouteCase, sendRoute } from './contract-s
 import {
   type Answer,
   apiClient,
-  backends,
+  describeEachBackend,
   patientBody,
   startService,
   type TestPractice,
@@ -169,180 +169,178 @@ function permissionsOf(route: AnyApiRoute, body: unknown): Permission[] {
   return [route.permission, ...(route.extraPermissions?.(body as never) ?? [])];
 }
 
-for (const backend of backends()) {
-  describe(`authorisation matrix (${backend})`, () => {
-    let svc: TestService;
-    let practice: TestPractice;
-    let fixture: Fixture;
-    let theirs: Fixture;
-    const only = new Map<Permission, string>();
-    before(async () => {
-      svc = await startService(backend);
-      practice = await svc.newPractice();
-      fixture = await recordsOf(svc, practice);
-      theirs = await recordsOf(svc, await svc.newPractice());
+describeEachBackend('authorisation matrix', (backend) => {
+  let svc: TestService;
+  let practice: TestPractice;
+  let fixture: Fixture;
+  let theirs: Fixture;
+  const only = new Map<Permission, string>();
+  before(async () => {
+    svc = await startService(backend);
+    practice = await svc.newPractice();
+    fixture = await recordsOf(svc, practice);
+    theirs = await recordsOf(svc, await svc.newPractice());
+    for (const permission of PERMISSIONS) {
+      only.set(permission, (await addClient(svc, practice.practiceId, { permissions: [permission] })).key);
+    }
+  });
+  after(async () => {
+    await svc.close();
+  });
+
+  test('the route declarations and the OpenAPI document name the same operations and permissions', async () => {
+    const document = (await (await fetch(`${svc.baseUrl}/api/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { operationId?: string; 'x-permission'?: string }>>;
+    };
+    const documented = new Map<string, string | undefined>();
+    for (const [p, methods] of Object.entries(document.paths)) {
+      if (!p.startsWith('/api/v1/')) continue;
+      for (const op of Object.values(methods)) documented.set(String(op.operationId), op['x-permission']);
+    }
+    assert.deepEqual([...documented.keys()].sort(), apiRoutes.map((r) => r.operationId).sort());
+    for (const route of apiRoutes) {
+      assert.equal(documented.get(route.operationId), route.permission, route.operationId);
+      assert.ok((PERMISSIONS as readonly string[]).includes(route.permission), route.operationId);
+      if (route.body && !route.bodyOptional)
+        assert.ok(BODIES[route.operationId], `a body for ${route.operationId}`);
+    }
+  });
+
+  test('a key with one permission passes the gate exactly where the route declares that permission', async () => {
+    let checked = 0;
+    for (const route of apiRoutes) {
+      const rc = caseOf(route);
       for (const permission of PERMISSIONS) {
-        only.set(permission, (await addClient(svc, practice.practiceId, { permissions: [permission] })).key);
-      }
-    });
-    after(async () => {
-      await svc.close();
-    });
-
-    test('the route declarations and the OpenAPI document name the same operations and permissions', async () => {
-      const document = (await (await fetch(`${svc.baseUrl}/api/v1/openapi.json`)).json()) as {
-        paths: Record<string, Record<string, { operationId?: string; 'x-permission'?: string }>>;
-      };
-      const documented = new Map<string, string | undefined>();
-      for (const [p, methods] of Object.entries(document.paths)) {
-        if (!p.startsWith('/api/v1/')) continue;
-        for (const op of Object.values(methods)) documented.set(String(op.operationId), op['x-permission']);
-      }
-      assert.deepEqual([...documented.keys()].sort(), apiRoutes.map((r) => r.operationId).sort());
-      for (const route of apiRoutes) {
-        assert.equal(documented.get(route.operationId), route.permission, route.operationId);
-        assert.ok((PERMISSIONS as readonly string[]).includes(route.permission), route.operationId);
-        if (route.body && !route.bodyOptional)
-          assert.ok(BODIES[route.operationId], `a body for ${route.operationId}`);
-      }
-    });
-
-    test('a key with one permission passes the gate exactly where the route declares that permission', async () => {
-      let checked = 0;
-      for (const route of apiRoutes) {
-        const rc = caseOf(route);
-        for (const permission of PERMISSIONS) {
-          const answer = await sendRoute(svc, only.get(permission), rc, fixture);
-          const body = rc.body?.(fixture);
-          const needed = permissionsOf(route, body);
-          const where = `${route.operationId} with only ${permission}: ${answer.status} ${answer.text.slice(0, 300)}`;
-          assert.ok(answer.status < 500 && answer.status !== 401, where);
-          if (needed.length === 1 && needed[0] === permission) {
-            assert.notEqual(answer.status, 403, where);
-          } else {
-            assert.equal(answer.status, 403, where);
-            assert.equal(answer.body.code, 'forbidden', where);
-          }
-          checked++;
+        const answer = await sendRoute(svc, only.get(permission), rc, fixture);
+        const body = rc.body?.(fixture);
+        const needed = permissionsOf(route, body);
+        const where = `${route.operationId} with only ${permission}: ${answer.status} ${answer.text.slice(0, 300)}`;
+        assert.ok(answer.status < 500 && answer.status !== 401, where);
+        if (needed.length === 1 && needed[0] === permission) {
+          assert.notEqual(answer.status, 403, where);
+        } else {
+          assert.equal(answer.status, 403, where);
+          assert.equal(answer.body.code, 'forbidden', where);
         }
+        checked++;
       }
-      assert.equal(checked, apiRoutes.length * PERMISSIONS.length);
-    });
+    }
+    assert.equal(checked, apiRoutes.length * PERMISSIONS.length);
+  });
 
-    test('a body that needs further permissions (bill with issue or submitClaim) needs every one of them', async () => {
-      const dependent = apiRoutes.filter((r) => r.extraPermissions);
-      assert.ok(dependent.length > 0, 'some route declares body-dependent permissions');
-      let checked = 0;
-      for (const route of dependent) {
-        // Every combination of the body's boolean switches, each asking for what the route declares.
-        const switches = propertiesOf(route.body).filter(
-          (k) =>
-            (route.body as { properties: Record<string, { type?: unknown }> }).properties[k]?.type ===
-            'boolean',
-        );
-        assert.ok(switches.length > 0 && switches.length <= 4, route.operationId);
-        for (let mask = 1; mask < 1 << switches.length; mask++) {
-          const flags = Object.fromEntries(switches.map((k, i) => [k, (mask & (1 << i)) !== 0]));
-          const needed = [...new Set(permissionsOf(route, flags))];
-          if (needed.length === 1) continue;
-          for (const missing of needed) {
-            const without = await addClient(svc, practice.practiceId, {
-              permissions: needed.filter((p) => p !== missing),
-            });
-            // A fresh unbilled visit each time, so the request would otherwise do its work.
-            const visit = await newVisit(
-              svc,
-              apiClient(svc, practice.key),
-              practice.practitionerId,
-              fixture.patientId!,
-            );
-            const answer = await sendRoute(svc, without.key, caseOf(route, { body: () => flags }), {
-              ...fixture,
-              encounterId: visit.id,
-            });
-            assert.equal(
-              answer.status,
-              403,
-              `${route.operationId} ${JSON.stringify(flags)} without ${missing}: ${answer.text}`,
-            );
-            assert.equal(answer.body.code, 'forbidden');
-            assert.match(answer.body.detail, new RegExp(missing));
-            checked++;
-          }
-          const holding = await addClient(svc, practice.practiceId, { permissions: needed });
+  test('a body that needs further permissions (bill with issue or submitClaim) needs every one of them', async () => {
+    const dependent = apiRoutes.filter((r) => r.extraPermissions);
+    assert.ok(dependent.length > 0, 'some route declares body-dependent permissions');
+    let checked = 0;
+    for (const route of dependent) {
+      // Every combination of the body's boolean switches, each asking for what the route declares.
+      const switches = propertiesOf(route.body).filter(
+        (k) =>
+          (route.body as { properties: Record<string, { type?: unknown }> }).properties[k]?.type ===
+          'boolean',
+      );
+      assert.ok(switches.length > 0 && switches.length <= 4, route.operationId);
+      for (let mask = 1; mask < 1 << switches.length; mask++) {
+        const flags = Object.fromEntries(switches.map((k, i) => [k, (mask & (1 << i)) !== 0]));
+        const needed = [...new Set(permissionsOf(route, flags))];
+        if (needed.length === 1) continue;
+        for (const missing of needed) {
+          const without = await addClient(svc, practice.practiceId, {
+            permissions: needed.filter((p) => p !== missing),
+          });
+          // A fresh unbilled visit each time, so the request would otherwise do its work.
           const visit = await newVisit(
             svc,
             apiClient(svc, practice.key),
             practice.practitionerId,
             fixture.patientId!,
           );
-          const answer = await sendRoute(svc, holding.key, caseOf(route, { body: () => flags }), {
+          const answer = await sendRoute(svc, without.key, caseOf(route, { body: () => flags }), {
             ...fixture,
             encounterId: visit.id,
           });
-          assert.ok(
-            answer.status !== 403 && answer.status < 500,
-            `${route.operationId} ${JSON.stringify(flags)} with ${needed.join(', ')}: ${answer.text}`,
+          assert.equal(
+            answer.status,
+            403,
+            `${route.operationId} ${JSON.stringify(flags)} without ${missing}: ${answer.text}`,
           );
+          assert.equal(answer.body.code, 'forbidden');
+          assert.match(answer.body.detail, new RegExp(missing));
           checked++;
         }
+        const holding = await addClient(svc, practice.practiceId, { permissions: needed });
+        const visit = await newVisit(
+          svc,
+          apiClient(svc, practice.key),
+          practice.practitionerId,
+          fixture.patientId!,
+        );
+        const answer = await sendRoute(svc, holding.key, caseOf(route, { body: () => flags }), {
+          ...fixture,
+          encounterId: visit.id,
+        });
+        assert.ok(
+          answer.status !== 403 && answer.status < 500,
+          `${route.operationId} ${JSON.stringify(flags)} with ${needed.join(', ')}: ${answer.text}`,
+        );
+        checked++;
       }
-      assert.ok(checked >= 4, `checked ${checked} combinations`);
-    });
-
-    test("every id an operation takes: another practice's real one answers byte for byte as a made-up one", async () => {
-      let compared = 0;
-      for (const route of apiRoutes) {
-        const slots: Array<{ where: 'path' | 'query' | 'body'; name: string }> = [
-          ...propertiesOf(route.params).map((name) => ({ where: 'path' as const, name })),
-          ...propertiesOf(route.querystring)
-            .filter((n) => n.endsWith('Id') && !REQUIRED_QUERY[route.operationId]?.(fixture)?.[n])
-            .map((name) => ({ where: 'query' as const, name })),
-          ...propertiesOf(route.body)
-            .filter((n) => n.endsWith('Id'))
-            .map((name) => ({ where: 'body' as const, name })),
-        ].filter((s) => !SHARED_IDS.has(s.name));
-        for (const slot of slots) {
-          const theirId = theirs[slot.name];
-          assert.ok(theirId, `the other practice has a ${slot.name} (${route.operationId})`);
-          const madeUp = madeUpLike(theirId);
-          const send = async (id: string) => {
-            // A fresh unbilled visit, so that billing reaches the id it is given.
-            const own =
-              route.operationId === 'billEncounter'
-                ? {
-                    ...fixture,
-                    encounterId: (
-                      await newVisit(
-                        svc,
-                        apiClient(svc, practice.key),
-                        practice.practitionerId,
-                        fixture.patientId!,
-                      )
-                    ).id,
-                  }
-                : fixture;
-            const f = slot.where === 'path' ? { ...own, [slot.name]: id } : own;
-            const rc = caseOf(route, {
-              ...(slot.where === 'query' ? { query: () => ({ [slot.name]: id }) } : {}),
-              ...(slot.where === 'body'
-                ? { body: (g: Fixture) => ({ ...(BODIES[route.operationId]?.(g) as Json), [slot.name]: id }) }
-                : {}),
-            });
-            return visible(await sendRoute(svc, practice.key, rc, f), id);
-          };
-          const foreign = await send(theirId);
-          const random = await send(madeUp);
-          const label = `${route.operationId} ${slot.where} ${slot.name}`;
-          assert.ok(foreign.status < 500, `${label}: ${foreign.text}`);
-          assert.deepEqual(foreign, random, label);
-          compared++;
-        }
-      }
-      assert.ok(
-        compared >= apiRoutes.filter((r) => propertiesOf(r.params).length > 0).length,
-        `compared ${compared}`,
-      );
-    });
+    }
+    assert.ok(checked >= 4, `checked ${checked} combinations`);
   });
-}
+
+  test("every id an operation takes: another practice's real one answers byte for byte as a made-up one", async () => {
+    let compared = 0;
+    for (const route of apiRoutes) {
+      const slots: Array<{ where: 'path' | 'query' | 'body'; name: string }> = [
+        ...propertiesOf(route.params).map((name) => ({ where: 'path' as const, name })),
+        ...propertiesOf(route.querystring)
+          .filter((n) => n.endsWith('Id') && !REQUIRED_QUERY[route.operationId]?.(fixture)?.[n])
+          .map((name) => ({ where: 'query' as const, name })),
+        ...propertiesOf(route.body)
+          .filter((n) => n.endsWith('Id'))
+          .map((name) => ({ where: 'body' as const, name })),
+      ].filter((s) => !SHARED_IDS.has(s.name));
+      for (const slot of slots) {
+        const theirId = theirs[slot.name];
+        assert.ok(theirId, `the other practice has a ${slot.name} (${route.operationId})`);
+        const madeUp = madeUpLike(theirId);
+        const send = async (id: string) => {
+          // A fresh unbilled visit, so that billing reaches the id it is given.
+          const own =
+            route.operationId === 'billEncounter'
+              ? {
+                  ...fixture,
+                  encounterId: (
+                    await newVisit(
+                      svc,
+                      apiClient(svc, practice.key),
+                      practice.practitionerId,
+                      fixture.patientId!,
+                    )
+                  ).id,
+                }
+              : fixture;
+          const f = slot.where === 'path' ? { ...own, [slot.name]: id } : own;
+          const rc = caseOf(route, {
+            ...(slot.where === 'query' ? { query: () => ({ [slot.name]: id }) } : {}),
+            ...(slot.where === 'body'
+              ? { body: (g: Fixture) => ({ ...(BODIES[route.operationId]?.(g) as Json), [slot.name]: id }) }
+              : {}),
+          });
+          return visible(await sendRoute(svc, practice.key, rc, f), id);
+        };
+        const foreign = await send(theirId);
+        const random = await send(madeUp);
+        const label = `${route.operationId} ${slot.where} ${slot.name}`;
+        assert.ok(foreign.status < 500, `${label}: ${foreign.text}`);
+        assert.deepEqual(foreign, random, label);
+        compared++;
+      }
+    }
+    assert.ok(
+      compared >= apiRoutes.filter((r) => propertiesOf(r.params).length > 0).length,
+      `compared ${compared}`,
+    );
+  });
+});

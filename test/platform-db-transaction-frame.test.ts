@@ -1,0 +1,47 @@
+// The transaction frame on both databases: the role and the practice are set before the work's first
+// statement, and a transaction that failed inside is never reported as committed (PostgreSQL answers
+// its COMMIT with ROLLBACK, which the service turns into an error).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { asOperator, inPractice } from '../src/platform/db/transaction.ts';
+import { describeEachBackend, startService, type TestService } from './harness.ts';
+
+describeEachBackend('transaction frame', (backend) => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startService(backend);
+  });
+  after(async () => {
+    await svc.close();
+  });
+
+  test('the first statement already runs as the practice, under the app role', async () => {
+    const practice = await svc.newPractice();
+    const seen = await inPractice(svc.db, practice.practiceId, async (trx) => {
+      const { rows } = await sql<{ role: string; practice: string; patients: number }>`
+        SELECT current_user AS role, current_setting('app.practice_id') AS practice,
+               (SELECT count(*) FROM patients)::int AS patients`.execute(trx);
+      return rows[0]!;
+    });
+    assert.deepEqual(seen, { role: 'practice_billing_app', practice: practice.practiceId, patients: 0 });
+    const operator = await asOperator(
+      svc.db,
+      async (trx) => (await sql<{ role: string }>`SELECT current_user AS role`.execute(trx)).rows[0]!.role,
+    );
+    assert.equal(operator, 'practice_billing_operator');
+  });
+
+  test('a transaction whose statement failed is not reported as committed', {
+    skip: backend === 'pglite',
+  }, async () => {
+    const practice = await svc.newPractice();
+    await assert.rejects(
+      inPractice(svc.db, practice.practiceId, async (trx) => {
+        await sql`SELECT 1 / 0`.execute(trx).catch(() => undefined);
+        return 'done';
+      }),
+      /ROLLBACK/,
+    );
+  });
+});
