@@ -6,9 +6,10 @@
 import { isCoverageActive } from '../insurance/service.ts';
 import { findCoverage } from '../insurance/store.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
-import { insurerPaid, PAYABLE, recordPayment, takeBackInsurerPayments } from '../invoices/payments.ts';
+import { PAYABLE, recordPayment, takeBackInsurerPayments } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { practiceBilling, readInvoice } from '../invoices/service.ts';
+import { insurerPaid } from '../invoices/store.ts';
 import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../jobs/queue.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';

@@ -197,3 +197,15 @@ export async function listModifiers(trx: Trx, systemUrl: string) {
     .orderBy('code')
     .execute();
 }
+
+/** Modifier percentages (basis points) of a system, by code. */
+export async function modifiersOf(trx: Trx, system: string, codes: string[]): Promise<Map<string, number>> {
+  if (codes.length === 0) return new Map();
+  const rows = await trx
+    .selectFrom('tariff_modifiers')
+    .select(['code', 'percent_basis_points'])
+    .where('system', '=', system)
+    .where('code', 'in', codes)
+    .execute();
+  return new Map(rows.map((r) => [r.code, r.percent_basis_points]));
+}

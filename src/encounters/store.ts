@@ -90,3 +90,15 @@ export async function listEncounters(
   }
   return withChildren(trx, practiceId, await query.execute());
 }
+
+/** Locks the visit's row for the rest of the transaction (bills of one visit queue here); false when none. */
+export async function lockEncounter(trx: Trx, practiceId: string, encounterId: string): Promise<boolean> {
+  const locked = await trx
+    .selectFrom('encounters')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', encounterId)
+    .forUpdate()
+    .executeTakeFirst();
+  return locked !== undefined;
+}

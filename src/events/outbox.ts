@@ -3,11 +3,11 @@
 // the jobs that make them. An event exists exactly when its change committed, and none is lost
 // between a commit and a queue. Each event carries the change feed's stamp, which orders the events
 // list (src/events/store.ts).
-import { sql } from 'kysely';
 import { enqueueJob } from '../jobs/queue.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
+import { endpointsTakingEvent } from '../webhooks/store.ts';
 
 export const EVENT_TYPES = [
   'invoice.issued',
@@ -41,13 +41,7 @@ export async function recordEvent(
       stamp: await stampChange(trx),
     })
     .execute();
-  const endpoints = await trx
-    .selectFrom('webhook_endpoints')
-    .select('id')
-    .where('practice_id', '=', practiceId)
-    .where('enabled', '=', true)
-    .where(sql<boolean>`(cardinality(event_types) = 0 OR ${type} = ANY (event_types))`)
-    .execute();
+  const endpoints = await endpointsTakingEvent(trx, practiceId, type, { enabled: true });
   for (const endpoint of endpoints) await queueDelivery(trx, practiceId, endpoint.id, id, occurredAt);
   return id;
 }

@@ -9,10 +9,13 @@ import { findClaimOfInvoice } from '../claims/store.ts';
 import { Coverage } from '../insurance/schemas.ts';
 import { coverageOf } from '../insurance/service.ts';
 import { listCoverages } from '../insurance/store.ts';
+import { findPatient } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { notFound } from '../platform/http/errors.ts';
 import { Enum, Nullable } from '../platform/http/schema.ts';
-import { Attempt, type AttemptRow, attemptOf } from '../webhooks/admin.ts';
+import { Attempt, attemptOf } from '../webhooks/admin.ts';
+import { eventsOfInvoice, invoiceEventAttempts } from '../webhooks/store.ts';
 import { paymentOf, paymentsOf } from './payments.ts';
 import { INVOICE_STATUSES, Invoice, Payment } from './schemas.ts';
 import { invoiceOf, type PracticeBilling, readInvoice } from './service.ts';
@@ -150,34 +153,14 @@ export async function invoiceDetail(
 ): Promise<InvoiceDetail> {
   const practiceId = billing.id;
   const record = await readInvoice(trx, practiceId, invoiceId);
-  const patient = await trx
-    .selectFrom('patients')
-    .select(['id', 'given_names', 'last_name'])
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', record.invoice.patient_id)
-    .executeTakeFirstOrThrow();
+  const patient = await findPatient(trx, practiceId, record.invoice.patient_id);
+  if (!patient) throw notFound('Patient');
   const today = dateIn(billing.timezone, now);
   const coverages = await listCoverages(trx, practiceId, patient.id);
   const payments = await paymentsOf(trx, practiceId, invoiceId);
   const claim = await findClaimOfInvoice(trx, practiceId, invoiceId);
-  const events = await trx
-    .selectFrom('events')
-    .select(['id', 'type', 'occurred_at'])
-    .where('practice_id', '=', practiceId)
-    .where('object_type', '=', 'invoice')
-    .where('object_id', '=', invoiceId)
-    .orderBy('seq')
-    .execute();
-  const attempts =
-    events.length === 0
-      ? []
-      : (
-          await sql<AttemptRow>`
-            SELECT a.*, e.type FROM webhook_attempts a
-              JOIN events e ON e.practice_id = a.practice_id AND e.id = a.event_id
-             WHERE a.practice_id = ${practiceId} AND e.object_type = 'invoice' AND e.object_id = ${invoiceId}
-             ORDER BY a.attempted_at, a.id`.execute(trx)
-        ).rows;
+  const events = await eventsOfInvoice(trx, practiceId, invoiceId);
+  const attempts = events.length === 0 ? [] : await invoiceEventAttempts(trx, practiceId, invoiceId);
   return {
     object: 'invoice_detail',
     invoice: invoiceOf(record),

@@ -9,6 +9,7 @@ import { type Closing, closeInvoice } from './closing.ts';
 import { paymentOf, recordPayment } from './payments.ts';
 import { CloseInvoiceRequest, Invoice, Payment } from './schemas.ts';
 import { invoiceOf, practiceBilling } from './service.ts';
+import { updateBillingSettings } from './store.ts';
 
 const PracticeParam = Type.Object(
   { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },
@@ -152,16 +153,7 @@ export const billingAdminRoutes = [
     response: BillingSettings,
     handler: async ({ trx, params, body, now }) => {
       await getPractice(trx, params.practiceId);
-      await trx
-        .updateTable('practices')
-        .set({
-          vat_rate_basis_points: body.vatRateBasisPoints,
-          payment_terms_days: body.paymentTermsDays,
-          invoice_number_prefix: body.invoiceNumberPrefix,
-          updated_at: now,
-        })
-        .where('id', '=', params.practiceId)
-        .execute();
+      await updateBillingSettings(trx, params.practiceId, body, now);
       return {
         body: settingsOf(await practiceBilling(trx, params.practiceId)),
         audit: { practiceId: params.practiceId, resourceType: 'practice', resourceId: params.practiceId },

@@ -4,7 +4,9 @@
 // was done; the result says why something was skipped.
 
 import { readEncounter } from '../encounters/service.ts';
+import { lockEncounter } from '../encounters/store.ts';
 import { firstActiveCoverage, readCoverage } from '../insurance/service.ts';
+import { findPatient } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -14,7 +16,7 @@ import { lineSubtotal, lineTotal } from './money.ts';
 import { ratesFor } from './rates.ts';
 import type { BillRequest, BillResult } from './schemas.ts';
 import { invoiceOf, issueInvoice, type PracticeBilling, readInvoice, touchInvoice } from './service.ts';
-import { assignInvoiceNumber, liveInvoiceOfEncounter } from './store.ts';
+import { assignInvoiceNumber, insertInvoice, liveInvoiceOfEncounter } from './store.ts';
 
 const NOT_BILLED = ['not_done', 'entered_in_error'];
 
@@ -50,14 +52,7 @@ export async function billEncounter(
       },
     ]);
   }
-  const locked = await trx
-    .selectFrom('encounters')
-    .select('id')
-    .where('practice_id', '=', billing.id)
-    .where('id', '=', encounterId)
-    .forUpdate()
-    .executeTakeFirst();
-  if (!locked) throw notFound('Encounter');
+  if (!(await lockEncounter(trx, billing.id, encounterId))) throw notFound('Encounter');
   const existing = await liveInvoiceOfEncounter(trx, billing.id, encounterId);
   if (existing) {
     throw new AppError(
@@ -85,12 +80,8 @@ export async function billEncounter(
   }
 
   const invoiceId = newId('invoice');
-  const patient = await trx
-    .selectFrom('patients')
-    .select(['given_names', 'last_name', 'prefix'])
-    .where('practice_id', '=', billing.id)
-    .where('id', '=', encounter.patient_id)
-    .executeTakeFirstOrThrow();
+  const patient = await findPatient(trx, billing.id, encounter.patient_id);
+  if (!patient) throw notFound('Patient');
 
   const serviceDate = dateIn(billing.timezone, encounter.start_at);
   const serviceDateEnd = encounter.end_at ? dateIn(billing.timezone, encounter.end_at) : null;
@@ -141,9 +132,9 @@ export async function billEncounter(
   // made from its id, unique among the practice's numbers and never seen outside this transaction.
   const provisionalNumber = `#${invoiceId}`;
   const changedAt = await stampChange(trx);
-  await trx
-    .insertInto('invoices')
-    .values({
+  await insertInvoice(
+    trx,
+    {
       practice_id: billing.id,
       id: invoiceId,
       number: provisionalNumber,
@@ -160,13 +151,10 @@ export async function billEncounter(
       currency: billing.currency,
       created_at: now,
       updated_at: changedAt,
-    })
-    .execute();
-  await trx
-    .insertInto('invoice_encounters')
-    .values({ practice_id: billing.id, invoice_id: invoiceId, encounter_id: encounterId })
-    .execute();
-  if (lines.length > 0) await trx.insertInto('invoice_lines').values(lines).execute();
+    },
+    encounterId,
+    lines,
+  );
   await touchInvoice(trx, billing, invoiceId);
 
   let issued: boolean | null = null;

@@ -10,7 +10,7 @@ import type { Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
 import type { InvoiceStatus } from './schemas.ts';
 import { type PracticeBilling, readInvoice, touchInvoice } from './service.ts';
-import type { InvoiceRecord } from './store.ts';
+import { type InvoiceRecord, releaseVisits } from './store.ts';
 
 export type Closing = 'cancelled' | 'entered_in_error' | 'written_off';
 
@@ -84,12 +84,7 @@ export async function closeInvoice(
   if (refused) throw new AppError('business_rule', refused);
   await touchInvoice(trx, billing, invoiceId, { status: closing, closed_reason: reason, closed_at: now });
   if (RULES[closing].releasesVisits) {
-    await trx
-      .updateTable('invoice_encounters')
-      .set({ live: false })
-      .where('practice_id', '=', billing.id)
-      .where('invoice_id', '=', invoiceId)
-      .execute();
+    await releaseVisits(trx, billing.id, invoiceId);
   }
   await recordEvent(trx, billing.id, RULES[closing].event, { type: 'invoice', id: invoiceId }, now);
   return readInvoice(trx, billing.id, invoiceId);

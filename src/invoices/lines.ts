@@ -4,7 +4,7 @@
 
 import type { Selectable } from 'kysely';
 import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
-import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
+import { knownSystemUrls, modifiersOf, resolveCodes } from '../code-systems/store.ts';
 import { usageMismatch } from '../code-systems/usage.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { InvoiceLinesTable, LineDiagnosis } from '../platform/db/tables.ts';
@@ -12,10 +12,11 @@ import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { noWrongFields, type Partly, type WrongField } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
+import { findPractitioner } from '../practices/practitioner-store.ts';
 import { lineSubtotal, lineTotal, scaledQuantity } from './money.ts';
 import type { LineItemRequest } from './schemas.ts';
 import { type PracticeBilling, readInvoice, requireEditable, touchInvoiceLines } from './service.ts';
-import type { InvoiceRecord } from './store.ts';
+import { deleteLineRow, type InvoiceRecord, insertLine, updateLine } from './store.ts';
 
 /** A line's own values, as resolved from a LineItemRequest. */
 export type LineValues = Omit<
@@ -24,30 +25,11 @@ export type LineValues = Omit<
 > & { diagnoses: LineDiagnosis[] };
 
 async function practitionerDefaults(trx: Trx, practiceId: string, practitionerId: string | null) {
-  const row = practitionerId
-    ? await trx
-        .selectFrom('practitioners')
-        .select(['default_condition_system', 'default_procedure_system'])
-        .where('practice_id', '=', practiceId)
-        .where('id', '=', practitionerId)
-        .executeTakeFirst()
-    : undefined;
+  const row = practitionerId ? await findPractitioner(trx, practiceId, practitionerId) : undefined;
   return {
     condition: row?.default_condition_system ?? ICD10_URL,
     procedure: row?.default_procedure_system ?? TARIFF_URL,
   };
-}
-
-/** Modifier percentages (basis points) of a system, by code. */
-export async function modifiersOf(trx: Trx, system: string, codes: string[]): Promise<Map<string, number>> {
-  if (codes.length === 0) return new Map();
-  const rows = await trx
-    .selectFrom('tariff_modifiers')
-    .select(['code', 'percent_basis_points'])
-    .where('system', '=', system)
-    .where('code', 'in', codes)
-    .execute();
-  return new Map(rows.map((r) => [r.code, r.percent_basis_points]));
 }
 
 /** What the service's rules make of a line request: its wrong fields and its resolved codes. */
@@ -223,17 +205,14 @@ export async function addLine(
   const values = await resolveLine(trx, billing, record.invoice.practitioner_id, request, now);
   const position = record.lines.reduce((max, l) => Math.max(max, l.position), 0) + 1;
   const id = newId('lineItem');
-  await trx
-    .insertInto('invoice_lines')
-    .values({
-      practice_id: billing.id,
-      id,
-      invoice_id: invoiceId,
-      position,
-      procedure_id: null,
-      ...lineColumns(values),
-    })
-    .execute();
+  await insertLine(trx, {
+    practice_id: billing.id,
+    id,
+    invoice_id: invoiceId,
+    position,
+    procedure_id: null,
+    ...lineColumns(values),
+  });
   await touchInvoiceLines(trx, billing, invoiceId);
   return { record: await readInvoice(trx, billing.id, invoiceId), lineId: id };
 }
@@ -256,12 +235,7 @@ export async function replaceLine(
   requireLine(record, lineId);
   requireEditable(record);
   const values = await resolveLine(trx, billing, record.invoice.practitioner_id, request, now);
-  await trx
-    .updateTable('invoice_lines')
-    .set(lineColumns(values))
-    .where('practice_id', '=', billing.id)
-    .where('id', '=', lineId)
-    .execute();
+  await updateLine(trx, billing.id, lineId, lineColumns(values));
   await touchInvoiceLines(trx, billing, invoiceId);
   return readInvoice(trx, billing.id, invoiceId);
 }
@@ -270,11 +244,7 @@ export async function deleteLine(trx: Trx, billing: PracticeBilling, invoiceId: 
   const record = await readInvoice(trx, billing.id, invoiceId, true);
   requireLine(record, lineId);
   requireEditable(record);
-  await trx
-    .deleteFrom('invoice_lines')
-    .where('practice_id', '=', billing.id)
-    .where('id', '=', lineId)
-    .execute();
+  await deleteLineRow(trx, billing.id, lineId);
   await touchInvoiceLines(trx, billing, invoiceId);
   return readInvoice(trx, billing.id, invoiceId);
 }

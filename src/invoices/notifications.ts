@@ -5,6 +5,7 @@ import { defineAdminRoute } from '../api/admin-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
 import { getPractice } from '../practices/service.ts';
+import { listNotifications } from './store.ts';
 
 const Notification = Type.Object({
   object: Type.Literal('notification'),
@@ -36,21 +37,8 @@ export const notificationAdminRoutes = [
       const limit = query.limit ?? 50;
       const filters = { practiceId: params.practiceId };
       const position = query.cursor ? deps.cursors.decode('notifications', filters, query.cursor) : undefined;
-      let q = trx
-        .selectFrom('notifications')
-        .selectAll()
-        .where('practice_id', '=', params.practiceId)
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(limit + 1);
-      if (position) {
-        const at = new Date(String(position[0]));
-        const id = String(position[1]);
-        q = q.where((eb) =>
-          eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('id', '<', id)])]),
-        );
-      }
-      const rows = await q.execute();
+      const before = position ? { createdAt: String(position[0]), id: String(position[1]) } : undefined;
+      const rows = await listNotifications(trx, params.practiceId, before, limit);
       return {
         body: pageOf(
           rows,

@@ -11,7 +11,7 @@ import { AppError, fieldErrors } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { InvoiceStatus, Payment } from './schemas.ts';
 import { type PracticeBilling, readInvoice, touchInvoice } from './service.ts';
-import type { InvoiceRecord } from './store.ts';
+import { type InvoiceRecord, insertPayment, insurerPaid, listPayments } from './store.ts';
 
 export const PAYABLE: readonly InvoiceStatus[] = ['issued', 'partially_paid', 'overdue'];
 
@@ -71,21 +71,17 @@ async function writePayment(
   now: Date,
 ) {
   const invoice = record.invoice;
-  const row = await trx
-    .insertInto('payments')
-    .values({
-      practice_id: billing.id,
-      id: newId('payment'),
-      invoice_id: invoice.id,
-      amount: payment.amount,
-      currency: invoice.currency,
-      method: payment.method,
-      source: payment.source,
-      reference: payment.reference ?? null,
-      received_at: now,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const row = await insertPayment(trx, {
+    practice_id: billing.id,
+    id: newId('payment'),
+    invoice_id: invoice.id,
+    amount: payment.amount,
+    currency: invoice.currency,
+    method: payment.method,
+    source: payment.source,
+    reference: payment.reference ?? null,
+    received_at: now,
+  });
   await touchInvoice(
     trx,
     billing,
@@ -95,18 +91,6 @@ async function writePayment(
   );
   await recordEvent(trx, billing.id, 'payment.created', { type: 'invoice', id: invoice.id }, now);
   return row;
-}
-
-/** What the insurer has paid on the invoice, net of what was taken back. */
-export async function insurerPaid(trx: Trx, practiceId: string, invoiceId: string): Promise<number> {
-  const row = await trx
-    .selectFrom('payments')
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('amount'), eb.lit(0)).as('total'))
-    .where('practice_id', '=', practiceId)
-    .where('invoice_id', '=', invoiceId)
-    .where('source', '=', 'insurer')
-    .executeTakeFirstOrThrow();
-  return Number(row.total);
 }
 
 /**
@@ -134,12 +118,5 @@ export async function takeBackInsurerPayments(
 
 export async function paymentsOf(trx: Trx, practiceId: string, invoiceId: string) {
   await readInvoice(trx, practiceId, invoiceId);
-  return trx
-    .selectFrom('payments')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .where('invoice_id', '=', invoiceId)
-    .orderBy('received_at')
-    .orderBy('id')
-    .execute();
+  return listPayments(trx, practiceId, invoiceId);
 }

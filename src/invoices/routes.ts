@@ -3,6 +3,7 @@
 import { Type } from 'typebox';
 import { defineApiRoute } from '../api/api-route.ts';
 import type { Permission } from '../auth/permissions.ts';
+import { findCoverage } from '../insurance/store.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
@@ -266,14 +267,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
         const line = record.lines.find((l) => l.id === params.lineItemId);
         if (!line) throw new AppError('not_found', 'Line item was not found.');
         const coverage = record.invoice.coverage_id ?? record.invoice.pricing_coverage_id;
-        const plan = coverage
-          ? await trx
-              .selectFrom('coverages')
-              .select('plan_id')
-              .where('practice_id', '=', practiceId)
-              .where('id', '=', coverage)
-              .executeTakeFirst()
-          : undefined;
+        const plan = coverage ? await findCoverage(trx, practiceId, coverage) : undefined;
         const rates = await ratesFor(
           trx,
           {

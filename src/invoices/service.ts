@@ -13,7 +13,14 @@ import { newId } from '../platform/ids.ts';
 import { invoiceTotals } from './money.ts';
 import { OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
-import { findInvoice, type InvoiceRecord } from './store.ts';
+import {
+  findInvoice,
+  findPracticeRow,
+  type InvoiceRecord,
+  insertNotification,
+  lineTotals,
+  updateInvoice,
+} from './store.ts';
 
 export interface PracticeBilling {
   id: string;
@@ -26,11 +33,7 @@ export interface PracticeBilling {
 }
 
 export async function practiceBilling(trx: Trx, practiceId: string): Promise<PracticeBilling> {
-  const row = await trx
-    .selectFrom('practices')
-    .selectAll()
-    .where('id', '=', practiceId)
-    .executeTakeFirstOrThrow();
+  const row = await findPracticeRow(trx, practiceId);
   return {
     id: row.id,
     name: row.name,
@@ -107,23 +110,13 @@ export async function touchInvoice(
   settleOn?: string,
 ) {
   const changedAt = await stampChange(trx);
-  const lines = await trx
-    .selectFrom('invoice_lines')
-    .select('total')
-    .where('practice_id', '=', billing.id)
-    .where('invoice_id', '=', invoiceId)
-    .execute();
-  const totals = invoiceTotals(
-    lines.map((l) => Number(l.total)),
-    billing.vatRateBasisPoints,
-  );
-  const row = await trx
-    .updateTable('invoices')
-    .set({ ...set, total_net: totals.totalNet, total_gross: totals.totalGross, updated_at: changedAt })
-    .where('practice_id', '=', billing.id)
-    .where('id', '=', invoiceId)
-    .returning(['status', 'number', 'total_gross', 'amount_paid', 'due_date'])
-    .executeTakeFirstOrThrow();
+  const totals = invoiceTotals(await lineTotals(trx, billing.id, invoiceId), billing.vatRateBasisPoints);
+  const row = await updateInvoice(trx, billing.id, invoiceId, {
+    ...set,
+    total_net: totals.totalNet,
+    total_gross: totals.totalGross,
+    updated_at: changedAt,
+  });
   const money = {
     totalGross: Number(row.total_gross),
     amountPaid: Number(row.amount_paid),
@@ -132,12 +125,7 @@ export async function touchInvoice(
   if (settleOn !== undefined && OPEN_STATUSES.includes(row.status as InvoiceStatus)) {
     const status = openStatus(money, settleOn);
     if (status !== row.status) {
-      await trx
-        .updateTable('invoices')
-        .set({ status })
-        .where('practice_id', '=', billing.id)
-        .where('id', '=', invoiceId)
-        .execute();
+      await updateInvoice(trx, billing.id, invoiceId, { status });
     }
   }
   return { changedAt, number: row.number, ...money };
@@ -192,20 +180,17 @@ export async function issueInvoice(
     dateIn(billing.timezone, now),
   );
   const issued = await readInvoice(trx, billing.id, invoiceId);
-  await trx
-    .insertInto('notifications')
-    .values({
-      practice_id: billing.id,
-      id: newId('notification'),
-      recipient: 'patient',
-      patient_id: issued.invoice.patient_id,
-      kind: 'invoice_issued',
-      subject_type: 'invoice',
-      subject_id: invoiceId,
-      message: `Invoice ${issued.invoice.number} from ${billing.name} for ${formatAmount(Number(issued.invoice.total_gross), issued.invoice.currency)} is due${issued.invoice.due_date ? ` by ${issued.invoice.due_date}` : ''}.`,
-      created_at: now,
-    })
-    .execute();
+  await insertNotification(trx, {
+    practice_id: billing.id,
+    id: newId('notification'),
+    recipient: 'patient',
+    patient_id: issued.invoice.patient_id,
+    kind: 'invoice_issued',
+    subject_type: 'invoice',
+    subject_id: invoiceId,
+    message: `Invoice ${issued.invoice.number} from ${billing.name} for ${formatAmount(Number(issued.invoice.total_gross), issued.invoice.currency)} is due${issued.invoice.due_date ? ` by ${issued.invoice.due_date}` : ''}.`,
+    created_at: now,
+  });
   await recordEvent(trx, billing.id, 'invoice.issued', { type: 'invoice', id: invoiceId }, now);
   return issued;
 }

@@ -1,7 +1,12 @@
 // Owns the invoice tables: invoices, their lines and visits, and the per-practice invoice numbering.
-import { type Selectable, sql } from 'kysely';
+import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import { safeHighWaterMark } from '../platform/db/change-feed.ts';
-import type { InvoiceLinesTable, InvoicesTable } from '../platform/db/tables.ts';
+import type {
+  InvoiceLinesTable,
+  InvoicesTable,
+  NotificationsTable,
+  PaymentsTable,
+} from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
 export type InvoiceRow = Selectable<InvoicesTable>;
@@ -154,4 +159,164 @@ export async function liveInvoiceOfEncounter(trx: Trx, practiceId: string, encou
     .where('encounter_id', '=', encounterId)
     .where('live', '=', true)
     .executeTakeFirst();
+}
+
+/** Replaces a practice's billing settings (VAT rate, payment terms, invoice number prefix). */
+export async function updateBillingSettings(
+  trx: Trx,
+  practiceId: string,
+  settings: { vatRateBasisPoints: number; paymentTermsDays: number; invoiceNumberPrefix: string },
+  now: Date,
+): Promise<void> {
+  await trx
+    .updateTable('practices')
+    .set({
+      vat_rate_basis_points: settings.vatRateBasisPoints,
+      payment_terms_days: settings.paymentTermsDays,
+      invoice_number_prefix: settings.invoiceNumberPrefix,
+      updated_at: now,
+    })
+    .where('id', '=', practiceId)
+    .execute();
+}
+
+/** A practice's notifications, newest first; `before` is the previous page's last (createdAt, id). */
+export async function listNotifications(
+  trx: Trx,
+  practiceId: string,
+  before: { createdAt: string; id: string } | undefined,
+  limit: number,
+) {
+  let query = trx
+    .selectFrom('notifications')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1);
+  if (before) {
+    const at = new Date(before.createdAt);
+    query = query.where((eb) =>
+      eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('id', '<', before.id)])]),
+    );
+  }
+  return query.execute();
+}
+
+/** A new invoice with the visit it bills and its lines. */
+export async function insertInvoice(
+  trx: Trx,
+  invoice: Insertable<InvoicesTable>,
+  encounterId: string,
+  lines: Insertable<InvoiceLinesTable>[],
+): Promise<void> {
+  await trx.insertInto('invoices').values(invoice).execute();
+  await trx
+    .insertInto('invoice_encounters')
+    .values({ practice_id: invoice.practice_id, invoice_id: invoice.id, encounter_id: encounterId })
+    .execute();
+  if (lines.length > 0) await trx.insertInto('invoice_lines').values(lines).execute();
+}
+
+export async function insertLine(trx: Trx, line: Insertable<InvoiceLinesTable>): Promise<void> {
+  await trx.insertInto('invoice_lines').values(line).execute();
+}
+
+export async function updateLine(
+  trx: Trx,
+  practiceId: string,
+  lineId: string,
+  values: Updateable<InvoiceLinesTable>,
+): Promise<void> {
+  await trx
+    .updateTable('invoice_lines')
+    .set(values)
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', lineId)
+    .execute();
+}
+
+export async function deleteLineRow(trx: Trx, practiceId: string, lineId: string): Promise<void> {
+  await trx
+    .deleteFrom('invoice_lines')
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', lineId)
+    .execute();
+}
+
+/** The totals of an invoice's lines. */
+export async function lineTotals(trx: Trx, practiceId: string, invoiceId: string): Promise<number[]> {
+  const lines = await trx
+    .selectFrom('invoice_lines')
+    .select('total')
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId)
+    .execute();
+  return lines.map((l) => Number(l.total));
+}
+
+/** Changes an invoice; answers what its status rule reads. */
+export async function updateInvoice(
+  trx: Trx,
+  practiceId: string,
+  invoiceId: string,
+  set: Updateable<InvoicesTable>,
+) {
+  return trx
+    .updateTable('invoices')
+    .set(set)
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', invoiceId)
+    .returning(['status', 'number', 'total_gross', 'amount_paid', 'due_date'])
+    .executeTakeFirstOrThrow();
+}
+
+export async function insertNotification(
+  trx: Trx,
+  notification: Insertable<NotificationsTable>,
+): Promise<void> {
+  await trx.insertInto('notifications').values(notification).execute();
+}
+
+/** Releases an invoice's visits, so they can be billed again. */
+export async function releaseVisits(trx: Trx, practiceId: string, invoiceId: string): Promise<void> {
+  await trx
+    .updateTable('invoice_encounters')
+    .set({ live: false })
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId)
+    .execute();
+}
+
+export async function insertPayment(trx: Trx, payment: Insertable<PaymentsTable>) {
+  return trx.insertInto('payments').values(payment).returningAll().executeTakeFirstOrThrow();
+}
+
+/** What the insurer has paid on the invoice, net of what was taken back. */
+export async function insurerPaid(trx: Trx, practiceId: string, invoiceId: string): Promise<number> {
+  const row = await trx
+    .selectFrom('payments')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('amount'), eb.lit(0)).as('total'))
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId)
+    .where('source', '=', 'insurer')
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
+}
+
+/** An invoice's payments, oldest first. */
+export async function listPayments(trx: Trx, practiceId: string, invoiceId: string) {
+  return trx
+    .selectFrom('payments')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId)
+    .orderBy('received_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** The practice's row, for its billing settings. */
+export async function findPracticeRow(trx: Trx, practiceId: string) {
+  return trx.selectFrom('practices').selectAll().where('id', '=', practiceId).executeTakeFirstOrThrow();
 }

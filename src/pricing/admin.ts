@@ -2,7 +2,6 @@
 // rates come from (a practitioner's favourite first, then the practice's own price). Setting a price
 // again for the same code and practitioner replaces its amount.
 import type { Selectable } from 'kysely';
-import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { resolveCodes } from '../code-systems/store.ts';
@@ -10,8 +9,9 @@ import type { PracticePricesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { ListOf, Nullable } from '../platform/http/schema.ts';
-import { newId } from '../platform/ids.ts';
+import { practitionerExists } from '../practices/practitioner-store.ts';
 import { getPractice } from '../practices/service.ts';
+import { deletePrice, listPrices, upsertPrice } from './store.ts';
 
 export const PriceRequest = Type.Object(
   {
@@ -78,13 +78,7 @@ async function setPrice(trx: Trx, practiceId: string, request: Static<typeof Pri
     errors.push({ field: 'code', code: 'invalid', message: `code is not a code of ${request.system}` });
   }
   if (request.practitionerId) {
-    const practitioner = await trx
-      .selectFrom('practitioners')
-      .select('id')
-      .where('practice_id', '=', practiceId)
-      .where('id', '=', request.practitionerId)
-      .executeTakeFirst();
-    if (!practitioner)
+    if (!(await practitionerExists(trx, practiceId, request.practitionerId)))
       errors.push({
         field: 'practitionerId',
         code: 'invalid',
@@ -92,25 +86,17 @@ async function setPrice(trx: Trx, practiceId: string, request: Static<typeof Pri
       });
   }
   if (errors.length > 0) throw fieldErrors(errors);
-  const row = await trx
-    .insertInto('practice_prices')
-    .values({
-      practice_id: practiceId,
-      id: newId('price'),
+  const row = await upsertPrice(
+    trx,
+    practiceId,
+    {
       system: request.system,
       code: request.code,
-      practitioner_id: request.practitionerId ?? null,
       amount: request.amount,
-      created_at: now,
-      updated_at: now,
-    })
-    .onConflict((oc) =>
-      oc
-        .columns(['practice_id', 'system', 'code', 'practitioner_id'])
-        .doUpdateSet({ amount: request.amount, updated_at: sql`now()` }),
-    )
-    .returningAll()
-    .executeTakeFirstOrThrow();
+      practitionerId: request.practitionerId ?? null,
+    },
+    now,
+  );
   return priceOf(row, practice.currency);
 }
 
@@ -149,14 +135,7 @@ export const priceAdminRoutes = [
     response: ListOf(Price, 'PriceList'),
     handler: async ({ trx, params }) => {
       const practice = await getPractice(trx, params.practiceId);
-      const rows = await trx
-        .selectFrom('practice_prices')
-        .selectAll()
-        .where('practice_id', '=', params.practiceId)
-        .orderBy('system')
-        .orderBy('code')
-        .orderBy('id')
-        .execute();
+      const rows = await listPrices(trx, params.practiceId);
       return {
         body: {
           object: 'list' as const,
@@ -182,12 +161,7 @@ export const priceAdminRoutes = [
     successStatus: 200,
     response: Type.Object({ object: Type.Literal('price'), id: Type.String(), deleted: Type.Literal(true) }),
     handler: async ({ trx, params }) => {
-      const deleted = await trx
-        .deleteFrom('practice_prices')
-        .where('practice_id', '=', params.practiceId)
-        .where('id', '=', params.priceId)
-        .executeTakeFirst();
-      if (deleted.numDeletedRows === 0n) throw notFound('Price');
+      if (!(await deletePrice(trx, params.practiceId, params.priceId))) throw notFound('Price');
       return {
         body: { object: 'price' as const, id: params.priceId, deleted: true as const },
         audit: { practiceId: params.practiceId, resourceType: 'price', resourceId: params.priceId },

@@ -1,7 +1,6 @@
 // The operator's side of webhooks: endpoints (create with the secret shown once, list, read, update,
 // disable, enable, rotate the secret, delete), the attempt log per endpoint and per event, manual
 // redelivery of one event, and recovery of everything that failed since a time.
-import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { EVENT_TYPES, queueDelivery } from '../events/outbox.ts';
@@ -18,6 +17,15 @@ import {
   setEndpointEnabled,
   updateEndpoint,
 } from './endpoints.ts';
+import type { AttemptRow } from './store.ts';
+import {
+  endpointAttempts,
+  endpointsTakingEvent,
+  eventAttempts,
+  findEvent,
+  listEndpoints,
+  undeliveredEventsSince,
+} from './store.ts';
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const PracticeParam = Type.Object({ practiceId: Id }, { additionalProperties: false });
@@ -82,21 +90,6 @@ export const Attempt = Type.Object(
 );
 export type Attempt = Static<typeof Attempt>;
 
-export interface AttemptRow {
-  id: string;
-  delivery_id: string;
-  endpoint_id: string;
-  event_id: string;
-  type: string;
-  attempt_number: number;
-  attempted_at: Date;
-  status_code: number | null;
-  duration_ms: number;
-  response_body: string | null;
-  error: string | null;
-  next_attempt_at: Date | null;
-}
-
 export function attemptOf(row: AttemptRow): Attempt {
   return {
     object: 'webhook_attempt',
@@ -160,13 +153,7 @@ export const webhookAdminRoutes = [
     response: ListOf(Endpoint, 'WebhookEndpointList'),
     handler: async ({ trx, params }) => {
       await getPractice(trx, params.practiceId);
-      const rows = await trx
-        .selectFrom('webhook_endpoints')
-        .selectAll()
-        .where('practice_id', '=', params.practiceId)
-        .orderBy('created_at')
-        .orderBy('id')
-        .execute();
+      const rows = await listEndpoints(trx, params.practiceId);
       return {
         body: {
           object: 'list' as const,
@@ -303,16 +290,10 @@ export const webhookAdminRoutes = [
       const position = query.cursor
         ? deps.cursors.decode('webhook-attempts', filters, query.cursor)
         : undefined;
-      const rows = await sql<AttemptRow>`
-        SELECT a.*, e.type FROM webhook_attempts a
-          JOIN events e ON e.practice_id = a.practice_id AND e.id = a.event_id
-         WHERE a.practice_id = ${params.practiceId} AND a.endpoint_id = ${params.endpointId}
-           AND (${position === undefined}::boolean OR (a.attempted_at, a.id) < (${position?.[0] ?? '1970-01-01'}::timestamptz, ${String(position?.[1] ?? '')}::text))
-         ORDER BY a.attempted_at DESC, a.id DESC
-         LIMIT ${limit + 1}`.execute(trx);
+      const rows = await endpointAttempts(trx, params.practiceId, params.endpointId, position, limit);
       return {
         body: pageOf(
-          rows.rows,
+          rows,
           limit,
           attemptOf,
           (r) => [new Date(r.attempted_at).toISOString(), r.id],
@@ -330,20 +311,10 @@ export const webhookAdminRoutes = [
     successStatus: 200,
     response: ListOf(Attempt, 'WebhookEventAttemptList'),
     handler: async ({ trx, params }) => {
-      const event = await trx
-        .selectFrom('events')
-        .select('id')
-        .where('practice_id', '=', params.practiceId)
-        .where('id', '=', params.eventId)
-        .executeTakeFirst();
-      if (!event) throw notFound('Event');
-      const rows = await sql<AttemptRow>`
-        SELECT a.*, e.type FROM webhook_attempts a
-          JOIN events e ON e.practice_id = a.practice_id AND e.id = a.event_id
-         WHERE a.practice_id = ${params.practiceId} AND a.event_id = ${params.eventId}
-         ORDER BY a.attempted_at, a.id`.execute(trx);
+      if (!(await findEvent(trx, params.practiceId, params.eventId))) throw notFound('Event');
+      const rows = await eventAttempts(trx, params.practiceId, params.eventId);
       return {
-        body: { object: 'list' as const, data: rows.rows.map(attemptOf), hasMore: false, nextCursor: null },
+        body: { object: 'list' as const, data: rows.map(attemptOf), hasMore: false, nextCursor: null },
       };
     },
   }),
@@ -360,20 +331,11 @@ export const webhookAdminRoutes = [
     successStatus: 202,
     response: DeliveryResult,
     handler: async ({ trx, params, body, now }) => {
-      const event = await trx
-        .selectFrom('events')
-        .selectAll()
-        .where('practice_id', '=', params.practiceId)
-        .where('id', '=', params.eventId)
-        .executeTakeFirst();
+      const event = await findEvent(trx, params.practiceId, params.eventId);
       if (!event) throw notFound('Event');
-      let query = trx
-        .selectFrom('webhook_endpoints')
-        .selectAll()
-        .where('practice_id', '=', params.practiceId)
-        .where(sql<boolean>`(cardinality(event_types) = 0 OR ${event.type} = ANY (event_types))`);
-      if (body.endpointId) query = query.where('id', '=', body.endpointId);
-      const endpoints = await query.execute();
+      const endpoints = await endpointsTakingEvent(trx, params.practiceId, event.type, {
+        endpointId: body.endpointId,
+      });
       if (body.endpointId && endpoints.length === 0) throw notFound('Webhook endpoint');
       const disabled = endpoints.find((e) => !e.enabled);
       if (body.endpointId && disabled)
@@ -405,17 +367,10 @@ export const webhookAdminRoutes = [
           'business_rule',
           'The endpoint is disabled; enable it before recovering deliveries.',
         );
-      const failed = await sql<{ event_id: string }>`
-        SELECT DISTINCT d.event_id FROM webhook_deliveries d
-         WHERE d.practice_id = ${params.practiceId} AND d.endpoint_id = ${params.endpointId}
-           AND d.state IN ('failed', 'cancelled') AND d.created_at >= ${new Date(body.since)}
-           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = d.practice_id
-                 AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id AND o.state IN ('pending', 'delivered'))`.execute(
-        trx,
-      );
+      const failed = await undeliveredEventsSince(trx, params.practiceId, endpoint.id, new Date(body.since));
       const ids = [];
-      for (const row of failed.rows)
-        ids.push(await queueDelivery(trx, params.practiceId, endpoint.id, row.event_id, now));
+      for (const eventId of failed)
+        ids.push(await queueDelivery(trx, params.practiceId, endpoint.id, eventId, now));
       return {
         body: { object: 'redelivery' as const, queued: ids.length, deliveryIds: ids },
         audit: { practiceId: params.practiceId, resourceType: 'webhook_endpoint', resourceId: endpoint.id },
