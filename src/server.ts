@@ -6,7 +6,8 @@ import pino from 'pino';
 import { buildApp, loggerOptions } from './app.ts';
 import { buildDeps, migrateConfigured, openConfiguredDatabase } from './bootstrap.ts';
 import { type Config, ConfigError } from './config.ts';
-import { startWorker, type Worker } from './jobs/worker.ts';
+import { startJobWorker } from './job-catalogue.ts';
+import type { Worker } from './jobs/worker.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
 import { ensureSandbox, type SandboxCredentials } from './sandbox.ts';
 
@@ -84,7 +85,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
 
     app = options.api ? await buildApp(deps, { logger: log, adminToken }) : undefined;
     worker = options.worker
-      ? startWorker({
+      ? startJobWorker({
           db: workerDb,
           clock: deps.clock,
           config,

@@ -3,8 +3,8 @@
 // the claim.status_changed events, payments and jobs the service wrote.
 import assert from 'node:assert/strict';
 import pino from 'pino';
+import { jobHandlers } from '../src/job-catalogue.ts';
 import { takeDueJobs } from '../src/jobs/queue.ts';
-import { jobHandlers } from '../src/jobs/worker.ts';
 import { type Answer, apiClient, patientBody, type TestService, uniqueKey } from './harness.ts';
 import {
   type Api,

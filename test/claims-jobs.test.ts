@@ -225,4 +225,32 @@ describeEachBackend('claim jobs', (backend) => {
       .execute();
     assert.equal(after.length, 1, 'nothing new stored');
   });
+  test('a job whose payload does not fit its kind is failed at once, not retried', async () => {
+    const id = newId('job');
+    const now = svc.clock.now();
+    await asOperator(svc.db, (trx) =>
+      trx
+        .insertInto('jobs')
+        .values({
+          practice_id: w.practiceId,
+          id,
+          kind: 'claim.submit',
+          payload: JSON.stringify({ claimId: 42 }),
+          run_at: now,
+          created_at: now,
+          locked_by: null,
+          locked_until: null,
+          last_error: null,
+          finished_at: null,
+        })
+        .execute(),
+    );
+    await svc.worker.drain();
+    const job = await asOperator(svc.db, (trx) =>
+      trx.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
+    );
+    assert.equal(job.state, 'failed');
+    assert.equal(job.attempts, 1);
+    assert.match(job.last_error ?? '', /payload of claim\.submit does not fit its schema/);
+  });
 });

@@ -14,7 +14,8 @@ import { PERMISSIONS, type Permission } from '../src/auth/permissions.ts';
 import { buildDeps, prepareSchema } from '../src/bootstrap.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Deps } from '../src/deps.ts';
-import { startWorker, type Worker } from '../src/jobs/worker.ts';
+import { startJobWorker } from '../src/job-catalogue.ts';
+import type { Worker } from '../src/jobs/worker.ts';
 import type { Clock } from '../src/platform/clock.ts';
 import { type Database, openPglite, openPostgres } from '../src/platform/db/database.ts';
 
@@ -252,7 +253,7 @@ export async function startService(backend: Backend, options: ServiceOptions = {
       (deps.config as { errorsDocUrl: string }).errorsDocUrl = `${baseUrl}/errors`;
   }
   // The worker does not poll: tests drive the queue with drain(), so outcomes are deterministic.
-  const worker = startWorker(
+  const worker = startJobWorker(
     { db, clock, config, insurer: deps.insurer, secrets: deps.secrets, log: silentLogger, random: () => 0.5 },
     { poll: options.workerPolls === true, tasks: [] },
   );

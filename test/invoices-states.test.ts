@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { markOverdueInvoices } from '../src/invoices/overdue.ts';
-import { periodicTasks, type WorkerDeps } from '../src/jobs/worker.ts';
+import { periodicTasks } from '../src/job-catalogue.ts';
+import type { TaskDeps } from '../src/jobs/worker.ts';
 import {
   type Api,
   asOps,
@@ -242,7 +243,7 @@ describeEachBackend('invoice states', (backend) => {
     assert.ok(task, 'the overdue job is scheduled');
     assert.ok(task.everyMs <= 60 * 60 * 1000);
     const invoice = await billedInvoice(svc, practice, { issue: true });
-    const deps = { db: svc.db, clock: svc.clock } as unknown as WorkerDeps;
+    const deps: TaskDeps = { db: svc.db, clock: svc.clock };
     while ((await task.run(deps)) > 0) {}
     assert.equal((await read(invoice.id)).status, 'issued');
     svc.clock.advance(32 * DAY);

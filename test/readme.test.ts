@@ -105,7 +105,7 @@ test('the configuration table lists exactly the environment the service and the 
       (m) => (m[1] ?? m[2])!,
     ),
   );
-  const cli = fs.readFileSync(path.join(ROOT, 'src', 'admin', 'admin-client.ts'), 'utf8');
+  const cli = fs.readFileSync(path.join(ROOT, 'src', 'cli', 'admin-client.ts'), 'utf8');
   const cliRead = new Set([...cli.matchAll(/env\.([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]!));
   const section = README.slice(
     README.indexOf('## Configuration'),

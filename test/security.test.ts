@@ -4,8 +4,11 @@
 // well-formed key's reason cannot be told by timing; headers fit for an API. (Audit rows being
 // append-only is in audit.test.ts, webhook SSRF in webhooks-ssrf.test.ts.)
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { PERMISSIONS } from '../src/auth/permissions.ts';
 import { remotePractice, startServeProcess } from './child-service.ts';
@@ -22,6 +25,8 @@ import {
 import { freePort, removeDataDir, sandboxBanner, startServiceProcess, tempDir } from './processes.ts';
 
 const TIMING_SAMPLES = Number(process.env.SECURITY_TIMING_SAMPLES ?? 150);
+const TIMING_PROBE = path.join(import.meta.dirname, 'support', 'timing-probe.ts');
+const runFile = promisify(execFile);
 
 function median(values: number[]): number {
   const sorted = [...values].sort((x, y) => x - y);
@@ -162,27 +167,27 @@ describeEachBackend('security', (backend) => {
     }
   });
 
-  // On the embedded database the audit write after a refusal runs on the service's own thread, which
-  // this in-process test client shares, so the client would time the server's later work too; a
-  // remote caller does not see it. The property is measured where client and database are apart.
-  test('a well-formed key cannot be told unknown, wrong, revoked, expired, suspended or elsewhere by timing', {
-    skip: backend === 'pglite' && 'the in-process client shares the embedded database thread',
-  }, async () => {
+  // Timed from a process of its own, as a remote caller sees it: the service's work after an answer
+  // (a refused known key's audit write) runs on the service's thread and must not be counted against
+  // the caller, which an in-process client sharing that thread would do.
+  test('a well-formed key cannot be told unknown, wrong, revoked, expired, suspended or elsewhere by timing', async () => {
     const tokens = await refusedTokens(svc);
     const reasons = Object.keys(tokens);
-    const times = new Map<string, number[]>(reasons.map((r) => [r, []]));
-    // Warm up, then interleave the reasons so that any drift of the machine hits them alike.
-    for (let i = 0; i < 10; i++) for (const r of reasons) await probe(svc, tokens[r]);
-    for (let i = 0; i < TIMING_SAMPLES; i++) {
-      for (const r of reasons) {
-        // Each answer is timed on its own: a refused known key is audited just after its answer, and
-        // that write must not be counted against whichever probe happens to come next.
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        const answer = await probe(svc, tokens[r]);
-        assert.equal(answer.status, 401, `${r}: ${answer.text}`);
-        times.get(r)!.push(answer.ms);
-      }
-    }
+    const probed = await runFile(process.execPath, [
+      TIMING_PROBE,
+      JSON.stringify({
+        url: svc.baseUrl,
+        tokens: Object.fromEntries(reasons.map((r) => [r, tokens[r] ?? null])),
+        samples: TIMING_SAMPLES,
+        warmup: 10,
+      }),
+    ]);
+    const { times: sampled, statuses } = JSON.parse(probed.stdout) as {
+      times: Record<string, number[]>;
+      statuses: number[];
+    };
+    assert.deepEqual(statuses, [401], 'every probe was refused');
+    const times = new Map(Object.entries(sampled));
     const medians = Object.fromEntries(reasons.map((r) => [r, median(times.get(r)!)]));
     process.stdout.write(
       `# 401 median ms (${backend}): ${reasons.map((r) => `${r} ${medians[r]!.toFixed(3)}`).join(', ')}\n`,

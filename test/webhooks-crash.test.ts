@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
-import { DELIVER_JOB } from '../src/events/outbox.ts';
+import { jobHandlers } from '../src/job-catalogue.ts';
 import { finishJob, takeDueJobs } from '../src/jobs/queue.ts';
-import { jobHandlers } from '../src/jobs/worker.ts';
 import { asOperator } from '../src/platform/db/transaction.ts';
+import { DELIVER_JOB } from '../src/webhooks/job-kinds.ts';
 import { WebhookSender } from '../src/webhooks/sender.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 import { addEndpoint, attempts, billVisit, Receiver, sleep } from './webhooks-fixtures.ts';
@@ -40,7 +40,7 @@ describeEachBackend('webhook delivery across a dead worker', (backend) => {
     await billVisit(svc, practice);
 
     const taken = await takeDueJobs(svc.db, 'wrk_killed', svc.clock.now(), 100, LEASE_MS);
-    const held = taken.filter((j) => j.kind === DELIVER_JOB && j.practice_id === practice.practiceId);
+    const held = taken.filter((j) => j.kind === DELIVER_JOB.name && j.practice_id === practice.practiceId);
     assert.equal(held.length, 1, 'the delivery job was taken by the worker that dies');
 
     await svc.worker.drain();
@@ -96,9 +96,9 @@ describeEachBackend('webhook delivery across a dead worker', (backend) => {
     );
     try {
       const taken = await takeDueJobs(svc.db, 'wrk_dying', svc.clock.now(), 100, LEASE_MS);
-      const jobs = taken.filter((j) => j.kind === DELIVER_JOB && j.practice_id === practice.practiceId);
+      const jobs = taken.filter((j) => j.kind === DELIVER_JOB.name && j.practice_id === practice.practiceId);
       assert.equal(jobs.length, 2);
-      for (const job of jobs) void handlers[DELIVER_JOB]!(job);
+      for (const job of jobs) void handlers[DELIVER_JOB.name]!(job);
       const deadline = Date.now() + 5_000;
       while (r.requests.length < 2 && Date.now() < deadline) await sleep(20);
       assert.equal(r.requests.length, 2, 'the dying worker sent both');

@@ -10,13 +10,15 @@ import { PAYABLE, recordPayment, takeBackInsurerPayments } from '../invoices/pay
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { practiceBilling, readInvoice } from '../invoices/service.ts';
 import { insurerPaid } from '../invoices/store.ts';
+import { checkedPayload } from '../jobs/kind.ts';
 import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../jobs/queue.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
-import { CLAIM_JOBS, type ResubmitAfterReversal, setClaimStatus } from './service.ts';
+import { CLAIM_JOBS } from './job-kinds.ts';
+import { setClaimStatus } from './service.ts';
 import { claimItems, findClaim, replaceClaimItems } from './store.ts';
 
 export interface ClaimJobContext {
@@ -58,7 +60,7 @@ async function retryWithinWindow(
 }
 
 export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
-  const { claimId, submissionId } = job.payload as { claimId: string; submissionId: string };
+  const { claimId, submissionId } = checkedPayload(CLAIM_JOBS.submit, job.payload);
   const practiceId = job.practice_id;
   const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
     const claim = await findClaim(trx, practiceId, claimId);
@@ -176,12 +178,7 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
 }
 
 export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
-  const { claimId, reversalId, reason, resubmit } = job.payload as {
-    claimId: string;
-    reversalId: string;
-    reason?: string | null;
-    resubmit?: ResubmitAfterReversal | null;
-  };
+  const { claimId, reversalId, reason, resubmit } = checkedPayload(CLAIM_JOBS.reverse, job.payload);
   const practiceId = job.practice_id;
   const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
     const claim = await findClaim(trx, practiceId, claimId);
@@ -271,7 +268,7 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
  * the insurer already paid on it (a confirmed reversal takes the insurer's payments back).
  */
 export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
-  const { claimId, submissionId } = job.payload as { claimId: string; submissionId: string };
+  const { claimId, submissionId } = checkedPayload(CLAIM_JOBS.remittance, job.payload);
   const practiceId = job.practice_id;
   await inPractice(ctx.db, practiceId, async (trx) => {
     const now = ctx.now();

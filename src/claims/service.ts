@@ -15,6 +15,7 @@ import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
+import { CLAIM_JOBS } from './job-kinds.ts';
 import type { Claim, ClaimRequest, ClaimStatus } from './schemas.ts';
 import {
   type ClaimItemRow,
@@ -24,11 +25,7 @@ import {
   replaceClaimItems,
 } from './store.ts';
 
-export const CLAIM_JOBS = {
-  submit: 'claim.submit',
-  reverse: 'claim.reverse',
-  remittance: 'insurer.remittance',
-} as const;
+export { CLAIM_JOBS };
 
 const OUTCOME_OF: Record<ClaimStatus, Claim['outcome']> = {
   submitting: 'queued',

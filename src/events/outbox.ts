@@ -7,6 +7,7 @@ import { enqueueJob } from '../jobs/queue.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
+import { DELIVER_JOB } from '../webhooks/job-kinds.ts';
 import { endpointsTakingEvent } from '../webhooks/store.ts';
 
 export const EVENT_TYPES = [
@@ -18,8 +19,6 @@ export const EVENT_TYPES = [
   'payment.created',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
-
-export const DELIVER_JOB = 'webhook.deliver';
 
 export async function recordEvent(
   trx: Trx,

@@ -4,10 +4,12 @@
 // worker died is taken again once its lease runs out. Times come from the service clock.
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
+import type { Static, TSchema } from 'typebox';
 import type { Database } from '../platform/db/database.ts';
 import type { JobsTable } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
+import { checkedPayload, type JobKind } from './kind.ts';
 
 export type JobRow = Selectable<JobsTable>;
 
@@ -54,21 +56,22 @@ function jobsQueued(db: Database): void {
   }
 }
 
-export async function enqueueJob(
+export async function enqueueJob<S extends TSchema>(
   trx: Trx,
   practiceId: string,
-  kind: string,
-  payload: Record<string, unknown>,
+  kind: JobKind<S>,
+  payload: Static<S>,
   runAt: Date,
   now: Date,
 ): Promise<string> {
+  checkedPayload(kind, payload);
   const id = newId('job');
   await trx
     .insertInto('jobs')
     .values({
       practice_id: practiceId,
       id,
-      kind,
+      kind: kind.name,
       payload: JSON.stringify(payload),
       run_at: runAt,
       created_at: now,

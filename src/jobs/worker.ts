@@ -1,97 +1,39 @@
-// Owns the worker: it takes due jobs from the queue and runs each with its handler (a bounded number
-// at a time), and runs periodic housekeeping (overdue invoices, expired Idempotency-Keys, the change
-// feed's clock samples). It wakes
+// Owns the worker loop: it takes due jobs from the queue and runs each with the handler of its kind
+// (a bounded number at a time), and runs periodic tasks on their schedules; which kinds and tasks
+// exist is the composition root's (src/job-catalogue.ts). It wakes
 // when a commit of this process queued a job, or on a NOTIFY from another process's commit, and
 // polls besides for jobs that fall due later. A job that throws is retried with backoff, up to a
 // limit; a worker that dies leaves its jobs to be taken again when their lease runs out. Any number
 // of workers can share one database; each should have its own pool (WORKER_DATABASE_POOL_SIZE).
 import type { FastifyBaseLogger } from 'fastify';
-import { type ClaimJobContext, runRemittanceJob, runReverseJob, runSubmitJob } from '../claims/jobs.ts';
-import { CLAIM_JOBS } from '../claims/service.ts';
-import type { Config } from '../config.ts';
-import { DELIVER_JOB } from '../events/outbox.ts';
-import { purgeExpiredKeys } from '../idempotency/idempotency-store.ts';
-import type { Insurer } from '../insurer/port.ts';
-import { markOverdueInvoices } from '../invoices/overdue.ts';
 import type { Clock } from '../platform/clock.ts';
-import { recordChangeFeedSample } from '../platform/db/change-feed.ts';
 import type { Database } from '../platform/db/database.ts';
-import { asOperator } from '../platform/db/transaction.ts';
 import { randomToken } from '../platform/ids.ts';
-import type { SecretBox } from '../platform/secret-box.ts';
-import { type DeliveryContext, runDeliverJob } from '../webhooks/delivery.ts';
-import { WebhookSender } from '../webhooks/sender.ts';
+import { JobPayloadError } from './kind.ts';
 import { failJob, JOBS_CHANNEL, type JobRow, onJobsQueued, retryJob, takeDueJobs } from './queue.ts';
 
 export interface WorkerDeps {
   db: Database;
   clock: Clock;
-  config: Config;
-  insurer: Insurer;
-  /** Decrypts webhook secrets; without it deliveries cannot be signed and are retried. */
-  secrets?: SecretBox | undefined;
   log: FastifyBaseLogger;
-  /** Jitter source for webhook retries; tests pin it. */
-  random?: () => number;
+  settings: { jobConcurrency: number; jobLeaseSeconds: number; jobPollMs: number };
 }
 
 export type JobHandler = (job: JobRow) => Promise<void>;
 
 const MAX_ATTEMPTS = 20;
 
-export function jobHandlers(
-  deps: WorkerDeps,
-  sender = new WebhookSender(deps.config.webhookAllowPrivate),
-): Record<string, JobHandler> {
-  const claims: ClaimJobContext = {
-    db: deps.db,
-    insurer: deps.insurer,
-    now: () => deps.clock.now(),
-    answerWindowMs: deps.config.claimAnswerWindowSeconds * 1000,
-    remittanceDelayMs: deps.insurer.paysRemittances ? deps.config.remittanceDelayMs : null,
-  };
-  const deliveries: DeliveryContext = {
-    db: deps.db,
-    box: deps.secrets,
-    sender,
-    publicBaseUrl: deps.config.publicBaseUrl,
-    now: () => deps.clock.now(),
-    random: deps.random ?? Math.random,
-  };
-  return {
-    [DELIVER_JOB]: (job) => runDeliverJob(deliveries, job),
-    [CLAIM_JOBS.submit]: (job) => runSubmitJob(claims, job),
-    [CLAIM_JOBS.reverse]: (job) => runReverseJob(claims, job),
-    [CLAIM_JOBS.remittance]: (job) => runRemittanceJob(claims, job),
-  };
+/** What a periodic task runs with. */
+export interface TaskDeps {
+  db: Database;
+  clock: Clock;
 }
 
 export interface PeriodicTask {
   name: string;
   everyMs: number;
-  run(deps: WorkerDeps): Promise<number>;
+  run(deps: TaskDeps): Promise<number>;
 }
-
-export const periodicTasks: PeriodicTask[] = [
-  {
-    name: 'sample-change-feed-clock',
-    everyMs: 1000,
-    run: async ({ db }) => {
-      await asOperator(db, (trx) => recordChangeFeedSample(trx));
-      return 0;
-    },
-  },
-  {
-    name: 'purge-expired-idempotency-keys',
-    everyMs: 10 * 60 * 1000,
-    run: ({ db }) => asOperator(db, (trx) => purgeExpiredKeys(trx)),
-  },
-  {
-    name: 'mark-overdue-invoices',
-    everyMs: 60 * 1000,
-    run: ({ db, clock }) => markOverdueInvoices(db, clock.now()),
-  },
-];
 
 export interface Worker {
   /** Takes and runs due jobs until none is left (tests use it to drive the queue deterministically). */
@@ -99,14 +41,22 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
+/**
+ * Starts a worker running `handlers` by job kind and `tasks` on their schedules; `onStop` releases
+ * what the handlers hold (the webhook sender's connections).
+ */
 export function startWorker(
   deps: WorkerDeps,
-  options: { poll?: boolean; tasks?: PeriodicTask[] } = {},
+  options: {
+    handlers: Record<string, JobHandler>;
+    tasks: PeriodicTask[];
+    poll?: boolean;
+    onStop?: () => Promise<void>;
+  },
 ): Worker {
   const workerId = `wrk_${randomToken(8)}`;
-  const sender = new WebhookSender(deps.config.webhookAllowPrivate);
-  const handlers = jobHandlers(deps, sender);
-  const { config, log } = deps;
+  const { handlers } = options;
+  const { settings: config, log } = deps;
   let stopped = false;
   const running = new Set<Promise<unknown>>();
 
@@ -118,7 +68,7 @@ export function startWorker(
     } catch (err) {
       const now = deps.clock.now();
       const message = err instanceof Error ? err.message : String(err);
-      if (job.attempts >= MAX_ATTEMPTS || !handler) {
+      if (job.attempts >= MAX_ATTEMPTS || !handler || err instanceof JobPayloadError) {
         log.error({ err, job: job.id, kind: job.kind }, 'job failed for good');
         await failJob(deps.db, job, now, message).catch(() => {});
       } else {
@@ -196,7 +146,7 @@ export function startWorker(
     })();
   }
 
-  const timers = (options.tasks ?? periodicTasks).map((task) => {
+  const timers = options.tasks.map((task) => {
     const tick = () => {
       if (stopped) return;
       const run = task
@@ -228,7 +178,7 @@ export function startWorker(
       for (const timer of timers) clearInterval(timer);
       await polling;
       await Promise.allSettled([...running]);
-      await sender.close();
+      await options.onStop?.();
     },
   };
 }

@@ -8,6 +8,7 @@
 import { Webhook } from 'standardwebhooks';
 import { AuditLog } from '../audit/audit.ts';
 import { type EventRecord, eventBody } from '../events/schemas.ts';
+import { checkedPayload } from '../jobs/kind.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
@@ -15,6 +16,7 @@ import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
 import { type EndpointRow, signingSecrets } from './endpoints.ts';
+import { DELIVER_JOB } from './job-kinds.ts';
 import type { WebhookSender } from './sender.ts';
 
 export const MAX_ATTEMPTS = 8;
@@ -49,7 +51,7 @@ export function signatureHeader(secrets: string[], eventId: string, at: Date, bo
 }
 
 export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<void> {
-  const { deliveryId } = job.payload as { deliveryId: string };
+  const { deliveryId } = checkedPayload(DELIVER_JOB, job.payload);
   const practiceId = job.practice_id;
   const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
     const delivery = await trx

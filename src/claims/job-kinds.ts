@@ -1,0 +1,24 @@
+// Owns the claim jobs' kinds and payloads: sending a submission, sending a reversal (and what a
+// resubmission after it is sent under), and paying an accepted claim's remittance.
+import { Type } from 'typebox';
+import { jobKind } from '../jobs/kind.ts';
+import { Nullable } from '../platform/http/schema.ts';
+
+export const CLAIM_JOBS = {
+  submit: jobKind('claim.submit', Type.Object({ claimId: Type.String(), submissionId: Type.String() })),
+  reverse: jobKind(
+    'claim.reverse',
+    Type.Object({
+      claimId: Type.String(),
+      reversalId: Type.String(),
+      reason: Type.Optional(Nullable(Type.String())),
+      resubmit: Type.Optional(
+        Nullable(Type.Object({ coverageId: Type.String(), placeOfServiceCode: Nullable(Type.String()) })),
+      ),
+    }),
+  ),
+  remittance: jobKind(
+    'insurer.remittance',
+    Type.Object({ claimId: Type.String(), submissionId: Type.String() }),
+  ),
+} as const;

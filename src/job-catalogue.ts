@@ -1,0 +1,96 @@
+// The catalogue of background work, where the capabilities meet the worker loop: each job kind with
+// its handler (claims: submit, reverse, remittance; webhooks: deliver) and each periodic task (the
+// change feed's clock samples, expired Idempotency-Keys, overdue invoices).
+import type { FastifyBaseLogger } from 'fastify';
+import { CLAIM_JOBS } from './claims/job-kinds.ts';
+import { type ClaimJobContext, runRemittanceJob, runReverseJob, runSubmitJob } from './claims/jobs.ts';
+import type { Config } from './config.ts';
+import { purgeExpiredKeys } from './idempotency/idempotency-store.ts';
+import type { Insurer } from './insurer/port.ts';
+import { markOverdueInvoices } from './invoices/overdue.ts';
+import { type JobHandler, type PeriodicTask, startWorker, type Worker } from './jobs/worker.ts';
+import type { Clock } from './platform/clock.ts';
+import { recordChangeFeedSample } from './platform/db/change-feed.ts';
+import type { Database } from './platform/db/database.ts';
+import { asOperator } from './platform/db/transaction.ts';
+import type { SecretBox } from './platform/secret-box.ts';
+import { type DeliveryContext, runDeliverJob } from './webhooks/delivery.ts';
+import { DELIVER_JOB } from './webhooks/job-kinds.ts';
+import { WebhookSender } from './webhooks/sender.ts';
+
+export interface JobDeps {
+  db: Database;
+  clock: Clock;
+  config: Config;
+  insurer: Insurer;
+  /** Decrypts webhook secrets; without it deliveries cannot be signed and are retried. */
+  secrets?: SecretBox | undefined;
+  log: FastifyBaseLogger;
+  /** Jitter source for webhook retries; tests pin it. */
+  random?: () => number;
+}
+
+export function jobHandlers(
+  deps: JobDeps,
+  sender = new WebhookSender(deps.config.webhookAllowPrivate),
+): Record<string, JobHandler> {
+  const claims: ClaimJobContext = {
+    db: deps.db,
+    insurer: deps.insurer,
+    now: () => deps.clock.now(),
+    answerWindowMs: deps.config.claimAnswerWindowSeconds * 1000,
+    remittanceDelayMs: deps.insurer.paysRemittances ? deps.config.remittanceDelayMs : null,
+  };
+  const deliveries: DeliveryContext = {
+    db: deps.db,
+    box: deps.secrets,
+    sender,
+    publicBaseUrl: deps.config.publicBaseUrl,
+    now: () => deps.clock.now(),
+    random: deps.random ?? Math.random,
+  };
+  return {
+    [DELIVER_JOB.name]: (job) => runDeliverJob(deliveries, job),
+    [CLAIM_JOBS.submit.name]: (job) => runSubmitJob(claims, job),
+    [CLAIM_JOBS.reverse.name]: (job) => runReverseJob(claims, job),
+    [CLAIM_JOBS.remittance.name]: (job) => runRemittanceJob(claims, job),
+  };
+}
+
+export const periodicTasks: PeriodicTask[] = [
+  {
+    name: 'sample-change-feed-clock',
+    everyMs: 1000,
+    run: async ({ db }) => {
+      await asOperator(db, (trx) => recordChangeFeedSample(trx));
+      return 0;
+    },
+  },
+  {
+    name: 'purge-expired-idempotency-keys',
+    everyMs: 10 * 60 * 1000,
+    run: ({ db }) => asOperator(db, (trx) => purgeExpiredKeys(trx)),
+  },
+  {
+    name: 'mark-overdue-invoices',
+    everyMs: 60 * 1000,
+    run: ({ db, clock }) => markOverdueInvoices(db, clock.now()),
+  },
+];
+
+/** A worker running every job kind and, unless told otherwise, every periodic task. */
+export function startJobWorker(
+  deps: JobDeps,
+  options: { poll?: boolean; tasks?: PeriodicTask[] } = {},
+): Worker {
+  const sender = new WebhookSender(deps.config.webhookAllowPrivate);
+  return startWorker(
+    { db: deps.db, clock: deps.clock, log: deps.log, settings: deps.config },
+    {
+      handlers: jobHandlers(deps, sender),
+      tasks: options.tasks ?? periodicTasks,
+      ...(options.poll !== undefined ? { poll: options.poll } : {}),
+      onStop: () => sender.close(),
+    },
+  );
+}

@@ -1,0 +1,5 @@
+// Owns the webhook job's kind and payload: one delivery of one event to one endpoint.
+import { Type } from 'typebox';
+import { jobKind } from '../jobs/kind.ts';
+
+export const DELIVER_JOB = jobKind('webhook.deliver', Type.Object({ deliveryId: Type.String() }));
