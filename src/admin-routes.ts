@@ -1,5 +1,4 @@
 // Every operation of the operator API, in one list: the app registers it and the CLI covers it.
-
 import type { AnyAdminRoute } from './api/admin-route.ts';
 import { auditAdminRoutes } from './audit/admin-routes.ts';
 import { clientAdminRoutes } from './auth/admin-routes.ts';

@@ -1,6 +1,7 @@
 // Declares the operator API's integration clients and keys: creating, replacing, suspending and
 // resuming a client, issuing keys (shown once) and revoking them.
 import { defineAdminRoute } from '../api/admin-route.ts';
+import { wholeList } from '../platform/http/cursor.ts';
 import { IdParam } from '../platform/http/schema.ts';
 import * as admin from './clients.ts';
 import { ApiKey, ApiKeyList, Client, ClientList, ClientRequest, KeyRequest } from './schemas.ts';
@@ -8,7 +9,6 @@ import { ApiKey, ApiKeyList, Client, ClientList, ClientRequest, KeyRequest } fro
 const PracticeParam = IdParam('practiceId', 'Practice id (`org_...`).');
 const ClientParam = IdParam('clientId', 'Client id (`cli_...`).');
 const KeyParam = IdParam('keyId', 'Key id (`key_...`).');
-const list = <T>(data: T[]) => ({ object: 'list' as const, data, hasMore: false, nextCursor: null });
 
 export const clientAdminRoutes = [
   defineAdminRoute({
@@ -40,7 +40,7 @@ export const clientAdminRoutes = [
     successStatus: 200,
     response: ClientList,
     handler: async ({ trx, params }) => ({
-      body: list((await admin.listClients(trx, params.practiceId)).map(admin.clientOf)),
+      body: wholeList((await admin.listClients(trx, params.practiceId)).map(admin.clientOf)),
     }),
   }),
   defineAdminRoute({
@@ -123,7 +123,7 @@ export const clientAdminRoutes = [
     successStatus: 200,
     response: ApiKeyList,
     handler: async ({ trx, params }) => ({
-      body: list((await admin.listKeys(trx, params.clientId)).map((row) => admin.apiKeyOf(row))),
+      body: wholeList((await admin.listKeys(trx, params.clientId)).map((row) => admin.apiKeyOf(row))),
     }),
   }),
   defineAdminRoute({

@@ -1,7 +1,7 @@
 // Declares the code system operations of the public API.
 import { Type } from 'typebox';
 import { defineApiRoute } from '../api/api-route.ts';
-import { pageOf } from '../platform/http/cursor.ts';
+import { pageOf, wholeList } from '../platform/http/cursor.ts';
 import { Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
 import {
   CodeConcept,
@@ -210,18 +210,15 @@ export const codeSystemRoutes = [
       const system = await readCodeSystem(trx, practiceId, params.codeSystemId);
       const rows = await listModifiers(trx, system.url);
       return {
-        body: {
-          object: 'list' as const,
-          data: rows.map((r) => ({
+        body: wholeList(
+          rows.map((r) => ({
             object: 'modifier' as const,
             system: r.system,
             code: r.code,
             display: r.display,
             percentBasisPoints: r.percent_basis_points,
           })),
-          hasMore: false,
-          nextCursor: null,
-        },
+        ),
       };
     },
   }),

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { practiceBilling } from '../invoices/service.ts';
 import { dateIn } from '../platform/clock.ts';
+import { wholeList } from '../platform/http/cursor.ts';
 import { getPractice } from '../practices/service.ts';
 import { Coverage, CoverageList, CoverageRequest } from './schemas.ts';
 import { addCoverage, coverageOf, patientCoverages } from './service.ts';
@@ -26,12 +27,7 @@ export const coverageAdminRoutes = [
       const today = dateIn(billing.timezone, now);
       const rows = await patientCoverages(trx, params.practiceId, params.patientId);
       return {
-        body: {
-          object: 'list' as const,
-          data: rows.map((r) => coverageOf(r, today)),
-          hasMore: false,
-          nextCursor: null,
-        },
+        body: wholeList(rows.map((r) => coverageOf(r, today))),
       };
     },
   }),

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { defineApiRoute } from '../api/api-route.ts';
 import { dateIn } from '../platform/clock.ts';
-import { pageOf } from '../platform/http/cursor.ts';
+import { pageOf, wholeList } from '../platform/http/cursor.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { Coverage, CoverageList, CoverageRequest, InsurancePlanList } from './schemas.ts';
 import {
@@ -110,12 +110,7 @@ export const insuranceRoutes = [
       const today = dateIn(auth.practice.timezone, now);
       const rows = await patientCoverages(trx, practiceId, params.patientId);
       return {
-        body: {
-          object: 'list' as const,
-          data: rows.map((r) => coverageOf(r, today)),
-          hasMore: false,
-          nextCursor: null,
-        },
+        body: wholeList(rows.map((r) => coverageOf(r, today))),
         resource: { id: params.patientId, patientId: params.patientId },
       };
     },

@@ -5,7 +5,7 @@ import { defineApiRoute } from '../api/api-route.ts';
 import type { Permission } from '../auth/permissions.ts';
 import { findCoverage } from '../insurance/store.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import { pageOf } from '../platform/http/cursor.ts';
+import { pageOf, wholeList } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { DateTime, Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { billEncounter, type ClaimQueuer } from './bill.ts';
@@ -389,7 +389,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       handler: async ({ trx, practiceId, params }) => {
         const rows = await paymentsOf(trx, practiceId, params.invoiceId);
         return {
-          body: { object: 'list' as const, data: rows.map(paymentOf), hasMore: false, nextCursor: null },
+          body: wholeList(rows.map(paymentOf)),
         };
       },
     }),

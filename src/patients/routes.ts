@@ -2,6 +2,7 @@
 import { Type } from 'typebox';
 import { defineApiRoute } from '../api/api-route.ts';
 import { dateIn } from '../platform/clock.ts';
+import { wholeList } from '../platform/http/cursor.ts';
 import { IdParam } from '../platform/http/schema.ts';
 import { Patient, PatientList, PatientPatch, PatientRequest } from './schemas.ts';
 import {
@@ -82,7 +83,7 @@ export const patientRoutes = [
     handler: async ({ trx, practiceId, query }) => {
       const rows = await findByExternalId(trx, practiceId, query.externalSystem, query.externalId);
       return {
-        body: { object: 'list' as const, data: rows.map(patientOf), hasMore: false, nextCursor: null },
+        body: wholeList(rows.map(patientOf)),
         ...(rows.length === 1 ? { resource: { id: rows[0]!.id, patientId: rows[0]!.id } } : {}),
       };
     },

@@ -1,5 +1,6 @@
 // Declares the operator API's practices and practitioners: the only way they come to exist.
 import { defineAdminRoute } from '../api/admin-route.ts';
+import { wholeList } from '../platform/http/cursor.ts';
 import { IdParam } from '../platform/http/schema.ts';
 import {
   IntegrationsRequest,
@@ -13,7 +14,6 @@ import {
 import * as admin from './service.ts';
 
 const PracticeParam = IdParam('practiceId', 'Practice id (`org_...`).');
-const list = <T>(data: T[]) => ({ object: 'list' as const, data, hasMore: false, nextCursor: null });
 
 export const practiceAdminRoutes = [
   defineAdminRoute({
@@ -41,7 +41,7 @@ export const practiceAdminRoutes = [
     summary: 'List practices',
     successStatus: 200,
     response: PracticeList,
-    handler: async ({ trx }) => ({ body: list((await admin.listPractices(trx)).map(admin.practiceOf)) }),
+    handler: async ({ trx }) => ({ body: wholeList((await admin.listPractices(trx)).map(admin.practiceOf)) }),
   }),
   defineAdminRoute({
     method: 'GET',
@@ -100,7 +100,7 @@ export const practiceAdminRoutes = [
     successStatus: 200,
     response: PractitionerList,
     handler: async ({ trx, params }) => ({
-      body: list((await admin.listPractitioners(trx, params.practiceId)).map(admin.practitionerOf)),
+      body: wholeList((await admin.listPractitioners(trx, params.practiceId)).map(admin.practitionerOf)),
     }),
   }),
 ];

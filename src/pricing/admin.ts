@@ -7,6 +7,7 @@ import { defineAdminRoute } from '../api/admin-route.ts';
 import { resolveCodes } from '../code-systems/store.ts';
 import type { PracticePricesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { wholeList } from '../platform/http/cursor.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { ListOf, Nullable } from '../platform/http/schema.ts';
 import { practitionerExists } from '../practices/practitioner-store.ts';
@@ -137,12 +138,7 @@ export const priceAdminRoutes = [
       const practice = await getPractice(trx, params.practiceId);
       const rows = await listPrices(trx, params.practiceId);
       return {
-        body: {
-          object: 'list' as const,
-          data: rows.map((r) => priceOf(r, practice.currency)),
-          hasMore: false,
-          nextCursor: null,
-        },
+        body: wholeList(rows.map((r) => priceOf(r, practice.currency))),
       };
     },
   }),

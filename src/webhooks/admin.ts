@@ -4,7 +4,7 @@
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { EVENT_TYPES, queueDelivery } from '../events/outbox.ts';
-import { pageOf } from '../platform/http/cursor.ts';
+import { pageOf, wholeList } from '../platform/http/cursor.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { DateTime, Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
 import { getPractice } from '../practices/service.ts';
@@ -155,12 +155,7 @@ export const webhookAdminRoutes = [
       await getPractice(trx, params.practiceId);
       const rows = await listEndpoints(trx, params.practiceId);
       return {
-        body: {
-          object: 'list' as const,
-          data: rows.map((r) => endpointOf(r)),
-          hasMore: false,
-          nextCursor: null,
-        },
+        body: wholeList(rows.map((r) => endpointOf(r))),
       };
     },
   }),
@@ -314,7 +309,7 @@ export const webhookAdminRoutes = [
       if (!(await findEvent(trx, params.practiceId, params.eventId))) throw notFound('Event');
       const rows = await eventAttempts(trx, params.practiceId, params.eventId);
       return {
-        body: { object: 'list' as const, data: rows.map(attemptOf), hasMore: false, nextCursor: null },
+        body: wholeList(rows.map(attemptOf)),
       };
     },
   }),

@@ -52,6 +52,16 @@ export class CursorCodec {
   }
 }
 
+/** The list answer of a list that is answered whole, on one page. */
+export function wholeList<Item>(data: Item[]): {
+  object: 'list';
+  data: Item[];
+  hasMore: false;
+  nextCursor: null;
+} {
+  return { object: 'list', data, hasMore: false, nextCursor: null };
+}
+
 /** Cuts a fetched page (limit + 1 rows) to size and builds the list answer. */
 export function pageOf<Row, Item>(
   rows: Row[],
