@@ -4,6 +4,7 @@
 // one of a partially accepted claim is reversed first, then sent by itself. Every status change
 // updates the invoice's claimStatus and writes claim.status_changed in the same transaction; the
 // insurer is called only by background jobs enqueued in that transaction.
+import type { Static } from 'typebox';
 import { recordEvent } from '../events/outbox.ts';
 import { isCoverageActive } from '../insurance/service.ts';
 import { type CoverageRow, findCoverage, listCoverages } from '../insurance/store.ts';
@@ -24,8 +25,6 @@ import {
   findClaimOfInvoice,
   replaceClaimItems,
 } from './store.ts';
-
-export { CLAIM_JOBS };
 
 const OUTCOME_OF: Record<ClaimStatus, Claim['outcome']> = {
   submitting: 'queued',
@@ -328,11 +327,8 @@ export async function resubmitClaim(
   return updated;
 }
 
-/** What a resubmission sent once the reversal is through is sent under. */
-export interface ResubmitAfterReversal {
-  coverageId: string;
-  placeOfServiceCode: string | null;
-}
+/** What a resubmission sent once the reversal is through is sent under (the reverse job carries it). */
+type ResubmitAfterReversal = NonNullable<Static<typeof CLAIM_JOBS.reverse.payload>['resubmit']>;
 
 async function startReversal(
   trx: Trx,

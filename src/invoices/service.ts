@@ -10,17 +10,11 @@ import type { InvoicesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
+import { getPractice } from '../practices/service.ts';
 import { invoiceTotals } from './money.ts';
 import { OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
-import {
-  findInvoice,
-  findPracticeRow,
-  type InvoiceRecord,
-  insertNotification,
-  lineTotals,
-  updateInvoice,
-} from './store.ts';
+import { findInvoice, type InvoiceRecord, insertNotification, lineTotals, updateInvoice } from './store.ts';
 
 export interface PracticeBilling {
   id: string;
@@ -33,7 +27,7 @@ export interface PracticeBilling {
 }
 
 export async function practiceBilling(trx: Trx, practiceId: string): Promise<PracticeBilling> {
-  const row = await findPracticeRow(trx, practiceId);
+  const row = await getPractice(trx, practiceId);
   return {
     id: row.id,
     name: row.name,

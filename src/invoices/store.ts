@@ -315,8 +315,3 @@ export async function listPayments(trx: Trx, practiceId: string, invoiceId: stri
     .orderBy('id')
     .execute();
 }
-
-/** The practice's row, for its billing settings. */
-export async function findPracticeRow(trx: Trx, practiceId: string) {
-  return trx.selectFrom('practices').selectAll().where('id', '=', practiceId).executeTakeFirstOrThrow();
-}
