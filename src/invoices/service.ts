@@ -100,7 +100,7 @@ export async function touchInvoice(
   trx: Trx,
   billing: PracticeBilling,
   invoiceId: string,
-  set: Partial<Updateable<InvoicesTable>> = {},
+  set: Updateable<InvoicesTable> = {},
   settleOn?: string,
 ) {
   const changedAt = await stampChange(trx);
