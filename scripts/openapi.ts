@@ -1,7 +1,7 @@
 // Writes the OpenAPI document generated from the route schemas to docs/openapi.json.
 import fs from 'node:fs';
 import path from 'node:path';
-import { openApiDocument, serialiseDocument } from '../src/docs/openapi-document.ts';
+import { openApiDocument, serialiseDocument } from '../src/openapi-document.ts';
 
 const target = path.resolve(import.meta.dirname, '..', 'docs', 'openapi.json');
 fs.mkdirSync(path.dirname(target), { recursive: true });

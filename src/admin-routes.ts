@@ -1,11 +1,11 @@
 // Every operation of the operator API, in one list: the app registers it and the CLI covers it.
 import type { AnyAdminRoute } from './api/admin-route.ts';
 import { auditAdminRoutes } from './audit/admin-routes.ts';
-import { clientAdminRoutes } from './auth/admin-routes.ts';
-import { dashboardAdminRoutes } from './dashboard/admin-routes.ts';
+import { dashboardAdminRoutes } from './back-office/dashboard.ts';
+import { invoiceAdminRoutes } from './back-office/invoices.ts';
+import { clientAdminRoutes } from './clients/admin-routes.ts';
 import { coverageAdminRoutes } from './insurance/admin.ts';
 import { billingAdminRoutes } from './invoices/admin.ts';
-import { invoiceAdminRoutes } from './invoices/admin-invoices.ts';
 import { notificationAdminRoutes } from './invoices/notifications.ts';
 import { practiceAdminRoutes } from './practices/admin-routes.ts';
 import { priceAdminRoutes } from './pricing/admin.ts';

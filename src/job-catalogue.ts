@@ -4,12 +4,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { CLAIM_JOBS } from './claims/job-kinds.ts';
 import { type ClaimJobContext, runRemittanceJob, runReverseJob, runSubmitJob } from './claims/jobs.ts';
-import type { Config } from './config.ts';
 import { purgeExpiredKeys } from './idempotency/idempotency-store.ts';
 import type { Insurer } from './insurer/port.ts';
 import { markOverdueInvoices } from './invoices/overdue.ts';
 import { type JobHandler, type PeriodicTask, startWorker, type Worker } from './jobs/worker.ts';
 import type { Clock } from './platform/clock.ts';
+import type { Config } from './platform/config.ts';
 import { recordChangeFeedSample } from './platform/db/change-feed.ts';
 import type { Database } from './platform/db/database.ts';
 import { asOperator } from './platform/db/transaction.ts';

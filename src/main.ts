@@ -4,7 +4,7 @@
 import module from 'node:module';
 
 module.enableCompileCache?.();
-const { loadConfig } = await import('./config.ts');
+const { loadConfig } = await import('./platform/config.ts');
 const { runService } = await import('./server.ts');
 
 try {

@@ -4,8 +4,8 @@
 // the database itself stores only hashes. Never used with PostgreSQL.
 import fs from 'node:fs';
 import path from 'node:path';
-import { createClient, issueKey } from './auth/clients.ts';
 import { PERMISSIONS } from './auth/permissions.ts';
+import { createClient, issueKey } from './clients/service.ts';
 import type { Database } from './platform/db/database.ts';
 import { asOperator } from './platform/db/transaction.ts';
 import { randomToken } from './platform/ids.ts';

@@ -5,9 +5,9 @@ import path from 'node:path';
 import pino from 'pino';
 import { buildApp, loggerOptions } from './app.ts';
 import { buildDeps, migrateConfigured, openConfiguredDatabase } from './bootstrap.ts';
-import { type Config, ConfigError } from './config.ts';
 import { startJobWorker } from './job-catalogue.ts';
 import type { Worker } from './jobs/worker.ts';
+import { type Config, ConfigError } from './platform/config.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
 import { ensureSandbox, type SandboxCredentials } from './sandbox.ts';
 

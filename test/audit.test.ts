@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../migrations/security.ts';
-import type { AuditEntry } from '../src/audit/audit.ts';
+import type { AuditEntry } from '../src/platform/audit-log.ts';
 import { type Database, openPostgres } from '../src/platform/db/database.ts';
 import {
   type Answer,

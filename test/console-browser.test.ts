@@ -5,7 +5,7 @@
 //
 // It runs on one database only (PostgreSQL when DATABASE_URL is set, else the embedded one): the
 // console only calls the admin API, whose answers on both databases are covered by
-// invoices-admin.test.ts, and a second browser run would double this file's time for nothing new.
+// back-office-invoices.test.ts, and a second browser run would double this file's time for nothing new.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Event } from '@practice-billing/client';
-import { recordEvent } from '../src/events/outbox.ts';
 import { inPractice } from '../src/platform/db/transaction.ts';
+import { recordEvent } from '../src/webhooks/outbox.ts';
 import { startService, type TestService } from './harness.ts';
 import { sdkClient } from './sdk-fixtures.ts';
 import { billVisit, pay, sleep } from './webhooks-fixtures.ts';

@@ -8,15 +8,15 @@ import { describe } from 'node:test';
 import pg from 'pg';
 import pino from 'pino';
 import lockfile from 'proper-lockfile';
+import type { Deps } from '../src/api/deps.ts';
 import { buildApp } from '../src/app.ts';
-import type { AuditFault } from '../src/audit/audit.ts';
 import { PERMISSIONS, type Permission } from '../src/auth/permissions.ts';
 import { buildDeps, prepareSchema } from '../src/bootstrap.ts';
-import { loadConfig } from '../src/config.ts';
-import type { Deps } from '../src/deps.ts';
 import { startJobWorker } from '../src/job-catalogue.ts';
 import type { Worker } from '../src/jobs/worker.ts';
+import type { AuditFault } from '../src/platform/audit-log.ts';
 import type { Clock } from '../src/platform/clock.ts';
+import { loadConfig } from '../src/platform/config.ts';
 import { type Database, openPglite, openPostgres } from '../src/platform/db/database.ts';
 
 export type Backend = 'pglite' | 'postgres';

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { buildApp } from '../src/app.ts';
-import type { AuditEntry } from '../src/audit/audit.ts';
 import { buildDeps } from '../src/bootstrap.ts';
+import type { AuditEntry } from '../src/platform/audit-log.ts';
 import { type Database, openPostgres } from '../src/platform/db/database.ts';
 import {
   type Answer,

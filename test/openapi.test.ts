@@ -5,8 +5,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { openApiDocument, serialiseDocument } from '../src/docs/openapi-document.ts';
 import { EXAMPLES } from '../src/docs/openapi-examples.ts';
+import { openApiDocument, serialiseDocument } from '../src/openapi-document.ts';
 import { startService, type TestService } from './harness.ts';
 import { dereference } from './openapi-refs.ts';
 

@@ -3,10 +3,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Static, TSchema } from 'typebox';
-import type { Deps } from '../deps.ts';
 import { asOperator, type Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { ProblemSchema } from '../platform/http/schema.ts';
+import type { Deps } from './deps.ts';
 
 export interface AdminContext<P, Q, B> {
   trx: Trx;

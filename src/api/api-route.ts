@@ -7,11 +7,11 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import canonicalize from 'canonicalize';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
-import type { AuditEntry } from '../audit/audit.ts';
 import type { AuthContext } from '../auth/authenticate.ts';
+import { practitionerExists } from '../auth/performer-store.ts';
 import type { Permission } from '../auth/permissions.ts';
-import type { Deps } from '../deps.ts';
 import { claimKey, completeKey, releaseKey, type StoredAnswer } from '../idempotency/idempotency-store.ts';
+import type { AuditEntry } from '../platform/audit-log.ts';
 import { inPractice, type Trx, withSavepoint } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import {
@@ -31,7 +31,7 @@ import {
 import { ProblemSchema } from '../platform/http/schema.ts';
 import { toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
 import { idPattern } from '../platform/ids.ts';
-import { practitionerExists } from '../practices/practitioner-store.ts';
+import type { Deps } from './deps.ts';
 
 export interface HandlerContext<P, Q, B> {
   trx: Trx;

@@ -4,7 +4,6 @@
 import type { FastifyInstance } from 'fastify';
 import { authenticate } from '../auth/authenticate.ts';
 import type { Permission } from '../auth/permissions.ts';
-import type { Deps } from '../deps.ts';
 import { AppError, problemOf } from '../platform/http/errors.ts';
 import { limitOrRefuse, sourceKey } from '../platform/http/rate-limit.ts';
 import {
@@ -15,6 +14,7 @@ import {
   identityOf,
   registerApiRoute,
 } from './api-route.ts';
+import type { Deps } from './deps.ts';
 import { freshAuditState } from './request-state.ts';
 
 const UNAUTHENTICATED_DETAIL =

@@ -2,8 +2,8 @@
 // own refusals (validation, body size, media type, bad JSON) by their kind, a lost database or audit
 // log as 503 with Retry-After, and everything else as a 500 that reveals nothing.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AuditUnavailableError } from '../audit/audit.ts';
 import { LeaseLostError } from '../idempotency/idempotency-store.ts';
+import { AuditUnavailableError } from '../platform/audit-log.ts';
 import { isDatabaseUnavailable } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, invalidParameters, problemOf } from '../platform/http/errors.ts';
 import type { RefuseUnrouted } from '../platform/http/not-found.ts';

@@ -1,7 +1,8 @@
 // Owns what the HTTP layer learns about a request as it goes: who called, and what the audit row
 // will say. Declared on Fastify's request so hooks and handlers share it.
-import type { AuditEntry } from '../audit/audit.ts';
+
 import type { AuthContext, AuthRefusalReason } from '../auth/authenticate.ts';
+import type { AuditEntry } from '../platform/audit-log.ts';
 
 export interface AuditState {
   /** The row was written (inside the work's transaction, or alone). */

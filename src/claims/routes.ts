@@ -2,9 +2,9 @@
 // the claim as it is now; the insurer's answer is read later or learned from claim.status_changed.
 
 import { defineApiRoute } from '../api/api-route.ts';
-import { practiceBilling } from '../invoices/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { IdParam } from '../platform/http/schema.ts';
+import { practiceBilling } from '../practices/service.ts';
 import { Claim, ClaimRequest, ReverseRequest } from './schemas.ts';
 import { claimOf, readClaim, resubmitClaim, reverseClaim, sendClaim } from './service.ts';
 import { claimItems } from './store.ts';

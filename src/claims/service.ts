@@ -5,10 +5,8 @@
 // updates the invoice's claimStatus and writes claim.status_changed in the same transaction; the
 // insurer is called only by background jobs enqueued in that transaction.
 import type { Static } from 'typebox';
-import { recordEvent } from '../events/outbox.ts';
 import { isCoverageActive } from '../insurance/service.ts';
 import { type CoverageRow, findCoverage, listCoverages } from '../insurance/store.ts';
-import type { PracticeBilling } from '../invoices/service.ts';
 import { readInvoice, touchInvoice } from '../invoices/service.ts';
 import type { InvoiceRecord } from '../invoices/store.ts';
 import { enqueueJob } from '../jobs/queue.ts';
@@ -16,6 +14,8 @@ import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
+import type { PracticeBilling } from '../practices/service.ts';
+import { recordEvent } from '../webhooks/outbox.ts';
 import { CLAIM_JOBS } from './job-kinds.ts';
 import type { Claim, ClaimRequest, ClaimStatus } from './schemas.ts';
 import {

@@ -8,14 +8,8 @@ import {
   resolveAdminConnection,
   ServerUnreachableError,
 } from './admin-client.ts';
-import {
-  ADMIN_COMMANDS,
-  type AdminCommand,
-  buildAdminRequest,
-  type FlagSpec,
-  findCommand,
-  UsageError,
-} from './admin-commands.ts';
+import { ADMIN_COMMANDS, buildAdminRequest, findCommand } from './admin-commands.ts';
+import { type AdminCommand, type FlagSpec, UsageError } from './command.ts';
 
 export interface CliOutput {
   stdout(text: string): void;

@@ -1,6 +1,6 @@
 // The `practice-billing admin` commands for the operator's invoice, claim, coverage and dashboard
 // routes (src/invoices/admin-invoices.ts, src/insurance/admin.ts, src/admin/dashboard.ts).
-import type { AdminCommand, FlagSpec } from './admin-commands.ts';
+import type { AdminCommand, FlagSpec } from './command.ts';
 
 const invoiceFlag: FlagSpec = {
   flag: 'invoice',

@@ -42,7 +42,7 @@ function failure(output: CliOutput, error: unknown): number {
 }
 
 async function migrate(env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
-  const { loadConfig } = await import('../config.ts');
+  const { loadConfig } = await import('../platform/config.ts');
   const { migrateConfigured, openConfiguredDatabase } = await import('../bootstrap.ts');
   const config = loadConfig(env);
   const db = await openConfiguredDatabase(config, 'practice-billing-migrate');
@@ -92,7 +92,7 @@ export async function runCli(
   }
   try {
     if (command === 'migrate') return await migrate(env, output);
-    const { loadConfig } = await import('../config.ts');
+    const { loadConfig } = await import('../platform/config.ts');
     const { runService } = await import('../server.ts');
     await runService(loadConfig(env), SERVICE_COMMANDS[command as keyof typeof SERVICE_COMMANDS]);
     return 0;

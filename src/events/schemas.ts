@@ -2,7 +2,16 @@
 // built once here for both.
 import { Type } from 'typebox';
 import { DateTime, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
-import { EVENT_TYPES } from './outbox.ts';
+
+export const EVENT_TYPES = [
+  'invoice.issued',
+  'invoice.cancelled',
+  'invoice.entered_in_error',
+  'invoice.written_off',
+  'claim.status_changed',
+  'payment.created',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
 
 export const Event = Type.Object(
   {
@@ -37,7 +46,7 @@ export interface EventRecord {
 export function eventBody(event: EventRecord, baseUrl: string) {
   return {
     id: event.id,
-    type: event.type as (typeof EVENT_TYPES)[number],
+    type: event.type as EventType,
     occurredAt: event.occurred_at.toISOString(),
     data: {
       object: event.object_type as 'invoice',

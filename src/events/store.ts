@@ -1,12 +1,14 @@
-// Owns the events list's queries. Events are read in feed order, (stamp, seq), and only below the
+// Owns the events table: writing an event (for the outbox, src/webhooks/outbox.ts) and the events
+// list's queries. Events are read in feed order, (stamp, seq), and only below the
 // change feed's safe high-water mark (src/platform/db/change-feed.ts): every event that commits later
 // is stamped at or above it, so it can never land before the place a reader has already paged to.
 // Events older than the retention window are not served; the rows stay, since webhook delivery logs
 // name them (docs/decisions.md).
 import { sql } from 'kysely';
-import { safeHighWaterMark } from '../platform/db/change-feed.ts';
+import { safeHighWaterMark, stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import type { EventRecord } from './schemas.ts';
+import { newId } from '../platform/ids.ts';
+import type { EventRecord, EventType } from './schemas.ts';
 
 export const EVENT_RETENTION_DAYS = 30;
 
@@ -21,6 +23,30 @@ export interface EventFeedRow extends EventRecord {
 }
 
 const COLUMNS = sql`id, type, object_type, object_id, occurred_at, stamp, seq::text AS seq`;
+
+/** Writes an event, stamped with the change feed's time of its transaction, which orders the list. */
+export async function insertEvent(
+  trx: Trx,
+  practiceId: string,
+  type: EventType,
+  object: { type: 'invoice'; id: string },
+  occurredAt: Date,
+): Promise<string> {
+  const id = newId('event');
+  await trx
+    .insertInto('events')
+    .values({
+      practice_id: practiceId,
+      id,
+      type,
+      object_type: object.type,
+      object_id: object.id,
+      occurred_at: occurredAt,
+      stamp: await stampChange(trx),
+    })
+    .execute();
+  return id;
+}
 
 /** One event of the practice still within the retention window. */
 export async function eventRow(

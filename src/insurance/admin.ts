@@ -2,10 +2,9 @@
 // corrected member number before resubmitting a rejected claim), by the same rules as the public API.
 import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
-import { practiceBilling } from '../invoices/service.ts';
 import { dateIn } from '../platform/clock.ts';
 import { wholeList } from '../platform/http/cursor.ts';
-import { getPractice } from '../practices/service.ts';
+import { getPractice, practiceBilling } from '../practices/service.ts';
 import { Coverage, CoverageList, CoverageRequest } from './schemas.ts';
 import { addCoverage, coverageOf, patientCoverages } from './service.ts';
 

@@ -12,10 +12,11 @@ import { stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
+import type { PracticeBilling } from '../practices/service.ts';
 import { lineSubtotal, lineTotal } from './money.ts';
 import { ratesFor } from './rates.ts';
 import type { BillRequest, BillResult } from './schemas.ts';
-import { invoiceOf, issueInvoice, type PracticeBilling, readInvoice, touchInvoice } from './service.ts';
+import { invoiceOf, issueInvoice, readInvoice, touchInvoice } from './service.ts';
 import { assignInvoiceNumber, insertInvoice, liveInvoiceOfEncounter } from './store.ts';
 
 const NOT_BILLED = ['not_done', 'entered_in_error'];

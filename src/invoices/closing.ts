@@ -4,12 +4,13 @@
 // invoice's visits so they can be billed again; a write-off keeps them billed. Each records why and
 // when and writes its event. A claim the insurer is working on, or has accepted, must be settled
 // (waited for, or reversed) first, so no insurer money is left on a closed invoice.
-import type { EventType } from '../events/outbox.ts';
-import { recordEvent } from '../events/outbox.ts';
+import type { EventType } from '../events/schemas.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
+import type { PracticeBilling } from '../practices/service.ts';
+import { recordEvent } from '../webhooks/outbox.ts';
 import type { InvoiceStatus } from './schemas.ts';
-import { type PracticeBilling, readInvoice, touchInvoice } from './service.ts';
+import { readInvoice, touchInvoice } from './service.ts';
 import { type InvoiceRecord, releaseVisits } from './store.ts';
 
 export type Closing = 'cancelled' | 'entered_in_error' | 'written_off';

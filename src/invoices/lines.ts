@@ -13,9 +13,10 @@ import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.
 import { noWrongFields, type Partly, type WrongField } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
 import { findPractitioner } from '../practices/practitioner-store.ts';
+import type { PracticeBilling } from '../practices/service.ts';
 import { lineSubtotal, lineTotal, scaledQuantity } from './money.ts';
 import type { LineItemRequest } from './schemas.ts';
-import { type PracticeBilling, readInvoice, requireEditable, touchInvoiceLines } from './service.ts';
+import { readInvoice, requireEditable, touchInvoiceLines } from './service.ts';
 import { deleteLineRow, type InvoiceRecord, insertLine, updateLine } from './store.ts';
 
 /** A line's own values, as resolved from a LineItemRequest. */

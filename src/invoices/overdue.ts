@@ -5,7 +5,8 @@ import { sql } from 'kysely';
 import { dateIn } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';
-import { practiceBilling, touchInvoice } from './service.ts';
+import { practiceBilling } from '../practices/service.ts';
+import { touchInvoice } from './service.ts';
 
 const BATCH = 200;
 

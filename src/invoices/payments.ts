@@ -3,14 +3,15 @@
 // insurer payment). Each moves the invoice's amount paid, sets its status from its money and writes
 // payment.created.
 import type { Selectable } from 'kysely';
-import { recordEvent } from '../events/outbox.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { PaymentsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
+import type { PracticeBilling } from '../practices/service.ts';
+import { recordEvent } from '../webhooks/outbox.ts';
 import type { InvoiceStatus, Payment } from './schemas.ts';
-import { type PracticeBilling, readInvoice, touchInvoice } from './service.ts';
+import { readInvoice, touchInvoice } from './service.ts';
 import { type InvoiceRecord, insertPayment, insurerPaid, listPayments } from './store.ts';
 
 export const PAYABLE: readonly InvoiceStatus[] = ['issued', 'partially_paid', 'overdue'];

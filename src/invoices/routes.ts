@@ -8,6 +8,7 @@ import type { Trx } from '../platform/db/transaction.ts';
 import { pageOf, wholeList } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { DateTime, Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
+import { practiceBilling } from '../practices/service.ts';
 import { billEncounter, type ClaimQueuer } from './bill.ts';
 import { closeInvoice } from './closing.ts';
 import { addLine, deleteLine, lineRuleErrors, replaceLine } from './lines.ts';
@@ -25,7 +26,7 @@ import {
   PaymentList,
   RateList,
 } from './schemas.ts';
-import { amendInvoice, invoiceOf, issueInvoice, practiceBilling, readInvoice } from './service.ts';
+import { amendInvoice, invoiceOf, issueInvoice, readInvoice } from './service.ts';
 import { listInvoiceRows, loadRecords } from './store.ts';
 
 const InvoiceParam = IdParam('invoiceId', 'Invoice id (`inv_...`).');

@@ -3,41 +3,18 @@
 // invoice.issued event) and reopening for amendment. Every change locks the invoice and stamps it
 // with its transaction's change time (src/platform/db/change-feed.ts).
 import type { Updateable } from 'kysely';
-import { recordEvent } from '../events/outbox.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { InvoicesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
-import { getPractice } from '../practices/service.ts';
+import type { PracticeBilling } from '../practices/service.ts';
+import { recordEvent } from '../webhooks/outbox.ts';
 import { invoiceTotals } from './money.ts';
 import { OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
 import { findInvoice, type InvoiceRecord, insertNotification, lineTotals, updateInvoice } from './store.ts';
-
-export interface PracticeBilling {
-  id: string;
-  name: string;
-  currency: string;
-  timezone: string;
-  vatRateBasisPoints: number;
-  paymentTermsDays: number;
-  invoiceNumberPrefix: string;
-}
-
-export async function practiceBilling(trx: Trx, practiceId: string): Promise<PracticeBilling> {
-  const row = await getPractice(trx, practiceId);
-  return {
-    id: row.id,
-    name: row.name,
-    currency: row.currency,
-    timezone: row.timezone,
-    vatRateBasisPoints: row.vat_rate_basis_points,
-    paymentTermsDays: row.payment_terms_days,
-    invoiceNumberPrefix: row.invoice_number_prefix,
-  };
-}
 
 export const EDITABLE_STATUSES: readonly InvoiceStatus[] = ['draft', 'amending'];
 export const CLAIM_IN_FLIGHT = ['submitting', 'reversing'];

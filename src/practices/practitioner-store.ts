@@ -1,5 +1,4 @@
-// Owns the reads of a practice's practitioners: the public list and read, and whether an id names
-// one (the X-Service-Performer check).
+// Owns the reads of a practice's practitioners: the public list and read.
 import type { Trx } from '../platform/db/transaction.ts';
 
 /** Oldest first; `after` is the (createdAt, id) of the previous page's last practitioner. */
@@ -34,14 +33,4 @@ export async function findPractitioner(trx: Trx, practiceId: string, id: string)
     .where('practice_id', '=', practiceId)
     .where('id', '=', id)
     .executeTakeFirst();
-}
-
-export async function practitionerExists(trx: Trx, practiceId: string, id: string): Promise<boolean> {
-  const found = await trx
-    .selectFrom('practitioners')
-    .select('id')
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return found !== undefined;
 }

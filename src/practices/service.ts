@@ -57,6 +57,30 @@ export async function getPractice(trx: Trx, practiceId: string) {
   return row;
 }
 
+/** The practice's settings that billing works with: currency, time zone, VAT, terms, numbering. */
+export interface PracticeBilling {
+  id: string;
+  name: string;
+  currency: string;
+  timezone: string;
+  vatRateBasisPoints: number;
+  paymentTermsDays: number;
+  invoiceNumberPrefix: string;
+}
+
+export async function practiceBilling(trx: Trx, practiceId: string): Promise<PracticeBilling> {
+  const row = await getPractice(trx, practiceId);
+  return {
+    id: row.id,
+    name: row.name,
+    currency: row.currency,
+    timezone: row.timezone,
+    vatRateBasisPoints: row.vat_rate_basis_points,
+    paymentTermsDays: row.payment_terms_days,
+    invoiceNumberPrefix: row.invoice_number_prefix,
+  };
+}
+
 export async function listPractices(trx: Trx) {
   return trx.selectFrom('practices').selectAll().orderBy('created_at').orderBy('id').execute();
 }

@@ -3,7 +3,7 @@
 // redelivery of one event, and recovery of everything that failed since a time.
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
-import { EVENT_TYPES, queueDelivery } from '../events/outbox.ts';
+import { EVENT_TYPES } from '../events/schemas.ts';
 import { pageOf, wholeList } from '../platform/http/cursor.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { DateTime, Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
@@ -17,6 +17,7 @@ import {
   setEndpointEnabled,
   updateEndpoint,
 } from './endpoints.ts';
+import { queueDelivery } from './outbox.ts';
 import type { AttemptRow } from './store.ts';
 import {
   endpointAttempts,

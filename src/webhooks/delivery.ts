@@ -6,10 +6,10 @@
 // failure plus up to 20% jitter; an endpoint failing for three days since its last success is
 // disabled and the practice told.
 import { Webhook } from 'standardwebhooks';
-import { AuditLog } from '../audit/audit.ts';
 import { type EventRecord, eventBody } from '../events/schemas.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
+import { AuditLog } from '../platform/audit-log.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';

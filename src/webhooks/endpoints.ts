@@ -3,7 +3,7 @@
 // signing beside the new during an overlap) and deleting.
 import { randomBytes } from 'node:crypto';
 import type { Selectable } from 'kysely';
-import { EVENT_TYPES } from '../events/outbox.ts';
+import { EVENT_TYPES } from '../events/schemas.ts';
 import type { WebhookEndpointsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';

@@ -1,16 +1,15 @@
 // Owns producing the OpenAPI 3.1 document from the route schemas, without a database: the document
 // depends only on the declarations. `npm run openapi` writes it to docs/openapi.json.
-
-import { buildApp } from '../app.ts';
-import { AuditLog } from '../audit/audit.ts';
-import { loadConfig } from '../config.ts';
-import type { Deps } from '../deps.ts';
-import { InFlightRequests } from '../idempotency/in-flight.ts';
-import { SandboxInsurer } from '../insurer/sandbox.ts';
-import { systemClock } from '../platform/clock.ts';
-import type { Database } from '../platform/db/database.ts';
-import { CursorCodec } from '../platform/http/cursor.ts';
-import { RateLimits } from '../platform/http/rate-limit.ts';
+import type { Deps } from './api/deps.ts';
+import { buildApp } from './app.ts';
+import { InFlightRequests } from './idempotency/in-flight.ts';
+import { SandboxInsurer } from './insurer/sandbox.ts';
+import { AuditLog } from './platform/audit-log.ts';
+import { systemClock } from './platform/clock.ts';
+import { loadConfig } from './platform/config.ts';
+import type { Database } from './platform/db/database.ts';
+import { CursorCodec } from './platform/http/cursor.ts';
+import { RateLimits } from './platform/http/rate-limit.ts';
 
 const noDatabase = new Proxy({} as Database, {
   get() {

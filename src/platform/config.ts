@@ -1,7 +1,7 @@
 // Owns reading the environment. It is the only module that touches process.env; everything else
 // receives a validated Config.
 import path from 'node:path';
-import { FAULT_POINT_NAMES, type FaultPointName, type FaultPoints } from './platform/fault-points.ts';
+import { FAULT_POINT_NAMES, type FaultPointName, type FaultPoints } from './fault-points.ts';
 
 export interface Config {
   port: number;

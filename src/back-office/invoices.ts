@@ -6,14 +6,14 @@ import { defineAdminRoute } from '../api/admin-route.ts';
 import { CLAIM_STATUSES, Claim, ClaimRequest, ReverseRequest } from '../claims/schemas.ts';
 import { claimOf, resubmitClaim, reverseClaim, sendClaim } from '../claims/service.ts';
 import { claimItems } from '../claims/store.ts';
+import { INVOICE_STATUSES, Invoice } from '../invoices/schemas.ts';
+import { amendInvoice, invoiceOf, issueInvoice } from '../invoices/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { Enum, ListOf, PagingQuery } from '../platform/http/schema.ts';
-import { getPractice } from '../practices/service.ts';
-import { InvoiceDetail, InvoiceSummary, invoiceDetail, searchInvoices, summaryOf } from './admin-reads.ts';
-import { INVOICE_STATUSES, Invoice } from './schemas.ts';
-import { amendInvoice, invoiceOf, issueInvoice, practiceBilling } from './service.ts';
+import { getPractice, practiceBilling } from '../practices/service.ts';
+import { InvoiceDetail, InvoiceSummary, invoiceDetail, searchInvoices, summaryOf } from './invoice-reads.ts';
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const PracticeParam = Type.Object({ practiceId: Id }, { additionalProperties: false });

@@ -5,11 +5,10 @@ import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { CLAIM_STATUSES } from '../claims/schemas.ts';
-import { practiceBilling } from '../invoices/service.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { CalendarDate, Enum, Nullable } from '../platform/http/schema.ts';
-import { getPractice } from '../practices/service.ts';
+import { getPractice, practiceBilling } from '../practices/service.ts';
 
 const Money = Type.Integer({ description: 'Minor units of the practice currency.' });
 const DAYS = 14;

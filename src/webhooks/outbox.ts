@@ -1,24 +1,14 @@
-// Owns the event outbox: an event is written in the same transaction as the change it reports, and
-// so are its deliveries (one per enabled webhook endpoint of the practice that wants its type) and
-// the jobs that make them. An event exists exactly when its change committed, and none is lost
-// between a commit and a queue. Each event carries the change feed's stamp, which orders the events
-// list (src/events/store.ts).
+// Owns the outbox: an event is written in the same transaction as the change it reports, and so are
+// its deliveries (one per enabled webhook endpoint of the practice that wants its type) and the jobs
+// that make them. An event exists exactly when its change committed, and none is lost between a
+// commit and a queue. Capabilities report their changes through recordEvent.
+import type { EventType } from '../events/schemas.ts';
+import { insertEvent } from '../events/store.ts';
 import { enqueueJob } from '../jobs/queue.ts';
-import { stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
-import { DELIVER_JOB } from '../webhooks/job-kinds.ts';
-import { endpointsTakingEvent } from '../webhooks/store.ts';
-
-export const EVENT_TYPES = [
-  'invoice.issued',
-  'invoice.cancelled',
-  'invoice.entered_in_error',
-  'invoice.written_off',
-  'claim.status_changed',
-  'payment.created',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+import { DELIVER_JOB } from './job-kinds.ts';
+import { endpointsTakingEvent } from './store.ts';
 
 export async function recordEvent(
   trx: Trx,
@@ -27,19 +17,7 @@ export async function recordEvent(
   object: { type: 'invoice'; id: string },
   occurredAt: Date,
 ): Promise<string> {
-  const id = newId('event');
-  await trx
-    .insertInto('events')
-    .values({
-      practice_id: practiceId,
-      id,
-      type,
-      object_type: object.type,
-      object_id: object.id,
-      occurred_at: occurredAt,
-      stamp: await stampChange(trx),
-    })
-    .execute();
+  const id = await insertEvent(trx, practiceId, type, object, occurredAt);
   const endpoints = await endpointsTakingEvent(trx, practiceId, type, { enabled: true });
   for (const endpoint of endpoints) await queueDelivery(trx, practiceId, endpoint.id, id, occurredAt);
   return id;

@@ -3,13 +3,13 @@
 // operator role, so each function names the client or key it acts on.
 import type { Selectable } from 'kysely';
 import type { Static } from 'typebox';
+import { generateApiKey } from '../auth/api-keys.ts';
+import { isValidCidr } from '../auth/ip-allow-list.ts';
 import type { ApiKeysTable, ClientsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { getPractice } from '../practices/service.ts';
-import { generateApiKey } from './api-keys.ts';
-import { isValidCidr } from './ip-allow-list.ts';
 import type { ApiKey, Client, ClientRequest } from './schemas.ts';
 
 export function clientOf(row: Selectable<ClientsTable>): Static<typeof Client> {

@@ -1,7 +1,7 @@
 // Owns the shapes of integration clients and their API keys as the operator API shows them.
 import { Type } from 'typebox';
+import { PERMISSIONS } from '../auth/permissions.ts';
 import { Enum, ListOf, Nullable, Text } from '../platform/http/schema.ts';
-import { PERMISSIONS } from './permissions.ts';
 
 export const ClientRequest = Type.Object(
   {

@@ -3,8 +3,8 @@
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { wholeList } from '../platform/http/cursor.ts';
 import { IdParam } from '../platform/http/schema.ts';
-import * as admin from './clients.ts';
 import { ApiKey, ApiKeyList, Client, ClientList, ClientRequest, KeyRequest } from './schemas.ts';
+import * as admin from './service.ts';
 
 const PracticeParam = IdParam('practiceId', 'Practice id (`org_...`).');
 const ClientParam = IdParam('clientId', 'Client id (`cli_...`).');

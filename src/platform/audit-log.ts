@@ -1,8 +1,8 @@
 // Owns the practice audit log: one append-only row per request that reaches a practice, written in
 // the same transaction as the request's effect. A failed write surfaces as AuditUnavailableError so
 // the caller withholds the result (503) and nothing commits.
-import type { Database } from '../platform/db/database.ts';
-import { inPractice, type Trx } from '../platform/db/transaction.ts';
+import type { Database } from './db/database.ts';
+import { inPractice, type Trx } from './db/transaction.ts';
 
 export interface AuditEntry {
   practiceId: string;

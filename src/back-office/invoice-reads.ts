@@ -9,16 +9,17 @@ import { findClaimOfInvoice } from '../claims/store.ts';
 import { Coverage } from '../insurance/schemas.ts';
 import { coverageOf } from '../insurance/service.ts';
 import { listCoverages } from '../insurance/store.ts';
+import { paymentOf, paymentsOf } from '../invoices/payments.ts';
+import { INVOICE_STATUSES, Invoice, Payment } from '../invoices/schemas.ts';
+import { invoiceOf, readInvoice } from '../invoices/service.ts';
 import { findPatient } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { notFound } from '../platform/http/errors.ts';
 import { Enum, Nullable } from '../platform/http/schema.ts';
+import type { PracticeBilling } from '../practices/service.ts';
 import { Attempt, attemptOf } from '../webhooks/admin.ts';
 import { eventsOfInvoice, invoiceEventAttempts } from '../webhooks/store.ts';
-import { paymentOf, paymentsOf } from './payments.ts';
-import { INVOICE_STATUSES, Invoice, Payment } from './schemas.ts';
-import { invoiceOf, type PracticeBilling, readInvoice } from './service.ts';
 
 export const InvoiceSummary = Type.Object(
   {

@@ -1,0 +1,24 @@
+// The dependencies every route and the request pipeline receive, built once by buildDeps in
+// src/bootstrap.ts (or by the test harness).
+import type { InFlightRequests } from '../idempotency/in-flight.ts';
+import type { Insurer } from '../insurer/port.ts';
+import type { AuditLog } from '../platform/audit-log.ts';
+import type { Clock } from '../platform/clock.ts';
+import type { Config } from '../platform/config.ts';
+import type { Database } from '../platform/db/database.ts';
+import type { CursorCodec } from '../platform/http/cursor.ts';
+import type { RateLimits } from '../platform/http/rate-limit.ts';
+import type { SecretBox } from '../platform/secret-box.ts';
+
+export interface Deps {
+  config: Config;
+  db: Database;
+  clock: Clock;
+  cursors: CursorCodec;
+  audit: AuditLog;
+  rateLimits: RateLimits;
+  inFlight: InFlightRequests;
+  insurer: Insurer;
+  /** Encrypts webhook secrets at rest; undefined when no key is configured. */
+  secrets: SecretBox | undefined;
+}
