@@ -28,6 +28,7 @@ export async function openConfiguredDatabase(
       url: config.databaseUrl,
       poolSize: config.databasePoolSize,
       statementTimeoutMs: config.statementTimeoutMs,
+      preparedStatements: config.preparedStatements,
       applicationName,
     });
   }

@@ -219,7 +219,12 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     const created = await postgresDatabase();
     databaseUrl = created.url;
     drop = created.drop;
-    db = openPostgres({ url: created.url, poolSize: options.poolSize ?? 10, statementTimeoutMs: 15_000 });
+    db = openPostgres({
+      url: created.url,
+      poolSize: options.poolSize ?? 10,
+      statementTimeoutMs: 15_000,
+      preparedStatements: true,
+    });
   }
   const config = loadConfig({
     PORT: '0',

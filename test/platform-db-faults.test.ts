@@ -259,7 +259,6 @@ describe('database faults (own PostgreSQL cluster)', { skip: clusterUnavailable(
       env: {
         STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
         DATABASE_POOL_SIZE: '5',
-        IDEMPOTENCY_LEASE_SECONDS: '3',
         RATE_LIMIT_PER_MINUTE: '1000000',
       },
     });
@@ -408,21 +407,21 @@ describe('database faults (own PostgreSQL cluster)', { skip: clusterUnavailable(
     assert.ok(recoveries.stall! < 10_000, `served again after ${recoveries.stall} ms`);
   });
 
-  test('afterwards: one audit row per patient, no key left claimed, a retry with the key yields one record', async () => {
+  test('afterwards: one audit row per patient, no key left held, a retry with the key yields one record', async () => {
     assert.ok(outcomes.length > 0, 'the fault tests ran');
     const answered201 = outcomes.filter((o) => o.kind === 'create' && o.status === 201);
     const failed = outcomes.filter((o) => o.kind === 'create' && o.status !== 201);
-    // Every key answered 201 is stored as done.
-    const done = await direct!.query<{ key: string; state: string }>(
-      'SELECT key, state FROM idempotency_keys WHERE practice_id = $1',
+    // Every key answered 201 has its answer stored.
+    const done = await direct!.query<{ key: string; response_status: number }>(
+      'SELECT key, response_status FROM idempotency_keys WHERE practice_id = $1',
       [practice.practiceId],
     );
-    const states = new Map(done.rows.map((r) => [r.key, r.state]));
+    const stored = new Map(done.rows.map((r) => [r.key, r.response_status]));
     for (const o of answered201)
-      assert.equal(states.get(o.idem!), 'done', `key of a 201 is ${states.get(o.idem!)}`);
+      assert.equal(stored.get(o.idem!), 201, `key of a 201 stores ${stored.get(o.idem!)}`);
 
     // Retry every create that did not answer 201 with its key and body, until the service answers 201
-    // (a claim left by a request cut off mid-way is taken over once its 3 s lease ends).
+    // (a request cut off mid-way left nothing behind: its key was held only by its transaction).
     const deadline = Date.now() + 30_000;
     const retryOne = async (o: Outcome) => {
       for (;;) {
@@ -477,11 +476,10 @@ describe('database faults (own PostgreSQL cluster)', { skip: clusterUnavailable(
     for (const row of audit.rows)
       assert.equal(row.n, 1, `patient ${row.id} has ${row.n} creation audit rows`);
 
-    const running = await direct!.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM idempotency_keys WHERE practice_id = $1 AND state = 'running'`,
-      [practice.practiceId],
+    const held = await direct!.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'`,
     );
-    assert.equal(running.rows[0]!.n, 0, 'no Idempotency-Key left claimed');
+    assert.equal(held.rows[0]!.n, 0, 'no Idempotency-Key left held');
     assert.ok(service!.running(), 'the service process is still running');
   });
 });

@@ -32,6 +32,26 @@ describeEachBackend('transaction frame', (backend) => {
     assert.equal(operator, 'practice_billing_operator');
   });
 
+  test('a parameterised statement is prepared once per connection and then only executed', {
+    skip: backend === 'pglite' ? 'PGlite runs in process: there is no round trip to save' : false,
+  }, async () => {
+    const practice = await svc.newPractice();
+    const read = (trx: Parameters<Parameters<typeof inPractice>[2]>[0]) =>
+      sql<{
+        n: number;
+      }>`SELECT count(*)::int AS n FROM patients WHERE practice_id = ${practice.practiceId}`.execute(trx);
+    const prepared = await inPractice(svc.db, practice.practiceId, async (trx) => {
+      await read(trx);
+      await read(trx);
+      const { rows } = await sql<{ name: string; statement: string }>`
+        SELECT name, statement FROM pg_prepared_statements
+        WHERE statement LIKE 'SELECT count(*)::int AS n FROM patients%'`.execute(trx);
+      return rows;
+    });
+    assert.equal(prepared.length, 1, 'one named statement for the text, however often it ran');
+    assert.match(prepared[0]!.name, /^pb_/);
+  });
+
   test('a transaction whose statement failed is not reported as committed', {
     skip: backend === 'pglite',
   }, async () => {

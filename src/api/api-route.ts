@@ -10,9 +10,14 @@ import { type Static, type TSchema, Type } from 'typebox';
 import type { AuthContext } from '../auth/authenticate.ts';
 import { practitionerExists } from '../auth/performer-store.ts';
 import type { Permission } from '../auth/permissions.ts';
-import { claimKey, completeKey, releaseKey, type StoredAnswer } from '../idempotency/idempotency-store.ts';
+import {
+  keyLockName,
+  type StoredAnswer,
+  storeAnswer,
+  storedAnswer,
+} from '../idempotency/idempotency-store.ts';
 import type { AuditEntry } from '../platform/audit-log.ts';
-import { inPractice, type Trx, withSavepoint } from '../platform/db/transaction.ts';
+import { inPractice, inPracticeHolding, type Trx, withSavepoint } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import {
   AppError,
@@ -334,91 +339,104 @@ async function runApiHandler(
     await refuseWrongFields(deps, spec, request, auth, performerId, bodyCheck.errors ?? []);
   }
 
-  let claim: Awaited<ReturnType<typeof claimKey>> | undefined;
-  if (spec.creates) {
-    const key = readIdempotencyKey(request);
-    state.idempotencyKey = key;
-    claim = await claimKey(
-      deps.db,
-      { practiceId: auth.practice.id, clientId: auth.clientId },
-      key,
-      fingerprintOf(request),
-      deps.config.idempotencyLeaseSeconds,
-    );
-    if (claim.kind === 'replay') {
-      state.outcome = 'replayed';
-      const answer = claim.answer;
-      // A replayed Problem names this request, so requestId keeps matching X-Request-Id.
-      const body = answer.status >= 400 ? replaceRequestId(answer.body, request.id) : answer.body;
-      return sendAnswer(reply, { ...answer, body }, true);
-    }
-    if (claim.kind === 'running') {
-      throw new AppError(
-        'conflict',
-        'A request with this Idempotency-Key is still running. Wait and retry with the same key.',
-      );
-    }
-    if (claim.kind === 'reused') {
-      throw new AppError(
-        'idempotency_key_reused',
-        'This Idempotency-Key was first used with a different method, path or body. Use a new key for a new request.',
-      );
-    }
-  }
-  const heldClaim = claim?.kind === 'claimed' ? claim.claim : undefined;
-  if (heldClaim) faultPoint('idempotency.after_claim');
-  const leaveInFlight =
-    heldClaim && request.headers.authorization
-      ? deps.inFlight.add(request.headers.authorization, heldClaim.key)
-      : undefined;
+  const scope = spec.creates
+    ? { practiceId: auth.practice.id, clientId: auth.clientId, key: readIdempotencyKey(request) }
+    : undefined;
+  if (scope) state.idempotencyKey = scope.key;
+  const fingerprint = scope ? fingerprintOf(request) : '';
 
-  try {
-    const answer = await inPractice(deps.db, auth.practice.id, async (trx) => {
-      if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
-      const ctx = contextOf(trx, deps, auth, request, performerId);
-      let answer: StoredAnswer;
-      try {
-        const result =
-          spec.method === 'GET' ? await spec.handler(ctx) : await withSavepoint(trx, () => spec.handler(ctx));
-        const answerHeaders: Record<string, string> = {};
-        if (result.location) answerHeaders.location = `${deps.config.publicBaseUrl}${result.location}`;
-        reply.code(spec.successStatus);
-        answer = {
-          status: spec.successStatus,
-          headers: answerHeaders,
-          body: String(reply.serialize(result.body)),
-        };
-        state.outcome = 'succeeded';
-        if (result.resource) {
-          state.resourceId = result.resource.id;
-          state.patientId = result.resource.patientId ?? null;
-        }
-      } catch (error) {
-        if (!(error instanceof AppError) || !isStoredRefusal(error)) throw error;
-        answer = {
-          status: error.status,
-          headers: {},
-          body: JSON.stringify(problemOf(error, request.id, deps.config.errorsDocUrl)),
-        };
-        state.outcome = 'refused';
-        state.reason = error.code;
+  const work = async (
+    trx: Trx,
+    holdsKey: boolean,
+    undoable: boolean,
+  ): Promise<{ answer: StoredAnswer; replayed: boolean }> => {
+    if (scope) {
+      if (!holdsKey) {
+        throw new AppError(
+          'conflict',
+          'A request with this Idempotency-Key is still running. Wait and retry with the same key.',
+        );
       }
-      await deps.audit.write(trx, auditEntryOf(request, identityOf(auth), answer.status));
-      if (heldClaim) await completeKey(trx, heldClaim, answer);
-      if (spec.method !== 'GET') faultPoint('request.before_commit');
-      return answer;
+      faultPoint('idempotency.after_claim');
+      const stored = await storedAnswer(trx, scope);
+      if (stored) {
+        if (stored.fingerprint !== fingerprint) {
+          throw new AppError(
+            'idempotency_key_reused',
+            'This Idempotency-Key was first used with a different method, path or body. Use a new key for a new request.',
+          );
+        }
+        state.outcome = 'replayed';
+        const answer = stored.answer;
+        await deps.audit.write(trx, auditEntryOf(request, identityOf(auth), answer.status));
+        // A replayed Problem names this request, so requestId keeps matching X-Request-Id.
+        const body = answer.status >= 400 ? replaceRequestId(answer.body, request.id) : answer.body;
+        return { answer: { ...answer, body }, replayed: true };
+      }
+    }
+    if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
+    const ctx = contextOf(trx, deps, auth, request, performerId);
+    let answer: StoredAnswer;
+    try {
+      const result = undoable ? await withSavepoint(trx, () => spec.handler(ctx)) : await spec.handler(ctx);
+      const answerHeaders: Record<string, string> = {};
+      if (result.location) answerHeaders.location = `${deps.config.publicBaseUrl}${result.location}`;
+      reply.code(spec.successStatus);
+      answer = {
+        status: spec.successStatus,
+        headers: answerHeaders,
+        body: String(reply.serialize(result.body)),
+      };
+      state.outcome = 'succeeded';
+      if (result.resource) {
+        state.resourceId = result.resource.id;
+        state.patientId = result.resource.patientId ?? null;
+      }
+    } catch (error) {
+      if (!(error instanceof AppError) || !isStoredRefusal(error)) throw error;
+      if (!undoable && spec.method !== 'GET') throw new RunAgainUndoable();
+      answer = {
+        status: error.status,
+        headers: {},
+        body: JSON.stringify(problemOf(error, request.id, deps.config.errorsDocUrl)),
+      };
+      state.outcome = 'refused';
+      state.reason = error.code;
+    }
+    await deps.audit.write(trx, auditEntryOf(request, identityOf(auth), answer.status));
+    if (scope) await storeAnswer(trx, scope, fingerprint, answer);
+    if (spec.method !== 'GET') faultPoint('request.before_commit');
+    return { answer, replayed: false };
+  };
+
+  const leaveInFlight =
+    scope && request.headers.authorization
+      ? deps.inFlight.add(request.headers.authorization, scope.key)
+      : undefined;
+  const attempt = (undoable: boolean) =>
+    scope
+      ? inPracticeHolding(deps.db, auth.practice.id, keyLockName(scope), (trx, holdsKey) =>
+          work(trx, holdsKey, undoable),
+        )
+      : inPractice(deps.db, auth.practice.id, (trx) => work(trx, true, undoable));
+  try {
+    // Changes run first without a savepoint. A refusal the service decides is stored with its audit
+    // row, but its partial work must not be: then the whole transaction is rolled back and the
+    // request runs once more with the handler inside a savepoint, which that refusal rolls back to.
+    const { answer, replayed } = await attempt(false).catch((error: unknown) => {
+      if (error instanceof RunAgainUndoable) return attempt(true);
+      throw error;
     });
     state.written = true;
-    if (spec.method !== 'GET') faultPoint('request.after_commit');
-    return sendAnswer(reply, answer, false);
-  } catch (error) {
-    if (heldClaim)
-      await releaseKey(deps.db, heldClaim).catch((e) => request.log.warn({ err: e }, 'releasing key'));
-    throw error;
+    if (spec.method !== 'GET' && !replayed) faultPoint('request.after_commit');
+    return sendAnswer(reply, answer, replayed);
   } finally {
     leaveInFlight?.();
   }
 }
+
+/** A refusal came from a handler run without a savepoint; the request runs again with one. */
+class RunAgainUndoable extends Error {}
 
 function replaceRequestId(body: string, requestId: string): string {
   try {

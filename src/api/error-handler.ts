@@ -2,7 +2,6 @@
 // own refusals (validation, body size, media type, bad JSON) by their kind, a lost database or audit
 // log as 503 with Retry-After, and everything else as a 500 that reveals nothing.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { LeaseLostError } from '../idempotency/idempotency-store.ts';
 import { AuditUnavailableError } from '../platform/audit-log.ts';
 import { isDatabaseUnavailable } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, invalidParameters, problemOf } from '../platform/http/errors.ts';
@@ -27,12 +26,6 @@ function toAppError(error: FastifyError | Error, request: FastifyRequest): AppEr
         ? 'The request could not be recorded in the audit log; nothing was done. Retry shortly.'
         : 'The database is unavailable; nothing was done. Retry shortly.',
       { headers: { 'retry-after': error instanceof AuditUnavailableError ? '1' : '2' } },
-    );
-  }
-  if (error instanceof LeaseLostError) {
-    return new AppError(
-      'conflict',
-      'Another attempt with this Idempotency-Key took over; retry with the same key.',
     );
   }
   switch (fe.code) {

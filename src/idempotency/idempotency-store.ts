@@ -1,11 +1,11 @@
-// Owns Idempotency-Key records. A key is claimed (a row in state running, with a lease) in a short
-// transaction of its own, so concurrent requests in any process see it at once; the answer is stored
-// in the same transaction as the work, so only committed work is ever replayed. A claim whose lease
-// ran out (its process died) can be taken over by a retry of the same request.
+// Owns Idempotency-Key records. A key is held, for the time of the work's own transaction, by a
+// transaction-scoped advisory lock on (practice, client, key) taken in that transaction's first
+// statement (inPracticeHolding), so a concurrent request with the same key in any process is refused
+// at once, and a process that dies mid-request lets go of it with its connection. Under the lock the
+// stored answer is looked up (a replay needs no other work), and the answer of new work is written
+// last, in the same transaction: only committed work is ever replayed, and nothing needs releasing.
 import { sql } from 'kysely';
-import type { Database } from '../platform/db/database.ts';
-import { inPractice, type Trx } from '../platform/db/transaction.ts';
-import { randomToken } from '../platform/ids.ts';
+import type { Trx } from '../platform/db/transaction.ts';
 
 export const KEY_LIFETIME_HOURS = 24;
 
@@ -15,101 +15,55 @@ export interface StoredAnswer {
   body: string;
 }
 
-export interface Claim {
+export interface KeyScope {
   practiceId: string;
   clientId: string;
   key: string;
-  leaseToken: string;
 }
 
-export type ClaimOutcome =
-  | { kind: 'claimed'; claim: Claim }
-  | { kind: 'replay'; answer: StoredAnswer }
-  | { kind: 'running' }
-  | { kind: 'reused' };
-
-export async function claimKey(
-  db: Database,
-  scope: { practiceId: string; clientId: string },
-  key: string,
-  fingerprint: string,
-  leaseSeconds: number,
-): Promise<ClaimOutcome> {
-  const leaseToken = randomToken(16);
-  return inPractice(db, scope.practiceId, async (trx) => {
-    const claimed = await sql<{ lease_token: string }>`
-      INSERT INTO idempotency_keys AS k
-        (practice_id, client_id, key, fingerprint, state, lease_token, locked_until, created_at, expires_at)
-      VALUES (${scope.practiceId}, ${scope.clientId}, ${key}, ${fingerprint}, 'running', ${leaseToken},
-        now() + make_interval(secs => ${leaseSeconds}), now(), now() + make_interval(hours => ${KEY_LIFETIME_HOURS}))
-      ON CONFLICT (practice_id, client_id, key) DO UPDATE SET
-        fingerprint = excluded.fingerprint, state = 'running', lease_token = excluded.lease_token,
-        locked_until = excluded.locked_until, created_at = excluded.created_at, expires_at = excluded.expires_at,
-        response_status = NULL, response_headers = NULL, response_body = NULL
-      WHERE k.expires_at <= now()
-         OR (k.state = 'running' AND k.locked_until <= now() AND k.fingerprint = excluded.fingerprint)
-      RETURNING k.lease_token`.execute(trx);
-    if (claimed.rows[0]?.lease_token === leaseToken) {
-      return { kind: 'claimed', claim: { ...scope, key, leaseToken } } as const;
-    }
-    const existing = await trx
-      .selectFrom('idempotency_keys')
-      .select(['fingerprint', 'state', 'response_status', 'response_headers', 'response_body'])
-      .where('practice_id', '=', scope.practiceId)
-      .where('client_id', '=', scope.clientId)
-      .where('key', '=', key)
-      .executeTakeFirst();
-    if (!existing) return { kind: 'running' } as const;
-    if (existing.fingerprint !== fingerprint) return { kind: 'reused' } as const;
-    if (existing.state === 'running') return { kind: 'running' } as const;
-    return {
-      kind: 'replay',
-      answer: {
-        status: existing.response_status ?? 200,
-        headers: existing.response_headers ?? {},
-        body: existing.response_body ?? '',
-      },
-    } as const;
-  });
+/** The advisory lock's name for a key: one per client and key. */
+export function keyLockName(scope: KeyScope): string {
+  return `idempotency:${scope.practiceId}:${scope.clientId}:${scope.key}`;
 }
 
-export class LeaseLostError extends Error {}
-
-/** Stores the answer inside the work's transaction. */
-export async function completeKey(trx: Trx, claim: Claim, answer: StoredAnswer): Promise<void> {
-  const result = await trx
-    .updateTable('idempotency_keys')
-    .set({
-      state: 'done',
-      response_status: answer.status,
-      response_headers: JSON.stringify(answer.headers),
-      response_body: answer.body,
-    })
-    .where('practice_id', '=', claim.practiceId)
-    .where('client_id', '=', claim.clientId)
-    .where('key', '=', claim.key)
-    .where('lease_token', '=', claim.leaseToken)
-    .where('state', '=', 'running')
+/** The answer stored for this key within its lifetime, with the fingerprint of its request. */
+export async function storedAnswer(
+  trx: Trx,
+  scope: KeyScope,
+): Promise<{ fingerprint: string; answer: StoredAnswer } | undefined> {
+  const row = await trx
+    .selectFrom('idempotency_keys')
+    .select(['fingerprint', 'response_status', 'response_headers', 'response_body'])
+    .where('practice_id', '=', scope.practiceId)
+    .where('client_id', '=', scope.clientId)
+    .where('key', '=', scope.key)
+    .where('expires_at', '>', sql<Date>`now()`)
     .executeTakeFirst();
-  if (result.numUpdatedRows !== 1n) {
-    throw new LeaseLostError(
-      'The Idempotency-Key lease ran out and was taken over before the work committed',
-    );
-  }
+  if (!row) return undefined;
+  return {
+    fingerprint: row.fingerprint,
+    answer: { status: row.response_status, headers: row.response_headers, body: row.response_body },
+  };
 }
 
-/** Frees a claim whose work did not commit, so a retry runs afresh. */
-export async function releaseKey(db: Database, claim: Claim): Promise<void> {
-  await inPractice(db, claim.practiceId, (trx) =>
-    trx
-      .deleteFrom('idempotency_keys')
-      .where('practice_id', '=', claim.practiceId)
-      .where('client_id', '=', claim.clientId)
-      .where('key', '=', claim.key)
-      .where('lease_token', '=', claim.leaseToken)
-      .where('state', '=', 'running')
-      .execute(),
-  );
+/** Stores the answer inside the work's transaction, replacing an expired record of the same key. */
+export async function storeAnswer(
+  trx: Trx,
+  scope: KeyScope,
+  fingerprint: string,
+  answer: StoredAnswer,
+): Promise<void> {
+  await sql`
+    INSERT INTO idempotency_keys AS k
+      (practice_id, client_id, key, fingerprint, response_status, response_headers, response_body,
+       created_at, expires_at)
+    VALUES (${scope.practiceId}, ${scope.clientId}, ${scope.key}, ${fingerprint}, ${answer.status},
+      ${JSON.stringify(answer.headers)}, ${answer.body}, now(), now() + make_interval(hours => ${KEY_LIFETIME_HOURS}))
+    ON CONFLICT (practice_id, client_id, key) DO UPDATE SET
+      fingerprint = excluded.fingerprint, response_status = excluded.response_status,
+      response_headers = excluded.response_headers, response_body = excluded.response_body,
+      created_at = excluded.created_at, expires_at = excluded.expires_at
+    WHERE k.expires_at <= now()`.execute(trx);
 }
 
 /** Deletes keys past their 24 hours; run by the worker. */

@@ -21,9 +21,9 @@ export interface Config {
   databasePoolSize: number;
   workerDatabasePoolSize: number;
   statementTimeoutMs: number;
+  preparedStatements: boolean;
   rateLimitPerMinute: number;
   unauthenticatedRateLimitPerMinute: number;
-  idempotencyLeaseSeconds: number;
   webhookAllowPrivate: boolean;
   /** How long the insurer may stay silent before a claim or reversal is given up. */
   claimAnswerWindowSeconds: number;
@@ -124,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 500),
     workerDatabasePoolSize: integer(env, 'WORKER_DATABASE_POOL_SIZE', 8, 1, 500),
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
+    preparedStatements: flag(env, 'DATABASE_PREPARED_STATEMENTS', true),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
     unauthenticatedRateLimitPerMinute: integer(
       env,
@@ -132,7 +133,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       1,
       10_000_000,
     ),
-    idempotencyLeaseSeconds: integer(env, 'IDEMPOTENCY_LEASE_SECONDS', 60, 1, 3600),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', databaseUrl === undefined),
     claimAnswerWindowSeconds: integer(env, 'CLAIM_ANSWER_WINDOW_SECONDS', 900, 1, 7 * 24 * 3600),
     remittanceDelayMs: integer(env, 'REMITTANCE_DELAY_MS', 30_000, 0, 7 * 24 * 3600 * 1000),

@@ -1,5 +1,6 @@
 // Owns connections: PostgreSQL through a pg pool, or the embedded PGlite in a data directory guarded by
 // a lock file. Everything else reaches the database only through transaction.ts.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
@@ -81,6 +82,11 @@ export interface PostgresOptions {
   poolSize: number;
   statementTimeoutMs: number;
   applicationName?: string;
+  /**
+   * Name each parameterised statement by a hash of its text, so that every connection parses and
+   * plans it once (off for a pooler in transaction mode, which cannot keep them).
+   */
+  preparedStatements?: boolean;
 }
 
 /** A COMMIT that PostgreSQL answered with ROLLBACK: the transaction had failed, nothing was kept. */
@@ -118,6 +124,37 @@ function guardTransactionEnds(client: pg.PoolClient): void {
   };
 }
 
+/** Distinct statements named per connection; the rest run unnamed. */
+const MAX_NAMED_STATEMENTS = 500;
+const MAX_NAMED_STATEMENT_LENGTH = 8000;
+
+/**
+ * Sends each parameterised statement Kysely issues as a named prepared statement: pg parses it on a
+ * connection's first use of the name and afterwards only binds and executes. The name is a hash of the
+ * text, so equal texts share it; a connection names at most MAX_NAMED_STATEMENTS texts.
+ */
+function prepareStatements(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  const named = new Set<string>();
+  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const [text, values] = args;
+    if (
+      typeof text !== 'string' ||
+      !Array.isArray(values) ||
+      values.length === 0 ||
+      text.length > MAX_NAMED_STATEMENT_LENGTH
+    ) {
+      return query(...args);
+    }
+    const name = `pb_${createHash('sha1').update(text).digest('base64url').slice(0, 22)}`;
+    if (!named.has(name)) {
+      if (named.size >= MAX_NAMED_STATEMENTS) return query(...args);
+      named.add(name);
+    }
+    return query({ name, text, values }, ...args.slice(2));
+  };
+}
+
 export function openPostgres(options: PostgresOptions): Database {
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -135,6 +172,7 @@ export function openPostgres(options: PostgresOptions): Database {
   // query then fails (answered 503), and the pool drops the broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    if (options.preparedStatements) prepareStatements(client);
     guardTransactionEnds(client);
   });
   const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });

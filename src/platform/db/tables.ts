@@ -84,12 +84,9 @@ export interface IdempotencyKeysTable {
   client_id: string;
   key: string;
   fingerprint: string;
-  state: 'running' | 'done';
-  lease_token: string;
-  locked_until: Date;
-  response_status: number | null;
-  response_headers: Json<Record<string, string>> | null;
-  response_body: string | null;
+  response_status: number;
+  response_headers: Json<Record<string, string>>;
+  response_body: string;
   created_at: CreatedAt;
   expires_at: Date;
 }

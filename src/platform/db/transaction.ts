@@ -25,14 +25,14 @@ export function afterCommit(trx: Trx, hook: (db: Database) => void): void {
 
 async function inTransaction<T>(
   db: Database,
-  role: RawBuilder<unknown>,
-  fn: (trx: Trx) => Promise<T>,
+  frame: RawBuilder<{ locked?: boolean }>,
+  fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
   let used: Trx | undefined;
   const result = await db.kysely.transaction().execute(async (trx) => {
     used = trx;
-    await role.execute(trx);
-    return fn(trx);
+    const settings = await frame.execute(trx);
+    return fn(trx, settings.rows[0]?.locked !== false);
   });
   const hooks = used && afterCommitHooks.get(used);
   if (hooks) {
@@ -52,6 +52,25 @@ export function inPractice<T>(db: Database, practiceId: string, fn: (trx: Trx) =
   return inTransaction(
     db,
     sql`SELECT set_config('role', ${APP_ROLE}, true), set_config('app.practice_id', ${practiceId}, true)`,
+    fn,
+  );
+}
+
+/**
+ * Like inPractice, and in the same first statement tries to take a transaction-scoped advisory lock on
+ * lockName (a 64-bit hash of it; released at commit or rollback, or when the connection dies). fn
+ * learns whether it holds the lock: then no other transaction, in any process, holds that name.
+ */
+export function inPracticeHolding<T>(
+  db: Database,
+  practiceId: string,
+  lockName: string,
+  fn: (trx: Trx, locked: boolean) => Promise<T>,
+): Promise<T> {
+  return inTransaction(
+    db,
+    sql`SELECT set_config('role', ${APP_ROLE}, true), set_config('app.practice_id', ${practiceId}, true),
+      pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) AS locked`,
     fn,
   );
 }
