@@ -1,5 +1,12 @@
 // The typed mirror of the schema that migrations/ creates. Kysely uses it to type every query.
 import type { ColumnType, Generated } from 'kysely';
+import type {
+  ClaimNote,
+  LineDiagnosis,
+  PatientAddress,
+  PatientContactPoint,
+  PatientIdentifier,
+} from './column-types.ts';
 
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
 type UpdatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -103,22 +110,11 @@ export interface PatientsTable {
   last_name: string;
   gender: string | null;
   birth_date: string;
-  identifiers: Json<Array<{ type: string; value: string }>>;
+  identifiers: Json<PatientIdentifier[]>;
   external_system: string | null;
   external_value: string | null;
-  contact_points: Json<Array<{ system: string; value: string; use: string | null; rank: number | null }>>;
-  addresses: Json<
-    Array<{
-      type: string | null;
-      use: string | null;
-      lines: string[];
-      city: string | null;
-      district: string | null;
-      state: string | null;
-      postalCode: string | null;
-      country: string | null;
-    }>
-  >;
+  contact_points: Json<PatientContactPoint[]>;
+  addresses: Json<PatientAddress[]>;
   created_at: CreatedAt;
   updated_at: UpdatedAt;
 }
@@ -318,13 +314,6 @@ export interface InvoiceEncountersTable {
   live: Generated<boolean>;
 }
 
-export interface LineDiagnosis {
-  system: string | null;
-  code: string;
-  display: string;
-  primary: boolean;
-}
-
 export interface InvoiceLinesTable {
   practice_id: string;
   id: string;
@@ -412,11 +401,6 @@ export interface ClaimsTable {
   resubmit_after_reversal: Generated<boolean>;
   created_at: Date;
   updated_at: Date;
-}
-
-export interface ClaimNote {
-  code: string;
-  description: string;
 }
 
 export interface ClaimItemsTable {
