@@ -1,5 +1,10 @@
-// Owns what the schema cannot say about a column: the shapes stored in jsonb columns, which tables.ts
-// refers to.
+// Owns what the schema cannot say about a column and the generated tables.ts refers to: the shapes
+// stored in jsonb columns, and columns that are written once and never updated. scripts/db-types.ts
+// says which column takes which type.
+import type { ColumnType } from 'kysely';
+
+/** Written when its row is inserted, never updated (a row's creation time). */
+export type NeverUpdated<T> = ColumnType<T, T, never>;
 
 /** patients.identifiers */
 export interface PatientIdentifier {
