@@ -91,7 +91,8 @@ function databaseUrlFor(base: string, database: string): string {
   return url.toString();
 }
 
-async function postgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/** A fresh PostgreSQL database (on DATABASE_URL's server) cloned from the migrated template. */
+export async function postgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const base = process.env.DATABASE_URL!;
   const template = `pb_tpl_${TEMPLATE_HASH}`;
   const name = `pb_t_${randomBytes(6).toString('hex')}`;

@@ -43,6 +43,6 @@ export async function listAuditEvents(
     .where('practice_id', '=', practiceId)
     .orderBy('id', 'desc')
     .limit(limit + 1);
-  if (beforeId !== undefined) query = query.where('id', '<', String(beforeId));
+  if (beforeId !== undefined) query = query.where('id', '<', beforeId);
   return query.execute();
 }

@@ -8,6 +8,7 @@ import type {
   PaymentsTable,
 } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import type { InvoiceStatus } from './schemas.ts';
 
 export type InvoiceRow = Selectable<InvoicesTable>;
 export type LineRow = Selectable<InvoiceLinesTable>;
@@ -101,7 +102,7 @@ export interface InvoiceFilters {
   updatedSince?: string | undefined;
   patientId?: string | undefined;
   encounterId?: string | undefined;
-  status?: string | undefined;
+  status?: InvoiceStatus | undefined;
 }
 
 /**
