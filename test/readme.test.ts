@@ -113,7 +113,8 @@ test('the configuration table lists exactly the environment the service and the 
   );
   const listed = new Set([...section.matchAll(/^\| `([A-Z][A-Z0-9_]+)` +\|/gm)].map((m) => m[1]!));
   assert.ok(read.size >= 20, [...read].join(', '));
-  for (const name of read) assert.ok(listed.has(name), `${name} (src/platform/config.ts) is missing from the table`);
+  for (const name of read)
+    assert.ok(listed.has(name), `${name} (src/platform/config.ts) is missing from the table`);
   for (const name of listed) {
     assert.ok(read.has(name) || cliRead.has(name), `${name} is in the table but nothing reads it`);
   }
