@@ -30,12 +30,18 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
   const serviceDb = await createDatabase(databaseUrl, `pb_bench_${suffix}`);
   const baselineDb = await createDatabase(databaseUrl, `pb_bench_${suffix}_base`);
   ctx.result.notes.push(`databases ${serviceDb.name} and ${baselineDb.name}, dropped at the end`);
+  ctx.result.notes.push(
+    settings.separateWorker
+      ? 'the service ran as two processes: the API (practice-billing serve) and the worker (practice-billing worker)'
+      : 'the service ran as one process (npm start: the API and the worker)',
+  );
   const adminToken = `adm_bench_${randomBytes(12).toString('hex')}`;
   try {
     const service = await startService({
       database: { url: serviceDb.url },
       adminToken,
       jobPollMs: settings.jobPollMs,
+      separateWorker: settings.separateWorker,
       ...(settings.cpuProfDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`] } : {}),
     });
     ctx.result.start = { firstStartMs: service.startMs };

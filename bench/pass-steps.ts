@@ -141,13 +141,17 @@ function abSeconds(settings: Settings): number {
   return (2 * settings.warmupSeconds + 2 * settings.rounds * settings.roundSeconds) * 1000 + 5_000;
 }
 
+/** The service's peak and current RSS: of its largest process when the worker runs apart. */
 function noteRss(ctx: PassContext, service: RunningService) {
-  const memory = memoryOf(service.child.pid);
-  if (memory) {
+  const api = memoryOf(service.child.pid);
+  const worker = service.worker ? memoryOf(service.worker.pid) : undefined;
+  const larger = worker && (!api || worker.peakRssMiB > api.peakRssMiB) ? worker : api;
+  if (larger) {
     ctx.result.memory = {
       ...ctx.result.memory,
-      servicePeakRssMiB: memory.peakRssMiB,
-      serviceRssMiB: memory.rssMiB,
+      servicePeakRssMiB: larger.peakRssMiB,
+      serviceRssMiB: larger.rssMiB,
+      ...(worker && api ? { apiPeakRssMiB: api.peakRssMiB, workerPeakRssMiB: worker.peakRssMiB } : {}),
     };
   }
 }

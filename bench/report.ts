@@ -121,7 +121,7 @@ function passSection(pass: PassResult): string[] {
   }
   if (pass.memory) {
     lines.push(
-      `- Service peak RSS (VmHWM) at the end of the load: ${pass.memory.servicePeakRssMiB} MiB (current ${pass.memory.serviceRssMiB} MiB); baseline peak ${pass.memory.baselinePeakRssMiB ?? '-'} MiB.`,
+      `- Service peak RSS (VmHWM) at the end of the load: ${pass.memory.servicePeakRssMiB} MiB (current ${pass.memory.serviceRssMiB} MiB)${pass.memory.workerPeakRssMiB !== undefined ? ` (API ${pass.memory.apiPeakRssMiB} MiB, worker ${pass.memory.workerPeakRssMiB} MiB)` : ''}; baseline peak ${pass.memory.baselinePeakRssMiB ?? '-'} MiB.`,
     );
   }
   for (const note of pass.notes) lines.push(`- Note: ${note}`);

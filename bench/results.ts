@@ -23,7 +23,14 @@ export interface PassResult {
   claimsShared?: ClaimResult & { practices: number };
   /** Spawn to first 200 from /healthz, ms. */
   start?: { newDataDirMs?: number; existingDataDirMs?: number[]; firstStartMs?: number };
-  memory?: { servicePeakRssMiB: number; serviceRssMiB: number; baselinePeakRssMiB?: number };
+  memory?: {
+    servicePeakRssMiB: number;
+    serviceRssMiB: number;
+    baselinePeakRssMiB?: number;
+    /** Set when the worker ran as a process of its own. */
+    apiPeakRssMiB?: number;
+    workerPeakRssMiB?: number;
+  };
   notes: string[];
   error?: string;
   seconds: number;

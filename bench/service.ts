@@ -1,5 +1,7 @@
-// Owns running the service under test as a child process, the way an operator does
-// (`npm start`'s command: the API and its worker in one process, with its Node flags), with the bench's settings: a free
+// Owns running the service under test as child processes, the way an operator does: `npm start`'s
+// command (the API and its worker in one process, with its Node flags), or on PostgreSQL the API
+// (`practice-billing serve`) and the worker (`practice-billing worker`) as two processes with the
+// same flags. With the bench's settings: a free
 // PORT, ADMIN_TOKEN, LOG_LEVEL=warn, no insurer or remittance delay, a short job poll, private webhook
 // addresses allowed, and either DATABASE_URL (+ SECRET_ENCRYPTION_KEY) or an embedded DATA_DIR.
 // Start-up time is measured from spawn to the first 200 from /healthz.
@@ -13,10 +15,14 @@ export interface ServiceSpec {
   jobPollMs: number;
   /** Extra Node flags, e.g. --cpu-prof. */
   nodeArgs?: string[];
+  /** PostgreSQL only: run the worker as a process of its own beside the API. */
+  separateWorker?: boolean;
 }
 
 export interface RunningService {
+  /** The process serving the API (and running the worker too, unless `worker` is set). */
   child: Child;
+  worker?: Child;
   baseUrl: string;
   /** Spawn to first 200 from /healthz, in ms. */
   startMs: number;
@@ -38,13 +44,28 @@ export async function startService(spec: ServiceSpec, timeoutMs = 120_000): Prom
       ? { DATABASE_URL: spec.database.url, SECRET_ENCRYPTION_KEY: randomBytes(32).toString('hex') }
       : { DATA_DIR: spec.database.dataDir }),
   });
-  const child = spawnChild('service', [...(spec.nodeArgs ?? []), ...startArgs()], env);
+  const nodeArgs = [...(spec.nodeArgs ?? []), ...startArgs()];
+  const separate = spec.separateWorker === true && 'url' in spec.database;
+  // The start script's flags with the command's entry instead of src/main.ts.
+  const command = (name: string) => [...nodeArgs.slice(0, -1), 'bin/practice-billing.js', name];
+  const child = spawnChild('service', separate ? command('serve') : nodeArgs, env);
+  const worker = separate ? spawnChild('worker', command('worker'), env) : undefined;
+  const stop = async () => {
+    const [code] = await Promise.all([child.stop(), worker?.stop()]);
+    return code;
+  };
   const baseUrl = `http://127.0.0.1:${port}`;
   try {
     const readyAt = await waitFor200(child, `${baseUrl}/healthz`, timeoutMs);
-    return { child, baseUrl, startMs: Math.round(readyAt - child.spawnedAt), stop: () => child.stop() };
+    return {
+      child,
+      ...(worker ? { worker } : {}),
+      baseUrl,
+      startMs: Math.round(readyAt - child.spawnedAt),
+      stop,
+    };
   } catch (error) {
-    await child.stop(2_000);
+    await Promise.all([child.stop(2_000), worker?.stop(2_000)]);
     throw error;
   }
 }

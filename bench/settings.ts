@@ -49,6 +49,8 @@ export const settings = {
   claimWarmup: { rate: 50, seconds: 2 },
   claimDrainMs: 30_000,
   existingStarts: 3,
+  /** PostgreSQL pass: the worker runs as a process of its own beside the API (BENCH_SEPARATE_WORKER=false: one process). */
+  separateWorker: process.env.BENCH_SEPARATE_WORKER !== 'false',
   /** When set, the service runs with --cpu-prof and writes its profile here. */
   cpuProfDir: process.env.BENCH_CPU_PROF_DIR,
   resultsDir: process.env.BENCH_RESULTS_DIR,
