@@ -99,7 +99,7 @@ test('every practice-billing command and admin command the README names exists, 
 });
 
 test('the configuration table lists exactly the environment the service and the CLI read', () => {
-  const source = fs.readFileSync(path.join(ROOT, 'src', 'config.ts'), 'utf8');
+  const source = fs.readFileSync(path.join(ROOT, 'src', 'platform', 'config.ts'), 'utf8');
   const read = new Set(
     [...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(\s*env,\s*'([A-Z][A-Z0-9_]+)'/g)].map(
       (m) => (m[1] ?? m[2])!,
@@ -113,7 +113,8 @@ test('the configuration table lists exactly the environment the service and the 
   );
   const listed = new Set([...section.matchAll(/^\| `([A-Z][A-Z0-9_]+)` +\|/gm)].map((m) => m[1]!));
   assert.ok(read.size >= 20, [...read].join(', '));
-  for (const name of read) assert.ok(listed.has(name), `${name} (src/config.ts) is missing from the table`);
+  for (const name of read)
+    assert.ok(listed.has(name), `${name} (src/platform/config.ts) is missing from the table`);
   for (const name of listed) {
     assert.ok(read.has(name) || cliRead.has(name), `${name} is in the table but nothing reads it`);
   }
