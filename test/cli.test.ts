@@ -7,14 +7,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
+import { type TSchema, Type } from 'typebox';
 import { migrations } from '../migrations/index.ts';
 import { allAdminRoutes } from '../src/admin-routes.ts';
-import { ADMIN_COMMANDS } from '../src/cli/admin-commands.ts';
+import { type AnyAdminRoute, defineAdminRoute } from '../src/api/admin-route.ts';
+import { ADMIN_COMMANDS, buildAdminRequest } from '../src/cli/admin-commands.ts';
+import { commandOf } from '../src/cli/command.ts';
 import {
   BIN,
   childEnv,
   cli,
   freePort,
+  NODE,
   removeDataDir,
   run,
   type ServiceProcess,
@@ -44,10 +48,196 @@ function json(text: string) {
   }
 }
 
-test('the admin commands cover every admin route, each once', () => {
+test('every admin route has exactly one admin command, and no two commands share a name', () => {
   const routes = allAdminRoutes.map((r) => `${r.method} ${r.url}`).sort();
   const commands = ADMIN_COMMANDS.map((c) => `${c.method} ${c.route}`).sort();
   assert.deepEqual(commands, routes);
+  const names = ADMIN_COMMANDS.map((c) => `${c.resource} ${c.action}`);
+  assert.deepEqual(
+    names.filter((name, i) => names.indexOf(name) !== i),
+    [],
+  );
+});
+
+interface JsonSchema {
+  type?: string | string[];
+  anyOf?: JsonSchema[];
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+}
+
+/** The object a possibly nullable object schema describes, if it is one. */
+function objectOf(schema: JsonSchema | undefined): JsonSchema | undefined {
+  const inner = schema?.anyOf?.find((b) => b.type !== 'null') ?? schema;
+  return inner?.properties ? inner : undefined;
+}
+
+/** Every leaf field of an object schema by dotted path, required only if required all the way down. */
+function leafFields(
+  schema: JsonSchema | undefined,
+  prefix = '',
+  parentRequired = true,
+): Map<string, boolean> {
+  const fields = new Map<string, boolean>();
+  for (const [name, field] of Object.entries(schema?.properties ?? {})) {
+    const required = parentRequired && (schema?.required ?? []).includes(name);
+    const nested = objectOf(field);
+    if (nested) for (const [p, r] of leafFields(nested, `${prefix}${name}.`, required)) fields.set(p, r);
+    else fields.set(`${prefix}${name}`, required);
+  }
+  return fields;
+}
+
+test("each command's flags are its route's fields: path, query and body, required where the schema requires them", () => {
+  for (const route of allAdminRoutes) {
+    const command = ADMIN_COMMANDS.find((c) => c.method === route.method && c.route === route.url)!;
+    const label = `admin ${command.resource} ${command.action}`;
+    const params = [...route.url.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+    assert.equal(command.target?.param, params[0], label);
+    const expected = new Map<string, boolean>([
+      ...params.slice(1).map((p): [string, boolean] => [`path ${p}`, true]),
+      ...[...leafFields(route.querystring)].map(([p, r]): [string, boolean] => [`query ${p}`, r]),
+      ...[...leafFields(route.body)].map(([p, r]): [string, boolean] => [`body ${p}`, r]),
+    ]);
+    const flags = new Map(
+      command.flags.map((f): [string, boolean] => [
+        `${Object.keys(f.to)[0]} ${Object.values(f.to)[0]}`,
+        f.required,
+      ]),
+    );
+    assert.deepEqual(flags, expected, label);
+    assert.equal(command.sendsBody, route.body !== undefined, label);
+    assert.equal(new Set(command.flags.map((f) => f.flag)).size, command.flags.length, label);
+  }
+  // Spot checks of the kinds and of the flag names the README uses.
+  const flag = (resource: string, action: string, name: string) =>
+    ADMIN_COMMANDS.find((c) => c.resource === resource && c.action === action)?.flags.find(
+      (f) => f.flag === name,
+    );
+  assert.equal(flag('clients', 'create', 'permissions')?.kind, 'list');
+  assert.equal(flag('clients', 'create', 'rate-limit-per-minute')?.kind, 'integer');
+  assert.equal(flag('practices', 'integrations', 'enabled')?.kind, 'boolean');
+  assert.deepEqual(flag('practitioners', 'create', 'condition-system')?.to, {
+    body: 'defaultSystems.condition',
+  });
+  assert.deepEqual(flag('webhooks', 'create', 'webhook-url')?.to, { body: 'url' });
+  assert.deepEqual(flag('payments', 'record', 'invoice')?.to, { body: 'invoiceId' });
+  assert.deepEqual(flag('invoices', 'write-off', 'invoice')?.to, { path: 'invoiceId' });
+  assert.deepEqual(flag('invoices', 'list', 'claim-status')?.to, { query: 'claimStatus' });
+});
+
+/** A small admin route declared here, as a capability folder declares one: the CLI knows nothing of it. */
+function gadgetRoute(body: TSchema): AnyAdminRoute {
+  return defineAdminRoute({
+    method: 'POST',
+    url: '/practices/:practiceId/gadgets/:gadgetId/tune',
+    operationId: 'adminTuneGadget',
+    cli: { command: 'gadgets tune', flags: { url: 'gadget-url' } },
+    summary: 'Tune a gadget',
+    params: Type.Object({ practiceId: Type.String(), gadgetId: Type.String() }),
+    querystring: Type.Object({ dryRun: Type.Optional(Type.Boolean()) }),
+    body,
+    successStatus: 200,
+    response: Type.Object({}),
+    handler: async () => ({ body: {} }),
+  });
+}
+
+test("a field added to a route's schema is a flag of its command, with no change to the CLI", () => {
+  const route = gadgetRoute(
+    Type.Object({
+      url: Type.String(),
+      volume: Type.Integer({ minimum: 0, maximum: 11, description: 'How loud.' }),
+      ratio: Type.Optional(Type.Number()),
+      tags: Type.Optional(Type.Array(Type.String())),
+      settings: Type.Optional(
+        Type.Object({
+          mode: Type.Union([Type.Literal('eco'), Type.Literal('boost')]),
+          nightLight: Type.Boolean(),
+        }),
+      ),
+      steps: Type.Optional(Type.Array(Type.Object({ at: Type.Integer() }))),
+    }),
+  );
+  const command = commandOf(route);
+  assert.equal(`${command.resource} ${command.action}`, 'gadgets tune');
+  assert.deepEqual(command.target, { param: 'practiceId', flag: 'practice' });
+  assert.deepEqual(
+    command.flags.map((f) => [f.flag, f.kind, f.required, f.to]),
+    [
+      ['gadget', 'text', true, { path: 'gadgetId' }],
+      ['dry-run', 'boolean', false, { query: 'dryRun' }],
+      ['gadget-url', 'text', true, { body: 'url' }],
+      ['volume', 'integer', true, { body: 'volume' }],
+      ['ratio', 'number', false, { body: 'ratio' }],
+      ['tags', 'list', false, { body: 'tags' }],
+      ['settings.mode', 'text', false, { body: 'settings.mode' }],
+      ['settings.night-light', 'boolean', false, { body: 'settings.nightLight' }],
+      ['steps', 'json', false, { body: 'steps' }],
+    ],
+  );
+  assert.match(command.flags.find((f) => f.flag === 'volume')!.help, /How loud/);
+  assert.match(command.flags.find((f) => f.flag === 'settings.mode')!.help, /one of: eco, boost/);
+  assert.deepEqual(
+    buildAdminRequest(command, 'org_1', {
+      gadget: 'gdg/1',
+      'dry-run': 'yes',
+      'gadget-url': 'https://example.com',
+      volume: '11',
+      ratio: '0.5',
+      tags: 'a, b',
+      'settings.mode': 'eco',
+      'settings.night-light': 'off',
+      steps: '[{"at":1}]',
+    }),
+    {
+      method: 'POST',
+      path: '/practices/org_1/gadgets/gdg%2F1/tune',
+      query: { dryRun: 'true' },
+      body: {
+        url: 'https://example.com',
+        volume: 11,
+        ratio: 0.5,
+        tags: ['a', 'b'],
+        settings: { mode: 'eco', nightLight: false },
+        steps: [{ at: 1 }],
+      },
+    },
+  );
+
+  // A real route with one more field in its body: the new field is a flag, the others unchanged.
+  const createClient = allAdminRoutes.find((r) => r.operationId === 'adminCreateClient')!;
+  const widened: AnyAdminRoute = {
+    ...createClient,
+    body: Type.Object({
+      ...createClient.body.properties,
+      nickname: Type.Optional(Type.String({ description: 'What the front desk calls it.' })),
+    }),
+  };
+  const before = commandOf(createClient);
+  const after = commandOf(widened);
+  assert.deepEqual(after.flags.slice(0, -1), before.flags);
+  assert.deepEqual(after.flags.at(-1), {
+    flag: 'nickname',
+    kind: 'text',
+    to: { body: 'nickname' },
+    required: false,
+    help: 'What the front desk calls it',
+  });
+});
+
+test('a route whose field would take a flag already taken, or whose cli names no field, is refused', () => {
+  const clash = {
+    ...gadgetRoute(Type.Object({ url: Type.String() })),
+    cli: { command: 'gadgets tune' as const },
+  };
+  assert.throws(() => commandOf(clash), /--url is taken .*rename the field in cli\.flags/);
+  const twice = gadgetRoute(Type.Object({ url: Type.String(), gadgetUrl: Type.String() }));
+  assert.throws(() => commandOf(twice), /--gadget-url is taken/);
+  assert.throws(
+    () => commandOf(gadgetRoute(Type.Object({ name: Type.String() }))),
+    /cli\.flags names no field: url/,
+  );
 });
 
 test('help prints the usage; no command or an unknown one is a usage error (exit 2)', async () => {
@@ -69,6 +259,38 @@ test('help prints the usage; no command or an unknown one is a usage error (exit
     assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stderr}`);
     assert.match(refused.stderr, /Usage: practice-billing|Admin commands/);
     assert.equal(refused.stdout, '');
+  }
+});
+
+// Run with --import: notes each package the process loads and names them on stderr as it exits.
+const LOAD_RECORDER = `import fs from 'node:fs';
+import { registerHooks } from 'node:module';
+const loaded = new Set();
+registerHooks({
+  resolve(specifier, context, next) {
+    const resolved = next(specifier, context);
+    const name = /node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(resolved.url)?.[1];
+    if (name) loaded.add(name);
+    return resolved;
+  },
+});
+process.on('exit', () => fs.writeSync(2, '@@loaded ' + [...loaded].join(' ') + '\\n'));
+`;
+
+test('admin commands read the route declarations as data: neither Fastify nor a database driver loads', async () => {
+  const recorder = path.join(scratchDir('loads'), 'record-loads.mjs');
+  fs.writeFileSync(recorder, LOAD_RECORDER);
+  const result = await run(
+    NODE,
+    ['--import', recorder, BIN, 'admin', 'clients', 'create', '--help'],
+    childEnv(),
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.match(result.stdout, /--rate-limit-per-minute/);
+  const loaded = /^@@loaded (.*)$/m.exec(result.stderr)?.[1]?.split(' ') ?? [];
+  assert.ok(loaded.includes('typebox'), `the schemas were read: ${result.stderr}`);
+  for (const name of ['fastify', 'pg', '@electric-sql/pglite', 'proper-lockfile']) {
+    assert.equal(loaded.includes(name), false, `${name} was loaded: ${loaded.join(' ')}`);
   }
 });
 

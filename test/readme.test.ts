@@ -89,7 +89,7 @@ test('every practice-billing command and admin command the README names exists, 
     assert.ok(command, `"admin ${resource} ${action ?? ''}" is not an admin command:\n${line}`);
     adminCommands += 1;
     const known = new Set(['url', 'token', 'help', ...command.flags.map((f) => f.flag)]);
-    if (command.target) known.add(command.target);
+    if (command.target) known.add(command.target.flag);
     const args = rest!.split(/\s(?:#|\||&&)\s/)[0]!;
     for (const flag of args.matchAll(/(?:^|\s)--([a-z][\w-]*)/g)) {
       assert.ok(known.has(flag[1]!), `--${flag[1]} is not a flag of "admin ${resource} ${action}":\n${line}`);

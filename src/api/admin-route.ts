@@ -26,6 +26,21 @@ export interface AdminResult<R> {
   location?: string;
 }
 
+/**
+ * What the operator's CLI calls the operation (`practice-billing admin <resource> <action>`). Only the
+ * name is said here: the CLI reads its positional id, its flags, their kinds, whether they are required
+ * and their help from the route's path and schemas (src/cli/command.ts).
+ */
+export interface AdminCliName {
+  /** `<resource> <action>`, e.g. `clients create`. */
+  command: `${string} ${string}`;
+  /**
+   * A flag named otherwise than its field's own name (a field `allowedIps` is `--allowed-ips`, one
+   * ending in Id drops it: `invoiceId` is `--invoice`), by the field's dotted path: `{ url: 'webhook-url' }`.
+   */
+  flags?: Record<string, string>;
+}
+
 export interface AdminRouteSpec<P extends TSchema, Q extends TSchema, B extends TSchema, R extends TSchema> {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   url: string;
@@ -40,6 +55,7 @@ export interface AdminRouteSpec<P extends TSchema, Q extends TSchema, B extends 
   successStatus: number;
   response: R;
   handler: (ctx: AdminContext<Static<P>, Static<Q>, Static<B>>) => Promise<AdminResult<Static<R>>>;
+  cli: AdminCliName;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of routes, each typed at declaration

@@ -14,6 +14,7 @@ export const auditAdminRoutes = [
     method: 'GET',
     url: '/practices/:practiceId/audit-events',
     operationId: 'adminListAuditEvents',
+    cli: { command: 'audit list' },
     summary: "Read a practice's audit log, newest first",
     params: PracticeParam,
     querystring: Type.Object(PagingQuery, { additionalProperties: false }),

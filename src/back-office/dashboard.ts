@@ -148,6 +148,7 @@ export const dashboardAdminRoutes = [
     method: 'GET',
     url: '/practices/:practiceId/dashboard',
     operationId: 'adminGetDashboard',
+    cli: { command: 'dashboard get' },
     summary: "A practice's day at a glance: claims by status, money claimed and paid, failing webhooks",
     params: Type.Object(
       { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },

@@ -24,13 +24,16 @@ const CONNECTION_HELP = [
 
 function placeholder(flag: FlagSpec): string {
   if (flag.kind === 'list') return '<a,b,...>';
-  if (flag.kind === 'integer') return '<n>';
+  if (flag.kind === 'integer' || flag.kind === 'number') return '<n>';
   if (flag.kind === 'boolean') return '<true|false>';
-  return `<${flag.flag}>`;
+  if (flag.kind === 'json') return '<json>';
+  // The field's own name: `--invoice <invoiceId>`, `--webhook-url <url>`.
+  const field = Object.values(flag.to)[0] as string;
+  return `<${field.replace(/.*\./, '')}>`;
 }
 
 function commandLine(command: AdminCommand): string {
-  const target = command.target ? ` <${command.target}Id>` : '';
+  const target = command.target ? ` <${command.target.param}>` : '';
   const flags = command.flags.map((f) =>
     f.required ? ` --${f.flag} ${placeholder(f)}` : ` [--${f.flag} ${placeholder(f)}]`,
   );
@@ -39,17 +42,30 @@ function commandLine(command: AdminCommand): string {
 
 export function adminUsage(resource?: string): string {
   const commands = ADMIN_COMMANDS.filter((c) => resource === undefined || c.resource === resource);
+  // Grouped by resource, in the order the resources first appear in the route list.
+  const resources = [...new Set(commands.map((c) => c.resource))];
   const lines = ['Admin commands (call the admin API of a running server):', ''];
-  for (const command of commands) lines.push(`  ${commandLine(command)}`, `      ${command.summary}`);
+  for (const name of resources) {
+    for (const command of commands.filter((c) => c.resource === name)) {
+      lines.push(`  ${commandLine(command)}`, `      ${command.summary}`);
+    }
+  }
   return [...lines, '', ...CONNECTION_HELP, ''].join('\n');
 }
 
 function commandUsage(command: AdminCommand): string {
   const lines = [`Usage: ${commandLine(command)}`, '', command.summary];
-  if (command.target) lines.push('', `  <${command.target}Id>  also accepted as --${command.target} <id>`);
+  if (command.description) lines.push(command.description.replace(/`/g, ''));
+  if (command.target) {
+    const { param, flag } = command.target;
+    lines.push('', `  <${param}>  also accepted as --${flag} <id>`);
+  }
   if (command.flags.length > 0) {
     lines.push('', 'Flags:');
-    for (const flag of command.flags) lines.push(`  --${flag.flag.padEnd(24)} ${flag.help}`);
+    for (const flag of command.flags) {
+      const help = [flag.required ? 'required' : '', flag.help].filter((part) => part !== '').join('; ');
+      lines.push(`  --${flag.flag.padEnd(24)} ${help}`);
+    }
   }
   return [...lines, '', ...CONNECTION_HELP, ''].join('\n');
 }
@@ -87,7 +103,7 @@ export async function runAdmin(args: string[], env: NodeJS.ProcessEnv, output: C
     help: { type: 'boolean', short: 'h' },
   };
   for (const flag of command.flags) options[flag.flag] = { type: 'string' };
-  if (command.target) options[command.target] = { type: 'string' };
+  if (command.target) options[command.target.flag] = { type: 'string' };
 
   try {
     const parsed = parseArgs({ args: args.slice(2), options, allowPositionals: true, strict: true });
@@ -103,9 +119,9 @@ export async function runAdmin(args: string[], env: NodeJS.ProcessEnv, output: C
     if (positionals.length > (command.target ? 1 : 0)) {
       throw new UsageError(`unexpected argument "${positionals[command.target ? 1 : 0]}".`);
     }
-    const flagId = command.target ? strings[command.target] : undefined;
+    const flagId = command.target ? strings[command.target.flag] : undefined;
     if (positionals[0] !== undefined && flagId !== undefined && positionals[0] !== flagId) {
-      throw new UsageError(`the ${command.target} id is given twice, differently.`);
+      throw new UsageError(`the ${command.target?.flag} id is given twice, differently.`);
     }
     const request = buildAdminRequest(command, positionals[0] ?? flagId, strings);
     const client = new AdminClient(resolveAdminConnection({ url: strings.url, token: strings.token }, env));

@@ -1,9 +1,10 @@
 // Owns the `practice-billing` command line: running the service (start, serve, worker), migrating the
 // configured database, and the operator's admin commands. Admin commands always go over HTTP to a
 // running server: the CLI never opens the embedded data directory while a server holds it. The
-// service's modules (Fastify, the database drivers) load only for the commands that need them, so that
-// admin commands and help start fast.
-import { type CliOutput, runAdmin } from './admin-cli.ts';
+// service's modules (Fastify, the database drivers) load only for the commands that run the service or
+// migrate, and the admin route declarations (the admin commands are read off them) only for admin
+// commands, so that help starts fast and admin commands load no database driver.
+import type { CliOutput } from './admin-cli.ts';
 
 export const USAGE = `Usage: practice-billing <command> [options]
 
@@ -75,7 +76,11 @@ export async function runCli(
     output.stdout(USAGE);
     return 0;
   }
-  if (command === 'admin') return runAdmin(rest, env, output);
+  if (command === 'admin') {
+    // The admin commands are read off the admin route declarations: loaded only for them.
+    const { runAdmin } = await import('./admin-cli.ts');
+    return runAdmin(rest, env, output);
+  }
   if (command !== 'migrate' && !(command in SERVICE_COMMANDS)) {
     output.stderr(`practice-billing: unknown command "${command}".\n\n${USAGE}`);
     return 2;

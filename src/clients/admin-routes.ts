@@ -15,6 +15,7 @@ export const clientAdminRoutes = [
     method: 'POST',
     url: '/practices/:practiceId/clients',
     operationId: 'adminCreateClient',
+    cli: { command: 'clients create' },
     summary: 'Create an integration client',
     description:
       'Permissions are `RESOURCE:ACTION` names; `allowedIps` (IPv4/IPv6 addresses or CIDR ranges) empty means any address.',
@@ -35,6 +36,7 @@ export const clientAdminRoutes = [
     method: 'GET',
     url: '/practices/:practiceId/clients',
     operationId: 'adminListClients',
+    cli: { command: 'clients list' },
     summary: "List a practice's integration clients",
     params: PracticeParam,
     successStatus: 200,
@@ -47,6 +49,7 @@ export const clientAdminRoutes = [
     method: 'GET',
     url: '/clients/:clientId',
     operationId: 'adminGetClient',
+    cli: { command: 'clients get' },
     summary: 'Read an integration client',
     params: ClientParam,
     successStatus: 200,
@@ -59,6 +62,7 @@ export const clientAdminRoutes = [
     method: 'PUT',
     url: '/clients/:clientId',
     operationId: 'adminReplaceClient',
+    cli: { command: 'clients replace' },
     summary: 'Replace an integration client',
     description:
       'Full replacement of name, permissions, allowedIps and rateLimitPerMinute; fields left out are cleared.',
@@ -79,6 +83,7 @@ export const clientAdminRoutes = [
       method: 'POST',
       url: `/clients/:clientId/${action}`,
       operationId: action === 'suspend' ? 'adminSuspendClient' : 'adminResumeClient',
+      cli: { command: `clients ${action}` },
       summary:
         action === 'suspend'
           ? 'Suspend an integration client (its keys answer 401)'
@@ -99,6 +104,7 @@ export const clientAdminRoutes = [
     method: 'POST',
     url: '/clients/:clientId/keys',
     operationId: 'adminIssueKey',
+    cli: { command: 'keys create' },
     summary: 'Issue an API key',
     description: 'The answer carries `key`, shown this once; only a hash is stored.',
     params: ClientParam,
@@ -118,6 +124,7 @@ export const clientAdminRoutes = [
     method: 'GET',
     url: '/clients/:clientId/keys',
     operationId: 'adminListKeys',
+    cli: { command: 'keys list' },
     summary: "List a client's keys (never the keys themselves)",
     params: ClientParam,
     successStatus: 200,
@@ -130,6 +137,7 @@ export const clientAdminRoutes = [
     method: 'POST',
     url: '/keys/:keyId/revoke',
     operationId: 'adminRevokeKey',
+    cli: { command: 'keys revoke' },
     summary: 'Revoke an API key (it answers 401 from now on)',
     params: KeyParam,
     successStatus: 200,

@@ -24,6 +24,7 @@ export const notificationAdminRoutes = [
     method: 'GET',
     url: '/practices/:practiceId/notifications',
     operationId: 'adminListNotifications',
+    cli: { command: 'notifications list' },
     summary: "A practice's notifications, newest first",
     params: Type.Object(
       { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },

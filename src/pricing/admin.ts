@@ -111,6 +111,7 @@ export const priceAdminRoutes = [
     method: 'POST',
     url: '/practices/:practiceId/prices',
     operationId: 'adminSetPrice',
+    cli: { command: 'prices set' },
     summary: 'Set a practice price, or a practitioner favourite',
     description:
       "Without practitionerId: the practice's own price for the code (rate source `practice`, pricingSource `custom`). With it: that practitioner's favourite (source `practitioner`, pricingSource `favorite`). Setting it again replaces the amount.",
@@ -130,6 +131,7 @@ export const priceAdminRoutes = [
     method: 'GET',
     url: '/practices/:practiceId/prices',
     operationId: 'adminListPrices',
+    cli: { command: 'prices list' },
     summary: "List a practice's prices and favourites",
     params: PracticeParam,
     successStatus: 200,
@@ -146,6 +148,7 @@ export const priceAdminRoutes = [
     method: 'DELETE',
     url: '/practices/:practiceId/prices/:priceId',
     operationId: 'adminDeletePrice',
+    cli: { command: 'prices delete' },
     summary: 'Delete a practice price or favourite',
     params: Type.Object(
       {
