@@ -9,6 +9,7 @@ import * as m0006 from './0006_key_lookup.ts';
 import * as m0007 from './0007_change_feed.ts';
 import * as m0008 from './0008_events_feed.ts';
 import * as m0009 from './0009_invoice_lifecycle.ts';
+import * as m0010 from './0010_key_change_signals.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007_change_feed': m0007,
   '0008_events_feed': m0008,
   '0009_invoice_lifecycle': m0009,
+  '0010_key_change_signals': m0010,
 };
