@@ -10,6 +10,7 @@ import * as m0007 from './0007_change_feed.ts';
 import * as m0008 from './0008_events_feed.ts';
 import * as m0009 from './0009_invoice_lifecycle.ts';
 import * as m0011 from './0011_idempotency_answers.ts';
+import * as m0012 from './0012_key_change_signals.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0008_events_feed': m0008,
   '0009_invoice_lifecycle': m0009,
   '0011_idempotency_answers': m0011,
+  '0012_key_change_signals': m0012,
 };

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Deps } from './api/deps.ts';
+import { apiKeyCache } from './auth/authenticate.ts';
 import { catalogueHash, loadCatalogue, SHIPPED_CATALOGUE_DIR } from './catalogue/loader.ts';
 import { InFlightRequests } from './idempotency/in-flight.ts';
 import type { Insurer } from './insurer/port.ts';
@@ -111,14 +112,16 @@ export async function buildDeps(
   db: Database,
   options: { clock?: Clock; auditFault?: AuditFault; insurer?: Insurer } = {},
 ): Promise<Deps> {
+  const clock = options.clock ?? systemClock;
   return {
     config,
     db,
-    clock: options.clock ?? systemClock,
+    clock,
     cursors: new CursorCodec(await loadCursorSecret(db)),
     audit: new AuditLog(options.auditFault),
     rateLimits: new RateLimits(),
     inFlight: new InFlightRequests(),
+    keyCache: apiKeyCache(config.apiKeyCacheSeconds, clock),
     insurer: options.insurer ?? new SandboxInsurer(db, config.insurerDelayMs),
     secrets: secretBoxFor(config, db),
   };

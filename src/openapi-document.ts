@@ -2,6 +2,7 @@
 // depends only on the declarations. `npm run openapi` writes it to docs/openapi.json.
 import type { Deps } from './api/deps.ts';
 import { buildApp } from './app.ts';
+import { apiKeyCache } from './auth/authenticate.ts';
 import { InFlightRequests } from './idempotency/in-flight.ts';
 import { SandboxInsurer } from './insurer/sandbox.ts';
 import { AuditLog } from './platform/audit-log.ts';
@@ -26,6 +27,8 @@ export async function openApiDocument(): Promise<unknown> {
     audit: new AuditLog(),
     rateLimits: new RateLimits(),
     inFlight: new InFlightRequests(),
+    // Off: it would listen on the database.
+    keyCache: apiKeyCache(0, systemClock),
     insurer: new SandboxInsurer(noDatabase, 0),
     secrets: undefined,
   };

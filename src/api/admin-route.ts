@@ -141,6 +141,13 @@ export function registerAdminScope(
           }
           return result;
         });
+        // A change may concern who may call: the practice's remembered keys go before the answer does.
+        // (Migration 0012's NOTIFY says so too, to every process, but here it could arrive after the
+        // caller's next request.)
+        if (spec.method !== 'GET') {
+          if (result.audit) deps.keyCache.forgetPractice(result.audit.practiceId);
+          else deps.keyCache.flush();
+        }
         if (result.location) reply.header('location', `${deps.config.publicBaseUrl}${result.location}`);
         return reply.code(spec.successStatus).send(result.body);
       },

@@ -23,6 +23,11 @@ const UNAUTHENTICATED_DETAIL =
 export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyApiRoute[]): void {
   app.decorateRequest('auth', null);
   app.decorateRequest('auditState', null as never);
+  // Remembered keys are served only while their changes are heard; listening ends with the app.
+  const stopFollowingKeys = deps.keyCache.follow(deps.db);
+  app.addHook('onClose', async () => {
+    await stopFollowingKeys();
+  });
 
   app.addHook('onRequest', async (request, reply) => {
     request.auditState = freshAuditState();
@@ -46,7 +51,7 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
       );
     }
     const now = deps.clock.now();
-    const result = await authenticate(deps.db, request.headers.authorization, request.ip, now);
+    const result = await authenticate(deps.db, deps.keyCache, request.headers.authorization, request.ip, now);
     if (!result.ok) {
       if (result.known) request.auditState.refusedKey = { ...result.known, reason: result.reason };
       await limitOrRefuse(

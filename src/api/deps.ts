@@ -1,5 +1,6 @@
 // The dependencies every route and the request pipeline receive, built once by buildDeps in
 // src/bootstrap.ts (or by the test harness).
+import type { ApiKeyCache } from '../auth/authenticate.ts';
 import type { InFlightRequests } from '../idempotency/in-flight.ts';
 import type { Insurer } from '../insurer/port.ts';
 import type { AuditLog } from '../platform/audit-log.ts';
@@ -18,6 +19,8 @@ export interface Deps {
   audit: AuditLog;
   rateLimits: RateLimits;
   inFlight: InFlightRequests;
+  /** Key rows that authenticated, answered from memory until they change (API_KEY_CACHE_SECONDS). */
+  keyCache: ApiKeyCache;
   insurer: Insurer;
   /** Encrypts webhook secrets at rest; undefined when no key is configured. */
   secrets: SecretBox | undefined;

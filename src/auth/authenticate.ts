@@ -1,11 +1,14 @@
 // Owns deciding who is calling: the key, its client and practice, and why a call is refused. Every
 // refusal gives the caller the same 401; the reason goes to the practice audit log when the key is
-// known. Never logs or returns the key itself.
+// known. Keys that let a request in are remembered for a while (src/auth/key-cache.ts); refusals are
+// always decided by the database. Never logs or returns the key itself.
 import { sql } from 'kysely';
+import type { Clock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';
 import { parseApiKey, secretMatches } from './api-keys.ts';
 import { isAddressAllowed } from './ip-allow-list.ts';
+import { KeyCache } from './key-cache.ts';
 import type { Permission } from './permissions.ts';
 
 export interface PracticeContext {
@@ -74,20 +77,19 @@ async function lookUpKey(db: Database, keyId: string): Promise<KeyRow | undefine
   return result.rows[0];
 }
 
-export async function authenticate(
-  db: Database,
-  authorization: string | undefined,
-  sourceAddress: string,
-  now: Date,
-): Promise<AuthResult> {
-  if (!authorization) return { ok: false, reason: 'missing_key' };
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  const parsed = match ? parseApiKey(match[1]!) : undefined;
-  if (!parsed) return { ok: false, reason: 'malformed_key' };
+export type ApiKeyCache = KeyCache<KeyRow>;
 
-  const row = await lookUpKey(db, parsed.id);
+/** The cache of key rows authenticate uses: API_KEY_CACHE_SECONDS on the service clock (0: none). */
+export function apiKeyCache(ttlSeconds: number, clock: Clock): ApiKeyCache {
+  return new KeyCache<KeyRow>({ ttlMs: ttlSeconds * 1000, clock });
+}
 
-  const secretOk = secretMatches(parsed.secret, row?.secret_hash);
+/**
+ * Decides a presented key against its row (undefined: no such key). The secret is compared in
+ * constant time, against a dummy hash when there is no row, before anything else is looked at.
+ */
+function judge(row: KeyRow | undefined, secret: string, sourceAddress: string, now: Date): AuthResult {
+  const secretOk = secretMatches(secret, row?.secret_hash);
   if (!row) return { ok: false, reason: 'unknown_key' };
   const known = { practiceId: row.practice_id, clientId: row.client_id, keyId: row.key_id };
   if (!secretOk) return { ok: false, reason: 'wrong_secret', known };
@@ -114,4 +116,68 @@ export async function authenticate(
       rateLimitPerMinute: row.rate_limit_per_minute,
     },
   };
+}
+
+/** Refusals that are about the key itself, whoever presents it: a remembered row of it is dropped. */
+const KEY_STATE_REFUSALS: ReadonlySet<AuthRefusalReason> = new Set([
+  'unknown_key',
+  'revoked_key',
+  'expired_key',
+  'suspended_client',
+]);
+
+function usable(row: KeyRow, now: Date): boolean {
+  return (
+    !row.revoked_at && !row.suspended_at && (!row.expires_at || row.expires_at.getTime() > now.getTime())
+  );
+}
+
+/** Looks a remembered row up again without holding up the request that found it due. */
+function refreshInBackground(db: Database, keys: ApiKeyCache, keyId: string, now: Date): void {
+  const fill = keys.claimRefresh(keyId);
+  if (!fill) return;
+  lookUpKey(db, keyId).then(
+    (row) => keys.settle(fill, keyId, row && usable(row, now) ? row : null),
+    () => keys.settle(fill, keyId, undefined),
+  );
+}
+
+/**
+ * Who is calling. A key that let a request in may be answered from memory (keys); a refusal never
+ * is: when the remembered row does not let this request in, the database decides, exactly as for a
+ * key never seen, so a refusal costs the same look-up whatever this process remembers.
+ */
+export async function authenticate(
+  db: Database,
+  keys: ApiKeyCache,
+  authorization: string | undefined,
+  sourceAddress: string,
+  now: Date,
+): Promise<AuthResult> {
+  if (!authorization) return { ok: false, reason: 'missing_key' };
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  const parsed = match ? parseApiKey(match[1]!) : undefined;
+  if (!parsed) return { ok: false, reason: 'malformed_key' };
+
+  const remembered = keys.peek(parsed.id);
+  if (remembered) {
+    const result = judge(remembered.row, parsed.secret, sourceAddress, now);
+    if (result.ok) {
+      if (remembered.stale) refreshInBackground(db, keys, parsed.id, now);
+      return result;
+    }
+  }
+
+  const fill = keys.startFill();
+  let row: KeyRow | undefined;
+  try {
+    row = await lookUpKey(db, parsed.id);
+  } catch (error) {
+    keys.settle(fill, parsed.id, undefined);
+    throw error;
+  }
+  const result = judge(row, parsed.secret, sourceAddress, now);
+  if (result.ok) keys.settle(fill, parsed.id, row);
+  else keys.settle(fill, parsed.id, KEY_STATE_REFUSALS.has(result.reason) ? null : undefined);
+  return result;
 }

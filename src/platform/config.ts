@@ -24,6 +24,11 @@ export interface Config {
   preparedStatements: boolean;
   rateLimitPerMinute: number;
   unauthenticatedRateLimitPerMinute: number;
+  /**
+   * How long a key that authenticated may be answered from memory (the hard limit); after half of it
+   * the row is refreshed in the background while still served. 0 turns the cache off.
+   */
+  apiKeyCacheSeconds: number;
   webhookAllowPrivate: boolean;
   /** How long the insurer may stay silent before a claim or reversal is given up. */
   claimAnswerWindowSeconds: number;
@@ -133,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       1,
       10_000_000,
     ),
+    apiKeyCacheSeconds: integer(env, 'API_KEY_CACHE_SECONDS', 60, 0, 3600),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', databaseUrl === undefined),
     claimAnswerWindowSeconds: integer(env, 'CLAIM_ANSWER_WINDOW_SECONDS', 900, 1, 7 * 24 * 3600),
     remittanceDelayMs: integer(env, 'REMITTANCE_DELAY_MS', 30_000, 0, 7 * 24 * 3600 * 1000),

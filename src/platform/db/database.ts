@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
+import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import type { Tables } from './tables.ts';
@@ -14,17 +14,28 @@ export interface Database {
   kind: DatabaseKind;
   kysely: Kysely<Tables>;
   /**
-   * PostgreSQL only: calls onSignal for every NOTIFY on channel, on a connection of its own that is
-   * opened again after it breaks (onSignal is then called too: signals may have been missed meanwhile).
-   * Returns how to stop listening.
+   * Calls onSignal with the payload of every NOTIFY on channel, and with undefined whenever listening
+   * starts or starts again (signals may have been missed meanwhile); onLost when it stops working,
+   * until the next onSignal(undefined). On PostgreSQL it listens on a connection of its own, opened
+   * again a second after it breaks; on PGlite in its single session, where a commit's notifications
+   * are heard before the commit returns. Returns how to stop listening.
    */
-  listen?(channel: string, onSignal: () => void): () => Promise<void>;
+  listen?(
+    channel: string,
+    onSignal: (payload: string | undefined) => void,
+    onLost?: () => void,
+  ): () => Promise<void>;
   close(): Promise<void>;
 }
 
 const RELISTEN_AFTER_MS = 1000;
 
-function listenOn(options: PostgresOptions, channel: string, onSignal: () => void): () => Promise<void> {
+function listenOn(
+  options: PostgresOptions,
+  channel: string,
+  onSignal: (payload: string | undefined) => void,
+  onLost: (() => void) | undefined,
+): () => Promise<void> {
   let stopped = false;
   let client: pg.Client | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -39,19 +50,22 @@ function listenOn(options: PostgresOptions, channel: string, onSignal: () => voi
     const reconnect = () => {
       if (lost) return;
       lost = true;
-      if (client === c) client = undefined;
+      if (client === c) {
+        client = undefined;
+        onLost?.();
+      }
       c.end().catch(() => {});
       if (!stopped) timer = setTimeout(connect, RELISTEN_AFTER_MS);
     };
     c.on('error', reconnect);
     c.on('end', reconnect);
-    c.on('notification', () => onSignal());
+    c.on('notification', (message) => onSignal(message.payload ?? ''));
     c.connect()
       .then(() => c.query(`LISTEN "${channel.replaceAll('"', '""')}"`))
       .then(() => {
         if (lost || stopped) return;
         client = c;
-        onSignal();
+        onSignal(undefined);
       })
       .catch(reconnect);
   };
@@ -179,7 +193,7 @@ export function openPostgres(options: PostgresOptions): Database {
   return {
     kind: 'postgres',
     kysely,
-    listen: (channel, onSignal) => listenOn(options, channel, onSignal),
+    listen: (channel, onSignal, onLost) => listenOn(options, channel, onSignal, onLost),
     close: () => kysely.destroy(),
   };
 }
@@ -198,6 +212,43 @@ export interface PgliteOptions {
 }
 
 export class DataDirectoryInUseError extends Error {}
+
+/**
+ * Listening on PGlite: notifications of the single session are handed out while the statement that
+ * carried them (a COMMIT) is answered, so a listener hears of a change before its writer goes on. LISTEN
+ * runs in a transaction of its own: PGlite's single connection is shared, and a bare statement could
+ * land inside another caller's transaction (and be undone with it).
+ */
+function listenInSession(
+  pglite: PGlite,
+  kysely: Kysely<Tables>,
+  channel: string,
+  onSignal: (payload: string | undefined) => void,
+): () => Promise<void> {
+  let stopped = false;
+  const hear = (from: string, payload: string) => {
+    if (from === channel && !stopped) onSignal(payload);
+  };
+  pglite.onNotification(hear);
+  const quoted = `"${channel.replaceAll('"', '""')}"`;
+  const listening = kysely
+    .transaction()
+    .execute((trx) => sql.raw(`LISTEN ${quoted}`).execute(trx))
+    .then(() => {
+      if (!stopped) onSignal(undefined);
+    });
+  listening.catch(() => {});
+  return async () => {
+    stopped = true;
+    pglite.offNotification(hear);
+    await listening.catch(() => {});
+    if (!pglite.closed)
+      await kysely
+        .transaction()
+        .execute((trx) => sql.raw(`UNLISTEN ${quoted}`).execute(trx))
+        .catch(() => {});
+  };
+}
 
 export async function openPglite(options: PgliteOptions): Promise<Database & { pglite: PGlite }> {
   let release: (() => Promise<void>) | undefined;
@@ -224,6 +275,7 @@ export async function openPglite(options: PgliteOptions): Promise<Database & { p
     kind: 'pglite',
     kysely,
     pglite,
+    listen: (channel, onSignal) => listenInSession(pglite, kysely, channel, onSignal),
     async close() {
       await kysely.destroy();
       await release?.();
