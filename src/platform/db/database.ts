@@ -110,6 +110,14 @@ export class TransactionRolledBackError extends Error {
   }
 }
 
+type Query = (...args: unknown[]) => unknown;
+
+/** Puts `around` in front of a pool client's query; it calls the query it was given to go on. */
+function wrapQuery(client: pg.PoolClient, around: (query: Query, args: unknown[]) => unknown): void {
+  const query = client.query.bind(client) as Query;
+  (client as unknown as { query: Query }).query = (...args: unknown[]) => around(query, args);
+}
+
 /**
  * Two guards on how a transaction ends. PostgreSQL answers COMMIT of a failed transaction with
  * ROLLBACK and no error: make that an error, so that no caller reports as done what was undone. And a
@@ -117,8 +125,7 @@ export class TransactionRolledBackError extends Error {
  * so that the pool drops it instead of handing it to the next request.
  */
 function guardTransactionEnds(client: pg.PoolClient): void {
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+  wrapQuery(client, (query, args) => {
     const pending = query(...args);
     const text = typeof args[0] === 'string' ? args[0].trim().toLowerCase() : '';
     if (!(pending instanceof Promise)) return pending;
@@ -135,7 +142,7 @@ function guardTransactionEnds(client: pg.PoolClient): void {
       });
     }
     return pending;
-  };
+  });
 }
 
 /** Distinct statements named per connection; the rest run unnamed. */
@@ -145,12 +152,11 @@ const MAX_NAMED_STATEMENT_LENGTH = 8000;
 /**
  * Sends each parameterised statement Kysely issues as a named prepared statement: pg parses it on a
  * connection's first use of the name and afterwards only binds and executes. The name is a hash of the
- * text, so equal texts share it; a connection names at most MAX_NAMED_STATEMENTS texts.
+ * text, computed once per text; a connection names at most MAX_NAMED_STATEMENTS texts.
  */
 function prepareStatements(client: pg.PoolClient): void {
-  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-  const named = new Set<string>();
-  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+  const names = new Map<string, string>();
+  wrapQuery(client, (query, args) => {
     const [text, values] = args;
     if (
       typeof text !== 'string' ||
@@ -160,13 +166,14 @@ function prepareStatements(client: pg.PoolClient): void {
     ) {
       return query(...args);
     }
-    const name = `pb_${createHash('sha1').update(text).digest('base64url').slice(0, 22)}`;
-    if (!named.has(name)) {
-      if (named.size >= MAX_NAMED_STATEMENTS) return query(...args);
-      named.add(name);
+    let name = names.get(text);
+    if (name === undefined) {
+      if (names.size >= MAX_NAMED_STATEMENTS) return query(...args);
+      name = `pb_${createHash('sha1').update(text).digest('base64url').slice(0, 22)}`;
+      names.set(text, name);
     }
     return query({ name, text, values }, ...args.slice(2));
-  };
+  });
 }
 
 export function openPostgres(options: PostgresOptions): Database {
