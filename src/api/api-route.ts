@@ -124,6 +124,14 @@ function fingerprintOf(request: FastifyRequest): string {
     .digest('hex');
 }
 
+/** The 409 for a creating request whose Idempotency-Key another request, here or elsewhere, is running. */
+export function keyStillRunning(): AppError {
+  return new AppError(
+    'conflict',
+    'A request with this Idempotency-Key is still running. Wait and retry with the same key.',
+  );
+}
+
 export function headerValue(raw: string | string[] | undefined): string | undefined {
   return Array.isArray(raw) ? raw[0] : raw;
 }
@@ -351,12 +359,7 @@ async function runApiHandler(
     undoable: boolean,
   ): Promise<{ answer: StoredAnswer; replayed: boolean }> => {
     if (scope) {
-      if (!holdsKey) {
-        throw new AppError(
-          'conflict',
-          'A request with this Idempotency-Key is still running. Wait and retry with the same key.',
-        );
-      }
+      if (!holdsKey) throw keyStillRunning();
       faultPoint('idempotency.after_claim');
       const stored = await storedAnswer(trx, scope);
       if (stored) {

@@ -12,6 +12,7 @@ import {
   headerValue,
   IDEMPOTENCY_HEADER,
   identityOf,
+  keyStillRunning,
   registerApiRoute,
 } from './api-route.ts';
 import type { Deps } from './deps.ts';
@@ -45,10 +46,7 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
         `client:${holder.clientId}`,
         holder.rateLimitPerMinute ?? deps.config.rateLimitPerMinute,
       );
-      throw new AppError(
-        'conflict',
-        'A request with this Idempotency-Key is still running. Wait and retry with the same key.',
-      );
+      throw keyStillRunning();
     }
     const now = deps.clock.now();
     const result = await authenticate(deps.db, deps.keyCache, request.headers.authorization, request.ip, now);
