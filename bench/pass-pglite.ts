@@ -87,8 +87,10 @@ export async function pglitePass(ctx: PassContext): Promise<void> {
       patientIds: seeded.patients.map((p) => p.id),
     });
 
-    await patientScenarios(ctx, service, baseline, seeded);
-    await pagingScenario(ctx, '10k', settings.smallInvoices, plan, service, baseline, seeded.practice.key);
+    if (settings.only === undefined) {
+      await patientScenarios(ctx, service, baseline, seeded);
+      await pagingScenario(ctx, '10k', settings.smallInvoices, plan, service, baseline, seeded.practice.key);
+    }
     await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
   } finally {
     await baseline.stop();

@@ -77,18 +77,22 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       await baseline.copyPatients(seeded.patients);
       await baselineInvoices(1, settings.smallInvoices);
 
-      await patientScenarios(ctx, service, baseline, seeded);
-      const smallPage = await pagingScenario(
-        ctx,
-        '10k',
-        settings.smallInvoices,
-        plan,
-        service,
-        baseline,
-        seeded.practice.key,
-      );
+      const everything = settings.only === undefined;
+      if (everything) await patientScenarios(ctx, service, baseline, seeded);
+      const smallPage = everything
+        ? await pagingScenario(
+            ctx,
+            '10k',
+            settings.smallInvoices,
+            plan,
+            service,
+            baseline,
+            seeded.practice.key,
+          )
+        : undefined;
       await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
       await sharedClaimScenario(ctx, service, adminToken, sql);
+      if (!everything) return;
 
       // Grow to the fallback size first, then on to the full size only if the rate seen so far says it fits.
       const largeStarted = Date.now();

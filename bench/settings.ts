@@ -19,10 +19,19 @@ function passes(): PassName[] {
   );
 }
 
+/** BENCH_ONLY=claims runs only the claim pipelines (with what they need), for a quick look at them. */
+function only(): 'claims' | undefined {
+  const raw = process.env.BENCH_ONLY;
+  if (raw === undefined || raw === '') return undefined;
+  if (raw !== 'claims') throw new Error(`BENCH_ONLY must be "claims", got "${raw}"`);
+  return raw;
+}
+
 export const settings = {
   /** Everything, reports and cleanup included, ends within this (the brief: under 15 minutes). */
   budgetMs: number('BENCH_BUDGET_S', 14 * 60 + 20) * 1000,
   passes: passes(),
+  only: only(),
   databaseUrl: process.env.DATABASE_URL,
   connections: 32,
   warmupSeconds: number('BENCH_WARMUP_S', 3),
