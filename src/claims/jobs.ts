@@ -8,7 +8,7 @@ import { findCoverage } from '../insurance/store.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
 import { PAYABLE, recordPayment, takeBackInsurerPayments } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
-import { readInvoice } from '../invoices/service.ts';
+import { lockInvoice, readInvoice } from '../invoices/service.ts';
 import { insurerPaid } from '../invoices/store.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../jobs/queue.ts';
@@ -110,7 +110,7 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
     await inPractice(ctx.db, practiceId, async (trx) => {
       const billing = await practiceBilling(trx, practiceId);
       const current = await findClaim(trx, practiceId, claimId);
-      if (current) await readInvoice(trx, practiceId, current.invoice_id, true);
+      if (current) await lockInvoice(trx, practiceId, current.invoice_id);
       const claim = await findClaim(trx, practiceId, claimId, true);
       if (claim && claim.status === 'submitting' && claim.submission_id === submissionId) {
         await setClaimStatus(
@@ -134,7 +134,7 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
     const now = ctx.now();
     const current = await findClaim(trx, practiceId, claimId);
     if (!current) return;
-    await readInvoice(trx, practiceId, current.invoice_id, true);
+    await lockInvoice(trx, practiceId, current.invoice_id);
     const claim = await findClaim(trx, practiceId, claimId, true);
     if (claim?.status !== 'submitting' || claim.submission_id !== submissionId) {
       await finishJob(trx, job, now);
@@ -212,7 +212,7 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
 
   await inPractice(ctx.db, practiceId, async (trx) => {
     const now = ctx.now();
-    await readInvoice(trx, practiceId, prepared.claim.invoice_id, true);
+    await lockInvoice(trx, practiceId, prepared.claim.invoice_id);
     const claim = await findClaim(trx, practiceId, claimId, true);
     if (claim?.status !== 'reversing') {
       await finishJob(trx, job, now);
@@ -284,11 +284,11 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
         (sum, i) => sum + (i.decision === 'denied' ? 0 : Number(i.benefit ?? 0)),
         0,
       );
-      const record = await readInvoice(trx, practiceId, claim.invoice_id, true);
+      const invoice = await lockInvoice(trx, practiceId, claim.invoice_id);
       // Net of what the insurer already paid on this invoice and did not take back.
       const paidByInsurer = await insurerPaid(trx, practiceId, claim.invoice_id);
-      const amount = Math.min(benefit - paidByInsurer, Number(record.invoice.balance_due));
-      if (amount > 0 && (record.invoice.status === 'amending' || record.invoice.status === 'draft')) {
+      const amount = Math.min(benefit - paidByInsurer, Number(invoice.balance_due));
+      if (amount > 0 && (invoice.status === 'amending' || invoice.status === 'draft')) {
         // The practice is changing the invoice: pay once it is issued again, not never.
         await rescheduleJob(
           trx,
@@ -298,7 +298,7 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
         );
         return;
       }
-      if (amount > 0 && PAYABLE.includes(record.invoice.status as InvoiceStatus)) {
+      if (amount > 0 && PAYABLE.includes(invoice.status as InvoiceStatus)) {
         await recordPayment(
           trx,
           await practiceBilling(trx, practiceId),

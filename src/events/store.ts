@@ -4,8 +4,9 @@
 // is stamped at or above it, so it can never land before the place a reader has already paged to.
 // Events older than the retention window are not served; the rows stay, since webhook delivery logs
 // name them (docs/decisions.md).
-import { sql } from 'kysely';
+import { type Insertable, sql } from 'kysely';
 import { safeHighWaterMark, stampChange } from '../platform/db/change-feed.ts';
+import type { EventsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 import type { EventRecord, EventType } from './schemas.ts';
@@ -24,28 +25,26 @@ export interface EventFeedRow extends EventRecord {
 
 const COLUMNS = sql`id, type, object_type, object_id, occurred_at, stamp, seq::text AS seq`;
 
-/** Writes an event, stamped with the change feed's time of its transaction, which orders the list. */
-export async function insertEvent(
+/**
+ * The row of a new event, stamped with the change feed's time of its transaction, which orders the
+ * list; the outbox (src/webhooks/outbox.ts) inserts it together with its deliveries' look-up.
+ */
+export async function newEventRow(
   trx: Trx,
   practiceId: string,
   type: EventType,
   object: { type: 'invoice'; id: string },
   occurredAt: Date,
-): Promise<string> {
-  const id = newId('event');
-  await trx
-    .insertInto('events')
-    .values({
-      practice_id: practiceId,
-      id,
-      type,
-      object_type: object.type,
-      object_id: object.id,
-      occurred_at: occurredAt,
-      stamp: await stampChange(trx),
-    })
-    .execute();
-  return id;
+): Promise<Insertable<EventsTable> & { id: string }> {
+  return {
+    practice_id: practiceId,
+    id: newId('event'),
+    type,
+    object_type: object.type,
+    object_id: object.id,
+    occurred_at: occurredAt,
+    stamp: await stampChange(trx),
+  };
 }
 
 /** One event of the practice still within the retention window. */

@@ -9,7 +9,7 @@
 // It remembers every message id it answered and answers a repeat the same way.
 import { createHash } from 'node:crypto';
 import type { Database } from '../platform/db/database.ts';
-import { asOperator } from '../platform/db/transaction.ts';
+import { asOperator, type Trx } from '../platform/db/transaction.ts';
 import {
   type AdjudicatedLine,
   type ClaimSubmission,
@@ -45,32 +45,35 @@ export class SandboxInsurer implements Insurer {
     this.#delayMs = delayMs;
   }
 
-  async #answerOnce<T>(messageId: string, kind: string, decide: () => Promise<T>): Promise<T> {
+  /**
+   * Answers a message id once: one transaction reads a stored answer, or decides and stores one. Two
+   * deliveries of one id at once both decide, the second insert waits for the first and keeps it,
+   * and both return the stored answer.
+   */
+  async #answerOnce<T>(messageId: string, kind: string, decide: (trx: Trx) => Promise<T>): Promise<T> {
     if (this.#delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.#delayMs));
-    const seen = await asOperator(this.#db, (trx) =>
-      trx
+    return asOperator(this.#db, async (trx) => {
+      const seen = await trx
         .selectFrom('sandbox_insurer_messages')
         .select('answer')
         .where('message_id', '=', messageId)
-        .executeTakeFirst(),
-    );
-    if (seen) return seen.answer as T;
-    const answer = await decide();
-    await asOperator(this.#db, (trx) =>
-      trx
+        .executeTakeFirst();
+      if (seen) return seen.answer as T;
+      const answer = await decide(trx);
+      const inserted = await trx
         .insertInto('sandbox_insurer_messages')
         .values({ message_id: messageId, kind, answer: JSON.stringify(answer) })
         .onConflict((oc) => oc.column('message_id').doNothing())
-        .execute(),
-    );
-    const stored = await asOperator(this.#db, (trx) =>
-      trx
+        .returning('answer')
+        .executeTakeFirst();
+      if (inserted) return inserted.answer as T;
+      const stored = await trx
         .selectFrom('sandbox_insurer_messages')
         .select('answer')
         .where('message_id', '=', messageId)
-        .executeTakeFirstOrThrow(),
-    );
-    return stored.answer as T;
+        .executeTakeFirstOrThrow();
+      return stored.answer as T;
+    });
   }
 
   async submit(submission: ClaimSubmission): Promise<SubmitAnswer> {
@@ -78,10 +81,10 @@ export class SandboxInsurer implements Insurer {
     if (member.startsWith(SANDBOX_TRIGGERS.timeout)) {
       throw new InsurerNoAnswer('The sandbox insurer never answers members whose number starts with TIMEOUT');
     }
-    return this.#answerOnce(submission.submissionId, 'submit', () => this.#adjudicate(submission));
+    return this.#answerOnce(submission.submissionId, 'submit', (trx) => this.#adjudicate(trx, submission));
   }
 
-  async #adjudicate(submission: ClaimSubmission): Promise<SubmitAnswer> {
+  async #adjudicate(trx: Trx, submission: ClaimSubmission): Promise<SubmitAnswer> {
     const member = submission.member.memberNumber.toUpperCase();
     const rejectAll = (message: string): SubmitAnswer => ({
       status: 'rejected',
@@ -104,13 +107,11 @@ export class SandboxInsurer implements Insurer {
     if (!submission.member.membershipActive) {
       return rejectAll(`Membership ${submission.member.memberNumber} is not active on the date of service.`);
     }
-    const rates = await asOperator(this.#db, (trx) =>
-      trx
-        .selectFrom('insurance_plan_rates')
-        .select(['system', 'code', 'amount'])
-        .where('plan_id', '=', submission.member.planId)
-        .execute(),
-    );
+    const rates = await trx
+      .selectFrom('insurance_plan_rates')
+      .select(['system', 'code', 'amount'])
+      .where('plan_id', '=', submission.member.planId)
+      .execute();
     const rateOf = (system: string | null, code: string) =>
       rates.find((r) => r.code === code && (system === null || r.system === system));
     const lines: AdjudicatedLine[] = submission.lines.map((line) => {

@@ -11,8 +11,8 @@ import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
 import type { InvoiceStatus, Payment } from './schemas.ts';
-import { readInvoice, touchInvoice } from './service.ts';
-import { type InvoiceRecord, insertPayment, insurerPaid, listPayments } from './store.ts';
+import { lockInvoice, readInvoice, touchInvoice } from './service.ts';
+import { type InvoiceRow, insertPayment, insurerPaid, listPayments } from './store.ts';
 
 export const PAYABLE: readonly InvoiceStatus[] = ['issued', 'partially_paid', 'overdue'];
 
@@ -39,7 +39,7 @@ export interface PaymentRequest {
 }
 
 export async function recordPayment(trx: Trx, billing: PracticeBilling, request: PaymentRequest, now: Date) {
-  const record = await readInvoice(trx, billing.id, request.invoiceId, true).catch((error: unknown) => {
+  const invoice = await lockInvoice(trx, billing.id, request.invoiceId).catch((error: unknown) => {
     if (error instanceof AppError && error.code === 'not_found') {
       throw fieldErrors([
         { field: 'invoiceId', code: 'invalid', message: 'invoiceId is not an invoice of this practice' },
@@ -47,7 +47,6 @@ export async function recordPayment(trx: Trx, billing: PracticeBilling, request:
     }
     throw error;
   });
-  const invoice = record.invoice;
   if (!PAYABLE.includes(invoice.status as InvoiceStatus)) {
     throw new AppError(
       'business_rule',
@@ -60,18 +59,17 @@ export async function recordPayment(trx: Trx, billing: PracticeBilling, request:
       { field: 'amount', code: 'invalid', message: `amount is more than the balance due (${balance})` },
     ]);
   }
-  return writePayment(trx, billing, record, { ...request, source: request.source ?? 'patient' }, now);
+  return writePayment(trx, billing, invoice, { ...request, source: request.source ?? 'patient' }, now);
 }
 
 /** Inserts the payment, moves the invoice's amount paid and status with it, and writes payment.created. */
 async function writePayment(
   trx: Trx,
   billing: PracticeBilling,
-  record: InvoiceRecord,
+  invoice: InvoiceRow,
   payment: PaymentRequest & { source: 'patient' | 'insurer' },
   now: Date,
 ) {
-  const invoice = record.invoice;
   const row = await insertPayment(trx, {
     practice_id: billing.id,
     id: newId('payment'),
@@ -107,11 +105,11 @@ export async function takeBackInsurerPayments(
 ) {
   const paid = await insurerPaid(trx, billing.id, invoiceId);
   if (paid <= 0) return undefined;
-  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  const invoice = await lockInvoice(trx, billing.id, invoiceId);
   return writePayment(
     trx,
     billing,
-    record,
+    invoice,
     { invoiceId, amount: -paid, method: 'reversal', reference, source: 'insurer' },
     now,
   );

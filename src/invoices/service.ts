@@ -14,7 +14,15 @@ import { recordEvent } from '../webhooks/outbox.ts';
 import { invoiceTotals } from './money.ts';
 import { OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
-import { findInvoice, type InvoiceRecord, insertNotification, lineTotals, updateInvoice } from './store.ts';
+import {
+  findInvoice,
+  findInvoiceRow,
+  type InvoiceRecord,
+  type InvoiceRow,
+  insertNotification,
+  lineTotals,
+  updateInvoice,
+} from './store.ts';
 
 export const EDITABLE_STATUSES: readonly InvoiceStatus[] = ['draft', 'amending'];
 export const CLAIM_IN_FLIGHT = ['submitting', 'reversing'];
@@ -66,6 +74,13 @@ export async function readInvoice(
   const record = await findInvoice(trx, practiceId, id, forUpdate);
   if (!record) throw notFound('Invoice');
   return record;
+}
+
+/** Locks the invoice's row until commit, for a change that does not need its lines. */
+export async function lockInvoice(trx: Trx, practiceId: string, id: string): Promise<InvoiceRow> {
+  const row = await findInvoiceRow(trx, practiceId, id, true);
+  if (!row) throw notFound('Invoice');
+  return row;
 }
 
 /**

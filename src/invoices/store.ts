@@ -92,10 +92,55 @@ export async function loadRecords(
   }));
 }
 
-export async function findInvoice(trx: Trx, practiceId: string, id: string, forUpdate = false) {
-  const row = await findInvoiceRow(trx, practiceId, id, forUpdate);
+/** The lines of one invoice in position order, as one jsonb value (so a record is one statement). */
+function linesOfInvoice(practiceId: string, invoiceId: string) {
+  return sql<LineRow[]>`coalesce((
+    SELECT jsonb_agg(to_jsonb(l) ORDER BY l.position) FROM invoice_lines l
+    WHERE l.practice_id = ${practiceId} AND l.invoice_id = ${invoiceId}), '[]'::jsonb)`;
+}
+
+function encounterIdsOfInvoice(practiceId: string, invoiceId: string) {
+  return sql<string[]>`ARRAY(
+    SELECT e.encounter_id FROM invoice_encounters e
+    WHERE e.practice_id = ${practiceId} AND e.invoice_id = ${invoiceId} ORDER BY e.encounter_id)`;
+}
+
+/**
+ * One invoice with its lines and visits. Unlocked, that is one statement. With forUpdate the row is
+ * locked first and its parts read by a second statement: a statement that waited for the lock still
+ * reads with the snapshot it started with, so lines read in the locking statement could predate the
+ * change the lock waited for.
+ */
+export async function findInvoice(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  forUpdate = false,
+): Promise<InvoiceRecord | undefined> {
+  if (forUpdate) {
+    const invoice = await findInvoiceRow(trx, practiceId, id, true);
+    if (!invoice) return undefined;
+    const parts = await trx
+      .selectNoFrom([
+        linesOfInvoice(practiceId, id).as('lines'),
+        encounterIdsOfInvoice(practiceId, id).as('encounter_ids'),
+      ])
+      .executeTakeFirstOrThrow();
+    return { invoice, lines: parts.lines, encounterIds: parts.encounter_ids };
+  }
+  const row = await trx
+    .selectFrom('invoices')
+    .selectAll()
+    .select([
+      linesOfInvoice(practiceId, id).as('record_lines'),
+      encounterIdsOfInvoice(practiceId, id).as('record_encounter_ids'),
+    ])
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   if (!row) return undefined;
-  return (await loadRecords(trx, practiceId, [row]))[0];
+  const { record_lines: lines, record_encounter_ids: encounterIds, ...invoice } = row;
+  return { invoice, lines, encounterIds };
 }
 
 export interface InvoiceFilters {

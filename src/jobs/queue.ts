@@ -2,7 +2,7 @@
 // asks for it (so it exists exactly when the change committed). Workers take due jobs with FOR UPDATE
 // SKIP LOCKED and a lease: any number of worker processes can share one database, and a job whose
 // worker died is taken again once its lease runs out. Times come from the service clock.
-import type { Selectable } from 'kysely';
+import type { Insertable, Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Static, TSchema } from 'typebox';
 import type { Database } from '../platform/db/database.ts';
@@ -56,6 +56,38 @@ function jobsQueued(db: Database): void {
   }
 }
 
+/**
+ * The row of a new job, its payload checked against its kind, for a caller that inserts it in a
+ * statement of its own (several jobs, or jobs with the rows they work on); that caller then calls
+ * announceQueuedJobs in the same transaction.
+ */
+export function newJobRow<S extends TSchema>(
+  practiceId: string,
+  kind: JobKind<S>,
+  payload: Static<S>,
+  runAt: Date,
+  now: Date,
+): Insertable<JobsTable> & { id: string } {
+  checkedPayload(kind, payload);
+  return {
+    practice_id: practiceId,
+    id: newId('job'),
+    kind: kind.name,
+    payload: JSON.stringify(payload),
+    run_at: runAt,
+    created_at: now,
+    locked_by: null,
+    locked_until: null,
+    last_error: null,
+    finished_at: null,
+  };
+}
+
+/** Wakes the workers once this transaction, which inserted job rows, has committed. */
+export function announceQueuedJobs(trx: Trx): void {
+  afterCommit(trx, jobsQueued);
+}
+
 export async function enqueueJob<S extends TSchema>(
   trx: Trx,
   practiceId: string,
@@ -64,25 +96,10 @@ export async function enqueueJob<S extends TSchema>(
   runAt: Date,
   now: Date,
 ): Promise<string> {
-  checkedPayload(kind, payload);
-  const id = newId('job');
-  await trx
-    .insertInto('jobs')
-    .values({
-      practice_id: practiceId,
-      id,
-      kind: kind.name,
-      payload: JSON.stringify(payload),
-      run_at: runAt,
-      created_at: now,
-      locked_by: null,
-      locked_until: null,
-      last_error: null,
-      finished_at: null,
-    })
-    .execute();
-  afterCommit(trx, jobsQueued);
-  return id;
+  const row = newJobRow(practiceId, kind, payload, runAt, now);
+  await trx.insertInto('jobs').values(row).execute();
+  announceQueuedJobs(trx);
+  return row.id;
 }
 
 /** Takes up to `limit` due jobs for this worker, leasing them until now + leaseMs. */

@@ -17,7 +17,7 @@ import {
   setEndpointEnabled,
   updateEndpoint,
 } from './endpoints.ts';
-import { queueDelivery } from './outbox.ts';
+import { queueDeliveries } from './outbox.ts';
 import type { AttemptRow } from './store.ts';
 import {
   endpointAttempts,
@@ -346,9 +346,12 @@ export const webhookAdminRoutes = [
       const disabled = endpoints.find((e) => !e.enabled);
       if (body.endpointId && disabled)
         throw new AppError('business_rule', 'The endpoint is disabled; enable it first.');
-      const ids = [];
-      for (const endpoint of endpoints.filter((e) => e.enabled))
-        ids.push(await queueDelivery(trx, params.practiceId, endpoint.id, event.id, now));
+      const ids = await queueDeliveries(
+        trx,
+        params.practiceId,
+        endpoints.filter((e) => e.enabled).map((e) => ({ endpointId: e.id, eventId: event.id })),
+        now,
+      );
       return {
         body: { object: 'redelivery' as const, queued: ids.length, deliveryIds: ids },
         audit: { practiceId: params.practiceId, resourceType: 'event', resourceId: event.id },
@@ -375,9 +378,12 @@ export const webhookAdminRoutes = [
           'The endpoint is disabled; enable it before recovering deliveries.',
         );
       const failed = await undeliveredEventsSince(trx, params.practiceId, endpoint.id, new Date(body.since));
-      const ids = [];
-      for (const eventId of failed)
-        ids.push(await queueDelivery(trx, params.practiceId, endpoint.id, eventId, now));
+      const ids = await queueDeliveries(
+        trx,
+        params.practiceId,
+        failed.map((eventId) => ({ endpointId: endpoint.id, eventId })),
+        now,
+      );
       return {
         body: { object: 'redelivery' as const, queued: ids.length, deliveryIds: ids },
         audit: { practiceId: params.practiceId, resourceType: 'webhook_endpoint', resourceId: endpoint.id },

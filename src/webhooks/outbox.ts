@@ -1,14 +1,16 @@
 // Owns the outbox: an event is written in the same transaction as the change it reports, and so are
 // its deliveries (one per enabled webhook endpoint of the practice that wants its type) and the jobs
 // that make them. An event exists exactly when its change committed, and none is lost between a
-// commit and a queue. Capabilities report their changes through recordEvent.
+// commit and a queue. Capabilities report their changes through recordEvent, which costs two
+// statements: the event's insert with the look-up of its endpoints, then (only when some endpoint
+// takes it) the deliveries with their jobs.
 import type { EventType } from '../events/schemas.ts';
-import { insertEvent } from '../events/store.ts';
-import { enqueueJob } from '../jobs/queue.ts';
+import { newEventRow } from '../events/store.ts';
+import { announceQueuedJobs, newJobRow } from '../jobs/queue.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 import { DELIVER_JOB } from './job-kinds.ts';
-import { endpointsTakingEvent } from './store.ts';
+import { takesEventType } from './store.ts';
 
 export async function recordEvent(
   trx: Trx,
@@ -17,35 +19,59 @@ export async function recordEvent(
   object: { type: 'invoice'; id: string },
   occurredAt: Date,
 ): Promise<string> {
-  const id = await insertEvent(trx, practiceId, type, object, occurredAt);
-  const endpoints = await endpointsTakingEvent(trx, practiceId, type, { enabled: true });
-  for (const endpoint of endpoints) await queueDelivery(trx, practiceId, endpoint.id, id, occurredAt);
-  return id;
+  const event = await newEventRow(trx, practiceId, type, object, occurredAt);
+  const endpoints = await trx
+    .with('recorded_event', (db) => db.insertInto('events').values(event))
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('enabled', '=', true)
+    .where(takesEventType(type))
+    .orderBy('id')
+    .execute();
+  await queueDeliveries(
+    trx,
+    practiceId,
+    endpoints.map((endpoint) => ({ endpointId: endpoint.id, eventId: event.id })),
+    occurredAt,
+  );
+  return event.id;
 }
 
-/** A delivery of one event to one endpoint, with the job that makes its first attempt now. */
-export async function queueDelivery(
+// A delivery and its job are 19 parameters; this keeps a statement well below PostgreSQL's 65,535.
+const DELIVERIES_PER_STATEMENT = 500;
+
+/**
+ * Deliveries of events to endpoints, each with the job that makes its first attempt now, inserted
+ * together; returns their ids in the order asked.
+ */
+export async function queueDeliveries(
   trx: Trx,
   practiceId: string,
-  endpointId: string,
-  eventId: string,
+  wanted: Array<{ endpointId: string; eventId: string }>,
   now: Date,
-): Promise<string> {
-  const deliveryId = newId('delivery');
-  await trx
-    .insertInto('webhook_deliveries')
-    .values({
+): Promise<string[]> {
+  const ids: string[] = [];
+  for (let from = 0; from < wanted.length; from += DELIVERIES_PER_STATEMENT) {
+    const deliveries = wanted.slice(from, from + DELIVERIES_PER_STATEMENT).map((d) => ({
       practice_id: practiceId,
-      id: deliveryId,
-      endpoint_id: endpointId,
-      event_id: eventId,
-      state: 'pending',
+      id: newId('delivery'),
+      endpoint_id: d.endpointId,
+      event_id: d.eventId,
+      state: 'pending' as const,
       next_attempt_at: now,
       last_status: null,
       created_at: now,
       finished_at: null,
-    })
-    .execute();
-  await enqueueJob(trx, practiceId, DELIVER_JOB, { deliveryId }, now, now);
-  return deliveryId;
+    }));
+    const jobs = deliveries.map((d) => newJobRow(practiceId, DELIVER_JOB, { deliveryId: d.id }, now, now));
+    await trx
+      .with('queued_deliveries', (db) => db.insertInto('webhook_deliveries').values(deliveries))
+      .insertInto('jobs')
+      .values(jobs)
+      .execute();
+    ids.push(...deliveries.map((d) => d.id));
+  }
+  if (ids.length > 0) announceQueuedJobs(trx);
+  return ids;
 }

@@ -30,6 +30,11 @@ export async function listEndpoints(trx: Trx, practiceId: string) {
     .execute();
 }
 
+/** True for an endpoint row that takes events of `type`: it lists no types, or lists this one. */
+export function takesEventType(type: string) {
+  return sql<boolean>`(cardinality(event_types) = 0 OR ${type} = ANY (event_types))`;
+}
+
 /** The practice's endpoints that take events of `type` (no types listed means all), optionally only enabled ones or one. */
 export async function endpointsTakingEvent(
   trx: Trx,
@@ -41,7 +46,7 @@ export async function endpointsTakingEvent(
     .selectFrom('webhook_endpoints')
     .selectAll()
     .where('practice_id', '=', practiceId)
-    .where(sql<boolean>`(cardinality(event_types) = 0 OR ${type} = ANY (event_types))`);
+    .where(takesEventType(type));
   if (only.enabled !== undefined) query = query.where('enabled', '=', only.enabled);
   if (only.endpointId) query = query.where('id', '=', only.endpointId);
   return query.execute();
