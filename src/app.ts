@@ -30,6 +30,7 @@ import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { patientRoutes } from './patients/routes.ts';
 import { clientErrorHandler } from './platform/http/client-error.ts';
+import { buildSerializerOnFirstUse } from './platform/http/lazy-compile.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { limitOrRefuse, sourceKey } from './platform/http/rate-limit.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
@@ -94,6 +95,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // Node's parser bounds the whole request line (16 KB); a path parameter is checked by its route's
     // schema, after authentication, so an over-long id without a valid key answers 401 like any other.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
+    schemaController: { compilersFactory: { buildSerializer: buildSerializerOnFirstUse } },
   });
   app.setValidatorCompiler(validatorCompiler);
   const refuseUnrouted = trackRoutesForMethodCheck(app, limitSource);

@@ -9,6 +9,7 @@ import { startJobWorker } from './job-catalogue.ts';
 import type { Worker } from './jobs/worker.ts';
 import { type Config, ConfigError } from './platform/config.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
+import { compilePendingSchemas } from './platform/http/lazy-compile.ts';
 import { ensureSandbox, type SandboxCredentials } from './sandbox.ts';
 
 export interface RunOptions {
@@ -97,6 +98,9 @@ export async function runService(configured: Config, options: RunOptions): Promi
     if (app) {
       await app.listen({ port: config.port, host: config.host });
       if (sandbox) printSandbox(config, sandbox);
+      void compilePendingSchemas().catch((err: unknown) =>
+        log.error({ err }, 'a route schema does not compile'),
+      );
     }
   } catch (error) {
     // A failed start (migration, port in use) must not leave the database open or the data directory locked.

@@ -17,7 +17,7 @@ import {
   updatePatient,
 } from './store.ts';
 
-const validatePatientRequest = compileBodyValidator(PatientRequest);
+const patientRequestValidator = compileBodyValidator(PatientRequest);
 
 export function patientOf(row: PatientRow): Patient {
   return {
@@ -159,6 +159,7 @@ export async function patchRuleErrors(
   const row = await findPatient(trx, practiceId, id);
   if (!row) throw notFound('Patient');
   const merged = applyMergePatch(requestOf(row), patch) as PatientRequest;
+  const validatePatientRequest = patientRequestValidator();
   const errors = validatePatientRequest(merged)
     ? []
     : toFieldErrors(validatePatientRequest.errors ?? [], 'body');
@@ -176,6 +177,7 @@ export async function patchPatient(
   const row = await findPatient(trx, practiceId, id, true);
   if (!row) throw notFound('Patient');
   const merged = applyMergePatch(requestOf(row), patch) as PatientRequest;
+  const validatePatientRequest = patientRequestValidator();
   if (!validatePatientRequest(merged)) {
     throw fieldErrors(toFieldErrors(validatePatientRequest.errors ?? [], 'body'));
   }

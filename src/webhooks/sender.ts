@@ -1,7 +1,7 @@
 // Owns the HTTP side of a delivery: one POST of the exact bytes signed, to a public address only
 // (checked when connecting), never following redirects, given up after 10 seconds, reading at most a
-// small part of the receiver's answer.
-import { Agent, request } from 'undici';
+// small part of the receiver's answer. The HTTP client is loaded on the first delivery, not at start.
+import type { Agent, request } from 'undici';
 import { AddressRefused, guardedLookup, sendProblem } from './address-guard.ts';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
@@ -14,17 +14,29 @@ export interface SendResult {
   error: string | null;
 }
 
+interface HttpClient {
+  agent: Agent;
+  request: typeof request;
+}
+
 export class WebhookSender {
-  readonly #agent: Agent;
+  #client: Promise<HttpClient> | undefined;
   readonly #allowPrivate: boolean;
 
   constructor(allowPrivate: boolean) {
     this.#allowPrivate = allowPrivate;
-    this.#agent = new Agent({
-      connect: { lookup: guardedLookup(allowPrivate), timeout: DELIVERY_TIMEOUT_MS },
-      headersTimeout: DELIVERY_TIMEOUT_MS,
-      bodyTimeout: DELIVERY_TIMEOUT_MS,
-    });
+  }
+
+  #http(): Promise<HttpClient> {
+    this.#client ??= import('undici').then((undici) => ({
+      agent: new undici.Agent({
+        connect: { lookup: guardedLookup(this.#allowPrivate), timeout: DELIVERY_TIMEOUT_MS },
+        headersTimeout: DELIVERY_TIMEOUT_MS,
+        bodyTimeout: DELIVERY_TIMEOUT_MS,
+      }),
+      request: undici.request,
+    }));
+    return this.#client;
   }
 
   async send(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
@@ -32,7 +44,8 @@ export class WebhookSender {
     try {
       const refused = sendProblem(url, this.#allowPrivate);
       if (refused) throw new AddressRefused(refused);
-      const response = await request(url, {
+      const http = await this.#http();
+      const response = await http.request(url, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
@@ -40,7 +53,7 @@ export class WebhookSender {
           ...headers,
         },
         body,
-        dispatcher: this.#agent,
+        dispatcher: http.agent,
         signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
       });
       const chunks: Buffer[] = [];
@@ -71,6 +84,7 @@ export class WebhookSender {
   }
 
   async close(): Promise<void> {
-    await this.#agent.close();
+    const client = this.#client;
+    if (client) await (await client).agent.close();
   }
 }

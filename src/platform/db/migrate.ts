@@ -1,10 +1,27 @@
 // Owns bringing a database to the latest schema with Kysely's migrator. Runs as the connection's own
 // role (the schema owner), never as a service role.
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { type MigrationResultSet, Migrator } from 'kysely/migration';
 import { migrations } from '../../../migrations/index.ts';
 
+/**
+ * True when the database has run exactly this build's migrations: one statement, where the migrator
+ * would first make sure of its tables and take its lock. Any doubt (no table yet) says false.
+ */
+async function alreadyLatest(kysely: Kysely<unknown>): Promise<boolean> {
+  try {
+    const { rows } = await sql<{ names: string[] }>`
+      SELECT ARRAY(SELECT name FROM kysely_migration ORDER BY name) AS names`.execute(kysely);
+    const ran = rows[0]?.names ?? [];
+    const known = Object.keys(migrations).sort();
+    return ran.length === known.length && ran.every((name, i) => name === known[i]);
+  } catch {
+    return false;
+  }
+}
+
 export async function migrateToLatest(kysely: Kysely<unknown>): Promise<string[]> {
+  if (await alreadyLatest(kysely)) return [];
   const migrator = new Migrator({
     db: kysely,
     provider: { getMigrations: async () => migrations },

@@ -5,6 +5,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from './errors.ts';
+import { compiledOnFirstUse } from './lazy-compile.ts';
 
 // ajv-formats is published as CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -60,8 +61,10 @@ function unstorableText(value: unknown, instancePath: string, out: ErrorObject[]
 }
 
 /** The schema's validation, then the text check: every part of every request gets both. */
-function withTextCheck(validate: ValidateFunction): ValidateFunction {
+function withTextCheck(compile: () => ValidateFunction): ValidateFunction {
+  const validator = compiledOnFirstUse(compile);
   const checked = ((data: unknown) => {
+    const validate = validator();
     const valid = validate(data);
     const errors = valid ? [] : [...(validate.errors ?? [])];
     unstorableText(data, '', errors, 0);
@@ -73,12 +76,15 @@ function withTextCheck(validate: ValidateFunction): ValidateFunction {
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : otherAjv;
-  return withTextCheck(ajv.compile(schema as object) as ValidateFunction);
+  return withTextCheck(() => ajv.compile(schema as object) as ValidateFunction);
 };
 
-/** Compiles a body schema for use outside routes (for example to validate a merged patch). */
-export function compileBodyValidator(schema: object): ValidateFunction {
-  return bodyAjv.compile(schema);
+/**
+ * A body schema's validation for use outside routes (for example to validate a merged patch),
+ * compiled on first use like the routes' own.
+ */
+export function compileBodyValidator(schema: object): () => ValidateFunction {
+  return compiledOnFirstUse(() => bodyAjv.compile(schema));
 }
 
 function pathOf(instancePath: string): string[] {
