@@ -8,6 +8,7 @@ import { buildApp } from '../src/app.ts';
 import { buildDeps } from '../src/bootstrap.ts';
 import type { AuditEntry } from '../src/platform/audit-log.ts';
 import { type Database, openPostgres } from '../src/platform/db/database.ts';
+import { advisoryLockKey } from '../src/platform/db/transaction.ts';
 import {
   type Answer,
   apiClient,
@@ -399,7 +400,7 @@ describeEachBackend('idempotency', (backend) => {
         locked = r;
       });
       const holding = holder.kysely.transaction().execute(async (trx) => {
-        await sql`SELECT pg_advisory_xact_lock(hashtextextended(${name}, 0))`.execute(trx);
+        await sql`SELECT pg_advisory_xact_lock(${advisoryLockKey(name)}::bigint)`.execute(trx);
         locked();
         await released;
       });

@@ -176,6 +176,44 @@ function prepareStatements(client: pg.PoolClient): void {
   });
 }
 
+type QueryResultLike = { command: string; rowCount: number | null; rows: unknown[]; fields: unknown[] };
+
+function emptyResult(command: string): QueryResultLike {
+  return { command, rowCount: null, rows: [], fields: [] };
+}
+
+/**
+ * Saves a round trip per transaction: Kysely's BEGIN is held back and sent in one simple-protocol
+ * message with the transaction's first statement when that statement has no parameters (the frame of
+ * src/platform/db/transaction.ts, whose settings are literals), the answer of that statement being the
+ * last of the message's. Any other first statement is sent after its own BEGIN, in order; a transaction
+ * that ends before its first statement sends nothing at all.
+ */
+function joinBeginWithFirstStatement(client: pg.PoolClient): void {
+  let beginHeld = false;
+  wrapQuery(client, (query, args) => {
+    const [text, values] = args;
+    const command = typeof text === 'string' ? text.trim().toLowerCase() : '';
+    const parameterless = values === undefined || (Array.isArray(values) && values.length === 0);
+    if (command === 'begin' && parameterless && args.length <= 2) {
+      if (beginHeld) return query(...args);
+      beginHeld = true;
+      return Promise.resolve(emptyResult('BEGIN'));
+    }
+    if (!beginHeld) return query(...args);
+    beginHeld = false;
+    if (command === 'commit' || command === 'rollback')
+      return Promise.resolve(emptyResult(command.toUpperCase()));
+    if (typeof text === 'string' && parameterless && args.length <= 2) {
+      const answer = query(`BEGIN;\n${text}`) as Promise<QueryResultLike | QueryResultLike[]>;
+      return answer.then((results) => (Array.isArray(results) ? results[results.length - 1]! : results));
+    }
+    // pg runs a client's queries in the order they were asked: BEGIN goes first.
+    (query('BEGIN') as Promise<unknown>).catch(() => {});
+    return query(...args);
+  });
+}
+
 export function openPostgres(options: PostgresOptions): Database {
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -195,6 +233,7 @@ export function openPostgres(options: PostgresOptions): Database {
     client.on('error', () => {});
     if (options.preparedStatements) prepareStatements(client);
     guardTransactionEnds(client);
+    joinBeginWithFirstStatement(client);
   });
   const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
   return {

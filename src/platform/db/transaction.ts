@@ -1,6 +1,9 @@
 // Owns the only way to run SQL for the service: a transaction that first switches to a service role
 // and, for tenant work, sets the practice. Both settings are transaction-local, so a pooled
-// connection never carries one request's practice into another's.
+// connection never carries one request's practice into another's. The frame's values are written as
+// literals (ids, role names and a lock number, never free text), so that on PostgreSQL it travels
+// with BEGIN in one message (src/platform/db/database.ts).
+import { createHash } from 'node:crypto';
 import { type RawBuilder, sql, type Transaction } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
 import type { Database } from './database.ts';
@@ -51,9 +54,14 @@ async function inTransaction<T>(
 export function inPractice<T>(db: Database, practiceId: string, fn: (trx: Trx) => Promise<T>): Promise<T> {
   return inTransaction(
     db,
-    sql`SELECT set_config('role', ${APP_ROLE}, true), set_config('app.practice_id', ${practiceId}, true)`,
+    sql`SELECT set_config('role', ${sql.lit(APP_ROLE)}, true), set_config('app.practice_id', ${sql.lit(practiceId)}, true)`,
     fn,
   );
+}
+
+/** A 64-bit advisory lock key for a name: the first 8 bytes of its SHA-256, as a signed integer. */
+export function advisoryLockKey(name: string): string {
+  return createHash('sha256').update(name).digest().readBigInt64BE(0).toString();
 }
 
 /**
@@ -69,15 +77,15 @@ export function inPracticeHolding<T>(
 ): Promise<T> {
   return inTransaction(
     db,
-    sql`SELECT set_config('role', ${APP_ROLE}, true), set_config('app.practice_id', ${practiceId}, true),
-      pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) AS locked`,
+    sql`SELECT set_config('role', ${sql.lit(APP_ROLE)}, true), set_config('app.practice_id', ${sql.lit(practiceId)}, true),
+      pg_try_advisory_xact_lock(${sql.lit(advisoryLockKey(lockName))}::bigint) AS locked`,
     fn,
   );
 }
 
 /** Runs fn as the operator role, across practices: admin API, key look-up, background workers. */
 export function asOperator<T>(db: Database, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return inTransaction(db, sql`SELECT set_config('role', ${OPERATOR_ROLE}, true)`, fn);
+  return inTransaction(db, sql`SELECT set_config('role', ${sql.lit(OPERATOR_ROLE)}, true)`, fn);
 }
 
 /** Runs fn inside a savepoint; if it throws, the savepoint's work is undone and the error rethrown. */
