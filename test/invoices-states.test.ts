@@ -176,6 +176,36 @@ describeEachBackend('invoice states', (backend) => {
     assert.equal(added.body.balanceDue, 74750 - 10000);
   });
 
+  test('a VAT change leaves an issued invoice as issued: a payment keeps its totals; issuing it again applies the new rate', async () => {
+    const own = await billingPractice(svc, { vatRateBasisPoints: 1500 });
+    const invoice = await billedInvoice(svc, own, { issue: true });
+    const net = invoice.totalNet as number;
+    const gross = invoice.totalGross as number;
+    assert.equal(gross, net + Math.round((net * 1500) / 10000), 'issued with 15% VAT');
+    const settings = await svc.admin('PUT', `/practices/${own.practiceId}/billing-settings`, {
+      vatRateBasisPoints: 0,
+      paymentTermsDays: 30,
+      invoiceNumberPrefix: 'INV-',
+    });
+    assert.equal(settings.status, 200, settings.text);
+    const paid = await svc.admin('POST', `/practices/${own.practiceId}/payments`, {
+      invoiceId: invoice.id,
+      amount: 5000,
+      method: 'card',
+    });
+    assert.equal(paid.status, 201, paid.text);
+    const afterPayment = (await own.api('GET', `/invoices/${invoice.id}`)).body;
+    assert.equal(afterPayment.totalNet, net);
+    assert.equal(afterPayment.totalGross, gross);
+    assert.equal(afterPayment.balanceDue, gross - 5000);
+    assert.equal((await own.api('POST', `/invoices/${invoice.id}/amend`)).status, 200);
+    const reissued = await own.api('POST', `/invoices/${invoice.id}/issue`);
+    assert.equal(reissued.status, 200, reissued.text);
+    assert.equal(reissued.body.totalNet, net);
+    assert.equal(reissued.body.totalGross, net);
+    assert.equal(reissued.body.balanceDue, net - 5000);
+  });
+
   test('amend is refused while a claim is submitting or reversing', async () => {
     const invoice = await billedInvoice(svc, practice, { issue: true });
     const claimStatus = (status: string | null) =>

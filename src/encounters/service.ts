@@ -236,8 +236,14 @@ export async function recordEncounter(
   return record;
 }
 
-export async function readEncounter(trx: Trx, practiceId: string, id: string): Promise<EncounterRecord> {
-  const record = await findEncounter(trx, practiceId, id);
+/** The encounter with its diagnoses and procedures; forUpdate locks its row until commit. */
+export async function readEncounter(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  forUpdate = false,
+): Promise<EncounterRecord> {
+  const record = await findEncounter(trx, practiceId, id, forUpdate);
   if (!record) throw notFound('Encounter');
   return record;
 }

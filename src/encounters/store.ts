@@ -1,5 +1,5 @@
 // Owns the encounters tables: an encounter with its ordered diagnoses and procedures.
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type {
   EncounterDiagnosesTable,
   EncounterProceduresTable,
@@ -49,19 +49,59 @@ async function withChildren(
   }));
 }
 
+function diagnosesOfEncounter(practiceId: string, encounterId: string) {
+  return sql<Selectable<EncounterDiagnosesTable>[]>`coalesce((
+    SELECT jsonb_agg(to_jsonb(d) ORDER BY d.position) FROM encounter_diagnoses d
+    WHERE d.practice_id = ${practiceId} AND d.encounter_id = ${encounterId}), '[]'::jsonb)`;
+}
+
+function proceduresOfEncounter(practiceId: string, encounterId: string) {
+  return sql<Selectable<EncounterProceduresTable>[]>`coalesce((
+    SELECT jsonb_agg(to_jsonb(p) ORDER BY p.position) FROM encounter_procedures p
+    WHERE p.practice_id = ${practiceId} AND p.encounter_id = ${encounterId}), '[]'::jsonb)`;
+}
+
+/**
+ * One encounter with its diagnoses and procedures. Unlocked, that is one statement. With forUpdate
+ * (bills of one visit queue here) the row is locked and read first and its children read by a second
+ * statement, which sees whatever the transaction it waited for committed.
+ */
 export async function findEncounter(
   trx: Trx,
   practiceId: string,
   id: string,
+  forUpdate = false,
 ): Promise<EncounterRecord | undefined> {
-  const encounter = await trx
+  if (forUpdate) {
+    const encounter = await trx
+      .selectFrom('encounters')
+      .selectAll()
+      .where('practice_id', '=', practiceId)
+      .where('id', '=', id)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!encounter) return undefined;
+    const children = await trx
+      .selectNoFrom([
+        diagnosesOfEncounter(practiceId, id).as('diagnoses'),
+        proceduresOfEncounter(practiceId, id).as('procedures'),
+      ])
+      .executeTakeFirstOrThrow();
+    return { encounter, diagnoses: children.diagnoses, procedures: children.procedures };
+  }
+  const row = await trx
     .selectFrom('encounters')
     .selectAll()
+    .select([
+      diagnosesOfEncounter(practiceId, id).as('record_diagnoses'),
+      proceduresOfEncounter(practiceId, id).as('record_procedures'),
+    ])
     .where('practice_id', '=', practiceId)
     .where('id', '=', id)
     .executeTakeFirst();
-  if (!encounter) return undefined;
-  return (await withChildren(trx, practiceId, [encounter]))[0];
+  if (!row) return undefined;
+  const { record_diagnoses: diagnoses, record_procedures: procedures, ...encounter } = row;
+  return { encounter, diagnoses, procedures };
 }
 
 /** Newest start first; `before` is the (start, id) of the previous page's last encounter. */
@@ -89,16 +129,4 @@ export async function listEncounters(
     );
   }
   return withChildren(trx, practiceId, await query.execute());
-}
-
-/** Locks the visit's row for the rest of the transaction (bills of one visit queue here); false when none. */
-export async function lockEncounter(trx: Trx, practiceId: string, encounterId: string): Promise<boolean> {
-  const locked = await trx
-    .selectFrom('encounters')
-    .select('id')
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', encounterId)
-    .forUpdate()
-    .executeTakeFirst();
-  return locked !== undefined;
 }

@@ -4,7 +4,6 @@
 // was done; the result says why something was skipped.
 
 import { readEncounter } from '../encounters/service.ts';
-import { lockEncounter } from '../encounters/store.ts';
 import { firstActiveCoverage, readCoverage } from '../insurance/service.ts';
 import { findPatient } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
@@ -53,7 +52,8 @@ export async function billEncounter(
       },
     ]);
   }
-  if (!(await lockEncounter(trx, billing.id, encounterId))) throw notFound('Encounter');
+  // The visit's row is locked first: bills of one visit queue here, and the second finds the first's invoice.
+  const { encounter, diagnoses, procedures } = await readEncounter(trx, billing.id, encounterId, true);
   const existing = await liveInvoiceOfEncounter(trx, billing.id, encounterId);
   if (existing) {
     throw new AppError(
@@ -61,7 +61,6 @@ export async function billEncounter(
       `Encounter ${encounterId} is already billed on invoice ${existing.invoice_id}.`,
     );
   }
-  const { encounter, diagnoses, procedures } = await readEncounter(trx, billing.id, encounterId);
   const today = dateIn(billing.timezone, now);
 
   let pricingCoverage: Awaited<ReturnType<typeof readCoverage>> | undefined;
@@ -156,7 +155,14 @@ export async function billEncounter(
     encounterId,
     lines,
   );
-  await touchInvoice(trx, billing, invoiceId);
+  await touchInvoice(
+    trx,
+    billing,
+    invoiceId,
+    {},
+    undefined,
+    lines.map((line) => line.total),
+  );
 
   let issued: boolean | null = null;
   let issueSkippedReason: string | null = null;

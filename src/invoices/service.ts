@@ -84,7 +84,10 @@ export async function lockInvoice(trx: Trx, practiceId: string, id: string): Pro
 }
 
 /**
- * Stamps the invoice with this transaction's change time and recomputes its totals from its lines.
+ * Stamps the invoice with this transaction's change time and writes `set`. Its totals are computed
+ * again only with `retotal`: from the stored lines (true) or from the line totals the caller holds.
+ * Only a change of lines and an issue do that; a claim, a payment or a status change leaves the
+ * totals as they were issued, whatever the practice's VAT rate has become since.
  * With `settleOn` (the practice's date today), an open invoice's status is set from its money
  * (`openStatus`), so a payment, a re-issue or a take-back can never leave it saying otherwise.
  */
@@ -94,13 +97,19 @@ export async function touchInvoice(
   invoiceId: string,
   set: Updateable<InvoicesTable> = {},
   settleOn?: string,
+  retotal: boolean | readonly number[] = false,
 ) {
   const changedAt = await stampChange(trx);
-  const totals = invoiceTotals(await lineTotals(trx, billing.id, invoiceId), billing.vatRateBasisPoints);
+  const totals =
+    retotal === false
+      ? undefined
+      : invoiceTotals(
+          retotal === true ? await lineTotals(trx, billing.id, invoiceId) : [...retotal],
+          billing.vatRateBasisPoints,
+        );
   const row = await updateInvoice(trx, billing.id, invoiceId, {
     ...set,
-    total_net: totals.totalNet,
-    total_gross: totals.totalGross,
+    ...(totals ? { total_net: totals.totalNet, total_gross: totals.totalGross } : {}),
     updated_at: changedAt,
   });
   const money = {
@@ -112,14 +121,15 @@ export async function touchInvoice(
     const status = openStatus(money, settleOn);
     if (status !== row.status) {
       await updateInvoice(trx, billing.id, invoiceId, { status });
+      row.status = status;
     }
   }
-  return { changedAt, number: row.number, ...money };
+  return { changedAt, number: row.number, row, ...money };
 }
 
 /** Refuses (422 business_rule) a line change that leaves the invoice for less than was paid on it. */
 export async function touchInvoiceLines(trx: Trx, billing: PracticeBilling, invoiceId: string) {
-  const touched = await touchInvoice(trx, billing, invoiceId);
+  const touched = await touchInvoice(trx, billing, invoiceId, {}, undefined, true);
   const reason = overpaymentReason(touched, touched.number);
   if (reason) throw new AppError('business_rule', reason);
   return touched;
@@ -158,14 +168,15 @@ export async function issueInvoice(
     );
   }
   // Re-issuing an amended invoice keeps what was paid on it: its status follows from its money.
-  await touchInvoice(
+  const touched = await touchInvoice(
     trx,
     billing,
     invoiceId,
     { status: 'issued', issued_at: now },
     dateIn(billing.timezone, now),
+    record.lines.map((line) => Number(line.total)),
   );
-  const issued = await readInvoice(trx, billing.id, invoiceId);
+  const issued: InvoiceRecord = { ...record, invoice: touched.row };
   await insertNotification(trx, {
     practice_id: billing.id,
     id: newId('notification'),

@@ -313,7 +313,7 @@ export async function updateInvoice(
     .set(set)
     .where('practice_id', '=', practiceId)
     .where('id', '=', invoiceId)
-    .returning(['status', 'number', 'total_gross', 'amount_paid', 'due_date'])
+    .returningAll()
     .executeTakeFirstOrThrow();
 }
 
