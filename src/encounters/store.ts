@@ -1,5 +1,6 @@
 // Owns the encounters tables: an encounter with its ordered diagnoses and procedures.
-import { type Selectable, sql } from 'kysely';
+import type { Selectable } from 'kysely';
+import { childRows } from '../platform/db/child-rows.ts';
 import type {
   EncounterDiagnosesTable,
   EncounterProceduresTable,
@@ -49,18 +50,6 @@ async function withChildren(
   }));
 }
 
-function diagnosesOfEncounter(practiceId: string, encounterId: string) {
-  return sql<Selectable<EncounterDiagnosesTable>[]>`coalesce((
-    SELECT jsonb_agg(to_jsonb(d) ORDER BY d.position) FROM encounter_diagnoses d
-    WHERE d.practice_id = ${practiceId} AND d.encounter_id = ${encounterId}), '[]'::jsonb)`;
-}
-
-function proceduresOfEncounter(practiceId: string, encounterId: string) {
-  return sql<Selectable<EncounterProceduresTable>[]>`coalesce((
-    SELECT jsonb_agg(to_jsonb(p) ORDER BY p.position) FROM encounter_procedures p
-    WHERE p.practice_id = ${practiceId} AND p.encounter_id = ${encounterId}), '[]'::jsonb)`;
-}
-
 /**
  * One encounter with its diagnoses and procedures. Unlocked, that is one statement. With forUpdate
  * (bills of one visit queue here) the row is locked and read first and its children read by a second
@@ -83,8 +72,8 @@ export async function findEncounter(
     if (!encounter) return undefined;
     const children = await trx
       .selectNoFrom([
-        diagnosesOfEncounter(practiceId, id).as('diagnoses'),
-        proceduresOfEncounter(practiceId, id).as('procedures'),
+        childRows('encounter_diagnoses', 'encounter_id', practiceId, id).as('diagnoses'),
+        childRows('encounter_procedures', 'encounter_id', practiceId, id).as('procedures'),
       ])
       .executeTakeFirstOrThrow();
     return { encounter, diagnoses: children.diagnoses, procedures: children.procedures };
@@ -93,8 +82,8 @@ export async function findEncounter(
     .selectFrom('encounters')
     .selectAll()
     .select([
-      diagnosesOfEncounter(practiceId, id).as('record_diagnoses'),
-      proceduresOfEncounter(practiceId, id).as('record_procedures'),
+      childRows('encounter_diagnoses', 'encounter_id', practiceId, id).as('record_diagnoses'),
+      childRows('encounter_procedures', 'encounter_id', practiceId, id).as('record_procedures'),
     ])
     .where('practice_id', '=', practiceId)
     .where('id', '=', id)

@@ -1,6 +1,7 @@
 // Owns the invoice tables: invoices, their lines and visits, and the per-practice invoice numbering.
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import { safeHighWaterMark } from '../platform/db/change-feed.ts';
+import { childRows } from '../platform/db/child-rows.ts';
 import type {
   InvoiceLinesTable,
   InvoicesTable,
@@ -92,13 +93,6 @@ export async function loadRecords(
   }));
 }
 
-/** The lines of one invoice in position order, as one jsonb value (so a record is one statement). */
-function linesOfInvoice(practiceId: string, invoiceId: string) {
-  return sql<LineRow[]>`coalesce((
-    SELECT jsonb_agg(to_jsonb(l) ORDER BY l.position) FROM invoice_lines l
-    WHERE l.practice_id = ${practiceId} AND l.invoice_id = ${invoiceId}), '[]'::jsonb)`;
-}
-
 function encounterIdsOfInvoice(practiceId: string, invoiceId: string) {
   return sql<string[]>`ARRAY(
     SELECT e.encounter_id FROM invoice_encounters e
@@ -122,7 +116,7 @@ export async function findInvoice(
     if (!invoice) return undefined;
     const parts = await trx
       .selectNoFrom([
-        linesOfInvoice(practiceId, id).as('lines'),
+        childRows('invoice_lines', 'invoice_id', practiceId, id).as('lines'),
         encounterIdsOfInvoice(practiceId, id).as('encounter_ids'),
       ])
       .executeTakeFirstOrThrow();
@@ -132,7 +126,7 @@ export async function findInvoice(
     .selectFrom('invoices')
     .selectAll()
     .select([
-      linesOfInvoice(practiceId, id).as('record_lines'),
+      childRows('invoice_lines', 'invoice_id', practiceId, id).as('record_lines'),
       encounterIdsOfInvoice(practiceId, id).as('record_encounter_ids'),
     ])
     .where('practice_id', '=', practiceId)
