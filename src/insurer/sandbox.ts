@@ -53,11 +53,13 @@ export class SandboxInsurer implements Insurer {
   async #answerOnce<T>(messageId: string, kind: string, decide: (trx: Trx) => Promise<T>): Promise<T> {
     if (this.#delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.#delayMs));
     return asOperator(this.#db, async (trx) => {
-      const seen = await trx
-        .selectFrom('sandbox_insurer_messages')
-        .select('answer')
-        .where('message_id', '=', messageId)
-        .executeTakeFirst();
+      const stored = () =>
+        trx
+          .selectFrom('sandbox_insurer_messages')
+          .select('answer')
+          .where('message_id', '=', messageId)
+          .executeTakeFirst();
+      const seen = await stored();
       if (seen) return seen.answer as T;
       const answer = await decide(trx);
       const inserted = await trx
@@ -66,13 +68,10 @@ export class SandboxInsurer implements Insurer {
         .onConflict((oc) => oc.column('message_id').doNothing())
         .returning('answer')
         .executeTakeFirst();
-      if (inserted) return inserted.answer as T;
-      const stored = await trx
-        .selectFrom('sandbox_insurer_messages')
-        .select('answer')
-        .where('message_id', '=', messageId)
-        .executeTakeFirstOrThrow();
-      return stored.answer as T;
+      // Another delivery of this id stored its answer first: answer as it did.
+      const kept = inserted ?? (await stored());
+      if (!kept) throw new Error(`sandbox insurer: no stored answer for message ${messageId}`);
+      return kept.answer as T;
     });
   }
 
