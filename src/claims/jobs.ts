@@ -6,7 +6,7 @@
 import { isCoverageActive } from '../insurance/service.ts';
 import { findCoverage } from '../insurance/store.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
-import { PAYABLE, recordPayment, takeBackInsurerPayments } from '../invoices/payments.ts';
+import { PAYABLE, recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { lockInvoice, readInvoice } from '../invoices/service.ts';
 import { insurerPaid } from '../invoices/store.ts';
@@ -299,9 +299,10 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
         return;
       }
       if (amount > 0 && PAYABLE.includes(invoice.status as InvoiceStatus)) {
-        await recordPayment(
+        await recordPaymentOn(
           trx,
           await practiceBilling(trx, practiceId),
+          invoice,
           {
             invoiceId: claim.invoice_id,
             amount,

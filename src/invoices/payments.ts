@@ -47,6 +47,20 @@ export async function recordPayment(trx: Trx, billing: PracticeBilling, request:
     }
     throw error;
   });
+  return recordPaymentOn(trx, billing, invoice, request, now);
+}
+
+/**
+ * Records a payment on an invoice whose row the caller has locked in this transaction: refused
+ * (422) unless the invoice takes payments and the amount is within its balance.
+ */
+export async function recordPaymentOn(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoice: InvoiceRow,
+  request: PaymentRequest,
+  now: Date,
+) {
   if (!PAYABLE.includes(invoice.status as InvoiceStatus)) {
     throw new AppError(
       'business_rule',
