@@ -155,14 +155,7 @@ export async function billEncounter(
     encounterId,
     lines,
   );
-  await touchInvoice(
-    trx,
-    billing,
-    invoiceId,
-    {},
-    undefined,
-    lines.map((line) => line.total),
-  );
+  await touchInvoice(trx, billing, invoiceId, {}, { retotal: lines.map((line) => line.total) });
 
   let issued: boolean | null = null;
   let issueSkippedReason: string | null = null;

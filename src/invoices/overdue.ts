@@ -23,7 +23,7 @@ export async function markOverdueInvoices(db: Database, now: Date): Promise<numb
        FOR UPDATE OF i SKIP LOCKED`.execute(trx);
     for (const row of due.rows) {
       const billing = await practiceBilling(trx, row.practice_id);
-      await touchInvoice(trx, billing, row.id, {}, dateIn(billing.timezone, now));
+      await touchInvoice(trx, billing, row.id, {}, { settleOn: dateIn(billing.timezone, now) });
     }
     return due.rows.length;
   });

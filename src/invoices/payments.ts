@@ -100,7 +100,7 @@ async function writePayment(
     billing,
     invoice.id,
     { amount_paid: Number(invoice.amount_paid) + payment.amount },
-    dateIn(billing.timezone, now),
+    { settleOn: dateIn(billing.timezone, now) },
   );
   await recordEvent(trx, billing.id, 'payment.created', { type: 'invoice', id: invoice.id }, now);
   return row;

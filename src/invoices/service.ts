@@ -96,8 +96,7 @@ export async function touchInvoice(
   billing: PracticeBilling,
   invoiceId: string,
   set: Updateable<InvoicesTable> = {},
-  settleOn?: string,
-  retotal: boolean | readonly number[] = false,
+  { settleOn, retotal = false }: { settleOn?: string; retotal?: boolean | readonly number[] } = {},
 ) {
   const changedAt = await stampChange(trx);
   const totals =
@@ -129,7 +128,7 @@ export async function touchInvoice(
 
 /** Refuses (422 business_rule) a line change that leaves the invoice for less than was paid on it. */
 export async function touchInvoiceLines(trx: Trx, billing: PracticeBilling, invoiceId: string) {
-  const touched = await touchInvoice(trx, billing, invoiceId, {}, undefined, true);
+  const touched = await touchInvoice(trx, billing, invoiceId, {}, { retotal: true });
   const reason = overpaymentReason(touched, touched.number);
   if (reason) throw new AppError('business_rule', reason);
   return touched;
@@ -173,8 +172,7 @@ export async function issueInvoice(
     billing,
     invoiceId,
     { status: 'issued', issued_at: now },
-    dateIn(billing.timezone, now),
-    record.lines.map((line) => Number(line.total)),
+    { settleOn: dateIn(billing.timezone, now), retotal: record.lines.map((line) => Number(line.total)) },
   );
   const issued: InvoiceRecord = { ...record, invoice: touched.row };
   await insertNotification(trx, {
