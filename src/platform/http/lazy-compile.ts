@@ -7,7 +7,7 @@ import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 
 const pending = new Set<() => unknown>();
 
-/** fn's result, computed on the first call (or by compilePendingSchemas, whichever comes first). */
+/** What `compile` returns, computed on the first call (or by compilePendingSchemas, whichever comes first). */
 export function compiledOnFirstUse<T>(compile: () => T): () => T {
   let compiled: { value: T } | undefined;
   const get = () => {
