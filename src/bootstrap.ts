@@ -33,7 +33,7 @@ export async function openConfiguredDatabase(
       applicationName,
     });
   }
-  return openPglite({ dataDir: config.dataDir });
+  return openPglite({ dataDir: config.dataDir, sharedBuffersMb: config.embeddedSharedBuffersMb });
 }
 
 const CATALOGUE_HASH_SETTING = 'catalogue_hash';

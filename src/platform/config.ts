@@ -11,6 +11,8 @@ export interface Config {
   /** Connection used to run migrations (owner of the schema); defaults to databaseUrl. */
   migrationDatabaseUrl: string | undefined;
   dataDir: string;
+  /** The embedded database's shared_buffers in MB: PostgreSQL's 128 MB is zeroed at every start. */
+  embeddedSharedBuffersMb: number;
   /** A directory of extra catalogue files (same layout as catalogue/) loaded over the shipped one. */
   catalogueDir: string | undefined;
   adminToken: string | undefined;
@@ -126,6 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     errorsDocUrl: env.ERRORS_DOC_URL || `${publicBaseUrl}/errors`,
     logLevel,
     insurerDelayMs: integer(env, 'INSURER_DELAY_MS', 1000, 0, 600_000),
+    embeddedSharedBuffersMb: integer(env, 'EMBEDDED_SHARED_BUFFERS_MB', 16, 1, 4096),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 500),
     workerDatabasePoolSize: integer(env, 'WORKER_DATABASE_POOL_SIZE', 8, 1, 500),
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),

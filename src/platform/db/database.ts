@@ -255,6 +255,8 @@ export interface PgliteOptions {
   dataDir: string | undefined;
   /** A dump (from dumpDataDir) to start from, used by tests to skip initdb. */
   loadDataDir?: Blob;
+  /** shared_buffers in MB (default 16). PostgreSQL zeroes them at start, which in WebAssembly is slow. */
+  sharedBuffersMb?: number;
 }
 
 export class DataDirectoryInUseError extends Error {}
@@ -315,6 +317,7 @@ export async function openPglite(options: PgliteOptions): Promise<Database & { p
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
     parsers: pgliteParsers,
+    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${options.sharedBuffersMb ?? 16}MB`],
   });
   const kysely = new Kysely<Tables>({ dialect: new PGliteDialect({ pglite }) });
   return {
