@@ -87,11 +87,10 @@ export async function pglitePass(ctx: PassContext): Promise<void> {
       patientIds: seeded.patients.map((p) => p.id),
     });
 
-    if (settings.only === undefined) {
-      await patientScenarios(ctx, service, baseline, seeded);
+    if (settings.only !== 'claims') await patientScenarios(ctx, service, baseline, seeded);
+    if (settings.only === undefined)
       await pagingScenario(ctx, '10k', settings.smallInvoices, plan, service, baseline, seeded.practice.key);
-    }
-    await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
+    if (settings.only !== 'requests') await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
   } finally {
     await baseline.stop();
     await service.stop();

@@ -78,7 +78,7 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       await baselineInvoices(1, settings.smallInvoices);
 
       const everything = settings.only === undefined;
-      if (everything) await patientScenarios(ctx, service, baseline, seeded);
+      if (settings.only !== 'claims') await patientScenarios(ctx, service, baseline, seeded);
       const smallPage = everything
         ? await pagingScenario(
             ctx,
@@ -90,8 +90,10 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
             seeded.practice.key,
           )
         : undefined;
-      await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
-      await sharedClaimScenario(ctx, service, adminToken, sql);
+      if (settings.only !== 'requests') {
+        await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
+        await sharedClaimScenario(ctx, service, adminToken, sql);
+      }
       if (!everything) return;
 
       // Grow to the fallback size first, then on to the full size only if the rate seen so far says it fits.

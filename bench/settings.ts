@@ -19,11 +19,15 @@ function passes(): PassName[] {
   );
 }
 
-/** BENCH_ONLY=claims runs only the claim pipelines (with what they need), for a quick look at them. */
-function only(): 'claims' | undefined {
+/**
+ * BENCH_ONLY=claims runs only the claim pipelines (with what they need), BENCH_ONLY=requests only the
+ * patient request scenarios (GET, POST, search) against the baseline: quick looks at one part.
+ */
+function only(): 'claims' | 'requests' | undefined {
   const raw = process.env.BENCH_ONLY;
   if (raw === undefined || raw === '') return undefined;
-  if (raw !== 'claims') throw new Error(`BENCH_ONLY must be "claims", got "${raw}"`);
+  if (raw !== 'claims' && raw !== 'requests')
+    throw new Error(`BENCH_ONLY must be "claims" or "requests", got "${raw}"`);
   return raw;
 }
 

@@ -1,10 +1,14 @@
 // The transaction frame on both databases: the role and the practice are set before the work's first
 // statement, and a transaction that failed inside is never reported as committed (PostgreSQL answers
-// its COMMIT with ROLLBACK, which the service turns into an error).
+// its COMMIT with ROLLBACK, which the service turns into an error). A request's last writes (its audit
+// row, an Idempotency-Key's answer) are sent with the COMMIT as literals: any text arrives exactly, a
+// statement that follows still sees them, and when one fails nothing of the transaction is kept.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { asOperator, inPractice } from '../src/platform/db/transaction.ts';
+import { type AuditEntry, AuditLog, AuditUnavailableError } from '../src/platform/audit-log.ts';
+import { sentWithCommit } from '../src/platform/db/sent-with-commit.ts';
+import { asOperator, inPractice, type Trx } from '../src/platform/db/transaction.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 
 describeEachBackend('transaction frame', (backend) => {
@@ -62,6 +66,78 @@ describeEachBackend('transaction frame', (backend) => {
         return 'done';
       }),
       /ROLLBACK/,
+    );
+  });
+
+  const entryFor = (practiceId: string, requestId: string, route: string): AuditEntry => ({
+    practiceId,
+    actor: 'client',
+    clientId: null,
+    keyId: null,
+    performerId: null,
+    sourceIp: '127.0.0.1',
+    method: 'GET',
+    route,
+    status: 200,
+    outcome: 'succeeded',
+    reason: null,
+    resourceType: null,
+    resourceId: null,
+    patientId: null,
+    requestId,
+    idempotencyKey: null,
+  });
+  const routesOf = async (trx: Trx, requestId: string) =>
+    (
+      await sql<{ route: string }>`SELECT route FROM audit_events WHERE request_id = ${requestId}`.execute(
+        trx,
+      )
+    ).rows.map((row) => row.route);
+
+  test('a row sent with the COMMIT keeps any text exactly, and a later statement sees it', async () => {
+    const practice = await svc.newPractice();
+    const awkward = "it's \\' \\x41 \\\\ E'\\n' $$ -- /* ; COMMIT; */ Zoë 🩺 \n\t end\\";
+    const audit = new AuditLog();
+    const seenInside = await inPractice(svc.db, practice.practiceId, async (trx) => {
+      await audit.write(trx, entryFor(practice.practiceId, 'req_held_1', awkward));
+      return routesOf(trx, 'req_held_1');
+    });
+    assert.deepEqual(seenInside, [awkward]);
+    await inPractice(svc.db, practice.practiceId, (trx) =>
+      audit.write(trx, entryFor(practice.practiceId, 'req_held_2', awkward)),
+    );
+    const stored = await inPractice(svc.db, practice.practiceId, (trx) => routesOf(trx, 'req_held_2'));
+    assert.deepEqual(stored, [awkward]);
+  });
+
+  test('text with a NUL is refused by the database, as ever, and nothing is written', async () => {
+    const practice = await svc.newPractice();
+    await assert.rejects(
+      inPractice(svc.db, practice.practiceId, (trx) =>
+        new AuditLog().write(trx, entryFor(practice.practiceId, 'req_nul', 'a\0b')),
+      ),
+      AuditUnavailableError,
+    );
+    assert.deepEqual(await inPractice(svc.db, practice.practiceId, (trx) => routesOf(trx, 'req_nul')), []);
+  });
+
+  test('when a row sent with the COMMIT fails, the COMMIT fails with its error and nothing is kept', async () => {
+    const practice = await svc.newPractice();
+    const other = await svc.newPractice();
+    await assert.rejects(
+      inPractice(svc.db, practice.practiceId, async (trx) => {
+        await new AuditLog().write(trx, entryFor(practice.practiceId, 'req_kept_not', '/first'));
+        // Another practice's row: the row-level security policy refuses it.
+        await sql`INSERT INTO audit_events (practice_id, actor, method, route, status, outcome, request_id)
+          VALUES (${sql.lit(other.practiceId)}, 'client', 'GET', '/second', 200, 'succeeded', 'req_kept_not')
+          ${sentWithCommit}`.execute(trx);
+        return 'done';
+      }),
+      /row-level security/,
+    );
+    assert.deepEqual(
+      await inPractice(svc.db, practice.practiceId, (trx) => routesOf(trx, 'req_kept_not')),
+      [],
     );
   });
 });

@@ -2,6 +2,7 @@
 // the same transaction as the request's effect. A failed write surfaces as AuditUnavailableError so
 // the caller withholds the result (503) and nothing commits.
 import type { Database } from './db/database.ts';
+import { literals, literalsCanCarry, sentWithCommit } from './db/sent-with-commit.ts';
 import { inPractice, type Trx } from './db/transaction.ts';
 
 export interface AuditEntry {
@@ -43,27 +44,29 @@ export class AuditLog {
   async write(trx: Trx, entry: AuditEntry): Promise<void> {
     try {
       await this.#fault?.(entry);
-      await trx
-        .insertInto('audit_events')
-        .values({
-          practice_id: entry.practiceId,
-          actor: entry.actor,
-          client_id: entry.clientId,
-          key_id: entry.keyId,
-          performer_id: entry.performerId,
-          source_ip: entry.sourceIp,
-          method: entry.method,
-          route: entry.route,
-          status: entry.status,
-          outcome: entry.outcome,
-          reason: entry.reason,
-          resource_type: entry.resourceType,
-          resource_id: entry.resourceId,
-          patient_id: entry.patientId,
-          request_id: entry.requestId,
-          idempotency_key: entry.idempotencyKey,
-        })
-        .execute();
+      const row = {
+        practice_id: entry.practiceId,
+        actor: entry.actor,
+        client_id: entry.clientId,
+        key_id: entry.keyId,
+        performer_id: entry.performerId,
+        source_ip: entry.sourceIp,
+        method: entry.method,
+        route: entry.route,
+        status: entry.status,
+        outcome: entry.outcome,
+        reason: entry.reason,
+        resource_type: entry.resourceType,
+        resource_id: entry.resourceId,
+        patient_id: entry.patientId,
+        request_id: entry.requestId,
+        idempotency_key: entry.idempotencyKey,
+      };
+      // The row is the request's last write and nothing reads its answer: it goes with the COMMIT.
+      const insert = literalsCanCarry(Object.values(row))
+        ? trx.insertInto('audit_events').values(literals(row)).modifyEnd(sentWithCommit)
+        : trx.insertInto('audit_events').values(row);
+      await insert.execute();
     } catch (error) {
       throw new AuditUnavailableError(error);
     }

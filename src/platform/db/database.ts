@@ -6,6 +6,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
+import { SENT_WITH_COMMIT_MARK } from './sent-with-commit.ts';
 import type { Tables } from './tables.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';
@@ -214,6 +215,42 @@ function joinBeginWithFirstStatement(client: pg.PoolClient): void {
   });
 }
 
+/**
+ * Saves a round trip per write: a statement ending in SENT_WITH_COMMIT_MARK (src/platform/db/
+ * sent-with-commit.ts, literals only) is answered at once and held, then sent in one simple-protocol
+ * message with the COMMIT that follows; a ROLLBACK drops it with the transaction. Should another
+ * statement come first, the held ones go before it, in order (their failure then fails that statement,
+ * as the transaction is aborted).
+ */
+function joinHeldStatementsWithCommit(client: pg.PoolClient): void {
+  let held: string[] = [];
+  wrapQuery(client, (query, args) => {
+    const [text, values] = args;
+    const parameterless = values === undefined || (Array.isArray(values) && values.length === 0);
+    if (
+      typeof text === 'string' &&
+      parameterless &&
+      args.length <= 2 &&
+      text.trimEnd().endsWith(SENT_WITH_COMMIT_MARK)
+    ) {
+      held.push(text);
+      // No row count: what the statement will do is not known yet, and its answer is not read.
+      return Promise.resolve(emptyResult(''));
+    }
+    if (held.length === 0) return query(...args);
+    const statements = held;
+    held = [];
+    const command = typeof text === 'string' ? text.trim().toLowerCase() : '';
+    if (command === 'rollback') return query(...args);
+    if (command === 'commit') {
+      const answer = query(`${statements.join(';\n')};\nCOMMIT`) as Promise<QueryResultLike[]>;
+      return answer.then((results) => results[results.length - 1]!);
+    }
+    for (const statement of statements) (query(statement) as Promise<unknown>).catch(() => {});
+    return query(...args);
+  });
+}
+
 export function openPostgres(options: PostgresOptions): Database {
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -232,6 +269,7 @@ export function openPostgres(options: PostgresOptions): Database {
   pool.on('connect', (client) => {
     client.on('error', () => {});
     if (options.preparedStatements) prepareStatements(client);
+    joinHeldStatementsWithCommit(client);
     guardTransactionEnds(client);
     joinBeginWithFirstStatement(client);
   });
