@@ -198,16 +198,20 @@ async function queueSubmission(
   );
 }
 
-/** Sends the invoice's first claim. Throws business_rule with the reason when it cannot. */
+/**
+ * Sends the invoice's first claim. Throws business_rule with the reason when it cannot. `created` is an
+ * invoice this transaction created: it holds the row already, and the invoice can have no claim.
+ */
 export async function sendClaim(
   trx: Trx,
   billing: PracticeBilling,
   invoiceId: string,
   request: ClaimRequest,
   now: Date,
+  created?: InvoiceRecord,
 ): Promise<ClaimRow> {
-  const record = await readInvoice(trx, billing.id, invoiceId, true);
-  const existing = await findClaimOfInvoice(trx, billing.id, invoiceId, true);
+  const record = created ?? (await readInvoice(trx, billing.id, invoiceId, true));
+  const existing = created ? undefined : await findClaimOfInvoice(trx, billing.id, invoiceId, true);
   if (existing) {
     const next = RESUBMITTABLE.includes(existing.status)
       ? `resubmit it with POST /invoices/${invoiceId}/claim/resubmit`
@@ -251,12 +255,12 @@ export async function sendClaim(
 export async function queueClaimFromBill(
   trx: Trx,
   billing: PracticeBilling,
-  invoiceId: string,
+  created: InvoiceRecord,
   request: ClaimRequest,
   now: Date,
 ): Promise<{ queued: true } | { queued: false; reason: string }> {
   try {
-    await sendClaim(trx, billing, invoiceId, request, now);
+    await sendClaim(trx, billing, created.invoice.id, request, now, created);
     return { queued: true };
   } catch (error) {
     if (error instanceof AppError && (error.code === 'business_rule' || error.code === 'validation_failed')) {

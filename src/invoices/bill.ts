@@ -12,19 +12,22 @@ import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
-import { lineSubtotal, lineTotal } from './money.ts';
+import { invoiceTotals, lineSubtotal, lineTotal } from './money.ts';
 import { ratesFor } from './rates.ts';
 import type { BillRequest, BillResult } from './schemas.ts';
-import { invoiceOf, issueInvoice, readInvoice, touchInvoice } from './service.ts';
-import { assignInvoiceNumber, insertInvoice, liveInvoiceOfEncounter } from './store.ts';
+import { invoiceOf, issueInvoice, readInvoice } from './service.ts';
+import { assignInvoiceNumber, type InvoiceRecord, insertInvoice, liveInvoiceOfEncounter } from './store.ts';
 
 const NOT_BILLED = ['not_done', 'entered_in_error'];
 
-/** Queues the invoice's claim in the caller's transaction, or says why it cannot be sent. */
+/**
+ * Queues the claim of an invoice the caller's transaction created (so it holds the invoice's row and
+ * the invoice has no claim yet), or says why it cannot be sent.
+ */
 export type ClaimQueuer = (
   trx: Trx,
   billing: PracticeBilling,
-  invoiceId: string,
+  created: InvoiceRecord,
   request: { coverageId: string | null; placeOfServiceCode: string | null },
   now: Date,
 ) => Promise<{ queued: true } | { queued: false; reason: string }>;
@@ -132,7 +135,11 @@ export async function billEncounter(
   // made from its id, unique among the practice's numbers and never seen outside this transaction.
   const provisionalNumber = `#${invoiceId}`;
   const changedAt = await stampChange(trx);
-  await insertInvoice(
+  const totals = invoiceTotals(
+    lines.map((line) => line.total),
+    billing.vatRateBasisPoints,
+  );
+  const created = await insertInvoice(
     trx,
     {
       practice_id: billing.id,
@@ -149,22 +156,25 @@ export async function billEncounter(
       date: today,
       due_date: addDays(today, billing.paymentTermsDays),
       currency: billing.currency,
+      total_net: totals.totalNet,
+      total_gross: totals.totalGross,
       created_at: now,
       updated_at: changedAt,
     },
     encounterId,
     lines,
   );
-  await touchInvoice(trx, billing, invoiceId, {}, { retotal: lines.map((line) => line.total) });
 
   let issued: boolean | null = null;
   let issueSkippedReason: string | null = null;
   let claimQueued: boolean | null = null;
   let claimSkippedReason: string | null = null;
+  // The invoice as this transaction holds it: issuing and claiming go on from it without reading it again.
+  let current = created;
   if (request.issue === true) {
     // The invoice is created whatever happens to issuing; a refusal is reported, not thrown.
     try {
-      await issueInvoice(trx, billing, invoiceId, now);
+      current = await issueInvoice(trx, billing, invoiceId, now, created);
       issued = true;
     } catch (error) {
       if (!(error instanceof AppError && error.code === 'business_rule')) throw error;
@@ -176,7 +186,7 @@ export async function billEncounter(
     const outcome = await queueClaim(
       trx,
       billing,
-      invoiceId,
+      current,
       { coverageId: request.coverageId ?? null, placeOfServiceCode: request.placeOfServiceCode ?? null },
       now,
     );

@@ -147,13 +147,15 @@ function formatAmount(amount: number, currency: string): string {
   return `${currency} ${(amount / 100).toFixed(2)}`;
 }
 
+/** Issues the invoice; `held` is the invoice as this transaction already holds it locked, if it does. */
 export async function issueInvoice(
   trx: Trx,
   billing: PracticeBilling,
   invoiceId: string,
   now: Date,
+  held?: InvoiceRecord,
 ): Promise<InvoiceRecord> {
-  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  const record = held ?? (await readInvoice(trx, billing.id, invoiceId, true));
   if (!EDITABLE_STATUSES.includes(record.invoice.status as InvoiceStatus)) {
     throw new AppError(
       'business_rule',

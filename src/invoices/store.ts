@@ -244,18 +244,22 @@ export async function listNotifications(
 }
 
 /** A new invoice with the visit it bills and its lines. */
+/** Inserts an invoice of one visit with its lines; answers it as written (locked by this transaction). */
 export async function insertInvoice(
   trx: Trx,
   invoice: Insertable<InvoicesTable>,
   encounterId: string,
   lines: Insertable<InvoiceLinesTable>[],
-): Promise<void> {
-  await trx.insertInto('invoices').values(invoice).execute();
+): Promise<InvoiceRecord> {
+  const row = await trx.insertInto('invoices').values(invoice).returningAll().executeTakeFirstOrThrow();
   await trx
     .insertInto('invoice_encounters')
     .values({ practice_id: invoice.practice_id, invoice_id: invoice.id, encounter_id: encounterId })
     .execute();
-  if (lines.length > 0) await trx.insertInto('invoice_lines').values(lines).execute();
+  const lineRows =
+    lines.length > 0 ? await trx.insertInto('invoice_lines').values(lines).returningAll().execute() : [];
+  lineRows.sort((a, b) => a.position - b.position);
+  return { invoice: row, lines: lineRows, encounterIds: [encounterId] };
 }
 
 export async function insertLine(trx: Trx, line: Insertable<InvoiceLinesTable>): Promise<void> {
