@@ -61,9 +61,11 @@ describeEachBackend('claim jobs', (backend) => {
     assert.equal(job!.attempts, 2);
     assert.notEqual(job!.locked_by, 'wrk_dies');
 
-    // The dead worker coming back cannot finish a job it no longer holds.
-    const finished = await asOperator(svc.db, (trx) => finishJob(trx, dead, svc.clock.now()));
-    assert.equal(finished, false);
+    // The dead worker coming back cannot finish a job it no longer holds: the job's row stays as it is.
+    svc.clock.advance(1_000);
+    await asOperator(svc.db, (trx) => finishJob(trx, dead, svc.clock.now()));
+    const [unchanged] = (await jobsOfClaim(svc, sent.id)).filter((j) => j.kind === 'claim.submit');
+    assert.deepEqual(unchanged, job);
     await assertStatusEvents(svc, invoiceId, 2);
   });
 

@@ -5,7 +5,7 @@
 // stored answer is looked up (a replay needs no other work), and the answer of new work is written
 // last, in the same transaction: only committed work is ever replayed, and nothing needs releasing.
 import { sql } from 'kysely';
-import { literal, literalsCanCarry, sentWithCommit } from '../platform/db/sent-with-commit.ts';
+import { valuesForCommit } from '../platform/db/sent-with-commit.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
 export const KEY_LIFETIME_HOURS = 24;
@@ -54,32 +54,29 @@ export async function storeAnswer(
   fingerprint: string,
   answer: StoredAnswer,
 ): Promise<void> {
-  const values = [
-    scope.practiceId,
-    scope.clientId,
-    scope.key,
+  // Written last and read by nobody in this request: it goes with the COMMIT.
+  const { values, end } = valuesForCommit({
+    practiceId: scope.practiceId,
+    clientId: scope.clientId,
+    key: scope.key,
     fingerprint,
-    answer.status,
-    JSON.stringify(answer.headers),
-    answer.body,
-    KEY_LIFETIME_HOURS,
-  ];
-  // Written last and read by nobody in this request: with literals, it goes with the COMMIT.
-  const withCommit = literalsCanCarry(values);
-  const [practiceId, clientId, key, print, status, headers, body, hours] = withCommit
-    ? values.map(literal)
-    : values;
+    status: answer.status,
+    headers: JSON.stringify(answer.headers),
+    body: answer.body,
+    hours: KEY_LIFETIME_HOURS,
+  });
+  const { practiceId, clientId, key, status, headers, body, hours } = values;
   await sql`
     INSERT INTO idempotency_keys AS k
       (practice_id, client_id, key, fingerprint, response_status, response_headers, response_body,
        created_at, expires_at)
-    VALUES (${practiceId}, ${clientId}, ${key}, ${print}, ${status},
+    VALUES (${practiceId}, ${clientId}, ${key}, ${values.fingerprint}, ${status},
       ${headers}, ${body}, now(), now() + make_interval(hours => ${hours}))
     ON CONFLICT (practice_id, client_id, key) DO UPDATE SET
       fingerprint = excluded.fingerprint, response_status = excluded.response_status,
       response_headers = excluded.response_headers, response_body = excluded.response_body,
       created_at = excluded.created_at, expires_at = excluded.expires_at
-    WHERE k.expires_at <= now() ${withCommit ? sentWithCommit : sql``}`.execute(trx);
+    WHERE k.expires_at <= now() ${end}`.execute(trx);
 }
 
 /** Deletes keys past their 24 hours; run by the worker. */

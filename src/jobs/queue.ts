@@ -6,6 +6,7 @@ import type { Insertable, Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Static, TSchema } from 'typebox';
 import type { Database } from '../platform/db/database.ts';
+import { type LiteralValue, valuesForCommit } from '../platform/db/sent-with-commit.ts';
 import type { JobsTable } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
@@ -125,17 +126,33 @@ export async function takeDueJobs(
   });
 }
 
-/** Marks a job done inside the transaction of its work; false when the lease was lost meanwhile. */
-export async function finishJob(trx: Trx, job: JobRow, now: Date): Promise<boolean> {
-  const result = await trx
+/**
+ * Changes a job while this worker holds it (its lease not lost, the job still queued; otherwise
+ * nothing), as the last write of the transaction of its work: no answer is read, so on PostgreSQL it
+ * goes with the COMMIT.
+ */
+async function changeHeldJob(
+  trx: Trx,
+  job: JobRow,
+  change: { state?: 'done'; finished_at?: Date; run_at?: Date; locked_by?: null; last_error?: string },
+): Promise<void> {
+  const set = valuesForCommit({ ...change, locked_until: null } as Record<string, LiteralValue>);
+  // Ids and a state, never text with a NUL: always literals.
+  const held = valuesForCommit({ practiceId: job.practice_id, id: job.id, lockedBy: job.locked_by });
+  await trx
     .updateTable('jobs')
-    .set({ state: 'done', finished_at: now, locked_until: null })
-    .where('practice_id', '=', job.practice_id)
-    .where('id', '=', job.id)
-    .where('locked_by', '=', job.locked_by)
-    .where('state', '=', 'queued')
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
+    .set(set.values)
+    .where('practice_id', '=', held.values.practiceId)
+    .where('id', '=', held.values.id)
+    .where('locked_by', '=', held.values.lockedBy)
+    .where('state', '=', sql.lit('queued'))
+    .modifyEnd(set.end)
+    .execute();
+}
+
+/** Marks a job done inside the transaction of its work (nothing, should its lease have been lost meanwhile). */
+export async function finishJob(trx: Trx, job: JobRow, now: Date): Promise<void> {
+  await changeHeldJob(trx, job, { state: 'done', finished_at: now });
 }
 
 export async function retryJob(db: Database, job: JobRow, runAt: Date, error: string): Promise<void> {
@@ -165,12 +182,5 @@ export async function failJob(db: Database, job: JobRow, now: Date, error: strin
 
 /** Puts a job back in the queue for later, inside the transaction that recorded why. */
 export async function rescheduleJob(trx: Trx, job: JobRow, runAt: Date, error: string): Promise<void> {
-  await trx
-    .updateTable('jobs')
-    .set({ run_at: runAt, locked_by: null, locked_until: null, last_error: error.slice(0, 2000) })
-    .where('practice_id', '=', job.practice_id)
-    .where('id', '=', job.id)
-    .where('locked_by', '=', job.locked_by)
-    .where('state', '=', 'queued')
-    .execute();
+  await changeHeldJob(trx, job, { run_at: runAt, locked_by: null, last_error: error.slice(0, 2000) });
 }

@@ -11,6 +11,7 @@ import { checkedPayload } from '../jobs/kind.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
 import { AuditLog } from '../platform/audit-log.ts';
 import type { Database } from '../platform/db/database.ts';
+import { valuesForCommit } from '../platform/db/sent-with-commit.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
@@ -130,34 +131,38 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
         ? null
         : new Date(now.getTime() + RETRY_DELAYS_MS[attemptNumber - 1]! * (1 + JITTER * ctx.random()));
 
-    await trx
-      .insertInto('webhook_attempts')
-      .values({
-        practice_id: practiceId,
-        id: newId('attempt'),
-        delivery_id: delivery.id,
-        endpoint_id: endpoint.id,
-        event_id: event.id,
-        attempt_number: attemptNumber,
-        attempted_at: sentAt,
-        status_code: result.statusCode,
-        duration_ms: result.durationMs,
-        response_body: result.responseBody,
-        error: result.error,
-        next_attempt_at: next,
-      })
-      .execute();
+    // The attempt, the delivery's state and the job's end are answered by nobody: they go with the COMMIT.
+    const attempt = valuesForCommit({
+      practice_id: practiceId,
+      id: newId('attempt'),
+      delivery_id: delivery.id,
+      endpoint_id: endpoint.id,
+      event_id: event.id,
+      attempt_number: attemptNumber,
+      attempted_at: sentAt,
+      status_code: result.statusCode,
+      duration_ms: result.durationMs,
+      response_body: result.responseBody,
+      error: result.error,
+      next_attempt_at: next,
+    });
+    await trx.insertInto('webhook_attempts').values(attempt.values).modifyEnd(attempt.end).execute();
+    const state = valuesForCommit({
+      attempts: attemptNumber,
+      last_status: result.statusCode,
+      state: ok ? ('delivered' as const) : next ? ('pending' as const) : ('failed' as const),
+      next_attempt_at: next,
+      finished_at: next ? null : now,
+      practiceId,
+      id: delivery.id,
+    });
+    const { practiceId: practiceOfDelivery, id: deliveryOfAttempt, ...set } = state.values;
     await trx
       .updateTable('webhook_deliveries')
-      .set({
-        attempts: attemptNumber,
-        last_status: result.statusCode,
-        state: ok ? 'delivered' : next ? 'pending' : 'failed',
-        next_attempt_at: next,
-        finished_at: next ? null : now,
-      })
-      .where('practice_id', '=', practiceId)
-      .where('id', '=', delivery.id)
+      .set(set)
+      .where('practice_id', '=', practiceOfDelivery)
+      .where('id', '=', deliveryOfAttempt)
+      .modifyEnd(state.end)
       .execute();
     if (current) {
       const disableReason = gone

@@ -9,6 +9,7 @@
 // reader's snapshot xmin is at least n, every such writer has ended and, if it committed, is
 // visible, so t is a safe H. PGlite runs one transaction at a time, so H is the reader's start.
 import { PGliteAdapter, sql } from 'kysely';
+import { sentWithCommit } from './sent-with-commit.ts';
 import type { Trx } from './transaction.ts';
 
 const stamps = new WeakMap<Trx, Date>();
@@ -107,5 +108,5 @@ export async function recordChangeFeedSample(trx: Trx): Promise<void> {
   await sql`
     DELETE FROM change_feed_samples WHERE sampled_at < (
       SELECT max(sampled_at) FROM change_feed_samples
-      WHERE next_xid <= pg_snapshot_xmin(pg_current_snapshot()))`.execute(trx);
+      WHERE next_xid <= pg_snapshot_xmin(pg_current_snapshot())) ${sentWithCommit}`.execute(trx);
 }

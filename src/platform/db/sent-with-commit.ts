@@ -12,34 +12,36 @@ export const SENT_WITH_COMMIT_MARK = '/* sent with commit */';
 /** Ends a statement to be sent with the COMMIT: put it last in the statement's text. */
 export const sentWithCommit: RawBuilder<unknown> = sql.raw(SENT_WITH_COMMIT_MARK);
 
-export type LiteralValue = string | number | null;
+export type LiteralValue = string | number | boolean | Date | null;
+
+function canBeLiteral(value: LiteralValue): boolean {
+  if (typeof value === 'string') return !value.includes('\0');
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (value instanceof Date) return !Number.isNaN(value.getTime());
+  return true;
+}
+
+/** The value as an SQL literal (PostgreSQL keeps no NUL in text, and a NUL would cut the text short). */
+function literal(value: LiteralValue): RawBuilder<unknown> {
+  if (!canBeLiteral(value)) throw new RangeError(`${String(value)} has no SQL literal`);
+  if (value === null) return sql.raw('NULL');
+  if (typeof value === 'boolean') return sql.raw(value ? 'TRUE' : 'FALSE');
+  if (typeof value === 'number') return sql.raw(String(value));
+  const text = value instanceof Date ? value.toISOString() : value;
+  return sql.raw(`E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`);
+}
 
 /**
- * Whether every value can be written as a literal: PostgreSQL keeps no NUL in text, and a NUL would
- * cut a statement's text short, so a value with one is sent as a parameter (and refused there).
+ * A statement's values for sending it with the COMMIT: as literals, and `end`, the mark that goes last
+ * in its text. When one of them cannot be a literal (text with a NUL) they are all parameters and `end`
+ * is empty: the statement is sent on its own, as any other (and refused there).
  */
-export function literalsCanCarry(values: readonly LiteralValue[]): boolean {
-  return values.every(
-    (value) => value === null || (typeof value === 'number' ? Number.isFinite(value) : !value.includes('\0')),
-  );
-}
-
-/** The value as an SQL literal; check it with literalsCanCarry first. */
-export function literal(value: LiteralValue): RawBuilder<unknown> {
-  if (value === null) return sql.raw('NULL');
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new RangeError(`${value} has no SQL literal`);
-    return sql.raw(String(value));
-  }
-  if (value.includes('\0')) throw new RangeError('text with a NUL has no SQL literal');
-  return sql.raw(`E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`);
-}
-
-/** A row's values as literals, column by column (check them with literalsCanCarry first). */
-export function literals<Row extends Record<string, LiteralValue>>(
+export function valuesForCommit<Row extends Record<string, LiteralValue>>(
   row: Row,
-): { [Column in keyof Row]: RawBuilder<Row[Column]> } {
-  return Object.fromEntries(Object.entries(row).map(([column, value]) => [column, literal(value)])) as {
-    [Column in keyof Row]: RawBuilder<Row[Column]>;
-  };
+): { values: { [Column in keyof Row]: RawBuilder<Row[Column]> }; end: RawBuilder<unknown> } {
+  const literals = Object.values(row).every(canBeLiteral);
+  const values = Object.fromEntries(
+    Object.entries(row).map(([column, value]) => [column, literals ? literal(value) : sql`${value}`]),
+  ) as { [Column in keyof Row]: RawBuilder<Row[Column]> };
+  return { values, end: literals ? sentWithCommit : sql`` };
 }
