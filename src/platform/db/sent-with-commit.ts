@@ -1,5 +1,6 @@
-// Owns statements sent with the COMMIT: the last writes of a request whose answer nobody reads (its
-// audit row, the stored answer of an Idempotency-Key). On PostgreSQL such a statement is held back
+// Owns statements sent with the COMMIT: a transaction's last writes whose answer nobody reads (a
+// request's audit row and stored answer, a job's end, a webhook attempt). On PostgreSQL such a
+// statement is held back
 // and sent in one message with its transaction's COMMIT (src/platform/db/database.ts), so it costs no
 // round trip of its own; if it fails, the COMMIT fails with its error and nothing of the transaction
 // is kept. A message of several statements takes no parameters, so the values are written here as
