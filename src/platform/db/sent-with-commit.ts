@@ -1,10 +1,10 @@
 // Owns statements sent with the COMMIT: a transaction's last writes whose answer nobody reads (a
 // request's audit row and stored answer, a job's end, a webhook attempt). On PostgreSQL such a
-// statement is held back
-// and sent in one message with its transaction's COMMIT (src/platform/db/database.ts), so it costs no
-// round trip of its own; if it fails, the COMMIT fails with its error and nothing of the transaction
-// is kept. A message of several statements takes no parameters, so the values are written here as
-// literals, in the escaped form (E'...') that reads the same whatever standard_conforming_strings says.
+// statement is held back and sent in one message with its transaction's COMMIT
+// (src/platform/db/database.ts), so it costs no round trip of its own; if it fails, the COMMIT fails
+// with its error and nothing of the transaction is kept. A message of several statements takes no
+// parameters, so the values are written here as literals, in the escaped form (E'...') that reads the
+// same whatever standard_conforming_strings says.
 import { type RawBuilder, sql } from 'kysely';
 
 /** The comment that ends a statement to be sent with the COMMIT; the database layer looks for it. */
