@@ -243,7 +243,6 @@ export async function listNotifications(
   return query.execute();
 }
 
-/** A new invoice with the visit it bills and its lines. */
 /** Inserts an invoice of one visit with its lines; answers it as written (locked by this transaction). */
 export async function insertInvoice(
   trx: Trx,

@@ -137,7 +137,7 @@ async function changeHeldJob(
   change: { state?: 'done'; finished_at?: Date; run_at?: Date; locked_by?: null; last_error?: string },
 ): Promise<void> {
   const set = valuesForCommit({ ...change, locked_until: null } as Record<string, LiteralValue>);
-  // Ids and a state, never text with a NUL: always literals.
+  // Ids, never text with a NUL: always literals.
   const held = valuesForCommit({ practiceId: job.practice_id, id: job.id, lockedBy: job.locked_by });
   await trx
     .updateTable('jobs')
