@@ -98,15 +98,9 @@ export async function runService(configured: Config, options: RunOptions): Promi
     if (app) {
       await app.listen({ port: config.port, host: config.host });
       if (sandbox) printSandbox(config, sandbox);
-      // A second later, so that the first requests (a health check waiting for the start) are not
-      // answered between schema compilations.
-      setTimeout(
-        () =>
-          void compilePendingSchemas().catch((err: unknown) =>
-            log.error({ err }, 'a route schema does not compile'),
-          ),
-        1_000,
-      ).unref();
+      void compilePendingSchemas().catch((err: unknown) =>
+        log.error({ err }, 'a route schema does not compile'),
+      );
     }
   } catch (error) {
     // A failed start (migration, port in use) must not leave the database open or the data directory locked.

@@ -1,6 +1,6 @@
 // Owns deferring schema compilation: a route's validators and response serializers are compiled on
 // their first use instead of when the app starts, so a start does not pay for a hundred routes it may
-// not serve for a while. A process that serves (src/server.ts) compiles the rest a second after it
+// not serve for a while. A process that serves (src/server.ts) compiles the rest right after it
 // listens, one per turn of the event loop, so schema mistakes still show at start and a route's first
 // request seldom pays for it.
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
