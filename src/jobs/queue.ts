@@ -155,17 +155,9 @@ export async function finishJob(trx: Trx, job: JobRow, now: Date): Promise<void>
   await changeHeldJob(trx, job, { state: 'done', finished_at: now });
 }
 
+/** Puts a job back in the queue for later, in a transaction of its own (its work's was undone). */
 export async function retryJob(db: Database, job: JobRow, runAt: Date, error: string): Promise<void> {
-  await asOperator(db, (trx) =>
-    trx
-      .updateTable('jobs')
-      .set({ run_at: runAt, locked_by: null, locked_until: null, last_error: error.slice(0, 2000) })
-      .where('practice_id', '=', job.practice_id)
-      .where('id', '=', job.id)
-      .where('locked_by', '=', job.locked_by)
-      .where('state', '=', 'queued')
-      .execute(),
-  );
+  await asOperator(db, (trx) => rescheduleJob(trx, job, runAt, error));
 }
 
 export async function failJob(db: Database, job: JobRow, now: Date, error: string): Promise<void> {
