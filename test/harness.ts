@@ -4,7 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe } from 'node:test';
+import { before, describe } from 'node:test';
 import pg from 'pg';
 import pino from 'pino';
 import lockfile from 'proper-lockfile';
@@ -27,12 +27,34 @@ export function backends(): Backend[] {
   return process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
 }
 
+/** The times of day (TEST_CLOCK_TIME, comma-separated) test clocks start at; none: now. */
+function clockTimesOfDay(): Array<string | undefined> {
+  const listed = process.env.TEST_CLOCK_TIME?.split(',').filter(Boolean) ?? [];
+  return listed.length > 0 ? listed : [undefined];
+}
+
+/** The time of day the services of the running describe block start their clocks at. */
+let blockTimeOfDay: string | undefined;
+
 /**
- * One describe block per backend, titled `title (backend)`. The body declares its own hooks and tests
- * and starts its own service in `before`, so each backend gets one service per block.
+ * One describe block per backend, titled `title (backend)`, and per time of day when TEST_CLOCK_TIME
+ * lists several (`title (backend, 23:55:00Z)`). The body declares its own hooks and tests and starts
+ * its own service in `before`, so each block gets one service, whose clock starts at the block's time.
  */
 export function describeEachBackend(title: string, body: (backend: Backend) => void): void {
-  for (const backend of backends()) describe(`${title} (${backend})`, () => body(backend));
+  const times = clockTimesOfDay();
+  for (const timeOfDay of times) {
+    for (const backend of backends()) {
+      const name = times.length > 1 ? `${title} (${backend}, ${timeOfDay})` : `${title} (${backend})`;
+      describe(name, () => {
+        // Registered first, so it runs before the body's hooks start the block's service.
+        before(() => {
+          blockTimeOfDay = timeOfDay;
+        });
+        body(backend);
+      });
+    }
+  }
 }
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -139,11 +161,14 @@ export async function postgresDatabase(): Promise<{ url: string; drop: () => Pro
 const DAY_MS = 86_400_000;
 
 /**
- * Where a test service's clock starts: now, or with TEST_CLOCK_TIME (`00:05:00Z`, `23:55:00Z`) that
- * time of day (UTC) on the latest day it has already been, so the suite can run as if just after or
- * just before midnight. Read when each service starts: every test file starts at that time of day.
+ * Where a test service's clock starts: now, or at a time of day from TEST_CLOCK_TIME (`00:05:00Z`,
+ * `23:55:00Z`; the describe block's, when it lists several) on the latest day it has already been,
+ * so the suite can run as if just after or just before midnight. Read when each service starts.
  */
-export function startingOffsetMs(timeOfDay = process.env.TEST_CLOCK_TIME, realNow = Date.now()): number {
+export function startingOffsetMs(
+  timeOfDay = blockTimeOfDay ?? clockTimesOfDay()[0],
+  realNow = Date.now(),
+): number {
   if (!timeOfDay) return 0;
   const match = /^(\d{2}):(\d{2}):(\d{2})Z$/.exec(timeOfDay);
   if (!match) throw new Error(`TEST_CLOCK_TIME must look like 23:55:00Z, not ${timeOfDay}`);
