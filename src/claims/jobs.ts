@@ -98,9 +98,11 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
         };
       }),
     };
-    return { submission, startedAt: claim.submission_started_at };
+    return { submission, startedAt: claim.submission_started_at, billing };
   });
   if (!prepared) return;
+  // The practice's settings as the submission was prepared: one read per job, not one per transaction.
+  const { billing } = prepared;
 
   let answer: Awaited<ReturnType<Insurer['submit']>>;
   try {
@@ -108,7 +110,6 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
   } catch (error) {
     if (await retryWithinWindow(ctx, job, prepared.startedAt, error)) return;
     await inPractice(ctx.db, practiceId, async (trx) => {
-      const billing = await practiceBilling(trx, practiceId);
       const current = await findClaim(trx, practiceId, claimId);
       if (current) await lockInvoice(trx, practiceId, current.invoice_id);
       const claim = await findClaim(trx, practiceId, claimId, true);
@@ -155,7 +156,6 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
         warnings: line.warnings,
       })),
     );
-    const billing = await practiceBilling(trx, practiceId);
     await setClaimStatus(
       trx,
       billing,

@@ -55,25 +55,40 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
   const { deliveryId } = checkedPayload(DELIVER_JOB, job.payload);
   const practiceId = job.practice_id;
   const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
-    const delivery = await trx
-      .selectFrom('webhook_deliveries')
-      .selectAll()
-      .where('practice_id', '=', practiceId)
-      .where('id', '=', deliveryId)
+    // The delivery with its endpoint and its event, in one statement.
+    const found = await trx
+      .selectFrom('webhook_deliveries as d')
+      .leftJoin('webhook_endpoints as e', (join) =>
+        join.onRef('e.practice_id', '=', 'd.practice_id').onRef('e.id', '=', 'd.endpoint_id'),
+      )
+      .leftJoin('events as ev', (join) =>
+        join.onRef('ev.practice_id', '=', 'd.practice_id').onRef('ev.id', '=', 'd.event_id'),
+      )
+      .select([
+        'd.state',
+        'd.attempts',
+        'd.endpoint_id',
+        'd.event_id',
+        'e.id as endpoint_found',
+        'e.enabled',
+        'e.url',
+        'e.secret_encrypted',
+        'e.previous_secret_encrypted',
+        'e.previous_secret_expires_at',
+        'ev.id as event_found',
+        'ev.type',
+        'ev.occurred_at',
+        'ev.object_type',
+        'ev.object_id',
+      ])
+      .where('d.practice_id', '=', practiceId)
+      .where('d.id', '=', deliveryId)
       .executeTakeFirst();
-    const endpoint = delivery
-      ? await trx
-          .selectFrom('webhook_endpoints')
-          .selectAll()
-          .where('practice_id', '=', practiceId)
-          .where('id', '=', delivery.endpoint_id)
-          .executeTakeFirst()
-      : undefined;
-    if (delivery?.state !== 'pending' || !endpoint) {
+    if (found?.state !== 'pending' || found.endpoint_found === null) {
       await finishJob(trx, job, ctx.now());
       return undefined;
     }
-    if (!endpoint.enabled) {
+    if (!found.enabled) {
       await trx
         .updateTable('webhook_deliveries')
         .set({ state: 'cancelled', finished_at: ctx.now(), next_attempt_at: null })
@@ -83,12 +98,23 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
       await finishJob(trx, job, ctx.now());
       return undefined;
     }
-    const event = await trx
-      .selectFrom('events')
-      .selectAll()
-      .where('practice_id', '=', practiceId)
-      .where('id', '=', delivery.event_id)
-      .executeTakeFirstOrThrow();
+    if (found.event_found === null)
+      throw new Error(`the event ${found.event_id} of delivery ${deliveryId} is missing`);
+    const delivery = { id: deliveryId, attempts: found.attempts };
+    const endpoint = {
+      id: found.endpoint_id,
+      url: found.url!,
+      secret_encrypted: found.secret_encrypted!,
+      previous_secret_encrypted: found.previous_secret_encrypted,
+      previous_secret_expires_at: found.previous_secret_expires_at,
+    };
+    const event: EventRecord = {
+      id: found.event_id,
+      type: found.type!,
+      occurred_at: found.occurred_at!,
+      object_type: found.object_type!,
+      object_id: found.object_id!,
+    };
     return { delivery, endpoint, event };
   });
   if (!prepared) return;

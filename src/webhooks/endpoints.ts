@@ -198,7 +198,11 @@ export async function deleteEndpoint(trx: Trx, practiceId: string, id: string) {
 }
 
 /** The secrets that sign a delivery now: the current one, and the previous one during its overlap. */
-export function signingSecrets(row: EndpointRow, box: SecretBox, now: Date): string[] {
+export function signingSecrets(
+  row: Pick<EndpointRow, 'secret_encrypted' | 'previous_secret_encrypted' | 'previous_secret_expires_at'>,
+  box: SecretBox,
+  now: Date,
+): string[] {
   const secrets = [box.open(row.secret_encrypted)];
   if (
     row.previous_secret_encrypted &&
