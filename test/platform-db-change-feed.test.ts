@@ -94,7 +94,7 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
       }
     });
 
-    test('while a long transaction is open, a reader reads up to the newest sample taken before it', async () => {
+    test('while a long transaction is open, a reader reads up to its start', async () => {
       const practice = await billingPractice(svc);
       const earlyId = (await billedInvoice(svc, practice)).id as string;
       const lateId = (await billedInvoice(svc, practice)).id as string;
@@ -131,7 +131,7 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
         assert.deepEqual(
           during.items.map((i) => [i.id, i.recipientName]),
           [[earlyId, 'Before the sample']],
-          'the change before the sample is listed, the one after it waits',
+          'the change before the long transaction began is listed, the one after it waits',
         );
         endLong();
         await long;
