@@ -1,7 +1,7 @@
 // The change feed's high-water mark in one statement (src/platform/db/change-feed.ts, docs/decisions.md
 // "Change feeds"): change_feed_horizon() reads the clock, then every transaction id still running in
-// this database with the time its transaction started, and answers the latest time before which no
-// running transaction can have stamped a change. It is SECURITY DEFINER because pg_stat_activity shows
+// this database with the time its transaction started, and answers the clock and the mark: the latest
+// time before which no running transaction can have stamped a change. It is SECURITY DEFINER because pg_stat_activity shows
 // a backend's xact_start only to a role with the privileges of the backend's login (or
 // pg_read_all_stats), and the service's roles have neither; it reads nothing else of those backends.
 // PGlite never calls it (one transaction runs at a time there). Forward-only.
@@ -12,11 +12,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await runScript(
     db,
     `
-    CREATE FUNCTION change_feed_horizon() RETURNS timestamptz
+    CREATE FUNCTION change_feed_horizon(OUT clock timestamptz, OUT mark timestamptz)
     LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     AS $$
     DECLARE
       t timestamptz;
+      h timestamptz;
       xmin8 bigint;
       oldest_start timestamptz;
       oldest_unknown bigint;
@@ -45,14 +46,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
           AND s.pid <> pg_backend_pid()
           AND s.datid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
       ) a;
+      h := least(t, oldest_start);
       IF oldest_unknown IS NOT NULL THEN
         -- A running transaction whose start cannot be read: the newest stored sample (clock, then the
         -- sampler's own id) below it, or the epoch, which reads nothing and skips nothing.
         SELECT max(c.sampled_at) INTO sample FROM public.change_feed_samples c
         WHERE c.next_xid::text::bigint <= oldest_unknown;
-        t := least(t, coalesce(sample, 'epoch'::timestamptz));
+        h := least(h, coalesce(sample, 'epoch'::timestamptz));
       END IF;
-      RETURN date_trunc('milliseconds', least(t, oldest_start));
+      clock := date_trunc('milliseconds', t);
+      mark := date_trunc('milliseconds', h);
     END $$;
     -- Samples stored before this migration hold the snapshot's xmax, which a running id can exceed;
     -- the worker stores a sound one within a second.

@@ -37,17 +37,34 @@ export async function stampChange(trx: Trx): Promise<Date> {
   return at;
 }
 
+/** How long a reader waits, at most, for transactions that began before it to end. */
+const WAIT_LIMIT_MS = 100;
+const WAIT_STEP_MS = 2;
+
 /**
  * The high-water mark H: a reader in this transaction reads only changes stamped strictly before H,
- * and every change that commits after this call is stamped at or after H. Call it before reading. One
- * statement, never a wait: H is the clock, held back to the start of the oldest transaction still
- * running with an id (migration 0013, change_feed_horizon).
+ * and every change that commits after this call is stamped at or after H. Call it before reading. H is
+ * the clock, held back to the start of the oldest transaction still running with an id (migration
+ * 0013, change_feed_horizon). Request and job transactions end within milliseconds, so a reader held
+ * back asks again for up to WAIT_LIMIT_MS, until nothing that began before its first reading runs;
+ * each answer is safe from the moment it is given, so the latest is kept.
  */
 export async function safeHighWaterMark(trx: Trx): Promise<Date> {
-  const { rows } = isPglite(trx)
-    ? await sql<{ h: Date }>`SELECT date_trunc('milliseconds', now()) AS h`.execute(trx)
-    : await sql<{ h: Date }>`SELECT change_feed_horizon() AS h`.execute(trx);
-  return new Date(rows[0]!.h);
+  if (isPglite(trx)) {
+    const { rows } = await sql<{ h: Date }>`SELECT date_trunc('milliseconds', now()) AS h`.execute(trx);
+    return new Date(rows[0]!.h);
+  }
+  const horizon = async () =>
+    (await sql<{ clock: Date; mark: Date }>`SELECT * FROM change_feed_horizon()`.execute(trx)).rows[0]!;
+  const first = await horizon();
+  const clock = new Date(first.clock).getTime();
+  let mark = new Date(first.mark).getTime();
+  const deadline = performance.now() + WAIT_LIMIT_MS;
+  while (mark < clock && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, WAIT_STEP_MS));
+    mark = Math.max(mark, new Date((await horizon()).mark).getTime());
+  }
+  return new Date(mark);
 }
 
 /**
