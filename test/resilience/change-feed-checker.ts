@@ -277,7 +277,7 @@ export async function runChangeFeedChecker(options: CheckerOptions): Promise<Che
               ids.map((id) => ({
                 practice_id: practiceId,
                 id,
-                type: 'invoice.updated',
+                type: 'invoice.issued',
                 object_type: 'invoice',
                 object_id: `inv_chk_${n % 97}`,
                 occurred_at: at,
