@@ -186,7 +186,8 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
         await rename(trx, aId, 'Writer A', at);
         return at;
       });
-      // 2. B takes its id, stamps, writes and stays open.
+      // 2. Once A has its id, B takes its id, stamps, writes and stays open.
+      await aHasId.promise;
       const b = inPractice(writers, practice.practiceId, async (trx) => {
         const at = await stampChange(trx);
         const xid = await currentXid(trx);

@@ -23,6 +23,7 @@ export interface EventFeedRow extends EventRecord {
   seq: string;
 }
 
+// Ordered by the table's seq (a number), not the text column of the same name the list answers.
 const COLUMNS = sql`id, type, object_type, object_id, occurred_at, stamp, seq::text AS seq`;
 
 /**
@@ -87,7 +88,7 @@ export async function listEventRows(
   const result = await sql<EventFeedRow>`
     SELECT ${COLUMNS} FROM events
     WHERE ${sql.join(conditions, sql` AND `)}
-    ORDER BY stamp, seq
+    ORDER BY stamp, events.seq
     LIMIT ${limit + 1}`.execute(trx);
   return result.rows.map((row) => ({
     ...row,
