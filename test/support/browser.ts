@@ -25,13 +25,10 @@ export interface Browser {
   source: string;
 }
 
-/** The package's folder and version, read from its package.json beside its build. */
-function bundled(): { dir: string; version: string } {
+/** The package's version, read from its package.json beside its build. */
+function bundledVersion(): string {
   const dir = path.resolve(path.dirname(fileURLToPath(import.meta.resolve('@sparticuz/chromium'))), '..');
-  const { version } = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
-    version: string;
-  };
-  return { dir, version };
+  return (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
 /**
@@ -64,7 +61,7 @@ export async function browser(): Promise<Browser> {
   const override = process.env.CHROMIUM_PATH;
   if (override) return { executablePath: override, env: {}, source: `${override} (CHROMIUM_PATH)` };
 
-  const { version } = bundled();
+  const version = bundledVersion();
   const target = path.join(ROOT, '.tmp', `chromium-${version}`);
   if (!fs.existsSync(target)) {
     const stage = `${target}.${process.pid}-${randomBytes(4).toString('hex')}`;
