@@ -1,7 +1,8 @@
-// The console in a real browser (Debian's chromium driven by playwright-core) against the real
-// service with its worker running: sign in with the admin token, find the rejected claim, correct the
-// member number and resubmit, see the insurer accept it, redeliver a webhook that failed, and visit
-// every page. A screenshot of each page goes to .tmp/console-screenshots/.
+// The console in a real browser (the headless Chromium of the @sparticuz/chromium package, or
+// CHROMIUM_PATH: test/support/browser.ts, driven by playwright-core) against the real service with its
+// worker running: sign in with the admin token, find the rejected claim, correct the member number and
+// resubmit, see the insurer accept it, redeliver a webhook that failed, and visit every page. A
+// screenshot of each page goes to .tmp/console-screenshots/.
 //
 // It runs on one database only (PostgreSQL when DATABASE_URL is set, else the embedded one): the
 // console only calls the admin API, whose answers on both databases are covered by
@@ -16,11 +17,11 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { CONSOLE_DIST } from '../src/console/serve.ts';
 import { billVisit, type Json, newPatient, type World } from './claims-fixtures.ts';
 import { apiClient, startService, type TestService } from './harness.ts';
+import { browser } from './support/browser.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SHOTS = path.join(ROOT, '.tmp', 'console-screenshots');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Mid-morning in Johannesburg: the whole run falls on one calendar day there. */
 const PINNED = Date.parse('2026-03-10T08:00:00Z');
 
@@ -102,9 +103,12 @@ before(async () => {
     'a failed delivery of the invoice events',
   );
 
+  const chosen = await browser();
+  console.log(`# browser: ${chosen.source}`);
   userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pb-console-chromium-'));
   context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
+    executablePath: chosen.executablePath,
+    env: { ...process.env, ...chosen.env },
     headless: true,
     viewport: { width: 1366, height: 768 },
     args: [

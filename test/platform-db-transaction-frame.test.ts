@@ -3,13 +3,48 @@
 // its COMMIT with ROLLBACK, which the service turns into an error). A request's last writes (its audit
 // row, an Idempotency-Key's answer) are sent with the COMMIT as literals: any text arrives exactly, a
 // statement that follows still sees them, and when one fails nothing of the transaction is kept.
+// On PostgreSQL, BEGIN and the held rows go out only when the client runs no other query: pg is never
+// asked to queue one query behind another (deprecated in pg 8, with a warning, and gone in pg 9).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { type AuditEntry, AuditLog, AuditUnavailableError } from '../src/platform/audit-log.ts';
 import { sentWithCommit } from '../src/platform/db/sent-with-commit.ts';
 import { asOperator, inPractice, type Trx } from '../src/platform/db/transaction.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
+
+/**
+ * pg's warning when a query is asked of a client whose queue already holds one behind the running
+ * query. It comes once per process, and not for a single query waiting, so every pg client's query is
+ * also watched here: installed before any service starts, so the pool's clients (whose query
+ * src/platform/db/database.ts wraps on connect) call this one.
+ */
+const QUEUED_BEHIND_ANOTHER = /already executing a query/;
+const queuedWarnings: string[] = [];
+process.on('warning', (warning) => {
+  if (QUEUED_BEHIND_ANOTHER.test(warning.message)) queuedWarnings.push(warning.stack ?? warning.message);
+});
+/** Queries asked of a pg client while one it was asked before was still unanswered. */
+const askedWhileBusy: string[] = [];
+const unanswered = new WeakMap<object, number>();
+const pgQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+(pg.Client.prototype as unknown as { query: typeof pgQuery }).query = function (
+  this: object,
+  ...args: unknown[]
+) {
+  const [config] = args;
+  const running = unanswered.get(this) ?? 0;
+  if (running > 0)
+    askedWhileBusy.push(typeof config === 'string' ? config : String((config as { text?: string }).text));
+  const answer = pgQuery.apply(this, args);
+  if (answer instanceof Promise) {
+    unanswered.set(this, running + 1);
+    const done = () => unanswered.set(this, (unanswered.get(this) ?? 1) - 1);
+    answer.then(done, done);
+  }
+  return answer;
+};
 
 describeEachBackend('transaction frame', (backend) => {
   let svc: TestService;
@@ -139,5 +174,71 @@ describeEachBackend('transaction frame', (backend) => {
       await inPractice(svc.db, practice.practiceId, (trx) => routesOf(trx, 'req_kept_not')),
       [],
     );
+  });
+
+  test("a statement after a row held for the COMMIT fails with that row's error, and nothing is kept", async () => {
+    const practice = await svc.newPractice();
+    const other = await svc.newPractice();
+    let reached = false;
+    await assert.rejects(
+      inPractice(svc.db, practice.practiceId, async (trx) => {
+        await new AuditLog().write(trx, entryFor(practice.practiceId, 'req_after_held', '/first'));
+        await sql`INSERT INTO audit_events (practice_id, actor, method, route, status, outcome, request_id)
+          VALUES (${sql.lit(other.practiceId)}, 'client', 'GET', '/second', 200, 'succeeded', 'req_after_held')
+          ${sentWithCommit}`.execute(trx);
+        await routesOf(trx, 'req_after_held');
+        reached = true;
+        return 'done';
+      }),
+      /row-level security/,
+    );
+    assert.equal(reached, false, 'the statement after the failed row failed too');
+    assert.deepEqual(
+      await inPractice(svc.db, practice.practiceId, (trx) => routesOf(trx, 'req_after_held')),
+      [],
+    );
+  });
+
+  test('a first statement with parameters runs inside the transaction, after its BEGIN', async () => {
+    const seen = await svc.db.kysely.transaction().execute(async (trx) => {
+      await sql`SELECT set_config('app.probe', ${'inside'}, true)`.execute(trx);
+      return (await sql<{ probe: string }>`SELECT current_setting('app.probe', true) AS probe`.execute(trx))
+        .rows[0]!.probe;
+    });
+    assert.equal(seen, 'inside', 'a transaction-local setting outlives its statement');
+    await assert.rejects(
+      svc.db.kysely.transaction().execute((trx) => sql`SELECT 1 / ${0}::int`.execute(trx)),
+      /division by zero/,
+    );
+    const after = await svc.db.kysely
+      .transaction()
+      .execute(
+        async (trx) => (await sql<{ one: number }>`SELECT ${1}::int AS one`.execute(trx)).rows[0]!.one,
+      );
+    assert.equal(after, 1, 'the connection serves the next transaction');
+  });
+
+  test('pg is never asked for a query while another runs on the same client', {
+    skip: backend === 'pglite' ? 'PGlite has no pg client' : false,
+  }, async () => {
+    // Every way a held statement goes out before the next: BEGIN before a first statement with
+    // parameters, and one or two rows held for the COMMIT before a statement that is not the COMMIT.
+    const practice = await svc.newPractice();
+    await svc.db.kysely
+      .transaction()
+      .execute((trx) => sql`SELECT set_config('app.probe', ${'inside'}, true)`.execute(trx));
+    for (const rows of [['/one'], ['/one', '/two']]) {
+      const requestId = `req_queue_${rows.length}`;
+      const seen = await inPractice(svc.db, practice.practiceId, async (trx) => {
+        for (const route of rows)
+          await new AuditLog().write(trx, entryFor(practice.practiceId, requestId, route));
+        return routesOf(trx, requestId);
+      });
+      assert.deepEqual(seen.sort(), rows);
+    }
+    // pg emits its warning on the next tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(askedWhileBusy, [], 'no query was asked for while another ran, in this file');
+    assert.deepEqual(queuedWarnings, [], 'pg warned of no query queued behind another, in this file');
   });
 });

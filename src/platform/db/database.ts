@@ -184,11 +184,21 @@ function emptyResult(command: string): QueryResultLike {
 }
 
 /**
+ * Sends `args` once `first` has been answered, and fails with `first`'s error without sending them
+ * when it failed. A query is asked of pg only when the client runs none: queueing one behind a running
+ * query is deprecated in pg 8 and removed in pg 9.
+ */
+function sendAfter(first: Promise<unknown>, query: Query, args: unknown[]): Promise<unknown> {
+  return first.then(() => query(...args));
+}
+
+/**
  * Saves a round trip per transaction: Kysely's BEGIN is held back and sent in one simple-protocol
  * message with the transaction's first statement when that statement has no parameters (the frame of
  * src/platform/db/transaction.ts, whose settings are literals), the answer of that statement being the
- * last of the message's. Any other first statement is sent after its own BEGIN, in order; a transaction
- * that ends before its first statement sends nothing at all.
+ * last of the message's. Any other first statement is sent once its own BEGIN is answered (if BEGIN
+ * fails, so does the statement, unsent); a transaction that ends before its first statement sends
+ * nothing at all.
  */
 function joinBeginWithFirstStatement(client: pg.PoolClient): void {
   let beginHeld = false;
@@ -209,9 +219,7 @@ function joinBeginWithFirstStatement(client: pg.PoolClient): void {
       const answer = query(`BEGIN;\n${text}`) as Promise<QueryResultLike | QueryResultLike[]>;
       return answer.then((results) => (Array.isArray(results) ? results[results.length - 1]! : results));
     }
-    // pg runs a client's queries in the order they were asked: BEGIN goes first.
-    (query('BEGIN') as Promise<unknown>).catch(() => {});
-    return query(...args);
+    return sendAfter(query('BEGIN') as Promise<unknown>, query, args);
   });
 }
 
@@ -219,8 +227,9 @@ function joinBeginWithFirstStatement(client: pg.PoolClient): void {
  * Saves a round trip per write: a statement ending in SENT_WITH_COMMIT_MARK (src/platform/db/
  * sent-with-commit.ts, literals only) is answered at once and held, then sent in one simple-protocol
  * message with the COMMIT that follows; a ROLLBACK drops it with the transaction. Should another
- * statement come first, the held ones go before it, in order (their failure then fails that statement,
- * as the transaction is aborted).
+ * statement come first, the held ones go before it, in order, in one message of their own; that
+ * statement is sent once they are answered. If one of them fails, the transaction is aborted and that
+ * statement fails with the held statement's error, unsent.
  */
 function joinHeldStatementsWithCommit(client: pg.PoolClient): void {
   let held: string[] = [];
@@ -246,8 +255,7 @@ function joinHeldStatementsWithCommit(client: pg.PoolClient): void {
       const answer = query(`${statements.join(';\n')};\nCOMMIT`) as Promise<QueryResultLike[]>;
       return answer.then((results) => results[results.length - 1]!);
     }
-    for (const statement of statements) (query(statement) as Promise<unknown>).catch(() => {});
-    return query(...args);
+    return sendAfter(query(statements.join(';\n')) as Promise<unknown>, query, args);
   });
 }
 
