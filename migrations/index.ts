@@ -11,6 +11,7 @@ import * as m0008 from './0008_events_feed.ts';
 import * as m0009 from './0009_invoice_lifecycle.ts';
 import * as m0011 from './0011_idempotency_answers.ts';
 import * as m0012 from './0012_key_change_signals.ts';
+import * as m0014 from './0014_operator_idempotency_keys.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009_invoice_lifecycle': m0009,
   '0011_idempotency_answers': m0011,
   '0012_key_change_signals': m0012,
+  '0014_operator_idempotency_keys': m0014,
 };
