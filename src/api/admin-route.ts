@@ -9,7 +9,6 @@ import {
   headerValue,
   IDEMPOTENCY_HEADER,
   idempotencyKeyHeader,
-  type KeyUse,
   keyStillRunning,
   readIdempotencyKey,
   runKeyed,
@@ -19,6 +18,7 @@ import {
 import { asOperator, asOperatorHolding, type Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { ProblemSchema } from '../platform/http/schema.ts';
+import { adminKeyUse } from './admin-key-use.ts';
 import type { Deps } from './deps.ts';
 
 export interface AdminContext<P, Q, B> {
@@ -83,12 +83,6 @@ export function defineAdminRoute<P extends TSchema, Q extends TSchema, B extends
   spec: AdminRouteSpec<P, Q, B, R>,
 ): AdminRouteSpec<P, Q, B, R> {
   return spec;
-}
-
-/** Whether an admin operation requires an Idempotency-Key, accepts one, or ignores it (reads, PUT, DELETE). */
-export function adminKeyUse(route: Pick<AnyAdminRoute, 'method' | 'movesMoney'>): KeyUse {
-  if (route.method !== 'POST') return 'none';
-  return route.movesMoney ? 'required' : 'optional';
 }
 
 function digest(value: string): Buffer {
