@@ -135,6 +135,20 @@ test("each command's flags are its route's fields: path, query and body, require
   assert.deepEqual(flag('invoices', 'list', 'claim-status')?.to, { query: 'claimStatus' });
 });
 
+test('every POST command sends an Idempotency-Key, required on those that move money', () => {
+  const keyOf = (resource: string, action: string) =>
+    ADMIN_COMMANDS.find((c) => c.resource === resource && c.action === action)?.idempotencyKey;
+  for (const command of ADMIN_COMMANDS) {
+    const label = `admin ${command.resource} ${command.action}`;
+    if (command.method === 'POST') assert.ok(command.idempotencyKey, label);
+    else assert.equal(command.idempotencyKey, undefined, label);
+  }
+  assert.equal(keyOf('payments', 'record'), 'required');
+  assert.equal(keyOf('invoices', 'write-off'), 'required');
+  assert.equal(keyOf('invoices', 'cancel'), 'optional');
+  assert.equal(keyOf('keys', 'create'), 'optional');
+});
+
 /** A small admin route declared here, as a capability folder declares one: the CLI knows nothing of it. */
 function gadgetRoute(body: TSchema): AnyAdminRoute {
   return defineAdminRoute({
@@ -476,11 +490,16 @@ describe('admin commands against a running server', () => {
     assert.equal(billed.invoice.status, 'issued');
 
     const args = ['admin', 'invoices', 'write-off', banner.practiceId, '--invoice', billed.invoice.id];
-    const written = await cli([...args, '--reason', 'Patient emigrated'], env);
+    const retried = [...args, '--reason', 'Patient emigrated', '--idempotency-key', 'write-off-thandi-1'];
+    const written = await cli(retried, env);
     assert.equal(written.code, 0, written.stderr + written.stdout);
     const invoice = json(written.stdout);
     assert.equal(invoice.status, 'written_off');
     assert.equal(invoice.balanceDue, billed.invoice.balanceDue);
+    // The same command retried with its key replays the first answer.
+    const replayed = await cli(retried, env);
+    assert.equal(replayed.code, 0, replayed.stderr + replayed.stdout);
+    assert.deepEqual(json(replayed.stdout), invoice);
     const again = await cli([...args, '--reason', 'again'], env);
     assert.equal(again.code, 1, again.stdout);
     assert.equal(json(again.stdout).code, 'business_rule');
@@ -602,6 +621,8 @@ describe('admin commands against a running server', () => {
         'lots',
       ],
       ['admin', 'clients', 'create', 'org_a', '--name', 'C'],
+      ['admin', 'practices', 'create', '--name', 'P', '--idempotency-key', ''],
+      ['admin', 'practices', 'list', '--idempotency-key', 'k'],
     ];
     for (const args of cases) {
       const refused = await cli(args, env);
@@ -627,6 +648,14 @@ describe('admin commands against a running server', () => {
     );
     assert.equal(unreachable.code, 1);
     assert.match(unreachable.stderr, /Cannot reach the server/);
+    assert.doesNotMatch(unreachable.stderr, /--idempotency-key/);
+    // A command that acts says how to retry it without acting twice: with the key it sent.
+    const acting = await cli(
+      ['admin', 'practices', 'create', '--name', 'X', '--url', `http://127.0.0.1:${closedPort}`],
+      env,
+    );
+    assert.equal(acting.code, 1);
+    assert.match(acting.stderr, /run it again with --idempotency-key cli_[0-9a-f-]{36}\n/);
   });
 
   test('migrate refuses the data directory while the server holds it', async () => {

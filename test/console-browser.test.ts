@@ -259,9 +259,28 @@ test('a payment recorded from the invoice page balances it', async () => {
   await page.getByLabel(/Amount/).fill(amount);
   await page.getByLabel('Method').selectOption('card');
   await page.getByLabel('Reference').fill('POS-77');
+  // The first answer is lost on the way back, after the service recorded the payment: the console
+  // retries with the same Idempotency-Key, and the service replays instead of recording it twice.
+  const sent: Array<string | undefined> = [];
+  const paymentsRoute = '**/admin/v1/practices/*/payments';
+  await page.route(paymentsRoute, async (route) => {
+    sent.push(route.request().headers()['idempotency-key']);
+    if (sent.length > 1) return route.continue();
+    const first = await route.fetch();
+    assert.equal(first.status(), 201, await first.text());
+    return route.abort('connectionreset');
+  });
   await page.getByRole('button', { name: 'Record payment' }).click();
   await page.getByRole('heading', { name: /Invoice .* balanced/ }).waitFor();
   await page.getByRole('cell', { name: 'POS-77' }).waitFor();
+  await page.unroute(paymentsRoute);
+  assert.equal(sent.length, 2, 'the console retried once');
+  assert.match(sent[0] ?? '', /^console_[0-9a-f]{32}$/);
+  assert.equal(sent[1], sent[0], 'the retry carries the same key');
+  const invoiceId = /\/invoices\/(inv_\w+)/.exec(page.url())?.[1];
+  assert.ok(invoiceId, page.url());
+  const payments = await w.api('GET', `/invoices/${invoiceId}/payments`);
+  assert.equal(payments.body.data.filter((p: Json) => p.reference === 'POS-77').length, 1);
   await shot('08-invoice-paid');
 });
 

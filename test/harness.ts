@@ -230,7 +230,8 @@ export interface TestService {
     allowedIps?: string[];
     rateLimitPerMinute?: number;
   }): Promise<TestPractice>;
-  admin(method: string, path: string, body?: unknown): Promise<Answer>;
+  /** Calls the admin API; a POST carries idempotencyKey, else a fresh key. */
+  admin(method: string, path: string, body?: unknown, idempotencyKey?: string): Promise<Answer>;
   close(): Promise<void>;
 }
 
@@ -289,8 +290,13 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     { poll: options.workerPolls === true, tasks: [] },
   );
 
-  const admin = (method: string, p: string, body?: unknown) =>
-    call(baseUrl, method, `/admin/v1${p}`, { token: adminToken, ...(body !== undefined ? { body } : {}) });
+  // Like the console and the CLI, every POST carries an Idempotency-Key: a fresh one unless given.
+  const admin = (method: string, p: string, body?: unknown, idempotencyKey?: string) =>
+    call(baseUrl, method, `/admin/v1${p}`, {
+      token: adminToken,
+      ...(body !== undefined ? { body } : {}),
+      ...(method === 'POST' ? { idempotencyKey: idempotencyKey ?? uniqueKey() } : {}),
+    });
 
   return {
     backend,

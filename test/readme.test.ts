@@ -89,6 +89,7 @@ test('every practice-billing command and admin command the README names exists, 
     assert.ok(command, `"admin ${resource} ${action ?? ''}" is not an admin command:\n${line}`);
     adminCommands += 1;
     const known = new Set(['url', 'token', 'help', ...command.flags.map((f) => f.flag)]);
+    if (command.idempotencyKey) known.add('idempotency-key');
     if (command.target) known.add(command.target.flag);
     const args = rest!.split(/\s(?:#|\||&&)\s/)[0]!;
     for (const flag of args.matchAll(/(?:^|\s)--([a-z][\w-]*)/g)) {

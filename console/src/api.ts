@@ -1,5 +1,6 @@
 // Owns every call the console makes: the admin API (/admin/v1) with the operator's token, one function
-// per operation. A refusal becomes an ApiError carrying the service's Problem detail.
+// per operation. A refusal becomes an ApiError carrying the service's Problem detail. Every action
+// (POST) carries an Idempotency-Key, so that retrying it never acts twice.
 import type {
   ApiKey,
   Attempt,
@@ -44,6 +45,50 @@ function queryString(query: Query | undefined): string {
   return text ? `?${text}` : '';
 }
 
+/** A fresh Idempotency-Key (getRandomValues, unlike randomUUID, works on a plain-http console too). */
+export function newIdempotencyKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `console_${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+}
+
+/**
+ * The Idempotency-Key of one form's action: made when the form is first submitted, and kept while the
+ * operator submits the same request again after a failure (its answer may have been lost after the
+ * service acted), so that the retry replays the first answer; a success or another request starts a
+ * new action with a new key.
+ */
+export class ActionKey {
+  #key: string | undefined;
+  #request = '';
+
+  for(request: unknown): string {
+    const text = JSON.stringify(request);
+    if (this.#key === undefined || text !== this.#request) {
+      this.#key = newIdempotencyKey();
+      this.#request = text;
+    }
+    return this.#key;
+  }
+
+  done(): void {
+    this.#key = undefined;
+  }
+}
+
+/** Waits before each retry of an action whose answer did not come or said to retry. */
+const RETRY_DELAYS_MS = [300, 1000, 3000];
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+interface Problem {
+  detail?: string;
+  title?: string;
+  code?: string;
+  errors?: Array<{ field: string; message: string }>;
+}
+
 export class AdminApi {
   readonly #token: string;
 
@@ -51,24 +96,44 @@ export class AdminApi {
     this.#token = token;
   }
 
-  async #call<T>(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<T> {
-    const response = await fetch(`/admin/v1${path}${queryString(options.query)}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${this.#token}`,
-        ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-    });
-    const text = await response.text();
-    const parsed: unknown = text ? JSON.parse(text) : undefined;
-    if (!response.ok) {
-      const problem = (parsed ?? {}) as {
-        detail?: string;
-        title?: string;
-        code?: string;
-        errors?: Array<{ field: string; message: string }>;
-      };
+  /**
+   * One call. A POST acts, so it carries one Idempotency-Key for the whole action (the caller's, else a
+   * new one) and is retried with that key when its answer is lost on the way, when the service says the
+   * first attempt is still running (409 conflict) or is briefly unavailable (503): the service then
+   * replays the first answer instead of acting twice.
+   */
+  async #call<T>(
+    method: string,
+    path: string,
+    options: { query?: Query; body?: unknown; idempotencyKey?: string } = {},
+  ): Promise<T> {
+    const key = method === 'POST' ? (options.idempotencyKey ?? newIdempotencyKey()) : undefined;
+    for (let attempt = 0; ; attempt += 1) {
+      const retry = key !== undefined && attempt < RETRY_DELAYS_MS.length;
+      let response: Response;
+      try {
+        response = await fetch(`/admin/v1${path}${queryString(options.query)}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${this.#token}`,
+            ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+            ...(key !== undefined ? { 'idempotency-key': key } : {}),
+          },
+          ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+        });
+      } catch (error) {
+        if (!retry) throw error;
+        await sleep(RETRY_DELAYS_MS[attempt]!);
+        continue;
+      }
+      const text = await response.text();
+      const parsed: unknown = text ? JSON.parse(text) : undefined;
+      if (response.ok) return parsed as T;
+      const problem = (parsed ?? {}) as Problem;
+      if (retry && ((response.status === 409 && problem.code === 'conflict') || response.status === 503)) {
+        await sleep(RETRY_DELAYS_MS[attempt]!);
+        continue;
+      }
       throw new ApiError(
         response.status,
         problem.detail ?? problem.title ?? `The service answered ${response.status}.`,
@@ -76,7 +141,6 @@ export class AdminApi {
         problem.errors ?? [],
       );
     }
-    return parsed as T;
   }
 
   #practice(practiceId: string): string {
@@ -150,11 +214,13 @@ export class AdminApi {
     );
   }
 
+  /** Records a payment; `idempotencyKey` is the form's action key, kept across the operator's retries. */
   recordPayment(
     practiceId: string,
     body: { invoiceId: string; amount: number; method: string; reference?: string; source: string },
+    idempotencyKey: string,
   ) {
-    return this.#call<unknown>('POST', `${this.#practice(practiceId)}/payments`, { body });
+    return this.#call<unknown>('POST', `${this.#practice(practiceId)}/payments`, { body, idempotencyKey });
   }
 
   listEndpoints(practiceId: string) {

@@ -1,11 +1,24 @@
 // Owns how an operator (admin API) operation is declared and run: bearer ADMIN_TOKEN, the handler in
 // one operator transaction that sees every practice, and an audit row in the practice it touched.
+// Every POST takes an Idempotency-Key (those that move money require it), held by the operator and
+// run by the public API's own mechanism (src/idempotency/keyed-request.ts).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Static, TSchema } from 'typebox';
-import { asOperator, type Trx } from '../platform/db/transaction.ts';
+import { type Static, type TSchema, Type } from 'typebox';
+import {
+  headerValue,
+  IDEMPOTENCY_HEADER,
+  idempotencyKeyHeader,
+  keyStillRunning,
+  readIdempotencyKey,
+  runKeyed,
+  sendAnswer,
+  successAnswer,
+} from '../idempotency/keyed-request.ts';
+import { asOperator, asOperatorHolding, type Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { ProblemSchema } from '../platform/http/schema.ts';
+import { adminKeyUse } from './admin-key-use.ts';
 import type { Deps } from './deps.ts';
 
 export interface AdminContext<P, Q, B> {
@@ -54,6 +67,11 @@ export interface AdminRouteSpec<P extends TSchema, Q extends TSchema, B extends 
   bodyOptional?: boolean;
   successStatus: number;
   response: R;
+  /**
+   * The operation moves money (a payment, a write-off): an Idempotency-Key is required, so that an
+   * operator's retry can never count it twice. Every other POST accepts one.
+   */
+  movesMoney?: boolean;
   handler: (ctx: AdminContext<Static<P>, Static<Q>, Static<B>>) => Promise<AdminResult<Static<R>>>;
   cli: AdminCliName;
 }
@@ -84,8 +102,15 @@ export function registerAdminScope(
       reply.header('www-authenticate', 'Bearer');
       throw new AppError('unauthenticated', 'The admin API needs Authorization: Bearer <ADMIN_TOKEN>.');
     }
+    // A repeat of a request still running here is answered at once, as on the public API: with the
+    // embedded database it would otherwise wait for the one connection the first request holds.
+    const key = headerValue(request.headers[IDEMPOTENCY_HEADER]);
+    if (request.method === 'POST' && deps.inFlight.isRunning(request.headers.authorization, key)) {
+      throw keyStillRunning();
+    }
   });
   for (const spec of routes) {
+    const keyUse = adminKeyUse(spec);
     app.route({
       method: spec.method,
       url: spec.url,
@@ -95,6 +120,9 @@ export function registerAdminScope(
         ...(spec.description ? { description: spec.description } : {}),
         tags: ['Admin'],
         security: [{ adminToken: [] }],
+        ...(keyUse === 'none'
+          ? {}
+          : { headers: Type.Object(idempotencyKeyHeader(keyUse), { additionalProperties: true }) }),
         ...(spec.params ? { params: spec.params } : {}),
         ...(spec.querystring ? { querystring: spec.querystring } : {}),
         ...(spec.body ? { body: spec.body } : {}),
@@ -108,20 +136,37 @@ export function registerAdminScope(
           }
         : {}),
       handler: async (request, reply) => {
-        const result = await asOperator(deps.db, async (trx) => {
-          const now = deps.clock.now();
-          const result = await spec.handler({
-            trx,
-            deps,
-            params: request.params,
-            query: request.query,
-            body: request.body,
-            requestId: request.id,
-            now,
-          });
-          if (result.audit && spec.method !== 'GET') {
+        const key = readIdempotencyKey(request, keyUse);
+        let done: AdminResult<unknown> | undefined;
+        const { answer, replayed } = await runKeyed({
+          request,
+          scope: key === undefined ? undefined : { holder: 'operator', key },
+          inFlight: deps.inFlight,
+          errorsDocUrl: deps.config.errorsDocUrl,
+          changes: spec.method !== 'GET',
+          // Without a key a refusal leaves nothing to keep (the operator's refusals are not audited).
+          keepsRefusals: key !== undefined,
+          transaction: (lockName, fn) =>
+            lockName ? asOperatorHolding(deps.db, lockName, fn) : asOperator(deps.db, (trx) => fn(trx, true)),
+          perform: async (trx) => {
+            const result = await spec.handler({
+              trx,
+              deps,
+              params: request.params,
+              query: request.query,
+              body: request.body,
+              requestId: request.id,
+              now: deps.clock.now(),
+            });
+            done = result;
+            const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
+            return successAnswer(reply, spec.successStatus, result.body, location);
+          },
+          // What the operator changed is audited in the practice it touched; a replay changes nothing.
+          record: async (trx, _answer, outcome) => {
+            if (outcome.kind !== 'succeeded' || !done?.audit || spec.method === 'GET') return;
             await deps.audit.write(trx, {
-              practiceId: result.audit.practiceId,
+              practiceId: done.audit.practiceId,
               actor: 'operator',
               clientId: null,
               keyId: null,
@@ -132,24 +177,22 @@ export function registerAdminScope(
               status: spec.successStatus,
               outcome: 'succeeded',
               reason: null,
-              resourceType: result.audit.resourceType,
-              resourceId: result.audit.resourceId,
+              resourceType: done.audit.resourceType,
+              resourceId: done.audit.resourceId,
               patientId: null,
               requestId: request.id,
-              idempotencyKey: null,
+              idempotencyKey: key ?? null,
             });
-          }
-          return result;
+          },
         });
         // A change may concern who may call: the practice's remembered keys go before the answer does.
         // (Migration 0012's NOTIFY says so too, to every process, but here it could arrive after the
         // caller's next request.)
-        if (spec.method !== 'GET') {
-          if (result.audit) deps.keyCache.forgetPractice(result.audit.practiceId);
+        if (spec.method !== 'GET' && done && !replayed) {
+          if (done.audit) deps.keyCache.forgetPractice(done.audit.practiceId);
           else deps.keyCache.flush();
         }
-        if (result.location) reply.header('location', `${deps.config.publicBaseUrl}${result.location}`);
-        return reply.code(spec.successStatus).send(result.body);
+        return sendAnswer(reply, answer, replayed);
       },
     });
   }

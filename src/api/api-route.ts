@@ -2,30 +2,23 @@
 // whether it creates) and its handler receives a transaction already scoped to the caller's practice.
 // Around the handler this module runs, in order: Idempotency-Key claim or replay, the work in one
 // transaction with its audit row and stored answer, and release of the claim if nothing committed.
-import { createHash } from 'node:crypto';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import canonicalize from 'canonicalize';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { AuthContext } from '../auth/authenticate.ts';
 import { practitionerExists } from '../auth/performer-store.ts';
 import type { Permission } from '../auth/permissions.ts';
 import {
-  keyLockName,
-  type StoredAnswer,
-  storeAnswer,
-  storedAnswer,
-} from '../idempotency/idempotency-store.ts';
+  headerValue,
+  idempotencyKeyHeader,
+  readIdempotencyKey,
+  runKeyed,
+  sendAnswer,
+  successAnswer,
+} from '../idempotency/keyed-request.ts';
 import type { AuditEntry } from '../platform/audit-log.ts';
-import { inPractice, inPracticeHolding, type Trx, withSavepoint } from '../platform/db/transaction.ts';
-import { faultPoint } from '../platform/fault-points.ts';
-import {
-  AppError,
-  type FieldError,
-  fieldErrors,
-  invalidParameters,
-  problemOf,
-} from '../platform/http/errors.ts';
+import { inPractice, inPracticeHolding, type Trx } from '../platform/db/transaction.ts';
+import { AppError, type FieldError, fieldErrors, invalidParameters } from '../platform/http/errors.ts';
 import {
   mergeFieldErrors,
   type Partly,
@@ -109,56 +102,7 @@ export function defineApiRoute<P extends TSchema, Q extends TSchema, B extends T
   return spec;
 }
 
-export const IDEMPOTENCY_HEADER = 'idempotency-key';
-const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 const PERFORMER_HEADER = 'x-service-performer';
-
-/** Refusals decided by the service's own rules after the work ran: stored and replayed like a success. */
-function isStoredRefusal(error: AppError): boolean {
-  return error.status === 404 || error.code === 'duplicate' || error.status === 422;
-}
-
-function fingerprintOf(request: FastifyRequest): string {
-  return createHash('sha256')
-    .update(`${request.method} ${request.url}\n${canonicalize(request.body ?? null) ?? 'null'}`)
-    .digest('hex');
-}
-
-/** The 409 for a creating request whose Idempotency-Key another request, here or elsewhere, is running. */
-export function keyStillRunning(): AppError {
-  return new AppError(
-    'conflict',
-    'A request with this Idempotency-Key is still running. Wait and retry with the same key.',
-  );
-}
-
-export function headerValue(raw: string | string[] | undefined): string | undefined {
-  return Array.isArray(raw) ? raw[0] : raw;
-}
-
-function readIdempotencyKey(request: FastifyRequest): string {
-  const raw = request.headers[IDEMPOTENCY_HEADER];
-  const value = headerValue(raw);
-  if (value === undefined || value === '') {
-    throw invalidParameters([
-      {
-        field: 'Idempotency-Key',
-        code: 'required',
-        message: 'Idempotency-Key is required on creating operations',
-      },
-    ]);
-  }
-  if (value.length > MAX_IDEMPOTENCY_KEY_LENGTH || Array.isArray(raw)) {
-    throw invalidParameters([
-      {
-        field: 'Idempotency-Key',
-        code: 'invalid',
-        message: 'Idempotency-Key must be one value of at most 255 characters',
-      },
-    ]);
-  }
-  return value;
-}
 
 function readPerformer(request: FastifyRequest): string | null {
   const value = headerValue(request.headers[PERFORMER_HEADER]);
@@ -187,28 +131,13 @@ async function assertPerformerExists(trx: Trx, practiceId: string, performerId: 
   }
 }
 
-function sendAnswer(reply: FastifyReply, answer: StoredAnswer, replayed: boolean): FastifyReply {
-  reply.code(answer.status).headers(answer.headers).type('application/json; charset=utf-8');
-  if (replayed) reply.header('idempotent-replayed', 'true');
-  return reply.send(answer.body);
-}
-
 export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiRoute): void {
   // Every operation reads X-Service-Performer, and a wrong one is 400 invalid_request on any of them.
   const problemStatuses = [...new Set([400, ...spec.errorStatuses])];
   const problemResponses = Object.fromEntries(problemStatuses.map((s) => [s, ProblemSchema]));
   const headers = Type.Object(
     {
-      ...(spec.creates
-        ? {
-            [IDEMPOTENCY_HEADER]: Type.String({
-              minLength: 1,
-              maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
-              description:
-                'Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours).',
-            }),
-          }
-        : {}),
+      ...idempotencyKeyHeader(spec.creates ? 'required' : 'none'),
       [PERFORMER_HEADER]: Type.Optional(
         Type.String({
           minLength: 1,
@@ -347,108 +276,42 @@ async function runApiHandler(
     await refuseWrongFields(deps, spec, request, auth, performerId, bodyCheck.errors ?? []);
   }
 
-  const scope = spec.creates
-    ? { practiceId: auth.practice.id, clientId: auth.clientId, key: readIdempotencyKey(request) }
-    : undefined;
+  const key = readIdempotencyKey(request, spec.creates ? 'required' : 'none');
+  const scope =
+    key === undefined
+      ? undefined
+      : { holder: { practiceId: auth.practice.id, clientId: auth.clientId }, key };
   if (scope) state.idempotencyKey = scope.key;
-  const fingerprint = scope ? fingerprintOf(request) : '';
-
-  const work = async (
-    trx: Trx,
-    holdsKey: boolean,
-    undoable: boolean,
-  ): Promise<{ answer: StoredAnswer; replayed: boolean }> => {
-    if (scope) {
-      if (!holdsKey) throw keyStillRunning();
-      faultPoint('idempotency.after_claim');
-      const stored = await storedAnswer(trx, scope);
-      if (stored) {
-        if (stored.fingerprint !== fingerprint) {
-          throw new AppError(
-            'idempotency_key_reused',
-            'This Idempotency-Key was first used with a different method, path or body. Use a new key for a new request.',
-          );
-        }
-        state.outcome = 'replayed';
-        const answer = stored.answer;
-        await deps.audit.write(trx, auditEntryOf(request, identityOf(auth), answer.status));
-        // A replayed Problem names this request, so requestId keeps matching X-Request-Id.
-        const body = answer.status >= 400 ? replaceRequestId(answer.body, request.id) : answer.body;
-        return { answer: { ...answer, body }, replayed: true };
-      }
-    }
-    if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
-    const ctx = contextOf(trx, deps, auth, request, performerId);
-    let answer: StoredAnswer;
-    try {
-      const result = undoable ? await withSavepoint(trx, () => spec.handler(ctx)) : await spec.handler(ctx);
-      const answerHeaders: Record<string, string> = {};
-      if (result.location) answerHeaders.location = `${deps.config.publicBaseUrl}${result.location}`;
-      reply.code(spec.successStatus);
-      answer = {
-        status: spec.successStatus,
-        headers: answerHeaders,
-        body: String(reply.serialize(result.body)),
-      };
-      state.outcome = 'succeeded';
+  const practiceId = auth.practice.id;
+  const { answer, replayed } = await runKeyed({
+    request,
+    scope,
+    inFlight: deps.inFlight,
+    errorsDocUrl: deps.config.errorsDocUrl,
+    changes: spec.method !== 'GET',
+    keepsRefusals: true,
+    transaction: (lockName, fn) =>
+      lockName
+        ? inPracticeHolding(deps.db, practiceId, lockName, fn)
+        : inPractice(deps.db, practiceId, (trx) => fn(trx, true)),
+    perform: async (trx) => {
+      if (performerId) await assertPerformerExists(trx, practiceId, performerId);
+      const result = await spec.handler(contextOf(trx, deps, auth, request, performerId));
       if (result.resource) {
         state.resourceId = result.resource.id;
         state.patientId = result.resource.patientId ?? null;
       }
-    } catch (error) {
-      if (!(error instanceof AppError) || !isStoredRefusal(error)) throw error;
-      if (!undoable && spec.method !== 'GET') throw new RunAgainUndoable();
-      answer = {
-        status: error.status,
-        headers: {},
-        body: JSON.stringify(problemOf(error, request.id, deps.config.errorsDocUrl)),
-      };
-      state.outcome = 'refused';
-      state.reason = error.code;
-    }
-    await deps.audit.write(trx, auditEntryOf(request, identityOf(auth), answer.status));
-    if (scope) await storeAnswer(trx, scope, fingerprint, answer);
-    if (spec.method !== 'GET') faultPoint('request.before_commit');
-    return { answer, replayed: false };
-  };
-
-  const leaveInFlight =
-    scope && request.headers.authorization
-      ? deps.inFlight.add(request.headers.authorization, scope.key)
-      : undefined;
-  const attempt = (undoable: boolean) =>
-    scope
-      ? inPracticeHolding(deps.db, auth.practice.id, keyLockName(scope), (trx, holdsKey) =>
-          work(trx, holdsKey, undoable),
-        )
-      : inPractice(deps.db, auth.practice.id, (trx) => work(trx, true, undoable));
-  try {
-    // Changes run first without a savepoint. A refusal the service decides is stored with its audit
-    // row, but its partial work must not be: then the whole transaction is rolled back and the
-    // request runs once more with the handler inside a savepoint, which that refusal rolls back to.
-    const { answer, replayed } = await attempt(false).catch((error: unknown) => {
-      if (error instanceof RunAgainUndoable) return attempt(true);
-      throw error;
-    });
-    state.written = true;
-    if (spec.method !== 'GET' && !replayed) faultPoint('request.after_commit');
-    return sendAnswer(reply, answer, replayed);
-  } finally {
-    leaveInFlight?.();
-  }
-}
-
-/** A refusal came from a handler run without a savepoint; the request runs again with one. */
-class RunAgainUndoable extends Error {}
-
-function replaceRequestId(body: string, requestId: string): string {
-  try {
-    const parsed = JSON.parse(body) as Record<string, unknown>;
-    if (typeof parsed.requestId === 'string') parsed.requestId = requestId;
-    return JSON.stringify(parsed);
-  } catch {
-    return body;
-  }
+      const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
+      return successAnswer(reply, spec.successStatus, result.body, location);
+    },
+    record: async (trx, answer, outcome) => {
+      state.outcome = outcome.kind;
+      if (outcome.kind === 'refused') state.reason = outcome.error.code;
+      await deps.audit.write(trx, auditEntryOf(request, identityOf(auth), answer.status));
+    },
+  });
+  state.written = true;
+  return sendAnswer(reply, answer, replayed);
 }
 
 export interface CallerIdentity {

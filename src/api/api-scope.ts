@@ -4,17 +4,10 @@
 import type { FastifyInstance } from 'fastify';
 import { authenticate } from '../auth/authenticate.ts';
 import type { Permission } from '../auth/permissions.ts';
+import { headerValue, IDEMPOTENCY_HEADER, keyStillRunning } from '../idempotency/keyed-request.ts';
 import { AppError, problemOf } from '../platform/http/errors.ts';
 import { limitOrRefuse, sourceKey } from '../platform/http/rate-limit.ts';
-import {
-  type AnyApiRoute,
-  auditEntryOf,
-  headerValue,
-  IDEMPOTENCY_HEADER,
-  identityOf,
-  keyStillRunning,
-  registerApiRoute,
-} from './api-route.ts';
+import { type AnyApiRoute, auditEntryOf, identityOf, registerApiRoute } from './api-route.ts';
 import type { Deps } from './deps.ts';
 import { freshAuditState } from './request-state.ts';
 

@@ -1,6 +1,7 @@
 // Owns `practice-billing admin <resource> <action> [id] [--flags]`: reads the arguments, calls the
 // running server's admin API and prints its JSON answer. Exit code 0 on 2xx, 1 on a Problem (printed
 // to stdout) or an unreachable server, 2 on a usage mistake.
+import { randomUUID } from 'node:crypto';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import {
   AdminClient,
@@ -9,7 +10,7 @@ import {
   ServerUnreachableError,
 } from './admin-client.ts';
 import { ADMIN_COMMANDS, buildAdminRequest, findCommand } from './admin-commands.ts';
-import { type AdminCommand, type FlagSpec, UsageError } from './command.ts';
+import { type AdminCommand, type FlagSpec, IDEMPOTENCY_KEY_FLAG, UsageError } from './command.ts';
 
 export interface CliOutput {
   stdout(text: string): void;
@@ -60,11 +61,16 @@ function commandUsage(command: AdminCommand): string {
     const { param, flag } = command.target;
     lines.push('', `  <${param}>  also accepted as --${flag} <id>`);
   }
-  if (command.flags.length > 0) {
+  if (command.flags.length > 0 || command.idempotencyKey) {
     lines.push('', 'Flags:');
     for (const flag of command.flags) {
       const help = [flag.required ? 'required' : '', flag.help].filter((part) => part !== '').join('; ');
       lines.push(`  --${flag.flag.padEnd(24)} ${help}`);
+    }
+    if (command.idempotencyKey) {
+      lines.push(
+        `  --${IDEMPOTENCY_KEY_FLAG.padEnd(24)} Idempotency-Key, up to 255 characters; default a fresh one per run. Retry with the key printed on failure: the request then takes effect at most once`,
+      );
     }
   }
   return [...lines, '', ...CONNECTION_HELP, ''].join('\n');
@@ -73,6 +79,23 @@ function commandUsage(command: AdminCommand): string {
 function usageError(output: CliOutput, message: string, usage: string): number {
   output.stderr(`practice-billing: ${message}\n\n${usage}`);
   return 2;
+}
+
+/** The command's Idempotency-Key: the one given, else a fresh one for this run. */
+function keyOf(given: string | undefined): string {
+  if (given === undefined) return `cli_${randomUUID()}`;
+  if (given === '' || given.length > 255) {
+    throw new UsageError(`--${IDEMPOTENCY_KEY_FLAG} must be 1 to 255 characters.`);
+  }
+  return given;
+}
+
+/** After an answer that may not be final, how to retry the same request without doing it twice. */
+function retryHint(output: CliOutput, idempotencyKey: string | undefined): void {
+  if (!idempotencyKey) return;
+  output.stderr(
+    `practice-billing: to retry this same request (it takes effect at most once), run it again with --${IDEMPOTENCY_KEY_FLAG} ${idempotencyKey}\n`,
+  );
 }
 
 export async function runAdmin(args: string[], env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
@@ -104,6 +127,8 @@ export async function runAdmin(args: string[], env: NodeJS.ProcessEnv, output: C
   };
   for (const flag of command.flags) options[flag.flag] = { type: 'string' };
   if (command.target) options[command.target.flag] = { type: 'string' };
+  if (command.idempotencyKey) options[IDEMPOTENCY_KEY_FLAG] = { type: 'string' };
+  let idempotencyKey: string | undefined;
 
   try {
     const parsed = parseArgs({ args: args.slice(2), options, allowPositionals: true, strict: true });
@@ -124,11 +149,13 @@ export async function runAdmin(args: string[], env: NodeJS.ProcessEnv, output: C
       throw new UsageError(`the ${command.target?.flag} id is given twice, differently.`);
     }
     const request = buildAdminRequest(command, positionals[0] ?? flagId, strings);
+    idempotencyKey = command.idempotencyKey ? keyOf(strings[IDEMPOTENCY_KEY_FLAG]) : undefined;
     const client = new AdminClient(resolveAdminConnection({ url: strings.url, token: strings.token }, env));
-    const answer = await client.request(request);
+    const answer = await client.request({ ...request, ...(idempotencyKey ? { idempotencyKey } : {}) });
     output.stdout(
       answer.body === undefined ? `${answer.text}\n` : `${JSON.stringify(answer.body, null, 2)}\n`,
     );
+    if (answer.status === 409 || answer.status >= 500) retryHint(output, idempotencyKey);
     return answer.status >= 200 && answer.status < 300 ? 0 : 1;
   } catch (error) {
     if (error instanceof UsageError) return usageError(output, error.message, commandUsage(command));
@@ -141,6 +168,7 @@ export async function runAdmin(args: string[], env: NodeJS.ProcessEnv, output: C
     }
     if (error instanceof ServerUnreachableError) {
       output.stderr(`practice-billing: ${error.message}\n`);
+      retryHint(output, idempotencyKey);
       return 1;
     }
     throw error;

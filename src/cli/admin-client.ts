@@ -72,6 +72,8 @@ export interface AdminRequest {
   path: string;
   query?: Record<string, string>;
   body?: unknown;
+  /** Sent as Idempotency-Key: a retry with the same key replays the first answer. */
+  idempotencyKey?: string;
 }
 
 export class AdminClient {
@@ -91,6 +93,7 @@ export class AdminClient {
       accept: 'application/json',
     };
     if (request.body !== undefined) headers['content-type'] = 'application/json';
+    if (request.idempotencyKey !== undefined) headers['idempotency-key'] = request.idempotencyKey;
     let response: Response;
     try {
       response = await fetch(url, {

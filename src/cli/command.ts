@@ -4,6 +4,7 @@
 // positional id, the other path parameters, the query parameters and the body fields (nested objects
 // as dotted flags) as flags, each with its kind, whether it is required and its help, from the
 // TypeBox schemas. Pure: no I/O.
+import { adminKeyUse } from '../api/admin-key-use.ts';
 import type { AnyAdminRoute } from '../api/admin-route.ts';
 
 /** A mistake in how the command was written: the CLI prints it with the usage and exits 2. */
@@ -34,11 +35,19 @@ export interface AdminCommand {
   target?: { param: string; flag: string };
   /** Sends a JSON body built from the body flags (`{}` when none is given). */
   sendsBody: boolean;
+  /**
+   * Sends an Idempotency-Key (`--idempotency-key`, else a fresh one per run): the route requires one
+   * (it moves money) or accepts one (every other POST).
+   */
+  idempotencyKey?: 'required' | 'optional';
   flags: FlagSpec[];
 }
 
-/** Flags every admin command takes (the connection and help): no field may take their names. */
-const COMMON_FLAGS = ['url', 'token', 'help'];
+/** The flag that gives a command's Idempotency-Key, on the commands that send one. */
+export const IDEMPOTENCY_KEY_FLAG = 'idempotency-key';
+
+/** Flags every admin command takes (the connection, help, the key): no field may take their names. */
+const COMMON_FLAGS = ['url', 'token', 'help', IDEMPOTENCY_KEY_FLAG];
 
 /** The part of a JSON Schema (as TypeBox writes it) that a flag is read from. */
 interface Schema {
@@ -211,6 +220,7 @@ export function commandOf(route: AnyAdminRoute): AdminCommand {
   const unused = Object.keys(renames);
   if (unused.length > 0) throw new Error(`${where}: cli.flags names no field: ${unused.join(', ')}`);
 
+  const keyUse = adminKeyUse(route);
   return {
     resource,
     action,
@@ -220,6 +230,7 @@ export function commandOf(route: AnyAdminRoute): AdminCommand {
     route: route.url,
     ...(target ? { target } : {}),
     sendsBody: body !== undefined,
+    ...(keyUse === 'none' ? {} : { idempotencyKey: keyUse }),
     flags,
   };
 }

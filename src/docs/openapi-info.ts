@@ -69,7 +69,8 @@ export function openApiInfo() {
       },
       {
         name: 'Admin',
-        description: 'Operator API: practices, practitioners, clients, keys and the audit log.',
+        description:
+          "Operator API: practices, practitioners, clients, keys and the audit log. Every POST takes an `Idempotency-Key` held by the operator (apart from every client's), with the public API's replay rules; recording a payment and writing an invoice off require it.",
       },
     ],
   };

@@ -1,9 +1,11 @@
-// Owns Idempotency-Key records. A key is held, for the time of the work's own transaction, by a
-// transaction-scoped advisory lock on (practice, client, key) taken in that transaction's first
-// statement (inPracticeHolding), so a concurrent request with the same key in any process is refused
-// at once, and a process that dies mid-request lets go of it with its connection. Under the lock the
-// stored answer is looked up (a replay needs no other work), and the answer of new work is written
-// last, in the same transaction: only committed work is ever replayed, and nothing needs releasing.
+// Owns Idempotency-Key records. A key belongs to its holder: an integration client of a practice, or
+// the operator (the admin API). It is held, for the time of the work's own transaction, by a
+// transaction-scoped advisory lock on (holder, key) taken in that transaction's first statement
+// (inPracticeHolding, asOperatorHolding), so a concurrent request with the same key in any process is
+// refused at once, and a process that dies mid-request lets go of it with its connection. Under the
+// lock the stored answer is looked up (a replay needs no other work), and the answer of new work is
+// written last, in the same transaction: only committed work is ever replayed, and nothing needs
+// releasing.
 import { sql } from 'kysely';
 import { valuesForCommit } from '../platform/db/sent-with-commit.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -16,15 +18,28 @@ export interface StoredAnswer {
   body: string;
 }
 
+/**
+ * Whose key it is: an integration client of a practice, or the operator, who calls the admin API with
+ * the one ADMIN_TOKEN (stored with neither practice nor client; migration 0014).
+ */
+export type KeyHolder = { practiceId: string; clientId: string } | 'operator';
+
 export interface KeyScope {
-  practiceId: string;
-  clientId: string;
+  holder: KeyHolder;
   key: string;
 }
 
-/** The advisory lock's name for a key: one per client and key. */
+/** The advisory lock's name for a key: one per holder and key. */
 export function keyLockName(scope: KeyScope): string {
-  return `idempotency:${scope.practiceId}:${scope.clientId}:${scope.key}`;
+  const { holder } = scope;
+  return holder === 'operator'
+    ? `idempotency:operator:${scope.key}`
+    : `idempotency:${holder.practiceId}:${holder.clientId}:${scope.key}`;
+}
+
+/** The key's client, or none for the operator's keys (stored with null practice and client). */
+function clientOf(scope: KeyScope): { practiceId: string; clientId: string } | undefined {
+  return scope.holder === 'operator' ? undefined : scope.holder;
 }
 
 /** The answer stored for this key within its lifetime, with the fingerprint of its request. */
@@ -32,11 +47,12 @@ export async function storedAnswer(
   trx: Trx,
   scope: KeyScope,
 ): Promise<{ fingerprint: string; answer: StoredAnswer } | undefined> {
+  const client = clientOf(scope);
   const row = await trx
     .selectFrom('idempotency_keys')
     .select(['fingerprint', 'response_status', 'response_headers', 'response_body'])
-    .where('practice_id', '=', scope.practiceId)
-    .where('client_id', '=', scope.clientId)
+    .where('practice_id', client ? '=' : 'is', client?.practiceId ?? null)
+    .where('client_id', client ? '=' : 'is', client?.clientId ?? null)
     .where('key', '=', scope.key)
     .where('expires_at', '>', sql<Date>`now()`)
     .executeTakeFirst();
@@ -55,9 +71,10 @@ export async function storeAnswer(
   answer: StoredAnswer,
 ): Promise<void> {
   // Written last and read by nobody in this request: it goes with the COMMIT.
+  const client = clientOf(scope);
   const { values, end } = valuesForCommit({
-    practiceId: scope.practiceId,
-    clientId: scope.clientId,
+    practiceId: client?.practiceId ?? null,
+    clientId: client?.clientId ?? null,
     key: scope.key,
     fingerprint,
     status: answer.status,
@@ -72,7 +89,7 @@ export async function storeAnswer(
        created_at, expires_at)
     VALUES (${practiceId}, ${clientId}, ${key}, ${values.fingerprint}, ${status},
       ${headers}, ${body}, now(), now() + make_interval(hours => ${hours}))
-    ON CONFLICT (practice_id, client_id, key) DO UPDATE SET
+    ON CONFLICT ON CONSTRAINT idempotency_keys_holder_key DO UPDATE SET
       fingerprint = excluded.fingerprint, response_status = excluded.response_status,
       response_headers = excluded.response_headers, response_body = excluded.response_body,
       created_at = excluded.created_at, expires_at = excluded.expires_at

@@ -1,4 +1,5 @@
-// Owns the in-process register of creating requests still running, by API key and Idempotency-Key.
+// Owns the in-process register of requests with an Idempotency-Key still running, by Authorization
+// header (an API key, or the admin token) and Idempotency-Key.
 // A repeat arriving while its first is running is answered 409 at once, before it waits for a
 // database connection (the embedded database has one, which the first request may hold). Repeats
 // that reach another process are caught by the claim row in the database instead.
@@ -37,13 +38,18 @@ export class InFlightRequests {
     }
   }
 
+  /** Whether a request with this Authorization header and key is still running here. */
+  isRunning(authorization: string | undefined, idempotencyKey: string | undefined): boolean {
+    if (!authorization || !idempotencyKey) return false;
+    return this.#running.has(this.#id(authorization, idempotencyKey));
+  }
+
   /** The client whose request with this key is still running here, if one is. */
   runningFor(
     authorization: string | undefined,
     idempotencyKey: string | undefined,
   ): InFlightClient | undefined {
-    if (!authorization || !idempotencyKey) return undefined;
-    if (!this.#running.has(this.#id(authorization, idempotencyKey))) return undefined;
+    if (!authorization || !this.isRunning(authorization, idempotencyKey)) return undefined;
     return this.#clients.get(this.#digest(authorization));
   }
 

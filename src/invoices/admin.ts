@@ -115,6 +115,7 @@ const closingRoutes = CLOSINGS.map((c) =>
     body: CloseInvoiceRequest,
     successStatus: 200,
     response: Invoice,
+    movesMoney: c.closing === 'written_off',
     handler: async ({ trx, params, body, now }) => {
       await getPractice(trx, params.practiceId);
       const billing = await practiceBilling(trx, params.practiceId);
@@ -175,6 +176,7 @@ export const billingAdminRoutes = [
     body: PaymentRequest,
     successStatus: 201,
     response: Payment,
+    movesMoney: true,
     handler: async ({ trx, params, body, now }) => {
       await getPractice(trx, params.practiceId);
       const row = await recordPayment(trx, await practiceBilling(trx, params.practiceId), body, now);

@@ -2,6 +2,7 @@
 // decision and reason, the patient's coverages, the events about it and their webhook deliveries, and
 // the actions that fix and send it.
 import { useEffect, useState } from 'preact/hooks';
+import { ActionKey } from '../api.ts';
 import {
   Action,
   ActionForm,
@@ -167,6 +168,7 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
   const [reverseReason, setReverseReason] = useState('');
   const [cancelReason, setCancelReason] = useState('');
   const [payment, setPayment] = useState({ amount: '', method: 'eft', reference: '', source: 'patient' });
+  const [paymentKey] = useState(() => new ActionKey());
   const [done, setDone] = useState('');
   const after = (message: string) => () => {
     setDone(message);
@@ -229,13 +231,16 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
           label="Record a payment"
           submitLabel="Record payment"
           submit={async () => {
-            await api.recordPayment(practiceId, {
+            const body = {
               invoiceId: invoice.id,
               amount: Math.round(Number(payment.amount) * 100),
               method: payment.method,
               source: payment.source,
               ...(payment.reference.trim() ? { reference: payment.reference.trim() } : {}),
-            });
+            };
+            // Submitting the same payment again after a failure retries it under the same key.
+            await api.recordPayment(practiceId, body, paymentKey.for(body));
+            paymentKey.done();
             setPayment({ ...payment, amount: '', reference: '' });
             after('Payment recorded.')();
           }}

@@ -201,12 +201,12 @@ export interface GoverningBodyRatesTable {
 }
 
 export interface IdempotencyKeysTable {
-  client_id: string;
+  client_id: string | null;
   created_at: Generated<NeverUpdated<Date>>;
   expires_at: Date;
   fingerprint: string;
   key: string;
-  practice_id: string;
+  practice_id: string | null;
   response_body: string;
   response_headers: JSONColumnType<Record<string, string>>;
   response_status: number;

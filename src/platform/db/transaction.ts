@@ -88,6 +88,20 @@ export function asOperator<T>(db: Database, fn: (trx: Trx) => Promise<T>): Promi
   return inTransaction(db, sql`SELECT set_config('role', ${sql.lit(OPERATOR_ROLE)}, true)`, fn);
 }
 
+/** Like asOperator, holding lockName as inPracticeHolding does. */
+export function asOperatorHolding<T>(
+  db: Database,
+  lockName: string,
+  fn: (trx: Trx, locked: boolean) => Promise<T>,
+): Promise<T> {
+  return inTransaction(
+    db,
+    sql`SELECT set_config('role', ${sql.lit(OPERATOR_ROLE)}, true),
+      pg_try_advisory_xact_lock(${sql.lit(advisoryLockKey(lockName))}::bigint) AS locked`,
+    fn,
+  );
+}
+
 /** Runs fn inside a savepoint; if it throws, the savepoint's work is undone and the error rethrown. */
 export async function withSavepoint<T>(trx: Trx, fn: () => Promise<T>): Promise<T> {
   await sql`SAVEPOINT request_work`.execute(trx);

@@ -1,0 +1,266 @@
+// Idempotency-Key on the operator (admin) API, seen from outside: a repeated payment with one key
+// records one payment and replays the first answer, a key reused for another request is refused,
+// two concurrent requests with one key make one record, money routes require the header, and the
+// other acting POSTs replay without a second record. Real HTTP on real databases.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { type Api, billedInvoice, billingPractice } from './billing-fixtures.ts';
+import {
+  type Answer,
+  call,
+  describeEachBackend,
+  startService,
+  type TestPractice,
+  type TestService,
+  uniqueKey,
+} from './harness.ts';
+
+type Practice = TestPractice & { api: Api };
+
+function assertReplayOf(replay: Answer, first: Answer): void {
+  assert.equal(replay.status, first.status, replay.text);
+  assert.equal(replay.headers.get('idempotent-replayed'), 'true', 'the repeat is a replay');
+  assert.equal(first.headers.get('idempotent-replayed'), null, 'the first run is not a replay');
+  assert.deepEqual(replay.body, first.body);
+  assert.equal(replay.headers.get('location'), first.headers.get('location'));
+}
+
+function assertProblem(answer: Answer, status: number, code: string): void {
+  assert.equal(answer.status, status, answer.text);
+  assert.equal(answer.body?.code, code, answer.text);
+  assert.equal(answer.body.requestId, answer.headers.get('x-request-id'));
+}
+
+describeEachBackend('admin idempotency', (backend) => {
+  let svc: TestService;
+  let practice: Practice;
+  before(async () => {
+    svc = await startService(backend);
+    practice = await billingPractice(svc);
+  });
+  after(async () => {
+    await svc.close();
+  });
+
+  const issuedInvoice = async () => (await billedInvoice(svc, practice, { issue: true })).id as string;
+  const pay = (invoiceId: string, key: string | undefined, amount = 100) =>
+    call(svc.baseUrl, 'POST', `/admin/v1/practices/${practice.practiceId}/payments`, {
+      token: svc.adminToken,
+      body: { invoiceId, amount, method: 'eft' },
+      ...(key !== undefined ? { idempotencyKey: key } : {}),
+    });
+  const paymentsOf = async (invoiceId: string) => {
+    const list = await practice.api('GET', `/invoices/${invoiceId}/payments`);
+    assert.equal(list.status, 200, list.text);
+    return list.body.data as Array<{ id: string }>;
+  };
+  const listed = async (path: string) => {
+    const list = await svc.admin('GET', path);
+    assert.equal(list.status, 200, list.text);
+    return (list.body.data as Array<{ id: string }>).map((r) => r.id);
+  };
+
+  test('a payment repeated with its key is recorded once and the first answer replayed', async () => {
+    const invoiceId = await issuedInvoice();
+    const key = uniqueKey();
+    const first = await pay(invoiceId, key);
+    assert.equal(first.status, 201, first.text);
+    const again = await pay(invoiceId, key);
+    assertReplayOf(again, first);
+    assert.deepEqual(
+      (await paymentsOf(invoiceId)).map((p) => p.id),
+      [first.body.id],
+    );
+    // The operator's audit row of the payment names its key; the replay adds none.
+    const audit = await svc.admin('GET', `/practices/${practice.practiceId}/audit-events?limit=100`);
+    const rows = audit.body.data.filter((e: { resourceId: string | null }) => e.resourceId === first.body.id);
+    assert.equal(rows.length, 1, JSON.stringify(rows));
+    assert.equal(rows[0].idempotencyKey, key);
+  });
+
+  test('a key reused with another body or path is refused with 422 and records nothing', async () => {
+    const invoiceId = await issuedInvoice();
+    const key = uniqueKey();
+    assert.equal((await pay(invoiceId, key, 100)).status, 201);
+    assertProblem(await pay(invoiceId, key, 200), 422, 'idempotency_key_reused');
+    const elsewhere = await svc.admin(
+      'POST',
+      `/practices/${practice.practiceId}/invoices/${invoiceId}/write-off`,
+      { reason: 'uncollectable' },
+      key,
+    );
+    assertProblem(elsewhere, 422, 'idempotency_key_reused');
+    assert.equal((await paymentsOf(invoiceId)).length, 1);
+    const read = await practice.api('GET', `/invoices/${invoiceId}`);
+    assert.equal(read.body.status, 'partially_paid');
+  });
+
+  test('two concurrent payments with one key record one payment; the other replays or is told 409', async () => {
+    const invoiceId = await issuedInvoice();
+    const pairs = 20;
+    let conflicts = 0;
+    for (let i = 0; i < pairs; i++) {
+      const key = uniqueKey();
+      const answers = await Promise.all([pay(invoiceId, key, 1), pay(invoiceId, key, 1)]);
+      const fresh = answers.filter((a) => a.status === 201 && a.headers.get('idempotent-replayed') === null);
+      assert.equal(fresh.length, 1, answers.map((a) => `${a.status} ${a.text}`).join('\n'));
+      const other = answers.find((a) => a !== fresh[0])!;
+      if (other.status === 409) {
+        assertProblem(other, 409, 'conflict');
+        conflicts++;
+      } else {
+        assertReplayOf(other, fresh[0]!);
+      }
+    }
+    assert.equal((await paymentsOf(invoiceId)).length, pairs, `${conflicts} of ${pairs} answered 409`);
+  });
+
+  test('the routes that move money require the header: 400 naming Idempotency-Key', async () => {
+    const invoiceId = await issuedInvoice();
+    const missing = await pay(invoiceId, undefined);
+    assertProblem(missing, 400, 'invalid_request');
+    assert.deepEqual(
+      missing.body.errors.map((e: { field: string }) => e.field),
+      ['Idempotency-Key'],
+    );
+    const writeOff = await call(
+      svc.baseUrl,
+      'POST',
+      `/admin/v1/practices/${practice.practiceId}/invoices/${invoiceId}/write-off`,
+      { token: svc.adminToken, body: { reason: 'uncollectable' } },
+    );
+    assertProblem(writeOff, 400, 'invalid_request');
+    assert.equal(writeOff.body.errors[0].field, 'Idempotency-Key');
+    const tooLong = await pay(invoiceId, 'k'.repeat(256));
+    assertProblem(tooLong, 400, 'invalid_request');
+    assert.equal(tooLong.body.errors[0].field, 'Idempotency-Key');
+    assert.equal((await paymentsOf(invoiceId)).length, 0);
+    assert.equal((await pay(invoiceId, 'k'.repeat(255))).status, 201);
+  });
+
+  test("a refusal of the service's rules is stored and replayed; a payment with a new key then runs", async () => {
+    const invoiceId = await issuedInvoice();
+    const key = uniqueKey();
+    const tooMuch = await pay(invoiceId, key, 1_000_000_000);
+    assertProblem(tooMuch, 422, 'validation_failed');
+    const again = await pay(invoiceId, key, 1_000_000_000);
+    assertProblem(again, 422, 'validation_failed');
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.notEqual(again.body.requestId, tooMuch.body.requestId);
+    const unknown = uniqueKey();
+    const nowhere = () =>
+      svc.admin(
+        'POST',
+        '/practices/org_doesnotexist/payments',
+        { invoiceId, amount: 1, method: 'eft' },
+        unknown,
+      );
+    assertProblem(await nowhere(), 404, 'not_found');
+    assert.equal((await nowhere()).headers.get('idempotent-replayed'), 'true');
+    assert.equal((await paymentsOf(invoiceId)).length, 0);
+    assert.equal((await pay(invoiceId, uniqueKey())).status, 201);
+  });
+
+  test("the operator's keys are apart from every client's: one key on both APIs runs both", async () => {
+    const invoiceId = await issuedInvoice();
+    const key = uniqueKey();
+    const patient = await practice.api('POST', '/patients', {
+      idempotencyKey: key,
+      body: {
+        givenNames: ['Ada'],
+        lastName: 'Lovelace',
+        birthDate: '1990-01-01',
+      },
+    });
+    assert.equal(patient.status, 201, patient.text);
+    const paid = await pay(invoiceId, key);
+    assert.equal(paid.status, 201, paid.text);
+    assert.equal(paid.headers.get('idempotent-replayed'), null);
+  });
+
+  test('the other acting POSTs replay with their key and make no second record', async () => {
+    const { practiceId } = practice;
+    // Issue a key.
+    const keyKey = uniqueKey();
+    const issued = await svc.admin('POST', `/clients/${practice.clientId}/keys`, {}, keyKey);
+    assert.equal(issued.status, 201, issued.text);
+    const keysBefore = await listed(`/clients/${practice.clientId}/keys`);
+    assertReplayOf(await svc.admin('POST', `/clients/${practice.clientId}/keys`, {}, keyKey), issued);
+    assert.deepEqual(await listed(`/clients/${practice.clientId}/keys`), keysBefore);
+
+    // Create a client.
+    const clientKey = uniqueKey();
+    const clientBody = { name: 'Front desk', permissions: ['PATIENTS:READ'] };
+    const client = await svc.admin('POST', `/practices/${practiceId}/clients`, clientBody, clientKey);
+    assert.equal(client.status, 201, client.text);
+    const clientsBefore = await listed(`/practices/${practiceId}/clients`);
+    assertReplayOf(
+      await svc.admin('POST', `/practices/${practiceId}/clients`, clientBody, clientKey),
+      client,
+    );
+    assert.deepEqual(await listed(`/practices/${practiceId}/clients`), clientsBefore);
+
+    // Create a webhook endpoint.
+    const endpointKey = uniqueKey();
+    const endpointBody = { url: 'https://receiver.example/hooks' };
+    const endpoint = await svc.admin(
+      'POST',
+      `/practices/${practiceId}/webhook-endpoints`,
+      endpointBody,
+      endpointKey,
+    );
+    assert.equal(endpoint.status, 201, endpoint.text);
+    const endpointsBefore = await listed(`/practices/${practiceId}/webhook-endpoints`);
+    assertReplayOf(
+      await svc.admin('POST', `/practices/${practiceId}/webhook-endpoints`, endpointBody, endpointKey),
+      endpoint,
+    );
+    assert.deepEqual(await listed(`/practices/${practiceId}/webhook-endpoints`), endpointsBefore);
+
+    // Cancel an invoice: the replay answers the cancelled invoice; a new request is refused, as cancelled.
+    const cancelKey = uniqueKey();
+    const toCancel = (await billedInvoice(svc, practice)).id as string;
+    const cancelPath = `/practices/${practiceId}/invoices/${toCancel}/cancel`;
+    const cancelled = await svc.admin('POST', cancelPath, { reason: 'duplicate' }, cancelKey);
+    assert.equal(cancelled.status, 200, cancelled.text);
+    assert.equal(cancelled.body.status, 'cancelled');
+    assertReplayOf(await svc.admin('POST', cancelPath, { reason: 'duplicate' }, cancelKey), cancelled);
+    assert.equal((await svc.admin('POST', cancelPath, { reason: 'duplicate' })).status, 422);
+
+    // Write off an invoice (money: the key is required).
+    const writeOffKey = uniqueKey();
+    const toWriteOff = await issuedInvoice();
+    const writeOffPath = `/practices/${practiceId}/invoices/${toWriteOff}/write-off`;
+    const writtenOff = await svc.admin('POST', writeOffPath, { reason: 'uncollectable' }, writeOffKey);
+    assert.equal(writtenOff.status, 200, writtenOff.text);
+    assert.equal(writtenOff.body.status, 'written_off');
+    assertReplayOf(
+      await svc.admin('POST', writeOffPath, { reason: 'uncollectable' }, writeOffKey),
+      writtenOff,
+    );
+
+    // Redeliver an event: the replay names the same deliveries; a new request queues new ones.
+    const events = await practice.api('GET', '/events?limit=100');
+    assert.equal(events.status, 200, events.text);
+    const eventId = events.body.data.find((e: { type: string }) => e.type === 'invoice.issued').id;
+    const redeliverPath = `/practices/${practiceId}/events/${eventId}/redeliver`;
+    const redeliverKey = uniqueKey();
+    const redelivered = await svc.admin('POST', redeliverPath, {}, redeliverKey);
+    assert.equal(redelivered.status, 202, redelivered.text);
+    assert.equal(redelivered.body.queued, 1);
+    assertReplayOf(await svc.admin('POST', redeliverPath, {}, redeliverKey), redelivered);
+    const anew = await svc.admin('POST', redeliverPath, {});
+    assert.equal(anew.status, 202, anew.text);
+    assert.notDeepEqual(anew.body.deliveryIds, redelivered.body.deliveryIds);
+  });
+
+  test('an acting POST without a key still runs, each time', async () => {
+    const create = () =>
+      call(svc.baseUrl, 'POST', '/admin/v1/practices', { token: svc.adminToken, body: { name: 'No key' } });
+    const first = await create();
+    const second = await create();
+    assert.equal(first.status, 201, first.text);
+    assert.equal(second.status, 201, second.text);
+    assert.notEqual(first.body.id, second.body.id);
+  });
+});
