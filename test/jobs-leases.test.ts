@@ -3,13 +3,14 @@
 // worker is running nor runs a job before it is due; a worker renews the lease of a job while it runs,
 // so a job that outlives its lease (an insurer taking longer than the lease) is not taken again; and a
 // worker that lost its lease (its renewals stopped, another worker took the job) records nothing of
-// what it did.
+// what it did; a renewal extends only the lease of the take it names.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import pino from 'pino';
 import type { ClaimSubmission, Insurer, SubmitAnswer } from '../src/insurer/port.ts';
 import { jobHandlers, startJobWorker } from '../src/job-catalogue.ts';
+import { failJob, jobKey, renewLeases, takeDueJobs } from '../src/jobs/queue.ts';
 import type { Worker } from '../src/jobs/worker.ts';
 import type { Clock } from '../src/platform/clock.ts';
 import { newId } from '../src/platform/ids.ts';
@@ -164,19 +165,19 @@ describeEachBackend('job leases', (backend) => {
     const { invoiceId } = await issuedInvoice(w);
     const sent = await sendClaim(w, invoiceId);
     const held = sandbox();
-    const running = worker({ insurer: held, leaseSeconds: 1 }).drain();
+    const running = worker({ insurer: held, leaseSeconds: 2 }).drain();
     await held.called;
 
     const other = sandbox();
     other.release();
-    const second = worker({ insurer: other, leaseSeconds: 1 });
+    const second = worker({ insurer: other, leaseSeconds: 2 });
     let taken = 0;
-    const until = Date.now() + 3_000;
+    const until = Date.now() + 5_000;
     while (Date.now() < until) {
       taken += await second.drain();
       await sleep(100);
     }
-    assert.equal(taken, 0, 'three leases long, the job was never free');
+    assert.equal(taken, 0, 'two and a half leases long, the job was never free');
     assert.equal(other.submissions, 0);
 
     held.release();
@@ -246,5 +247,53 @@ describeEachBackend('job leases', (backend) => {
     assert.equal(job.attempts, 2);
     assert.notEqual(job.locked_by, 'wrk_paused');
     await assertStatusEvents(svc, invoiceId, 2);
+  });
+
+  test('a renewal extends only leases this very take still holds', async () => {
+    await svc.worker.drain();
+    const id = newId('job');
+    await svc.db.kysely
+      .insertInto('jobs')
+      .values({
+        practice_id: w.practiceId,
+        id,
+        kind: 'insurer.remittance',
+        payload: JSON.stringify({ claimId: newId('claim'), submissionId: newId('submission') }),
+        run_at: sql<Date>`now()`,
+        created_at: svc.clock.now(),
+        locked_by: null,
+        locked_until: null,
+        last_error: null,
+        finished_at: null,
+      })
+      .execute();
+    const row = () =>
+      svc.db.kysely.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    const [first] = await takeDueJobs(svc.db, 'wrk_first', 1, 60_000);
+    assert.equal(first?.id, id);
+    const renewed = await renewLeases(svc.db, 'wrk_first', [first], 120_000);
+    assert.deepEqual([...renewed], [jobKey(first)]);
+    const { rows } = await sql<{ now: Date }>`SELECT now() AS now`.execute(svc.db.kysely);
+    const until = (await row()).locked_until!.getTime() - rows[0]!.now.getTime();
+    assert.ok(until > 100_000 && until <= 120_000, `renewed to ${until} ms from now`);
+
+    // Its lease runs out (the worker stopped renewing) and another worker takes the job.
+    await svc.db.kysely
+      .updateTable('jobs')
+      .set({ locked_until: sql<Date>`now()` })
+      .where('id', '=', id)
+      .execute();
+    const [second] = await takeDueJobs(svc.db, 'wrk_second', 1, 60_000);
+    assert.equal(second?.id, id);
+    const taken = await row();
+    assert.equal((await renewLeases(svc.db, 'wrk_first', [first], 600_000)).size, 0, 'not renewed: lost');
+    assert.deepEqual(await row(), taken, "the other worker's lease is untouched");
+    // Nor does the same worker renew an older take of a job it took again.
+    assert.equal((await renewLeases(svc.db, 'wrk_second', [first], 600_000)).size, 0);
+    await failJob(svc.db, first, svc.clock.now(), 'too late');
+    assert.deepEqual(await row(), taken, 'nor can the first worker fail it');
+
+    assert.equal((await renewLeases(svc.db, 'wrk_second', [second], 60_000)).size, 1);
+    await svc.db.kysely.deleteFrom('jobs').where('id', '=', id).execute();
   });
 });
