@@ -6,7 +6,7 @@
 // what it did; a renewal extends only the lease of the take it names.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import pino from 'pino';
 import type { ClaimSubmission, Insurer, SubmitAnswer } from '../src/insurer/port.ts';
 import { jobHandlers, startJobWorker } from '../src/job-catalogue.ts';
@@ -100,6 +100,44 @@ describeEachBackend('job leases', (backend) => {
     return jobs[0]!;
   }
 
+  /** Lets the held insurer answer, and checks the claim was taken, sent and answered once. */
+  async function answeredOnceBy(
+    held: HeldInsurer,
+    running: Promise<number>,
+    invoiceId: string,
+    claimId: string,
+  ) {
+    held.release();
+    await running;
+    assert.equal((await readClaim(w, invoiceId)).status, 'accepted');
+    const job = await submitJob(claimId);
+    assert.equal(job.state, 'done');
+    assert.equal(job.attempts, 1, 'taken once');
+    assert.equal(held.submissions, 1, 'the insurer was called once');
+    await assertStatusEvents(svc, invoiceId, 2);
+  }
+
+  /** Queues a remittance job for a claim that does not exist (it ends at once, doing nothing). */
+  async function queueRemittanceOfNoClaim(runAt: RawBuilder<Date>): Promise<string> {
+    const id = newId('job');
+    await svc.db.kysely
+      .insertInto('jobs')
+      .values({
+        practice_id: w.practiceId,
+        id,
+        kind: 'insurer.remittance',
+        payload: JSON.stringify({ claimId: newId('claim'), submissionId: newId('submission') }),
+        run_at: runAt,
+        created_at: svc.clock.now(),
+        locked_by: null,
+        locked_until: null,
+        last_error: null,
+        finished_at: null,
+      })
+      .execute();
+    return id;
+  }
+
   test('a worker whose clock runs ten minutes ahead never takes a job another worker is running', async () => {
     await svc.worker.drain();
     const { invoiceId } = await issuedInvoice(w);
@@ -120,33 +158,12 @@ describeEachBackend('job leases', (backend) => {
     assert.equal(elsewhere.submissions, 0);
     assert.equal((await readClaim(w, invoiceId)).status, 'submitting');
 
-    held.release();
-    await running;
-    assert.equal((await readClaim(w, invoiceId)).status, 'accepted');
-    const job = await submitJob(sent.id);
-    assert.equal(job.state, 'done');
-    assert.equal(job.attempts, 1, 'taken once');
-    await assertStatusEvents(svc, invoiceId, 2);
+    await answeredOnceBy(held, running, invoiceId, sent.id);
   });
 
   test('a worker whose clock runs ahead does not run a job before it is due', async () => {
     await svc.worker.drain();
-    const id = newId('job');
-    await svc.db.kysely
-      .insertInto('jobs')
-      .values({
-        practice_id: w.practiceId,
-        id,
-        kind: 'insurer.remittance',
-        payload: JSON.stringify({ claimId: newId('claim'), submissionId: newId('submission') }),
-        run_at: sql<Date>`now() + interval '5 minutes'`,
-        created_at: svc.clock.now(),
-        locked_by: null,
-        locked_until: null,
-        last_error: null,
-        finished_at: null,
-      })
-      .execute();
+    const id = await queueRemittanceOfNoClaim(sql<Date>`now() + interval '5 minutes'`);
     const ahead = new TestClock();
     ahead.advance(10 * 60_000);
     assert.equal(await worker({ clock: ahead }).drain(), 0, 'due in five minutes on the database clock');
@@ -180,14 +197,7 @@ describeEachBackend('job leases', (backend) => {
     assert.equal(taken, 0, 'two and a half leases long, the job was never free');
     assert.equal(other.submissions, 0);
 
-    held.release();
-    await running;
-    assert.equal((await readClaim(w, invoiceId)).status, 'accepted');
-    const job = await submitJob(sent.id);
-    assert.equal(job.state, 'done');
-    assert.equal(job.attempts, 1, 'taken once');
-    assert.equal(held.submissions, 1, 'the insurer was called once');
-    await assertStatusEvents(svc, invoiceId, 2);
+    await answeredOnceBy(held, running, invoiceId, sent.id);
   });
 
   test('a worker that lost its lease records nothing of its work', async () => {
@@ -251,22 +261,7 @@ describeEachBackend('job leases', (backend) => {
 
   test('a renewal extends only leases this very take still holds', async () => {
     await svc.worker.drain();
-    const id = newId('job');
-    await svc.db.kysely
-      .insertInto('jobs')
-      .values({
-        practice_id: w.practiceId,
-        id,
-        kind: 'insurer.remittance',
-        payload: JSON.stringify({ claimId: newId('claim'), submissionId: newId('submission') }),
-        run_at: sql<Date>`now()`,
-        created_at: svc.clock.now(),
-        locked_by: null,
-        locked_until: null,
-        last_error: null,
-        finished_at: null,
-      })
-      .execute();
+    const id = await queueRemittanceOfNoClaim(sql<Date>`now()`);
     const row = () =>
       svc.db.kysely.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     const [first] = await takeDueJobs(svc.db, 'wrk_first', 1, 60_000);
