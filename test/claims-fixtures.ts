@@ -312,13 +312,8 @@ export async function runDueJobsOf(svc: TestService, kind: string): Promise<numb
     insurer: svc.deps.insurer,
     log: pino({ level: 'silent' }),
   });
-  const jobs = await takeDueJobs(
-    svc.db,
-    'wrk_step',
-    svc.clock.now(),
-    50,
-    svc.deps.config.jobLeaseSeconds * 1000,
-  );
+  await svc.jobsFollowClock();
+  const jobs = await takeDueJobs(svc.db, 'wrk_step', 50, svc.deps.config.jobLeaseSeconds * 1000);
   let ran = 0;
   for (const job of jobs) {
     if (job.kind !== kind) {

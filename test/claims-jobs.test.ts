@@ -1,10 +1,12 @@
 // The claim jobs survive what workers do wrong: a job taken by a worker that died is taken again only
-// once its lease has run out (and the dead worker can no longer finish it); a submit job run twice,
+// once its lease has run out (and the dead worker can no longer finish it: its try fails, so the
+// transaction it would record its work in is undone); a submit job run twice,
 // together or one after the other, records the insurer's answer once; and the sandbox insurer
 // answers a repeated submission id from its memory instead of adjudicating again.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { finishJob, takeDueJobs } from '../src/jobs/queue.ts';
+import { sql } from 'kysely';
+import { finishJob, isJobLeaseLost, takeDueJobs } from '../src/jobs/queue.ts';
 import { asOperator } from '../src/platform/db/transaction.ts';
 import { newId } from '../src/platform/ids.ts';
 import {
@@ -41,7 +43,7 @@ describeEachBackend('claim jobs', (backend) => {
   test('a job whose worker died is taken again only once its lease runs out', async () => {
     const { invoiceId } = await issuedInvoice(w);
     const sent = await sendClaim(w, invoiceId);
-    const taken = await takeDueJobs(svc.db, 'wrk_dies', svc.clock.now(), 50, LEASE_MS);
+    const taken = await takeDueJobs(svc.db, 'wrk_dies', 50, LEASE_MS);
     const dead = taken.find((j) => (j.payload as { claimId?: string }).claimId === sent.id);
     assert.ok(dead, 'the dead worker took the submit job');
     assert.equal(dead.kind, 'claim.submit');
@@ -61,9 +63,13 @@ describeEachBackend('claim jobs', (backend) => {
     assert.equal(job!.attempts, 2);
     assert.notEqual(job!.locked_by, 'wrk_dies');
 
-    // The dead worker coming back cannot finish a job it no longer holds: the job's row stays as it is.
+    // The dead worker coming back cannot finish a job it no longer holds: it is told so, and the job's
+    // row stays as it is.
     svc.clock.advance(1_000);
-    await asOperator(svc.db, (trx) => finishJob(trx, dead, svc.clock.now()));
+    await assert.rejects(
+      asOperator(svc.db, (trx) => finishJob(trx, dead, svc.clock.now())),
+      isJobLeaseLost,
+    );
     const [unchanged] = (await jobsOfClaim(svc, sent.id)).filter((j) => j.kind === 'claim.submit');
     assert.deepEqual(unchanged, job);
     await assertStatusEvents(svc, invoiceId, 2);
@@ -230,6 +236,7 @@ describeEachBackend('claim jobs', (backend) => {
   test('a job whose payload does not fit its kind is failed at once, not retried', async () => {
     const id = newId('job');
     const now = svc.clock.now();
+    const due = sql<Date>`now()`;
     await asOperator(svc.db, (trx) =>
       trx
         .insertInto('jobs')
@@ -238,7 +245,7 @@ describeEachBackend('claim jobs', (backend) => {
           id,
           kind: 'claim.submit',
           payload: JSON.stringify({ claimId: 42 }),
-          run_at: now,
+          run_at: due,
           created_at: now,
           locked_by: null,
           locked_until: null,

@@ -5,6 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { before, describe } from 'node:test';
+import { sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import lockfile from 'proper-lockfile';
@@ -224,7 +225,15 @@ export interface TestService {
   clock: TestClock;
   /** The PostgreSQL connection string of this test's database (postgres backend only). */
   databaseUrl: string | undefined;
+  /** The service's worker; its drain() first moves the queue's times with the clock (jobsFollowClock). */
   worker: Worker;
+  /**
+   * Moves the due times and leases of queued jobs back by as far as the clock moved since the last
+   * call, as if the database's clock had moved with the service clock: the queue reads the database's
+   * (src/jobs/queue.ts), which a test cannot move. drain() calls it; a test that takes jobs itself after
+   * moving the clock calls it first.
+   */
+  jobsFollowClock(): Promise<void>;
   newPractice(options?: {
     permissions?: readonly Permission[];
     allowedIps?: string[];
@@ -285,10 +294,26 @@ export async function startService(backend: Backend, options: ServiceOptions = {
       (deps.config as { errorsDocUrl: string }).errorsDocUrl = `${baseUrl}/errors`;
   }
   // The worker does not poll: tests drive the queue with drain(), so outcomes are deterministic.
-  const worker = startJobWorker(
+  const jobWorker = startJobWorker(
     { db, clock, config, insurer: deps.insurer, secrets: deps.secrets, log: silentLogger, random: () => 0.5 },
     { poll: options.workerPolls === true, tasks: [] },
   );
+  let jobClockOffsetMs = clock.offsetMs;
+  const jobsFollowClock = async () => {
+    const movedMs = clock.offsetMs - jobClockOffsetMs;
+    if (movedMs === 0) return;
+    jobClockOffsetMs = clock.offsetMs;
+    const by = sql`make_interval(secs => ${movedMs / 1000})`;
+    await sql`UPDATE jobs SET run_at = run_at - ${by}, locked_until = locked_until - ${by}
+               WHERE state = 'queued'`.execute(db.kysely);
+  };
+  const worker: Worker = {
+    drain: async () => {
+      await jobsFollowClock();
+      return jobWorker.drain();
+    },
+    stop: () => jobWorker.stop(),
+  };
 
   // Like the console and the CLI, every POST carries an Idempotency-Key: a fresh one unless given.
   const admin = (method: string, p: string, body?: unknown, idempotencyKey?: string) =>
@@ -330,6 +355,7 @@ export async function startService(backend: Backend, options: ServiceOptions = {
       };
     },
     worker,
+    jobsFollowClock,
     async close() {
       await worker.stop();
       await app.close();

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
 import { jobHandlers } from '../src/job-catalogue.ts';
-import { finishJob, takeDueJobs } from '../src/jobs/queue.ts';
+import { finishJob, isJobLeaseLost, takeDueJobs } from '../src/jobs/queue.ts';
 import { asOperator } from '../src/platform/db/transaction.ts';
 import { DELIVER_JOB } from '../src/webhooks/job-kinds.ts';
 import { WebhookSender } from '../src/webhooks/sender.ts';
@@ -39,7 +39,7 @@ describeEachBackend('webhook delivery across a dead worker', (backend) => {
     const ep = await addEndpoint(svc, practice.practiceId, r);
     await billVisit(svc, practice);
 
-    const taken = await takeDueJobs(svc.db, 'wrk_killed', svc.clock.now(), 100, LEASE_MS);
+    const taken = await takeDueJobs(svc.db, 'wrk_killed', 100, LEASE_MS);
     const held = taken.filter((j) => j.kind === DELIVER_JOB.name && j.practice_id === practice.practiceId);
     assert.equal(held.length, 1, 'the delivery job was taken by the worker that dies');
 
@@ -59,12 +59,15 @@ describeEachBackend('webhook delivery across a dead worker', (backend) => {
       [[1, 200]],
     );
 
-    // The dead worker, were it to wake, no longer owns the job: finishing it changes nothing.
+    // The dead worker, were it to wake, no longer owns the job: it is told so, and nothing changes.
     const jobRow = () =>
       svc.db.kysely.selectFrom('jobs').selectAll().where('id', '=', held[0]!.id).executeTakeFirstOrThrow();
     const before = await jobRow();
     svc.clock.advance(1_000);
-    await asOperator(svc.db, (trx) => finishJob(trx, held[0]!, svc.clock.now()));
+    await assert.rejects(
+      asOperator(svc.db, (trx) => finishJob(trx, held[0]!, svc.clock.now())),
+      isJobLeaseLost,
+    );
     assert.deepEqual(await jobRow(), before);
     svc.clock.advance(LEASE_MS * 2);
     await svc.worker.drain();
@@ -99,7 +102,7 @@ describeEachBackend('webhook delivery across a dead worker', (backend) => {
       dying,
     );
     try {
-      const taken = await takeDueJobs(svc.db, 'wrk_dying', svc.clock.now(), 100, LEASE_MS);
+      const taken = await takeDueJobs(svc.db, 'wrk_dying', 100, LEASE_MS);
       const jobs = taken.filter((j) => j.kind === DELIVER_JOB.name && j.practice_id === practice.practiceId);
       assert.equal(jobs.length, 2);
       for (const job of jobs) void handlers[DELIVER_JOB.name]!(job);

@@ -53,10 +53,10 @@ async function retryWithinWindow(
   startedAt: Date,
   error: unknown,
 ): Promise<boolean> {
-  const now = ctx.now();
-  const next = new Date(now.getTime() + retryDelay(job.attempts));
-  if (next.getTime() > startedAt.getTime() + ctx.answerWindowMs) return false;
-  await retryJob(ctx.db, job, next, error instanceof Error ? error.message : String(error));
+  // The window is the claim's, on the service clock; the job then waits the delay on the database's.
+  const delay = retryDelay(job.attempts);
+  if (ctx.now().getTime() + delay > startedAt.getTime() + ctx.answerWindowMs) return false;
+  await retryJob(ctx.db, job, delay, error instanceof Error ? error.message : String(error));
   return true;
 }
 
@@ -170,8 +170,8 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
         practiceId,
         CLAIM_JOBS.remittance,
         { claimId, submissionId },
-        new Date(now.getTime() + ctx.remittanceDelayMs),
         now,
+        ctx.remittanceDelayMs,
       );
     }
     await finishJob(trx, job, now);
@@ -256,7 +256,6 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
           CLAIM_JOBS.submit,
           { claimId, submissionId: resent.submission_id },
           now,
-          now,
         );
       }
     }
@@ -290,12 +289,7 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
       const amount = Math.min(benefit - paidByInsurer, Number(invoice.balance_due));
       if (amount > 0 && (invoice.status === 'amending' || invoice.status === 'draft')) {
         // The practice is changing the invoice: pay once it is issued again, not never.
-        await rescheduleJob(
-          trx,
-          job,
-          new Date(now.getTime() + REMITTANCE_RETRY_MS),
-          'invoice is being amended',
-        );
+        await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, 'invoice is being amended');
         return;
       }
       if (amount > 0 && PAYABLE.includes(invoice.status as InvoiceStatus)) {

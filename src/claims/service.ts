@@ -194,7 +194,6 @@ async function queueSubmission(
     CLAIM_JOBS.submit,
     { claimId: claim.id, submissionId: claim.submission_id },
     now,
-    now,
   );
 }
 
@@ -355,7 +354,6 @@ async function startReversal(
     billing.id,
     CLAIM_JOBS.reverse,
     { claimId: claim.id, reversalId: newId('submission'), reason, resubmit: thenResubmit },
-    now,
     now,
   );
   return updated;

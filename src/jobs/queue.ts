@@ -1,13 +1,16 @@
 // Owns the job queue: background work stored as rows, enqueued in the transaction of the change that
 // asks for it (so it exists exactly when the change committed). Workers take due jobs with FOR UPDATE
-// SKIP LOCKED and a lease: any number of worker processes can share one database, and a job whose
-// worker died is taken again once its lease runs out. Times come from the service clock.
-import type { Insertable, Selectable } from 'kysely';
+// SKIP LOCKED and a lease, renewed while the job runs: any number of worker processes can share one
+// database, and a job whose worker died is taken again once its lease runs out. Due times and leases
+// are the database's time (now()), the one clock every process shares, never a process's own: a
+// worker whose clock runs ahead must not take a job another still runs. The service clock is for what
+// the practice sees (created_at, finished_at, the claim's and the delivery's own times).
+import type { InsertObject, RawBuilder, Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Static, TSchema } from 'typebox';
 import type { Database } from '../platform/db/database.ts';
 import { type LiteralValue, valuesForCommit } from '../platform/db/sent-with-commit.ts';
-import type { JobsTable } from '../platform/db/tables.ts';
+import type { JobsTable, Tables } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 import { checkedPayload, type JobKind } from './kind.ts';
@@ -57,25 +60,32 @@ function jobsQueued(db: Database): void {
   }
 }
 
+/** The database's time `delayMs` from now (whole milliseconds): when a job falls due. */
+function dueIn(delayMs: number): RawBuilder<Date> {
+  const ms = Math.max(0, Math.round(delayMs));
+  if (!Number.isFinite(ms)) throw new RangeError(`a job's delay must be finite, not ${delayMs}`);
+  return ms === 0 ? sql<Date>`now()` : sql<Date>`now() + ${sql.raw(String(ms))} * interval '1 millisecond'`;
+}
+
 /**
- * The row of a new job, its payload checked against its kind, for a caller that inserts it in a
- * statement of its own (several jobs, or jobs with the rows they work on); that caller then calls
- * announceQueuedJobs in the same transaction.
+ * The row of a new job, due `delayMs` from now on the database's clock, its payload checked against
+ * its kind, for a caller that inserts it in a statement of its own (several jobs, or jobs with the rows
+ * they work on); that caller then calls announceQueuedJobs in the same transaction.
  */
 export function newJobRow<S extends TSchema>(
   practiceId: string,
   kind: JobKind<S>,
   payload: Static<S>,
-  runAt: Date,
   now: Date,
-): Insertable<JobsTable> & { id: string } {
+  delayMs = 0,
+): InsertObject<Tables, 'jobs'> & { id: string } {
   checkedPayload(kind, payload);
   return {
     practice_id: practiceId,
     id: newId('job'),
     kind: kind.name,
     payload: JSON.stringify(payload),
-    run_at: runAt,
+    run_at: dueIn(delayMs),
     created_at: now,
     locked_by: null,
     locked_until: null,
@@ -89,34 +99,37 @@ export function announceQueuedJobs(trx: Trx): void {
   afterCommit(trx, jobsQueued);
 }
 
+/** Enqueues a job due `delayMs` (default 0) from now on the database's clock. */
 export async function enqueueJob<S extends TSchema>(
   trx: Trx,
   practiceId: string,
   kind: JobKind<S>,
   payload: Static<S>,
-  runAt: Date,
   now: Date,
+  delayMs = 0,
 ): Promise<string> {
-  const row = newJobRow(practiceId, kind, payload, runAt, now);
+  const row = newJobRow(practiceId, kind, payload, now, delayMs);
   await trx.insertInto('jobs').values(row).execute();
   announceQueuedJobs(trx);
   return row.id;
 }
 
-/** Takes up to `limit` due jobs for this worker, leasing them until now + leaseMs. */
+/**
+ * Takes up to `limit` due jobs for this worker, leasing them for leaseMs. Due and free are judged on the
+ * database's clock, and the lease runs to the database's time plus leaseMs.
+ */
 export async function takeDueJobs(
   db: Database,
   workerId: string,
-  now: Date,
   limit: number,
   leaseMs: number,
 ): Promise<JobRow[]> {
   return asOperator(db, async (trx) => {
     const result = await sql<JobRow>`
-      UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${new Date(now.getTime() + leaseMs)},
+      UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${dueIn(leaseMs)},
              attempts = j.attempts + 1
         FROM (SELECT practice_id, id FROM jobs
-               WHERE state = 'queued' AND run_at <= ${now} AND (locked_until IS NULL OR locked_until <= ${now})
+               WHERE state = 'queued' AND run_at <= now() AND (locked_until IS NULL OR locked_until <= now())
                ORDER BY run_at, id
                LIMIT ${limit}
                FOR UPDATE SKIP LOCKED) AS due
@@ -126,40 +139,90 @@ export async function takeDueJobs(
   });
 }
 
+/** A job's key in the answer of renewLeases. */
+export function jobKey(job: Pick<JobRow, 'practice_id' | 'id'>): string {
+  return `${job.practice_id}/${job.id}`;
+}
+
 /**
- * Changes a job while this worker holds it (its lease not lost, the job still queued; otherwise
- * nothing), as the last write of the transaction of its work: no answer is read, so on PostgreSQL it
- * goes with the COMMIT.
+ * Renews the leases of jobs this worker is running, to the database's time plus leaseMs, and answers
+ * the keys (jobKey) of those renewed. A job is renewed only while it is still queued and held by this
+ * very take (this worker, this attempt): a job another worker took once its lease ran out, or that has
+ * ended, is not, so its worker learns it lost the lease and never extends another's.
+ */
+export async function renewLeases(
+  db: Database,
+  workerId: string,
+  jobs: readonly JobRow[],
+  leaseMs: number,
+): Promise<Set<string>> {
+  if (jobs.length === 0) return new Set();
+  const result = await asOperator(db, (trx) =>
+    sql<{ practice_id: string; id: string }>`
+      UPDATE jobs AS j SET locked_until = ${dueIn(leaseMs)}
+        FROM unnest(${jobs.map((j) => j.practice_id)}::text[], ${jobs.map((j) => j.id)}::text[],
+                    ${jobs.map((j) => j.attempts)}::int[]) AS held (practice_id, id, attempts)
+       WHERE j.practice_id = held.practice_id AND j.id = held.id AND j.attempts = held.attempts
+         AND j.locked_by = ${workerId} AND j.state = 'queued'
+       RETURNING j.practice_id, j.id`.execute(trx),
+  );
+  return new Set(result.rows.map(jobKey));
+}
+
+/** The SQLSTATE of job_lease_lost() (migration 0015): the job was no longer this worker's. */
+const JOB_LEASE_LOST = 'PBJ01';
+
+/** True for the error of ending a job whose lease this worker had lost: nothing of its work was kept. */
+export function isJobLeaseLost(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === JOB_LEASE_LOST;
+}
+
+/**
+ * Changes a job while this worker holds it (the same take: worker and attempt, the job still queued),
+ * as the last write of the transaction of its work: no answer is read, so on PostgreSQL it goes with
+ * the COMMIT. When the job is no longer held (its lease ran out and another worker took it, or it
+ * ended), the statement fails with JOB_LEASE_LOST, and so does the transaction: a worker that lost its
+ * lease records nothing of what it did, as the job's new holder will.
  */
 async function changeHeldJob(
   trx: Trx,
   job: JobRow,
-  change: { state?: 'done'; finished_at?: Date; run_at?: Date; locked_by?: null; last_error?: string },
+  change: { state?: 'done'; finished_at?: Date; locked_by?: null; last_error?: string },
+  delayMs?: number,
 ): Promise<void> {
   const set = valuesForCommit({ ...change, locked_until: null } as Record<string, LiteralValue>);
   // Ids, never text with a NUL: always literals.
-  const held = valuesForCommit({ practiceId: job.practice_id, id: job.id, lockedBy: job.locked_by });
-  await trx
-    .updateTable('jobs')
-    .set(set.values)
-    .where('practice_id', '=', held.values.practiceId)
-    .where('id', '=', held.values.id)
-    .where('locked_by', '=', held.values.lockedBy)
-    .where('state', '=', sql.lit('queued'))
-    .modifyEnd(set.end)
-    .execute();
+  const held = valuesForCommit({
+    practiceId: job.practice_id,
+    id: job.id,
+    lockedBy: job.locked_by,
+    attempts: job.attempts,
+  });
+  const assignments = Object.entries(set.values).map(([column, value]) => sql`${sql.ref(column)} = ${value}`);
+  if (delayMs !== undefined) assignments.push(sql`run_at = ${dueIn(delayMs)}`);
+  await sql`
+    WITH changed AS (
+      UPDATE jobs SET ${sql.join(assignments)}
+       WHERE practice_id = ${held.values.practiceId} AND id = ${held.values.id}
+         AND locked_by = ${held.values.lockedBy} AND attempts = ${held.values.attempts} AND state = 'queued'
+       RETURNING 1)
+    SELECT job_lease_lost(${held.values.id}) WHERE NOT EXISTS (SELECT FROM changed) ${set.end}`.execute(trx);
 }
 
-/** Marks a job done inside the transaction of its work (nothing, should its lease have been lost meanwhile). */
+/** Marks a job done inside the transaction of its work (which fails should its lease have been lost). */
 export async function finishJob(trx: Trx, job: JobRow, now: Date): Promise<void> {
   await changeHeldJob(trx, job, { state: 'done', finished_at: now });
 }
 
-/** Puts a job back in the queue for later, in a transaction of its own (its work's was undone). */
-export async function retryJob(db: Database, job: JobRow, runAt: Date, error: string): Promise<void> {
-  await asOperator(db, (trx) => rescheduleJob(trx, job, runAt, error));
+/**
+ * Puts a job back in the queue, due delayMs from now on the database's clock, in a transaction of its
+ * own (its work's was undone).
+ */
+export async function retryJob(db: Database, job: JobRow, delayMs: number, error: string): Promise<void> {
+  await asOperator(db, (trx) => rescheduleJob(trx, job, delayMs, error));
 }
 
+/** Marks a job failed for good, if this worker still holds it (else nothing). */
 export async function failJob(db: Database, job: JobRow, now: Date, error: string): Promise<void> {
   await asOperator(db, (trx) =>
     trx
@@ -168,11 +231,16 @@ export async function failJob(db: Database, job: JobRow, now: Date, error: strin
       .where('practice_id', '=', job.practice_id)
       .where('id', '=', job.id)
       .where('locked_by', '=', job.locked_by)
+      .where('attempts', '=', job.attempts)
+      .where('state', '=', 'queued')
       .execute(),
   );
 }
 
-/** Puts a job back in the queue for later, inside the transaction that recorded why. */
-export async function rescheduleJob(trx: Trx, job: JobRow, runAt: Date, error: string): Promise<void> {
-  await changeHeldJob(trx, job, { run_at: runAt, locked_by: null, last_error: error.slice(0, 2000) });
+/**
+ * Puts a job back in the queue, due delayMs from now on the database's clock, inside the transaction
+ * that recorded why (which fails should its lease have been lost).
+ */
+export async function rescheduleJob(trx: Trx, job: JobRow, delayMs: number, error: string): Promise<void> {
+  await changeHeldJob(trx, job, { locked_by: null, last_error: error.slice(0, 2000) }, delayMs);
 }

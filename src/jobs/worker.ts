@@ -3,14 +3,27 @@
 // exist is the composition root's (src/job-catalogue.ts). It wakes
 // when a commit of this process queued a job, or on a NOTIFY from another process's commit, and
 // polls besides for jobs that fall due later. A job that throws is retried with backoff, up to a
-// limit; a worker that dies leaves its jobs to be taken again when their lease runs out. Any number
-// of workers can share one database; each should have its own pool (WORKER_DATABASE_POOL_SIZE).
+// limit. While a job runs, its lease is renewed every third of the lease (on the database's clock,
+// src/jobs/queue.ts), so a job may run longer than its lease; a worker that dies leaves its jobs to be
+// taken again when their lease runs out, and one that lost a lease learns it and records nothing of
+// that job. Any number of workers can share one database, whatever their clocks say; each should have
+// its own pool (WORKER_DATABASE_POOL_SIZE).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { randomToken } from '../platform/ids.ts';
 import { JobPayloadError } from './kind.ts';
-import { failJob, JOBS_CHANNEL, type JobRow, onJobsQueued, retryJob, takeDueJobs } from './queue.ts';
+import {
+  failJob,
+  isJobLeaseLost,
+  JOBS_CHANNEL,
+  type JobRow,
+  jobKey,
+  onJobsQueued,
+  renewLeases,
+  retryJob,
+  takeDueJobs,
+} from './queue.ts';
 
 export interface WorkerDeps {
   db: Database;
@@ -60,12 +73,50 @@ export function startWorker(
   let stopped = false;
   const running = new Set<Promise<unknown>>();
 
+  const leaseMs = config.jobLeaseSeconds * 1000;
+  // The jobs this worker is running, by jobKey: their leases are renewed until they end.
+  const held = new Map<string, JobRow>();
+  let renewing: Promise<void> | undefined;
+  const renew = () => {
+    if (renewing || held.size === 0) return;
+    const jobs = [...held.values()];
+    renewing = renewLeases(deps.db, workerId, jobs, leaseMs)
+      .then((renewed) => {
+        for (const job of jobs) {
+          const key = jobKey(job);
+          if (held.get(key) !== job || renewed.has(key)) continue;
+          // Taken by another worker, or ended (by this worker too, just now): renewed no more. Whether
+          // the lease was lost is told for sure when the job's end is recorded, which then fails.
+          held.delete(key);
+          log.debug(
+            { job: job.id, kind: job.kind },
+            'job lease not renewed: another worker has it, or it ended',
+          );
+        }
+      })
+      .catch((err) => log.warn({ err }, 'renewing job leases failed; will retry'))
+      .finally(() => {
+        renewing = undefined;
+      });
+  };
+  const renewal = setInterval(renew, Math.max(Math.floor(leaseMs / 3), 1));
+  renewal.unref();
+
   const runJob = async (job: JobRow) => {
+    const key = jobKey(job);
+    held.set(key, job);
     const handler = handlers[job.kind];
     try {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
       await handler(job);
     } catch (err) {
+      if (isJobLeaseLost(err)) {
+        log.warn(
+          { job: job.id, kind: job.kind },
+          'job lease lost; another worker has the job, nothing recorded',
+        );
+        return;
+      }
       const now = deps.clock.now();
       const message = err instanceof Error ? err.message : String(err);
       if (job.attempts >= MAX_ATTEMPTS || !handler || err instanceof JobPayloadError) {
@@ -74,19 +125,15 @@ export function startWorker(
       } else {
         log.warn({ err, job: job.id, kind: job.kind }, 'job failed; will retry');
         const delay = Math.min(2 ** job.attempts * 1000, 10 * 60 * 1000);
-        await retryJob(deps.db, job, new Date(now.getTime() + delay), message).catch(() => {});
+        await retryJob(deps.db, job, delay, message).catch(() => {});
       }
+    } finally {
+      if (held.get(key) === job) held.delete(key);
     }
   };
 
   const takeAndRun = async (): Promise<number> => {
-    const jobs = await takeDueJobs(
-      deps.db,
-      workerId,
-      deps.clock.now(),
-      config.jobConcurrency,
-      config.jobLeaseSeconds * 1000,
-    );
+    const jobs = await takeDueJobs(deps.db, workerId, config.jobConcurrency, leaseMs);
     await Promise.all(jobs.map(runJob));
     return jobs.length;
   };
@@ -113,13 +160,7 @@ export function startWorker(
         if (free > 0) {
           signalled = false;
           try {
-            taken = await takeDueJobs(
-              deps.db,
-              workerId,
-              deps.clock.now(),
-              free,
-              config.jobLeaseSeconds * 1000,
-            );
+            taken = await takeDueJobs(deps.db, workerId, free, leaseMs);
           } catch (err) {
             log.warn({ err }, 'taking jobs failed; will retry');
           }
@@ -177,6 +218,8 @@ export function startWorker(
       await Promise.all(unsubscribe.map((stop) => stop()));
       for (const timer of timers) clearInterval(timer);
       await polling;
+      clearInterval(renewal);
+      await renewing;
       await Promise.allSettled([...running]);
       await options.onStop?.();
     },

@@ -211,7 +211,15 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
       if (disableReason && current.enabled)
         await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
     }
-    if (next) await rescheduleJob(trx, job, next, result.error ?? `HTTP ${result.statusCode}`);
+    // The next attempt's time is the delivery's, on the service clock; the job waits as long on the
+    // database's.
+    if (next)
+      await rescheduleJob(
+        trx,
+        job,
+        next.getTime() - now.getTime(),
+        result.error ?? `HTTP ${result.statusCode}`,
+      );
     else await finishJob(trx, job, now);
   });
 }

@@ -64,7 +64,7 @@ export async function queueDeliveries(
       created_at: now,
       finished_at: null,
     }));
-    const jobs = deliveries.map((d) => newJobRow(practiceId, DELIVER_JOB, { deliveryId: d.id }, now, now));
+    const jobs = deliveries.map((d) => newJobRow(practiceId, DELIVER_JOB, { deliveryId: d.id }, now));
     await trx
       .with('queued_deliveries', (db) => db.insertInto('webhook_deliveries').values(deliveries))
       .insertInto('jobs')
