@@ -99,6 +99,15 @@ export interface ServiceProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** Every service process a test started and that has not exited yet. */
+const liveChildren = new Set<ChildProcess>();
+// A test that timed out goes on running and may start a process after its file's hooks stopped the
+// others; with --test-force-exit the file's process exits once its tests are done, and takes them all
+// down with it rather than leave a server running.
+process.on('exit', () => {
+  for (const child of liveChildren) child.kill('SIGKILL');
+});
+
 /**
  * Starts the service as `npm start` does (`node <flags> src/main.ts`) and waits until its output contains `readyWhen`, or
  * it exits. The caller stops it.
@@ -123,10 +132,12 @@ export async function startServiceProcess(options: {
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
   });
+  liveChildren.add(child);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let running = true;
   void exited.then(() => {
     running = false;
+    liveChildren.delete(child);
   });
   const readyWhen = options.readyWhen ?? 'Demo API key';
   const deadline = Date.now() + (options.timeoutMs ?? 90_000);
