@@ -39,15 +39,23 @@ export interface Reply {
   hold?: boolean;
 }
 
-/** Standard Webhooks verification as of `nowMs` (the library reads Date.now for its tolerance window). */
-export function verifyAt(secret: string, body: string, headers: http.IncomingHttpHeaders, nowMs: number) {
+/**
+ * Runs fn with Date.now answering nowMs: Standard Webhooks verification reads Date.now for its
+ * tolerance window, and a test judges timestamps by the service's clock.
+ */
+export function asOf<T>(nowMs: number, fn: () => T): T {
   const realNow = Date.now;
   Date.now = () => nowMs;
   try {
-    return new Webhook(secret).verify(body, headers as Record<string, string>);
+    return fn();
   } finally {
     Date.now = realNow;
   }
+}
+
+/** Standard Webhooks verification as of `nowMs`. */
+export function verifyAt(secret: string, body: string, headers: http.IncomingHttpHeaders, nowMs: number) {
+  return asOf(nowMs, () => new Webhook(secret).verify(body, headers as Record<string, string>));
 }
 
 export class Receiver {
