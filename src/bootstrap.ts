@@ -31,6 +31,8 @@ export async function openConfiguredDatabase(
       statementTimeoutMs: config.statementTimeoutMs,
       preparedStatements: config.preparedStatements,
       applicationName,
+      ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}),
+      listenHeartbeatMs: config.listenHeartbeatMs,
     });
   }
   return openPglite({ dataDir: config.dataDir, sharedBuffersMb: config.embeddedSharedBuffersMb });
