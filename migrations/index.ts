@@ -12,6 +12,7 @@ import * as m0009 from './0009_invoice_lifecycle.ts';
 import * as m0011 from './0011_idempotency_answers.ts';
 import * as m0012 from './0012_key_change_signals.ts';
 import * as m0013 from './0013_change_feed_horizon.ts';
+import * as m0016 from './0016_rate_limits.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0011_idempotency_answers': m0011,
   '0012_key_change_signals': m0012,
   '0013_change_feed_horizon': m0013,
+  '0016_rate_limits': m0016,
 };

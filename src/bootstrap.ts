@@ -112,16 +112,30 @@ export function secretBoxFor(config: Config, db: Database): SecretBox | undefine
 export async function buildDeps(
   config: Config,
   db: Database,
-  options: { clock?: Clock; auditFault?: AuditFault; insurer?: Insurer } = {},
+  options: {
+    clock?: Clock;
+    auditFault?: AuditFault;
+    insurer?: Insurer;
+    log?: { warn(details: object, message: string): void };
+  } = {},
 ): Promise<Deps> {
   const clock = options.clock ?? systemClock;
+  const { log } = options;
+  // On PostgreSQL every API process counts in one table; on the embedded database, in memory.
+  const rateLimits = db.poolQuery
+    ? new RateLimits({
+        store: { query: db.poolQuery },
+        onStoreFailure: (err, failures) =>
+          log?.warn({ err, failures }, 'rate-limit store failed or too slow; counting in this process'),
+      })
+    : new RateLimits();
   return {
     config,
     db,
     clock,
     cursors: new CursorCodec(await loadCursorSecret(db)),
     audit: new AuditLog(options.auditFault),
-    rateLimits: new RateLimits(),
+    rateLimits,
     inFlight: new InFlightRequests(),
     keyCache: apiKeyCache(config.apiKeyCacheSeconds, clock),
     insurer: options.insurer ?? new SandboxInsurer(db, config.insurerDelayMs),

@@ -75,7 +75,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
 
   try {
     await migrateConfigured(config, db);
-    const deps = await buildDeps(config, db);
+    const deps = await buildDeps(config, db, { log });
 
     let adminToken = config.adminToken;
     let sandbox: SandboxCredentials | undefined;

@@ -28,7 +28,19 @@ export interface Database {
     onSignal: (payload: string | undefined) => void,
     onLost?: () => void,
   ): () => Promise<void>;
+  /**
+   * PostgreSQL only: one statement on the pool, outside any transaction and so as the login role, for
+   * a library that takes a pg client (the rate-limit store). A named statement is prepared once per
+   * connection, unless prepared statements are off (a pooler in transaction mode): then it runs unnamed.
+   */
+  poolQuery?(query: PoolQuery): Promise<{ rows: unknown[]; rowCount: number | null }>;
   close(): Promise<void>;
+}
+
+export interface PoolQuery {
+  name?: string;
+  text: string;
+  values?: unknown[];
 }
 
 const DATE_OID = 1082;
@@ -246,6 +258,12 @@ export function openPostgres(options: PostgresOptions): Database {
         onSignal,
         onLost,
       ),
+    poolQuery: ({ name, text, values }) =>
+      pool.query({
+        ...(name && options.preparedStatements ? { name } : {}),
+        text,
+        ...(values ? { values } : {}),
+      }),
     close: () => kysely.destroy(),
   };
 }
