@@ -14,6 +14,7 @@ import { type AuditFault, AuditLog } from './platform/audit-log.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
+import type { ListenLog } from './platform/db/listen.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import type { Tables } from './platform/db/tables.ts';
 import { CursorCodec } from './platform/http/cursor.ts';
@@ -23,6 +24,7 @@ import { SecretBox } from './platform/secret-box.ts';
 export async function openConfiguredDatabase(
   config: Config,
   applicationName = 'practice-billing',
+  log?: ListenLog,
 ): Promise<Database> {
   if (config.databaseUrl) {
     return openPostgres({
@@ -33,6 +35,7 @@ export async function openConfiguredDatabase(
       applicationName,
       ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}),
       listenHeartbeatMs: config.listenHeartbeatMs,
+      ...(log ? { log } : {}),
     });
   }
   return openPglite({ dataDir: config.dataDir, sharedBuffersMb: config.embeddedSharedBuffersMb });

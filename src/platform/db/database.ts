@@ -6,7 +6,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
-import { DEFAULT_HEARTBEAT_MS, listenOn } from './listen.ts';
+import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn } from './listen.ts';
 import { SENT_WITH_COMMIT_MARK } from './sent-with-commit.ts';
 import type { Tables } from './tables.ts';
 
@@ -71,6 +71,8 @@ export interface PostgresOptions {
   listenUrl?: string;
   /** How often each listener checks, with a NOTIFY to itself, that notifications arrive. */
   listenHeartbeatMs?: number;
+  /** Where listening says that its heartbeat goes unheard, and is heard again. */
+  log?: ListenLog;
 }
 
 /** A COMMIT that PostgreSQL answered with ROLLBACK: the transaction had failed, nothing was kept. */
@@ -253,6 +255,7 @@ export function openPostgres(options: PostgresOptions): Database {
           applicationName: options.applicationName ?? 'practice-billing',
           heartbeatMs: options.listenHeartbeatMs ?? DEFAULT_HEARTBEAT_MS,
           notify: (name, payload) => sql`SELECT pg_notify(${name}, ${payload})`.execute(kysely),
+          log: options.log,
         },
         channel,
         onSignal,

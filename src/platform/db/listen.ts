@@ -31,6 +31,13 @@ export interface ListenOptions {
   heartbeatMs: number;
   /** Sends a NOTIFY as the service's commits do (its pool on DATABASE_URL); may fail. */
   notify(channel: string, payload: string): Promise<unknown>;
+  /** Told once when heartbeats go unheard on a connection that is up, and when they are heard again. */
+  log?: ListenLog | undefined;
+}
+
+export interface ListenLog {
+  warn(details: object, message: string): void;
+  info(details: object, message: string): void;
 }
 
 function quoted(channel: string): string {
@@ -57,6 +64,8 @@ export function listenOn(
   let working = false;
   let sent = 0;
   let heard = 0;
+  /** Set once the connection is up but heartbeats go unheard; said in the log once. */
+  let deaf = false;
 
   const lose = () => {
     if (!working) return;
@@ -78,12 +87,23 @@ export function listenOn(
     // Only a recent beat proves anything: one of the last MISSED_BEATS sent.
     if (!working && client && !stopped && heard > sent - MISSED_BEATS) {
       working = true;
+      if (deaf) options.log?.info({ channel }, 'LISTEN hears its heartbeat again');
+      deaf = false;
       onSignal(undefined);
     }
   };
 
   const timer = setInterval(() => {
-    if (working && heard <= sent - MISSED_BEATS) lose();
+    if (client && heard <= sent - MISSED_BEATS) {
+      lose();
+      if (!deaf) {
+        deaf = true;
+        options.log?.warn(
+          { channel, heartbeatMs: options.heartbeatMs },
+          'LISTEN hears no heartbeat: notifications do not arrive (a pooler in transaction mode? DATABASE_LISTEN_URL must be a direct connection); not trusting them until they do',
+        );
+      }
+    }
     beat();
   }, options.heartbeatMs);
   timer.unref();
