@@ -1,6 +1,7 @@
 // The rate limits' insurance (src/platform/http/rate-limit.ts) without a database: when the shared
 // store fails or is too slow, requests are counted in the process's memory with the same allowance,
-// so they are neither refused nor failed for want of a count, and the failure is told once a minute.
+// so they are neither refused nor failed for want of a count, the store is left alone for a while,
+// and the failure is told once a minute.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type RateLimitStore, RateLimits } from '../../src/platform/http/rate-limit.ts';
@@ -22,6 +23,24 @@ test('a store that fails: counted in memory, the same allowance, the failure tol
   );
   assert.ok(states[2]!.retryAfterSeconds >= 1 && states[2]!.retryAfterSeconds <= 60);
   assert.deepEqual(told, [1], 'told once within the minute');
+});
+
+test('after a failure the store is left alone for a while, then asked again', async () => {
+  let asked = 0;
+  let failing = true;
+  const store: RateLimitStore = {
+    query: () => {
+      asked += 1;
+      return failing ? Promise.reject(new Error('down')) : new Promise(() => {});
+    },
+  };
+  const limits = new RateLimits({ store, storeRetryAfterMs: 100, storeTimeoutMs: 20 });
+  for (let i = 0; i < 5; i++) assert.equal((await limits.consume('client:cli_3', 100)).allowed, true);
+  assert.equal(asked, 1, 'asked once, then counted in memory');
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  failing = false;
+  assert.equal((await limits.consume('client:cli_3', 100)).remaining, 94);
+  assert.equal(asked, 2, 'asked again after the pause');
 });
 
 test('a store that does not answer in time: counted in memory after the time-out', async () => {

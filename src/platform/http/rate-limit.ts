@@ -4,8 +4,9 @@
 // store), shared by every API process, so that a client's allowance is one however many processes
 // serve it; on the embedded database, which has one process, in memory. When the store fails or does
 // not answer within STORE_TIMEOUT_MS, the request is counted in this process's memory instead (the
-// store's insurance): limits then hold per process, as without a shared store, and no request is
-// refused or failed for want of a count. Never decides who the caller is.
+// store's insurance), and so are the requests of the next STORE_RETRY_AFTER_MS without asking the
+// store: limits then hold per process, as without a shared store, and no request is refused, failed
+// or held up for long for want of a count. Never decides who the caller is.
 import type { FastifyReply } from 'fastify';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Trx } from '../db/transaction.ts';
@@ -33,6 +34,12 @@ export const RATE_LIMIT_TABLE = 'rate_limits';
 /** A count the shared store has not answered by then is made in memory instead. */
 export const STORE_TIMEOUT_MS = 1000;
 
+/**
+ * After the store failed or timed out, counts are made in memory for this long before it is asked
+ * again: while the database is away, a request waits for it at most once, not once per request.
+ */
+export const STORE_RETRY_AFTER_MS = 5000;
+
 const WINDOW_SECONDS = 60;
 
 /** A counter is deleted once its window ended this long ago (its key is then counted afresh anyway). */
@@ -47,6 +54,7 @@ export interface RateLimitsOptions {
    */
   onStoreFailure?: (error: unknown, failures: number) => void;
   storeTimeoutMs?: number;
+  storeRetryAfterMs?: number;
 }
 
 function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
@@ -72,11 +80,15 @@ export class RateLimits {
   constructor(options: RateLimitsOptions = {}) {
     const { store, onStoreFailure } = options;
     const timeoutMs = options.storeTimeoutMs ?? STORE_TIMEOUT_MS;
+    const retryAfterMs = options.storeRetryAfterMs ?? STORE_RETRY_AFTER_MS;
     let failures = 0;
     let toldAt = Number.NEGATIVE_INFINITY;
+    let skipUntil = Number.NEGATIVE_INFINITY;
     this.#store = store && {
-      query: (query) =>
-        withTimeout(store.query(query), timeoutMs).catch((error: unknown) => {
+      query: (query) => {
+        if (Date.now() < skipUntil) return Promise.reject(new Error('the rate-limit store failed lately'));
+        return withTimeout(store.query(query), timeoutMs).catch((error: unknown) => {
+          skipUntil = Date.now() + retryAfterMs;
           failures += 1;
           if (Date.now() - toldAt >= 60_000) {
             toldAt = Date.now();
@@ -84,7 +96,8 @@ export class RateLimits {
             failures = 0;
           }
           throw error;
-        }),
+        });
+      },
     };
   }
 
