@@ -1,6 +1,7 @@
 // The PostgreSQL pass: fresh databases pb_bench_<random> for the service and pb_bench_<random>_base for
 // the baseline (both dropped at the end), the service seeded through the API and by SQL, the A/B
-// scenarios and the claim pipeline at 10,000 invoices, then the invoices grown by SQL to 1,000,000
+// scenarios, the rate-limit store comparison (on a database of its own) and the claim pipeline at
+// 10,000 invoices, then the invoices grown by SQL to 1,000,000
 // (200,000 when a million would not fit the time budget, as the results then say) for the second
 // paging comparison.
 import { randomBytes } from 'node:crypto';
@@ -19,6 +20,7 @@ import {
   sharedClaimScenario,
 } from './pass-steps.ts';
 import { createDatabase, randomSuffix } from './postgres.ts';
+import { rateLimitStoreScenario } from './rate-limit-store.ts';
 import { startService } from './service.ts';
 
 /** Time kept back, after the large load, for its paging comparison (page starts included), reports and cleanup. */
@@ -31,6 +33,10 @@ const LOAD_SLOWDOWN = 1.8;
 
 export async function postgresPass(ctx: PassContext, databaseUrl: string): Promise<void> {
   const { settings } = ctx;
+  if (settings.only === 'rate-limits') {
+    await rateLimitStoreScenario(ctx, databaseUrl);
+    return;
+  }
   const suffix = randomSuffix();
   const serviceDb = await createDatabase(databaseUrl, `pb_bench_${suffix}`);
   const baselineDb = await createDatabase(databaseUrl, `pb_bench_${suffix}_base`);
@@ -83,7 +89,10 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       await baselineInvoices(1, settings.smallInvoices);
 
       const everything = settings.only === undefined;
-      if (settings.only !== 'claims') await patientScenarios(ctx, service, baseline, seeded);
+      if (settings.only !== 'claims') {
+        await patientScenarios(ctx, service, baseline, seeded);
+        await rateLimitStoreScenario(ctx, databaseUrl);
+      }
       const smallPage = everything
         ? await pagingScenario(
             ctx,

@@ -66,6 +66,18 @@ function passSection(pass: PassResult): string[] {
       `- Page latency large ÷ 10k: service **${pass.pageLatencyRatio.service}×**, baseline ${pass.pageLatencyRatio.baseline}× (${pass.pageLatencyRatio.basis}).`,
     );
   }
+  const store = pass.rateLimitStore;
+  if (store) {
+    lines.push(
+      '',
+      `**Rate-limit store** (${store.basis}): PostgreSQL ÷ memory **${store.ratio}×**; each count adds ${store.addedP50Ms} ms at p50.`,
+      '',
+      row(['Store', 'counts/s', 'p50 ms', 'p99 ms']),
+      row(['---', '---', '---', '---']),
+      row(['memory', store.memory.countsPerSec, store.memory.p50Ms, store.memory.p99Ms]),
+      row(['PostgreSQL', store.postgres.countsPerSec, store.postgres.p50Ms, store.postgres.p99Ms]),
+    );
+  }
   const runs = [pass.claims, pass.claimsAtLatencyRate, pass.claimsShared].filter(
     (c): c is NonNullable<typeof c> => !!c,
   );

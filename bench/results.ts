@@ -2,6 +2,7 @@
 // the claim pipeline, start-up times and memory, plus the machine and the target verdicts.
 import type { AbResult } from './ab.ts';
 import type { ClaimResult } from './claim-pipeline.ts';
+import type { RateLimitStoreResult } from './rate-limit-store.ts';
 import type { PassName } from './settings.ts';
 
 export interface InvoiceLoad {
@@ -21,6 +22,8 @@ export interface PassResult {
   claimsAtLatencyRate?: ClaimResult;
   /** The pipeline at the same offered rate spread over several practices (PostgreSQL). */
   claimsShared?: ClaimResult & { practices: number };
+  /** Counting a request in the shared PostgreSQL store against in memory (PostgreSQL). */
+  rateLimitStore?: RateLimitStoreResult;
   /** Spawn to first 200 from /healthz, ms. */
   start?: { newDataDirMs?: number; existingDataDirMs?: number[]; firstStartMs?: number };
   memory?: {

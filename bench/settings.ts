@@ -12,23 +12,28 @@ function number(name: string, fallback: number): number {
 
 export type PassName = 'postgres' | 'pglite';
 
+/**
+ * BENCH_ONLY=claims runs only the claim pipelines (with what they need), BENCH_ONLY=requests only the
+ * patient request scenarios (GET, POST, search) against the baseline and the rate-limit store
+ * comparison, BENCH_ONLY=rate-limits only that comparison (PostgreSQL): quick looks at one part.
+ */
+function only(): 'claims' | 'requests' | 'rate-limits' | undefined {
+  const raw = process.env.BENCH_ONLY;
+  if (raw === undefined || raw === '') return undefined;
+  if (raw !== 'claims' && raw !== 'requests' && raw !== 'rate-limits')
+    throw new Error(`BENCH_ONLY must be "claims", "requests" or "rate-limits", got "${raw}"`);
+  return raw;
+}
+
 function passes(): PassName[] {
   const wanted = (process.env.BENCH_PASSES ?? 'pglite,postgres').split(',').map((p) => p.trim());
   return (['pglite', 'postgres'] as const).filter(
-    (p) => wanted.includes(p) && (p !== 'postgres' || Boolean(process.env.DATABASE_URL)),
+    (p) =>
+      wanted.includes(p) &&
+      (p !== 'postgres' || Boolean(process.env.DATABASE_URL)) &&
+      // The embedded database has no shared store to compare.
+      (p !== 'pglite' || only() !== 'rate-limits'),
   );
-}
-
-/**
- * BENCH_ONLY=claims runs only the claim pipelines (with what they need), BENCH_ONLY=requests only the
- * patient request scenarios (GET, POST, search) against the baseline: quick looks at one part.
- */
-function only(): 'claims' | 'requests' | undefined {
-  const raw = process.env.BENCH_ONLY;
-  if (raw === undefined || raw === '') return undefined;
-  if (raw !== 'claims' && raw !== 'requests')
-    throw new Error(`BENCH_ONLY must be "claims" or "requests", got "${raw}"`);
-  return raw;
 }
 
 export const settings = {

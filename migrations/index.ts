@@ -14,6 +14,7 @@ import * as m0012 from './0012_key_change_signals.ts';
 import * as m0013 from './0013_change_feed_horizon.ts';
 import * as m0014 from './0014_operator_idempotency_keys.ts';
 import * as m0015 from './0015_job_leases.ts';
+import * as m0016 from './0016_rate_limits.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '0013_change_feed_horizon': m0013,
   '0014_operator_idempotency_keys': m0014,
   '0015_job_leases': m0015,
+  '0016_rate_limits': m0016,
 };

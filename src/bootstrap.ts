@@ -14,6 +14,7 @@ import { type AuditFault, AuditLog } from './platform/audit-log.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
+import type { ListenLog } from './platform/db/listen.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import type { Tables } from './platform/db/tables.ts';
 import { CursorCodec } from './platform/http/cursor.ts';
@@ -23,6 +24,7 @@ import { SecretBox } from './platform/secret-box.ts';
 export async function openConfiguredDatabase(
   config: Config,
   applicationName = 'practice-billing',
+  log?: ListenLog,
 ): Promise<Database> {
   if (config.databaseUrl) {
     return openPostgres({
@@ -31,6 +33,9 @@ export async function openConfiguredDatabase(
       statementTimeoutMs: config.statementTimeoutMs,
       preparedStatements: config.preparedStatements,
       applicationName,
+      ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}),
+      listenHeartbeatMs: config.listenHeartbeatMs,
+      ...(log ? { log } : {}),
     });
   }
   return openPglite({ dataDir: config.dataDir, sharedBuffersMb: config.embeddedSharedBuffersMb });
@@ -110,16 +115,30 @@ export function secretBoxFor(config: Config, db: Database): SecretBox | undefine
 export async function buildDeps(
   config: Config,
   db: Database,
-  options: { clock?: Clock; auditFault?: AuditFault; insurer?: Insurer } = {},
+  options: {
+    clock?: Clock;
+    auditFault?: AuditFault;
+    insurer?: Insurer;
+    log?: { warn(details: object, message: string): void };
+  } = {},
 ): Promise<Deps> {
   const clock = options.clock ?? systemClock;
+  const { log } = options;
+  // On PostgreSQL every API process counts in one table; on the embedded database, in memory.
+  const rateLimits = db.poolQuery
+    ? new RateLimits({
+        store: { query: db.poolQuery },
+        onStoreFailure: (err, failures) =>
+          log?.warn({ err, failures }, 'rate-limit store failed or too slow; counting in this process'),
+      })
+    : new RateLimits();
   return {
     config,
     db,
     clock,
     cursors: new CursorCodec(await loadCursorSecret(db)),
     audit: new AuditLog(options.auditFault),
-    rateLimits: new RateLimits(),
+    rateLimits,
     inFlight: new InFlightRequests(),
     keyCache: apiKeyCache(config.apiKeyCacheSeconds, clock),
     insurer: options.insurer ?? new SandboxInsurer(db, config.insurerDelayMs),

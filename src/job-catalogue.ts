@@ -1,6 +1,6 @@
 // The catalogue of background work, where the capabilities meet the worker loop: each job kind with
 // its handler (claims: submit, reverse, remittance; webhooks: deliver) and each periodic task (the
-// change feed's clock samples, expired Idempotency-Keys, overdue invoices).
+// change feed's clock samples, expired Idempotency-Keys, expired rate-limit counters, overdue invoices).
 import type { FastifyBaseLogger } from 'fastify';
 import { CLAIM_JOBS } from './claims/job-kinds.ts';
 import { type ClaimJobContext, runRemittanceJob, runReverseJob, runSubmitJob } from './claims/jobs.ts';
@@ -13,6 +13,7 @@ import type { Config } from './platform/config.ts';
 import { recordChangeFeedSample } from './platform/db/change-feed.ts';
 import type { Database } from './platform/db/database.ts';
 import { asOperator } from './platform/db/transaction.ts';
+import { purgeExpiredRateLimits } from './platform/http/rate-limit.ts';
 import type { SecretBox } from './platform/secret-box.ts';
 import { type DeliveryContext, runDeliverJob } from './webhooks/delivery.ts';
 import { DELIVER_JOB } from './webhooks/job-kinds.ts';
@@ -70,6 +71,15 @@ export const periodicTasks: PeriodicTask[] = [
     name: 'purge-expired-idempotency-keys',
     everyMs: 10 * 60 * 1000,
     run: ({ db }) => asOperator(db, (trx) => purgeExpiredKeys(trx)),
+  },
+  {
+    // PostgreSQL's shared counters; the embedded database counts in memory and has none.
+    name: 'purge-expired-rate-limits',
+    everyMs: 10 * 60 * 1000,
+    run: ({ db, clock }) =>
+      db.kind === 'postgres'
+        ? asOperator(db, (trx) => purgeExpiredRateLimits(trx, clock.now()))
+        : Promise.resolve(0),
   },
   {
     name: 'mark-overdue-invoices',

@@ -29,7 +29,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
     );
   }
   const config = options.api ? await withConcretePort(configured) : configured;
-  const db = await openConfiguredDatabase(config);
+  const db = await openConfiguredDatabase(config, undefined, log);
   // The worker gets a pool of its own, so jobs never wait behind requests for a connection (or the
   // reverse). The embedded database has one connection, shared.
   const workerDb =
@@ -37,6 +37,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
       ? await openConfiguredDatabase(
           { ...config, databasePoolSize: config.workerDatabasePoolSize },
           'practice-billing-worker',
+          log,
         )
       : db;
   const closeDatabases = async () => {
@@ -75,7 +76,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
 
   try {
     await migrateConfigured(config, db);
-    const deps = await buildDeps(config, db);
+    const deps = await buildDeps(config, db, { log });
 
     let adminToken = config.adminToken;
     let sandbox: SandboxCredentials | undefined;

@@ -214,6 +214,8 @@ export interface ServiceOptions {
   auditFault?: AuditFault;
   poolSize?: number;
   env?: Record<string, string>;
+  /** PostgreSQL only: DATABASE_LISTEN_URL, made from the test's database URL. */
+  listenUrl?: (databaseUrl: string) => string;
 }
 
 export interface TestService {
@@ -246,7 +248,7 @@ export interface TestService {
 
 export async function startService(backend: Backend, options: ServiceOptions = {}): Promise<TestService> {
   const adminToken = `adm_test_${randomBytes(8).toString('hex')}`;
-  let db: Database;
+  let db: Database | undefined;
   let databaseUrl: string | undefined;
   let drop: (() => Promise<void>) | undefined;
   if (backend === 'pglite') {
@@ -255,16 +257,11 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     const created = await postgresDatabase();
     databaseUrl = created.url;
     drop = created.drop;
-    db = openPostgres({
-      url: created.url,
-      poolSize: options.poolSize ?? 10,
-      statementTimeoutMs: 15_000,
-      preparedStatements: true,
-    });
   }
   const config = loadConfig({
     PORT: '0',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: path.join(TMP, 'unused') }),
+    ...(databaseUrl && options.listenUrl ? { DATABASE_LISTEN_URL: options.listenUrl(databaseUrl) } : {}),
     ADMIN_TOKEN: adminToken,
     LOG_LEVEL: 'silent',
     INSURER_DELAY_MS: '0',
@@ -273,6 +270,16 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     WEBHOOK_ALLOW_PRIVATE: 'true',
     ...options.env,
   });
+  if (!db) {
+    db = openPostgres({
+      url: databaseUrl!,
+      poolSize: options.poolSize ?? 10,
+      statementTimeoutMs: 15_000,
+      preparedStatements: true,
+      ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}),
+      listenHeartbeatMs: config.listenHeartbeatMs,
+    });
+  }
   const clock = new TestClock();
   const deps = await buildDeps(config, db, {
     clock,

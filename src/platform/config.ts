@@ -10,6 +10,13 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Connection used to run migrations (owner of the schema); defaults to databaseUrl. */
   migrationDatabaseUrl: string | undefined;
+  /**
+   * A direct connection for LISTEN (key changes, queued jobs); defaults to databaseUrl. Must not go
+   * through a pooler in transaction mode, which never delivers notifications.
+   */
+  databaseListenUrl: string | undefined;
+  /** How often each listening connection checks, with a NOTIFY to itself, that notifications arrive. */
+  listenHeartbeatMs: number;
   dataDir: string;
   /** The embedded database's shared_buffers in MB: PostgreSQL's 128 MB is zeroed at every start. */
   embeddedSharedBuffersMb: number;
@@ -109,6 +116,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST || '127.0.0.1';
   const databaseUrl = env.DATABASE_URL || undefined;
+  const databaseListenUrl = env.DATABASE_LISTEN_URL || undefined;
+  if (databaseListenUrl && !databaseUrl) {
+    throw new ConfigError(
+      'DATABASE_LISTEN_URL needs DATABASE_URL (the embedded database listens in its own session)',
+    );
+  }
+  if (databaseListenUrl && !URL.canParse(databaseListenUrl)) {
+    throw new ConfigError(
+      'DATABASE_LISTEN_URL must be a connection URL, such as postgres://user@host:5432/db',
+    );
+  }
   const publicBaseUrl = (
     env.PUBLIC_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`
   ).replace(/\/+$/, '');
@@ -121,6 +139,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host,
     databaseUrl,
     migrationDatabaseUrl: env.MIGRATION_DATABASE_URL || databaseUrl,
+    databaseListenUrl: databaseListenUrl ?? databaseUrl,
+    listenHeartbeatMs: integer(env, 'DATABASE_LISTEN_HEARTBEAT_MS', 2000, 50, 60_000),
     dataDir: path.resolve(env.DATA_DIR || './data'),
     catalogueDir: env.CATALOGUE_DIR ? path.resolve(env.CATALOGUE_DIR) : undefined,
     adminToken: env.ADMIN_TOKEN || undefined,

@@ -6,6 +6,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
+import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn } from './listen.ts';
 import { SENT_WITH_COMMIT_MARK } from './sent-with-commit.ts';
 import type { Tables } from './tables.ts';
 
@@ -17,8 +18,9 @@ export interface Database {
   /**
    * Calls onSignal with the payload of every NOTIFY on channel, and with undefined whenever listening
    * starts or starts again (signals may have been missed meanwhile); onLost when it stops working,
-   * until the next onSignal(undefined). On PostgreSQL it listens on a connection of its own, opened
-   * again a second after it breaks; on PGlite in its single session, where a commit's notifications
+   * until the next onSignal(undefined). On PostgreSQL it listens on a connection of its own
+   * (src/platform/db/listen.ts), opened again a second after it breaks, and counts as listening only
+   * while it hears its own heartbeat; on PGlite in its single session, where a commit's notifications
    * are heard before the commit returns. Returns how to stop listening.
    */
   listen?(
@@ -26,56 +28,19 @@ export interface Database {
     onSignal: (payload: string | undefined) => void,
     onLost?: () => void,
   ): () => Promise<void>;
+  /**
+   * PostgreSQL only: one statement on the pool, outside any transaction and so as the login role, for
+   * a library that takes a pg client (the rate-limit store). A named statement is prepared once per
+   * connection, unless prepared statements are off (a pooler in transaction mode): then it runs unnamed.
+   */
+  poolQuery?(query: PoolQuery): Promise<{ rows: unknown[]; rowCount: number | null }>;
   close(): Promise<void>;
 }
 
-const RELISTEN_AFTER_MS = 1000;
-
-function listenOn(
-  options: PostgresOptions,
-  channel: string,
-  onSignal: (payload: string | undefined) => void,
-  onLost: (() => void) | undefined,
-): () => Promise<void> {
-  let stopped = false;
-  let client: pg.Client | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  const connect = () => {
-    if (stopped) return;
-    const c = new pg.Client({
-      connectionString: options.url,
-      connectionTimeoutMillis: 5000,
-      application_name: `${options.applicationName ?? 'practice-billing'}-listen`,
-    });
-    let lost = false;
-    const reconnect = () => {
-      if (lost) return;
-      lost = true;
-      if (client === c) {
-        client = undefined;
-        onLost?.();
-      }
-      c.end().catch(() => {});
-      if (!stopped) timer = setTimeout(connect, RELISTEN_AFTER_MS);
-    };
-    c.on('error', reconnect);
-    c.on('end', reconnect);
-    c.on('notification', (message) => onSignal(message.payload ?? ''));
-    c.connect()
-      .then(() => c.query(`LISTEN "${channel.replaceAll('"', '""')}"`))
-      .then(() => {
-        if (lost || stopped) return;
-        client = c;
-        onSignal(undefined);
-      })
-      .catch(reconnect);
-  };
-  connect();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await client?.end().catch(() => {});
-  };
+export interface PoolQuery {
+  name?: string;
+  text: string;
+  values?: unknown[];
 }
 
 const DATE_OID = 1082;
@@ -102,6 +67,12 @@ export interface PostgresOptions {
    * plans it once (off for a pooler in transaction mode, which cannot keep them).
    */
   preparedStatements?: boolean;
+  /** The direct connection LISTEN runs on (DATABASE_LISTEN_URL); default url. */
+  listenUrl?: string;
+  /** How often each listener checks, with a NOTIFY to itself, that notifications arrive. */
+  listenHeartbeatMs?: number;
+  /** Where listening says that its heartbeat goes unheard, and is heard again. */
+  log?: ListenLog;
 }
 
 /** A COMMIT that PostgreSQL answered with ROLLBACK: the transaction had failed, nothing was kept. */
@@ -285,7 +256,25 @@ export function openPostgres(options: PostgresOptions): Database {
   return {
     kind: 'postgres',
     kysely,
-    listen: (channel, onSignal, onLost) => listenOn(options, channel, onSignal, onLost),
+    listen: (channel, onSignal, onLost) =>
+      listenOn(
+        {
+          url: options.listenUrl ?? options.url,
+          applicationName: options.applicationName ?? 'practice-billing',
+          heartbeatMs: options.listenHeartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+          notify: (name, payload) => sql`SELECT pg_notify(${name}, ${payload})`.execute(kysely),
+          log: options.log,
+        },
+        channel,
+        onSignal,
+        onLost,
+      ),
+    poolQuery: ({ name, text, values }) =>
+      pool.query({
+        ...(name && options.preparedStatements ? { name } : {}),
+        text,
+        ...(values ? { values } : {}),
+      }),
     close: () => kysely.destroy(),
   };
 }
@@ -311,7 +300,10 @@ export class DataDirectoryInUseError extends Error {}
  * Listening on PGlite: notifications of the single session are handed out while the statement that
  * carried them (a COMMIT) is answered, so a listener hears of a change before its writer goes on. LISTEN
  * runs in a transaction of its own: PGlite's single connection is shared, and a bare statement could
- * land inside another caller's transaction (and be undone with it).
+ * land inside another caller's transaction (and be undone with it). No heartbeat, unlike PostgreSQL
+ * (src/platform/db/listen.ts): there is no connection to break or to pass through a pooler, and no
+ * other process writes; once LISTEN is in place every commit's notifications reach it, so it says
+ * onSignal(undefined) once and never onLost.
  */
 function listenInSession(
   pglite: PGlite,

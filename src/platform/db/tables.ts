@@ -430,6 +430,12 @@ export interface PractitionersTable {
   updated_at: Generated<Date>;
 }
 
+export interface RateLimitsTable {
+  expire: number | null;
+  key: string;
+  points: Generated<number>;
+}
+
 export interface SandboxInsurerMessagesTable {
   answer: JSONColumnType<object>;
   kind: string;
@@ -527,6 +533,7 @@ export interface Tables {
   practice_prices: PracticePricesTable;
   practices: PracticesTable;
   practitioners: PractitionersTable;
+  rate_limits: RateLimitsTable;
   sandbox_insurer_messages: SandboxInsurerMessagesTable;
   service_settings: ServiceSettingsTable;
   tariff_modifiers: TariffModifiersTable;

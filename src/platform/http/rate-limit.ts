@@ -1,9 +1,25 @@
 // Owns request rate limits: a fixed window per integration client (its own allowance, or the
-// service default) and per source address for calls without a known client. Limits are kept in
-// process memory; each API process counts its own share.
+// service default) and per source address for calls without a known client. On PostgreSQL the counts
+// live in the database (table rate_limits, migration 0016, through rate-limiter-flexible's PostgreSQL
+// store), shared by every API process, so that a client's allowance is one however many processes
+// serve it; on the embedded database, which has one process, in memory. When the store fails or does
+// not answer within STORE_TIMEOUT_MS, the request is counted in this process's memory instead (the
+// store's insurance), and so are the requests of the next STORE_RETRY_AFTER_MS without asking the
+// store: limits then hold per process, as without a shared store, and no request is refused, failed
+// or held up for long for want of a count. Never decides who the caller is.
 import type { FastifyReply } from 'fastify';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Trx } from '../db/transaction.ts';
 import { AppError } from './errors.ts';
+
+/** One statement outside any transaction (Database.poolQuery): what the PostgreSQL store runs on. */
+export interface RateLimitStore {
+  query(query: {
+    name?: string;
+    text: string;
+    values?: unknown[];
+  }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+}
 
 export interface RateLimitState {
   limit: number;
@@ -13,15 +29,103 @@ export interface RateLimitState {
   retryAfterSeconds: number;
 }
 
+export const RATE_LIMIT_TABLE = 'rate_limits';
+
+/** A count the shared store has not answered by then is made in memory instead. */
+export const STORE_TIMEOUT_MS = 1000;
+
+/**
+ * After the store failed or timed out, counts are made in memory for this long before it is asked
+ * again: while the database is away, a request waits for it at most once, not once per request.
+ */
+export const STORE_RETRY_AFTER_MS = 5000;
+
 const WINDOW_SECONDS = 60;
 
-export class RateLimits {
-  readonly #limiters = new Map<number, RateLimiterMemory>();
+/** A counter is deleted once its window ended this long ago (its key is then counted afresh anyway). */
+const PURGE_AFTER_MS = 60 * 60 * 1000;
 
-  #limiter(points: number): RateLimiterMemory {
+export interface RateLimitsOptions {
+  /** The shared store (PostgreSQL); without it every count is this process's own. */
+  store?: RateLimitStore;
+  /**
+   * Told when the store failed or was too slow and requests were counted in memory instead: at most
+   * once a minute, with the latest error and how many counts failed since the last time.
+   */
+  onStoreFailure?: (error: unknown, failures: number) => void;
+  storeTimeoutMs?: number;
+  storeRetryAfterMs?: number;
+}
+
+function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the rate-limit store did not answer in ${ms} ms`)), ms);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+export class RateLimits {
+  readonly #limiters = new Map<number, RateLimiterMemory | RateLimiterPostgres>();
+  readonly #store: RateLimitStore | undefined;
+
+  constructor(options: RateLimitsOptions = {}) {
+    const { store, onStoreFailure } = options;
+    const timeoutMs = options.storeTimeoutMs ?? STORE_TIMEOUT_MS;
+    const retryAfterMs = options.storeRetryAfterMs ?? STORE_RETRY_AFTER_MS;
+    let failures = 0;
+    let toldAt = Number.NEGATIVE_INFINITY;
+    let skipUntil = Number.NEGATIVE_INFINITY;
+    this.#store = store && {
+      query: (query) => {
+        if (Date.now() < skipUntil) return Promise.reject(new Error('the rate-limit store failed lately'));
+        return withTimeout(store.query(query), timeoutMs).catch((error: unknown) => {
+          skipUntil = Date.now() + retryAfterMs;
+          failures += 1;
+          if (Date.now() - toldAt >= 60_000) {
+            toldAt = Date.now();
+            onStoreFailure?.(error, failures);
+            failures = 0;
+          }
+          throw error;
+        });
+      },
+    };
+  }
+
+  /** True when counts are shared with every process on the database. */
+  get shared(): boolean {
+    return this.#store !== undefined;
+  }
+
+  #limiter(points: number): RateLimiterMemory | RateLimiterPostgres {
     let limiter = this.#limiters.get(points);
     if (!limiter) {
-      limiter = new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix: `p${points}` });
+      const window = { points, duration: WINDOW_SECONDS, keyPrefix: `p${points}` };
+      const memory = new RateLimiterMemory(window);
+      limiter = this.#store
+        ? new RateLimiterPostgres({
+            ...window,
+            storeClient: this.#store,
+            storeType: 'pool',
+            tableName: RATE_LIMIT_TABLE,
+            // Migration 0016 made it; expired counters are purged by the worker (purgeExpiredRateLimits).
+            tableCreated: true,
+            clearExpiredByTimeout: false,
+            insuranceLimiter: memory,
+            // A key past its allowance is refused from memory until its window ends: a client that keeps
+            // knocking costs the database nothing more.
+            inMemoryBlockOnConsumed: points + 1,
+          })
+        : memory;
       this.#limiters.set(points, limiter);
     }
     return limiter;
@@ -49,6 +153,15 @@ export class RateLimits {
       };
     }
   }
+}
+
+/** Deletes the shared counters whose window ended an hour or more ago; answers how many. */
+export async function purgeExpiredRateLimits(trx: Trx, now: Date): Promise<number> {
+  const result = await trx
+    .deleteFrom('rate_limits')
+    .where('expire', '<', now.getTime() - PURGE_AFTER_MS)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 export function rateLimitHeaders(state: RateLimitState): Record<string, string> {

@@ -1,0 +1,71 @@
+// Rate limits shared by API processes (PostgreSQL; src/platform/http/rate-limit.ts, migration 0016):
+// two processes on one database count one client's requests together, so together they refuse past
+// its allowance, with the X-RateLimit headers counting down across both and one window.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { asOperator } from '../src/platform/db/transaction.ts';
+import { purgeExpiredRateLimits } from '../src/platform/http/rate-limit.ts';
+import { type ServeProcess, startServeProcess } from './child-service.ts';
+import { type Answer, apiClient, call, startService, type TestService } from './harness.ts';
+
+const UNKNOWN_PATIENT = '/patients/pat_0000000000000000000000';
+
+describe('rate limits shared by API processes (postgres)', { skip: !process.env.DATABASE_URL }, () => {
+  let svc: TestService;
+  let child: ServeProcess | undefined;
+  before(async () => {
+    svc = await startService('postgres');
+    child = await startServeProcess({ databaseUrl: svc.databaseUrl! });
+  });
+  after(async () => {
+    await child?.stop();
+    await svc?.close();
+  });
+
+  test("two processes together refuse past one client's limit: 10 a minute, 6 requests to each, 2 refused", async () => {
+    const practice = await svc.newPractice({ rateLimitPerMinute: 10 });
+    const here = apiClient(svc, practice.key);
+    const there = () => call(child!.baseUrl, 'GET', `/api/v1${UNKNOWN_PATIENT}`, { token: practice.key });
+    const answers: Answer[] = [];
+    for (let i = 0; i < 6; i++) {
+      answers.push(await here('GET', UNKNOWN_PATIENT));
+      answers.push(await there());
+    }
+    const statuses = answers.map((a) => a.status);
+    assert.deepEqual(statuses, [...Array(10).fill(404), 429, 429], statuses.join(' '));
+    assert.deepEqual(
+      answers.map((a) => a.headers.get('x-ratelimit-remaining')),
+      ['9', '8', '7', '6', '5', '4', '3', '2', '1', '0', '0', '0'],
+    );
+    for (const answer of answers) assert.equal(answer.headers.get('x-ratelimit-limit'), '10');
+    // One window for both processes: the same end, give or take the rounding of a second.
+    const resets = answers.map((a) => Number(a.headers.get('x-ratelimit-reset')));
+    assert.ok(Math.max(...resets) - Math.min(...resets) <= 1, resets.join(' '));
+    for (const refused of answers.slice(10)) {
+      assert.equal(refused.body.code, 'rate_limited', refused.text);
+      const retryAfter = Number(refused.headers.get('retry-after'));
+      assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+    }
+    // Another client of the same practice has its own allowance, in both processes.
+    const other = await svc.newPractice({ rateLimitPerMinute: 10 });
+    assert.equal((await apiClient(svc, other.key)('GET', UNKNOWN_PATIENT)).status, 404);
+    const otherThere = await call(child!.baseUrl, 'GET', `/api/v1${UNKNOWN_PATIENT}`, { token: other.key });
+    assert.equal(otherThere.status, 404);
+    assert.equal(otherThere.headers.get('x-ratelimit-remaining'), '8');
+  });
+
+  test('the worker purges counters whose window ended an hour ago, and no others', async () => {
+    const practice = await svc.newPractice();
+    assert.equal((await apiClient(svc, practice.key)('GET', UNKNOWN_PATIENT)).status, 404);
+    const count = async () =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM rate_limits`.execute(svc.db.kysely)).rows[0]!
+        .n;
+    const before = await count();
+    assert.ok(before > 0);
+    assert.equal(await asOperator(svc.db, (trx) => purgeExpiredRateLimits(trx, new Date())), 0);
+    const later = new Date(Date.now() + 2 * 60 * 60 * 1000);
+    assert.equal(await asOperator(svc.db, (trx) => purgeExpiredRateLimits(trx, later)), before);
+    assert.equal(await count(), 0);
+  });
+});

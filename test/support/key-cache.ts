@@ -1,0 +1,55 @@
+// What the API-key cache tests share: counting the key look-ups a service makes (PostgreSQL's own
+// function statistics), asking until an answer changes, and a practice whose key is remembered.
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { type Answer, apiClient, type TestPractice, type TestService } from '../harness.ts';
+
+export const UNKNOWN_PATIENT = '/patients/pat_0000000000000000000000';
+export const PROMPTLY_MS = 2000;
+
+/**
+ * Counts the calls of the key look-up function. The service runs on one connection (PGlite's, or a
+ * pool of one), whose statistics are flushed on demand just before they are read.
+ */
+export async function lookUps(svc: TestService): Promise<number> {
+  await sql`SELECT pg_stat_force_next_flush()`.execute(svc.db.kysely);
+  const result = await sql<{ calls: number }>`
+    SELECT coalesce(sum(calls), 0)::int AS calls FROM pg_stat_user_functions
+    WHERE funcname = 'api_key_for_request'`.execute(svc.db.kysely);
+  return result.rows[0]!.calls;
+}
+
+export async function countLookUps(svc: TestService): Promise<void> {
+  if (svc.backend === 'postgres') {
+    const database = (await sql<{ name: string }>`SELECT current_database() AS name`.execute(svc.db.kysely))
+      .rows[0]!.name;
+    // For connections opened later; the one open now is set below.
+    await sql.raw(`ALTER DATABASE "${database}" SET track_functions = 'pl'`).execute(svc.db.kysely);
+  }
+  await sql`SET track_functions = 'pl'`.execute(svc.db.kysely);
+}
+
+/** Asks until `done` holds or `ms` pass; answers the last answer, how long it took and how many asks. */
+export async function askUntil(
+  ask: () => Promise<Answer>,
+  done: (answer: Answer) => boolean,
+  ms = PROMPTLY_MS,
+): Promise<{ answer: Answer; ms: number; asks: number }> {
+  const started = Date.now();
+  for (let asks = 1; ; asks++) {
+    const answer = await ask();
+    if (done(answer) || Date.now() - started > ms) return { answer, ms: Date.now() - started, asks };
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A practice whose key has just let a request in (and so is remembered). */
+export async function rememberedPractice(
+  svc: TestService,
+): Promise<TestPractice & { ask: () => Promise<Answer> }> {
+  const practice = await svc.newPractice();
+  const api = apiClient(svc, practice.key);
+  const ask = () => api('GET', UNKNOWN_PATIENT);
+  for (let i = 0; i < 2; i++) assert.equal((await ask()).status, 404);
+  return { ...practice, ask };
+}
