@@ -227,6 +227,8 @@ export async function deleteConcept(trx: Trx, practiceId: string, systemId: stri
           .where('code_system_id', '=', system.id)
           .where('id', '=', conceptId)
           .executeTakeFirst();
+  // The practice's code is locked (FOR UPDATE above) before its uses are looked for: a request that
+  // records it holds it (FOR KEY SHARE, resolveCodes) until it commits, so that use is seen here.
   if (!concept) throw notFound('Code');
   if (system.owner !== 'practice') {
     throw new AppError(
