@@ -140,6 +140,24 @@ describeEachBackend('racing operator writes', (backend) => {
     }
   });
 
+  test('price: of two DELETEs sent together exactly one answers 200', async () => {
+    const { practiceId } = await svc.newPractice();
+    for (let round = 0; round < ROUNDS; round++) {
+      const price = await svc.admin('POST', `/practices/${practiceId}/prices`, {
+        system: 'urn:service:codesystem:tariff',
+        code: '0190',
+        amount: 1000 + round,
+      });
+      assert.equal(price.status, 201, price.text);
+      const path = `/practices/${practiceId}/prices/${price.body.id}`;
+      const answers = await Promise.all([svc.admin('DELETE', path), svc.admin('DELETE', path)]);
+      noServerError(...answers);
+      const [won, lost] = answers[0].status === 200 ? answers : [answers[1], answers[0]];
+      assert.equal(won.status, 200, won.text);
+      assertNotFound(lost);
+    }
+  });
+
   test('key: two revocations sent together both answer 200 with the same revokedAt', async () => {
     const { clientId } = await svc.newPractice();
     for (let round = 0; round < ROUNDS; round++) {

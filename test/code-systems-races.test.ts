@@ -74,6 +74,28 @@ describeEachBackend('racing deletes of a code', (backend) => {
     }
   });
 
+  test('adding a code again while it is deleted answers 201 or 409, never 500', async () => {
+    const practice = await svc.newPractice();
+    const api = apiClient(svc, practice.key);
+    const system = await ownSystem(api);
+    for (let round = 0; round < ROUNDS; round++) {
+      const code = `A${round}`;
+      const id = await newCode(api, system.id, code);
+      const [added, deleted] = await Promise.all([
+        api('POST', `/code-systems/${system.id}/concepts`, {
+          body: { code, display: `Again ${code}` },
+          idempotencyKey: uniqueKey(),
+        }),
+        deleteCode(api, system.id, id),
+      ]);
+      noServerError(added, deleted);
+      assert.equal(deleted.status, 200, deleted.text);
+      if (added.status !== 201) refusedWith(added, 409, 'duplicate');
+      const left = await api('GET', `/code-systems/${system.id}/concepts?code=${code}`);
+      assert.equal(left.body.data.length, added.status === 201 ? 1 : 0, left.text);
+    }
+  });
+
   test('a delete racing a saved price for the code: the price or the delete, never both', async () => {
     const practice = await svc.newPractice();
     const api = apiClient(svc, practice.key);
