@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { asOperator } from '../src/platform/db/transaction.ts';
 import { type Answer, describeEachBackend, startService, type TestService } from './harness.ts';
-import { billVisit, endpointPath } from './webhooks-fixtures.ts';
+import { addEndpoint, billVisit, endpointPath, Receiver, sleep } from './webhooks-fixtures.ts';
 
 const ROUNDS = 30;
 
@@ -155,6 +155,32 @@ describeEachBackend('racing operator writes', (backend) => {
       const [won, lost] = answers[0].status === 200 ? answers : [answers[1], answers[0]];
       assert.equal(won.status, 200, won.text);
       assertNotFound(lost);
+    }
+  });
+
+  test('an endpoint deleted while a delivery to it is on its way: the delivery job ends cleanly', async () => {
+    const practice = await svc.newPractice();
+    const receiver = await Receiver.forService(svc);
+    try {
+      receiver.reply = () => ({ status: 200, body: 'ok', delayMs: 300 });
+      const endpoint = await addEndpoint(svc, practice.practiceId, receiver);
+      await billVisit(svc, practice);
+      const draining = svc.worker.drain();
+      while (receiver.requests.length === 0) await sleep(10);
+      const deleted = await svc.admin('DELETE', endpointPath(practice.practiceId, endpoint.id));
+      assert.equal(deleted.status, 200, deleted.text);
+      await draining;
+      const jobs = await asOperator(svc.db, (trx) =>
+        trx
+          .selectFrom('jobs')
+          .select(['state', 'last_error'])
+          .where('practice_id', '=', practice.practiceId)
+          .where('kind', '=', 'webhook.deliver')
+          .execute(),
+      );
+      assert.deepEqual(jobs, [{ state: 'done', last_error: null }]);
+    } finally {
+      await receiver.close();
     }
   });
 

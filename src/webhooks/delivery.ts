@@ -139,17 +139,24 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
     const gone = result.statusCode === 410;
     // The endpoint row is locked and written only when this attempt changes it: a steady stream of
     // successes (or of failures) to one endpoint then never queues its deliveries behind one row.
+    // Otherwise it is only held against deletion until commit (FOR KEY SHARE, as the delivery's
+    // foreign key would hold it), so that what follows is recorded against a row still there.
     const readEndpoint = (lock: boolean) => {
       const query = trx
         .selectFrom('webhook_endpoints')
         .selectAll()
         .where('practice_id', '=', practiceId)
         .where('id', '=', endpoint.id);
-      return (lock ? query.forUpdate() : query).executeTakeFirst();
+      return (lock ? query.forUpdate() : query.forKeyShare()).executeTakeFirst();
     };
     let current = await readEndpoint(false);
-    if (current && endpointChanges(current, ok, gone, now)) current = await readEndpoint(true);
-    const failingSince = ok ? null : (current?.failing_since ?? now);
+    if (!current) {
+      // Deleted while the attempt was on its way, and its deliveries with it: nothing is left to record.
+      await finishJob(trx, job, now);
+      return;
+    }
+    if (endpointChanges(current, ok, gone, now)) current = (await readEndpoint(true)) ?? current;
+    const failingSince = ok ? null : (current.failing_since ?? now);
     const expired = !ok && !gone && now.getTime() - failingSince!.getTime() >= DISABLE_AFTER_MS;
     const lastAttempt = attemptNumber >= MAX_ATTEMPTS;
     const next =
@@ -190,27 +197,25 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
       .where('id', '=', deliveryOfAttempt)
       .modifyEnd(state.end)
       .execute();
-    if (current) {
-      const disableReason = gone
-        ? 'The receiver answered 410 Gone.'
-        : expired
-          ? 'Every delivery attempt failed for three days since the last success.'
-          : null;
-      if (endpointChanges(current, ok, gone, now) || (disableReason && current.enabled)) {
-        await trx
-          .updateTable('webhook_endpoints')
-          .set({
-            ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
-            ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
-            updated_at: now,
-          })
-          .where('practice_id', '=', practiceId)
-          .where('id', '=', endpoint.id)
-          .execute();
-      }
-      if (disableReason && current.enabled)
-        await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
+    const disableReason = gone
+      ? 'The receiver answered 410 Gone.'
+      : expired
+        ? 'Every delivery attempt failed for three days since the last success.'
+        : null;
+    if (endpointChanges(current, ok, gone, now) || (disableReason && current.enabled)) {
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({
+          ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
+          ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
+          updated_at: now,
+        })
+        .where('practice_id', '=', practiceId)
+        .where('id', '=', endpoint.id)
+        .execute();
     }
+    if (disableReason && current.enabled)
+      await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
     if (next) await rescheduleJob(trx, job, next, result.error ?? `HTTP ${result.statusCode}`);
     else await finishJob(trx, job, now);
   });
