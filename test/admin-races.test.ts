@@ -7,13 +7,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { asOperator } from '../src/platform/db/transaction.ts';
 import { type Answer, describeEachBackend, startService, type TestService } from './harness.ts';
+import { noServerError, oneDeleteWon, ROUNDS } from './support/races.ts';
 import { addEndpoint, billVisit, endpointPath, Receiver, sleep } from './webhooks-fixtures.ts';
-
-const ROUNDS = 30;
-
-function noServerError(...answers: Answer[]): void {
-  for (const a of answers) assert.ok(a.status < 500, `${a.status} ${a.text}`);
-}
 
 /** A 404 answered as every admin 404 is: a Problem with code not_found. */
 function assertNotFound(answer: Answer): void {
@@ -72,15 +67,13 @@ describeEachBackend('racing operator writes', (backend) => {
     const { practiceId } = await svc.newPractice();
     for (let round = 0; round < ROUNDS; round++) {
       const id = await newEndpoint(practiceId);
-      const answers = await Promise.all([
-        svc.admin('DELETE', endpointPath(practiceId, id)),
-        svc.admin('DELETE', endpointPath(practiceId, id)),
-      ]);
-      noServerError(...answers);
-      const [won, lost] = answers[0].status === 200 ? answers : [answers[1], answers[0]];
-      assert.equal(won.status, 200, won.text);
+      const won = oneDeleteWon(
+        await Promise.all([
+          svc.admin('DELETE', endpointPath(practiceId, id)),
+          svc.admin('DELETE', endpointPath(practiceId, id)),
+        ]),
+      );
       assert.equal(won.body.deleted, true);
-      assertNotFound(lost);
     }
   });
 
@@ -150,11 +143,7 @@ describeEachBackend('racing operator writes', (backend) => {
       });
       assert.equal(price.status, 201, price.text);
       const path = `/practices/${practiceId}/prices/${price.body.id}`;
-      const answers = await Promise.all([svc.admin('DELETE', path), svc.admin('DELETE', path)]);
-      noServerError(...answers);
-      const [won, lost] = answers[0].status === 200 ? answers : [answers[1], answers[0]];
-      assert.equal(won.status, 200, won.text);
-      assertNotFound(lost);
+      oneDeleteWon(await Promise.all([svc.admin('DELETE', path), svc.admin('DELETE', path)]));
     }
   });
 

@@ -6,19 +6,13 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type Api, billedInvoice, billingPractice, lineBody, refusedWith } from './billing-fixtures.ts';
 import {
-  type Answer,
   describeEachBackend,
   startService,
   type TestPractice,
   type TestService,
   uniqueKey,
 } from './harness.ts';
-
-const ROUNDS = 30;
-
-function noServerError(...answers: Answer[]): void {
-  for (const a of answers) assert.ok(a.status < 500, `${a.status} ${a.text}`);
-}
+import { noServerError, oneDeleteWon, ROUNDS } from './support/races.ts';
 
 describeEachBackend('racing invoice changes', (backend) => {
   let svc: TestService;
@@ -56,11 +50,7 @@ describeEachBackend('racing invoice changes', (backend) => {
       if (replaced.status !== 200) refusedWith(replaced, 404, 'not_found');
 
       const again = `/invoices/${invoice.id}/line-items/${await newLine(invoice.id)}`;
-      const answers = await Promise.all([practice.api('DELETE', again), practice.api('DELETE', again)]);
-      noServerError(...answers);
-      const [won, lost] = answers[0].status === 200 ? answers : [answers[1], answers[0]];
-      assert.equal(won.status, 200, won.text);
-      refusedWith(lost, 404, 'not_found');
+      oneDeleteWon(await Promise.all([practice.api('DELETE', again), practice.api('DELETE', again)]));
     }
   });
 
