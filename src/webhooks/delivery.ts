@@ -137,17 +137,19 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
     const attemptNumber = delivery.attempts + 1;
     const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
     const gone = result.statusCode === 410;
-    // The endpoint row is locked and written only when this attempt changes it: a steady stream of
-    // successes (or of failures) to one endpoint then never queues its deliveries behind one row.
-    // Otherwise it is only held against deletion until commit (FOR KEY SHARE, as the delivery's
-    // foreign key would hold it), so that what follows is recorded against a row still there.
+    // The endpoint row is locked for writing and written only when this attempt changes it: a steady
+    // stream of successes (or of failures) to one endpoint then never queues its deliveries behind one
+    // row. It is always held against deletion until commit (FOR KEY SHARE, as a foreign key would hold
+    // it), so that what follows is recorded against a row still there. The lock for writing is FOR NO
+    // KEY UPDATE, which a KEY SHARE holder does not block: two deliveries that both hold the row and
+    // then both change it wait for each other in turn, not in a circle.
     const readEndpoint = (lock: boolean) => {
       const query = trx
         .selectFrom('webhook_endpoints')
         .selectAll()
         .where('practice_id', '=', practiceId)
         .where('id', '=', endpoint.id);
-      return (lock ? query.forUpdate() : query.forKeyShare()).executeTakeFirst();
+      return (lock ? query.forNoKeyUpdate() : query.forKeyShare()).executeTakeFirst();
     };
     let current = await readEndpoint(false);
     if (!current) {
