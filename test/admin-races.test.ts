@@ -40,12 +40,15 @@ describeEachBackend('racing operator writes', (backend) => {
     ['disable', (p, id) => svc.admin('POST', endpointPath(p, id, '/disable'))],
     ['PUT', (p, id) => svc.admin('PUT', endpointPath(p, id), { url: 'http://127.0.0.1:9/moved' })],
     ['rotate-secret', (p, id) => svc.admin('POST', endpointPath(p, id, '/rotate-secret'))],
+    [
+      'recover',
+      (p, id) => svc.admin('POST', endpointPath(p, id, '/recover'), { since: '2020-01-01T00:00:00Z' }),
+    ],
   ];
 
   for (const [name, change] of endpointChanges) {
-    test(`webhook endpoint: ${name} sent with DELETE answers 200 or 404, never 500`, async () => {
+    test(`webhook endpoint: ${name} sent with DELETE succeeds or answers 404, never 500`, async () => {
       const { practiceId } = await svc.newPractice();
-      const seen = new Set<number>();
       for (let round = 0; round < ROUNDS; round++) {
         const id = await newEndpoint(practiceId);
         const [changed, deleted] = await Promise.all([
@@ -54,12 +57,10 @@ describeEachBackend('racing operator writes', (backend) => {
         ]);
         noServerError(changed, deleted);
         assert.equal(deleted.status, 200, deleted.text);
-        if (changed.status === 200) assert.equal(changed.body.id, id);
-        else assertNotFound(changed);
-        seen.add(changed.status);
+        if (changed.status === 404) assertNotFound(changed);
+        else assert.ok(changed.status === 200 || changed.status === 202, changed.text);
         assertNotFound(await svc.admin('GET', endpointPath(practiceId, id)));
       }
-      assert.ok(seen.size > 0);
     });
   }
 

@@ -77,7 +77,11 @@ async function checkRequest(
   if (errors.length > 0) throw fieldErrors(errors);
 }
 
-/** The endpoint, or 404; forUpdate locks its row until commit, so it stays as read (and stays). */
+/**
+ * The endpoint, or 404; forUpdate locks its row until commit, so it stays as read (and stays). The
+ * lock is FOR NO KEY UPDATE: it excludes every change and the delete, but not the deliveries and
+ * events that only hold the row against deletion (FOR KEY SHARE).
+ */
 export async function findEndpoint(
   trx: Trx,
   practiceId: string,
@@ -89,7 +93,10 @@ export async function findEndpoint(
     .selectAll()
     .where('practice_id', '=', practiceId)
     .where('id', '=', id);
-  return orNotFound(await (forUpdate ? query.forUpdate() : query).executeTakeFirst(), 'Webhook endpoint');
+  return orNotFound(
+    await (forUpdate ? query.forNoKeyUpdate() : query).executeTakeFirst(),
+    'Webhook endpoint',
+  );
 }
 
 /**
