@@ -1,13 +1,13 @@
 // Owns integration clients and their API keys as the operator manages them: permissions, allowed
 // addresses, rate limit, suspension, keys shown once and stored hashed, revocation. Runs as the
 // operator role, so each function names the client or key it acts on.
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { Static } from 'typebox';
 import { generateApiKey } from '../auth/api-keys.ts';
 import { isValidCidr } from '../auth/ip-allow-list.ts';
 import type { ApiKeysTable, ClientsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { type FieldError, fieldErrors, notFound, orNotFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import { getPractice } from '../practices/service.ts';
 import type { ApiKey, Client, ClientRequest } from './schemas.ts';
@@ -103,18 +103,22 @@ export async function replaceClient(
     .where('practice_id', '=', client.practice_id)
     .where('id', '=', clientId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst()
+    .then((row) => orNotFound(row, 'Client'));
 }
 
 export async function setClientSuspended(trx: Trx, clientId: string, suspended: boolean, now: Date) {
   const client = await getClient(trx, clientId);
+  // A client already suspended keeps the time it was first suspended, judged on the row as written
+  // (not as read above), so that of two suspensions at once the earlier's time stays.
   return trx
     .updateTable('clients')
-    .set({ suspended_at: suspended ? (client.suspended_at ?? now) : null, updated_at: now })
+    .set({ suspended_at: suspended ? sql<Date>`coalesce(suspended_at, ${now})` : null, updated_at: now })
     .where('practice_id', '=', client.practice_id)
     .where('id', '=', clientId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst()
+    .then((row) => orNotFound(row, 'Client'));
 }
 
 export function apiKeyOf(row: Selectable<ApiKeysTable>, key?: string): Static<typeof ApiKey> {
@@ -163,14 +167,13 @@ export async function listKeys(trx: Trx, clientId: string) {
     .execute();
 }
 
+/** Revokes the key; a key already revoked keeps its first revocation time, also when two revocations race. */
 export async function revokeKey(trx: Trx, keyId: string, now: Date) {
-  const key = await trx.selectFrom('api_keys').selectAll().where('id', '=', keyId).executeTakeFirst();
-  if (!key) throw notFound('Key');
   return trx
     .updateTable('api_keys')
-    .set({ revoked_at: key.revoked_at ?? now })
-    .where('practice_id', '=', key.practice_id)
+    .set({ revoked_at: sql<Date>`coalesce(revoked_at, ${now})` })
     .where('id', '=', keyId)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst()
+    .then((row) => orNotFound(row, 'Key'));
 }

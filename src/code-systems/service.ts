@@ -1,7 +1,7 @@
 // Owns the rules for code systems: the published ones are read-only; a practice creates, replaces
 // and fills its own (whose url derives from its name), and cannot delete a code still in use.
 
-import type { Trx } from '../platform/db/transaction.ts';
+import { insertUnlessTaken, type Trx } from '../platform/db/transaction.ts';
 import { AppError, type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import type { Partly } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
@@ -178,34 +178,43 @@ export async function addConcept(
 ): Promise<ConceptRow> {
   const system = await practiceSystem(trx, practiceId, systemId, 'take new codes');
   const defaultPrice = request.defaultPrice ?? null;
-  const row = await trx
-    .insertInto('practice_code_concepts')
-    .values({
-      practice_id: practiceId,
-      id: newId('codeConcept'),
-      code_system_id: system.id,
-      code: request.code,
-      display: request.display,
-      definition: request.definition ?? null,
-      usage: request.usage ?? [],
-      default_price: defaultPrice,
-      currency: defaultPrice === null ? null : currency,
-      created_at: now,
-      updated_at: now,
-    })
-    .onConflict((oc) => oc.columns(['practice_id', 'code_system_id', 'code']).doNothing())
-    .returningAll()
-    .executeTakeFirst();
-  if (!row) {
-    const existing = await trx
-      .selectFrom('practice_code_concepts')
-      .select('id')
-      .where('practice_id', '=', practiceId)
-      .where('code_system_id', '=', system.id)
-      .where('code', '=', request.code)
-      .executeTakeFirstOrThrow();
-    throw new AppError('duplicate', `Code ${request.code} already exists in ${system.name}: ${existing.id}.`);
-  }
+  // The code in the way may be deleted before it is named: then the insert is tried again.
+  const row = await insertUnlessTaken(
+    () =>
+      trx
+        .insertInto('practice_code_concepts')
+        .values({
+          practice_id: practiceId,
+          id: newId('codeConcept'),
+          code_system_id: system.id,
+          code: request.code,
+          display: request.display,
+          definition: request.definition ?? null,
+          usage: request.usage ?? [],
+          default_price: defaultPrice,
+          currency: defaultPrice === null ? null : currency,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((oc) => oc.columns(['practice_id', 'code_system_id', 'code']).doNothing())
+        .returningAll()
+        .executeTakeFirst(),
+    async () => {
+      const existing = await trx
+        .selectFrom('practice_code_concepts')
+        .select('id')
+        .where('practice_id', '=', practiceId)
+        .where('code_system_id', '=', system.id)
+        .where('code', '=', request.code)
+        .executeTakeFirst();
+      if (existing) {
+        throw new AppError(
+          'duplicate',
+          `Code ${request.code} already exists in ${system.name}: ${existing.id}.`,
+        );
+      }
+    },
+  );
   return { ...row, system: system.url, system_usage: system.usage };
 }
 
@@ -227,6 +236,8 @@ export async function deleteConcept(trx: Trx, practiceId: string, systemId: stri
           .where('code_system_id', '=', system.id)
           .where('id', '=', conceptId)
           .executeTakeFirst();
+  // The practice's code is locked (FOR UPDATE above) before its uses are looked for: a request that
+  // records it holds it (FOR KEY SHARE, resolveCodes) until it commits, so that use is seen here.
   if (!concept) throw notFound('Code');
   if (system.owner !== 'practice') {
     throw new AppError(

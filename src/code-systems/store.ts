@@ -104,7 +104,12 @@ export interface ResolvedCode {
   usage: string[];
 }
 
-/** Looks codes up in every active system the practice can use; the key is `system|code`. */
+/**
+ * Looks codes up in every active system the practice can use; the key is `system|code`. The
+ * practice's own codes found are held until commit (`FOR KEY SHARE`), so that the caller can record
+ * them: a code deleted by a concurrent request is either gone before this look-up (not found) or
+ * deleted only after this transaction commits, when deleteConcept sees the use and refuses.
+ */
 export async function resolveCodes(
   trx: Trx,
   practiceId: string,
@@ -130,9 +135,10 @@ export async function resolveCodes(
     SELECT s.url AS system, c.code, c.display, true AS active, c.default_price, s.usage || c.usage AS usage
       FROM wanted w
       JOIN practice_code_systems s ON s.practice_id = ${practiceId} AND s.url = w.system AND s.status = 'active'
-      JOIN practice_code_concepts c ON c.practice_id = s.practice_id AND c.code_system_id = s.id AND c.code = w.code`.execute(
-    trx,
-  );
+      JOIN LATERAL (
+        SELECT * FROM practice_code_concepts c
+         WHERE c.practice_id = s.practice_id AND c.code_system_id = s.id AND c.code = w.code
+           FOR KEY SHARE) c ON TRUE`.execute(trx);
   return new Map(
     result.rows.map((r) => [
       `${r.system}|${r.code}`,

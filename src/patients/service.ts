@@ -1,7 +1,7 @@
 // Owns the rules for patients: registration with a unique practice number (externalId), reading,
 // finding by that number, and correcting demographics with a JSON merge patch.
 
-import { isUniqueViolation, type Trx } from '../platform/db/transaction.ts';
+import { insertUnlessTaken, isUniqueViolation, type Trx } from '../platform/db/transaction.ts';
 import { AppError, type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import type { Partly, WrongField } from '../platform/http/field-rules.ts';
 import { compileBodyValidator, toFieldErrors } from '../platform/http/validation.ts';
@@ -110,12 +110,10 @@ export async function registerPatient(
   checkRules(request, today);
   // ON CONFLICT waits for a concurrent registration of the same number to commit, then yields
   // nothing, so the winner can be named.
-  const row = await insertPatient(trx, practiceId, newId('patient'), valuesOf(request), now);
-  if (!row) {
-    await refuseDuplicate(trx, practiceId, request.externalId!);
-    throw new Error('patient insert conflicted but no duplicate was found');
-  }
-  return row;
+  return insertUnlessTaken(
+    () => insertPatient(trx, practiceId, newId('patient'), valuesOf(request), now),
+    () => refuseDuplicate(trx, practiceId, request.externalId!),
+  );
 }
 
 export async function readPatient(trx: Trx, practiceId: string, id: string): Promise<PatientRow> {

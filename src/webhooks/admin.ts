@@ -371,7 +371,8 @@ export const webhookAdminRoutes = [
     successStatus: 202,
     response: DeliveryResult,
     handler: async ({ trx, params, body, now }) => {
-      const endpoint = await findEndpoint(trx, params.practiceId, params.endpointId);
+      // Locked, so that it is still there and still enabled when its deliveries are queued.
+      const endpoint = await findEndpoint(trx, params.practiceId, params.endpointId, true);
       if (!endpoint.enabled)
         throw new AppError(
           'business_rule',

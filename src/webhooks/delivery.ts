@@ -137,19 +137,28 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
     const attemptNumber = delivery.attempts + 1;
     const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
     const gone = result.statusCode === 410;
-    // The endpoint row is locked and written only when this attempt changes it: a steady stream of
-    // successes (or of failures) to one endpoint then never queues its deliveries behind one row.
+    // The endpoint row is locked for writing and written only when this attempt changes it: a steady
+    // stream of successes (or of failures) to one endpoint then never queues its deliveries behind one
+    // row. It is always held against deletion until commit (FOR KEY SHARE, as a foreign key would hold
+    // it), so that what follows is recorded against a row still there. The lock for writing is FOR NO
+    // KEY UPDATE, which a KEY SHARE holder does not block: two deliveries that both hold the row and
+    // then both change it wait for each other in turn, not in a circle.
     const readEndpoint = (lock: boolean) => {
       const query = trx
         .selectFrom('webhook_endpoints')
         .selectAll()
         .where('practice_id', '=', practiceId)
         .where('id', '=', endpoint.id);
-      return (lock ? query.forUpdate() : query).executeTakeFirst();
+      return (lock ? query.forNoKeyUpdate() : query.forKeyShare()).executeTakeFirst();
     };
     let current = await readEndpoint(false);
-    if (current && endpointChanges(current, ok, gone, now)) current = await readEndpoint(true);
-    const failingSince = ok ? null : (current?.failing_since ?? now);
+    if (!current) {
+      // Deleted while the attempt was on its way, and its deliveries with it: nothing is left to record.
+      await finishJob(trx, job, now);
+      return;
+    }
+    if (endpointChanges(current, ok, gone, now)) current = (await readEndpoint(true)) ?? current;
+    const failingSince = ok ? null : (current.failing_since ?? now);
     const expired = !ok && !gone && now.getTime() - failingSince!.getTime() >= DISABLE_AFTER_MS;
     const lastAttempt = attemptNumber >= MAX_ATTEMPTS;
     const next =
@@ -190,27 +199,25 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
       .where('id', '=', deliveryOfAttempt)
       .modifyEnd(state.end)
       .execute();
-    if (current) {
-      const disableReason = gone
-        ? 'The receiver answered 410 Gone.'
-        : expired
-          ? 'Every delivery attempt failed for three days since the last success.'
-          : null;
-      if (endpointChanges(current, ok, gone, now) || (disableReason && current.enabled)) {
-        await trx
-          .updateTable('webhook_endpoints')
-          .set({
-            ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
-            ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
-            updated_at: now,
-          })
-          .where('practice_id', '=', practiceId)
-          .where('id', '=', endpoint.id)
-          .execute();
-      }
-      if (disableReason && current.enabled)
-        await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
+    const disableReason = gone
+      ? 'The receiver answered 410 Gone.'
+      : expired
+        ? 'Every delivery attempt failed for three days since the last success.'
+        : null;
+    if (endpointChanges(current, ok, gone, now) || (disableReason && current.enabled)) {
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({
+          ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
+          ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
+          updated_at: now,
+        })
+        .where('practice_id', '=', practiceId)
+        .where('id', '=', endpoint.id)
+        .execute();
     }
+    if (disableReason && current.enabled)
+      await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
     // The next attempt's time is the delivery's, on the service clock; the job waits as long on the
     // database's.
     if (next)

@@ -2,11 +2,11 @@
 // once and stored encrypted), changing, disabling, enabling, rotating the secret (the old one keeps
 // signing beside the new during an overlap) and deleting.
 import { randomBytes } from 'node:crypto';
-import type { Selectable } from 'kysely';
+import { type Selectable, sql, type UpdateObject } from 'kysely';
 import { EVENT_TYPES } from '../events/schemas.ts';
-import type { WebhookEndpointsTable } from '../platform/db/tables.ts';
+import type { Tables, WebhookEndpointsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { AppError, fieldErrors, orNotFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
 import { urlProblem } from './address-guard.ts';
@@ -77,15 +77,48 @@ async function checkRequest(
   if (errors.length > 0) throw fieldErrors(errors);
 }
 
-export async function findEndpoint(trx: Trx, practiceId: string, id: string): Promise<EndpointRow> {
-  const row = await trx
+/**
+ * The endpoint, or 404; forUpdate locks its row until commit, so it stays as read (and stays). The
+ * lock is FOR NO KEY UPDATE: it excludes every change and the delete, but not the deliveries and
+ * events that only hold the row against deletion (FOR KEY SHARE).
+ */
+export async function findEndpoint(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  forUpdate = false,
+): Promise<EndpointRow> {
+  const query = trx
     .selectFrom('webhook_endpoints')
     .selectAll()
     .where('practice_id', '=', practiceId)
+    .where('id', '=', id);
+  return orNotFound(
+    await (forUpdate ? query.forNoKeyUpdate() : query).executeTakeFirst(),
+    'Webhook endpoint',
+  );
+}
+
+/**
+ * Writes `set` on the endpoint in one statement and answers the row as written; 404 when there is no
+ * such endpoint, also when a concurrent request deleted it after this one last read it. Values that
+ * depend on the row's own (the secret a rotation keeps as previous) are computed in the statement,
+ * from the row as it is when written.
+ */
+function changeEndpoint(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  set: UpdateObject<Tables, 'webhook_endpoints'>,
+): Promise<EndpointRow> {
+  return trx
+    .updateTable('webhook_endpoints')
+    .set(set)
+    .where('practice_id', '=', practiceId)
     .where('id', '=', id)
-    .executeTakeFirst();
-  if (!row) throw notFound('Webhook endpoint');
-  return row;
+    .returningAll()
+    .executeTakeFirst()
+    .then((row) => orNotFound(row, 'Webhook endpoint'));
 }
 
 export async function createEndpoint(
@@ -130,13 +163,11 @@ export async function updateEndpoint(
 ) {
   await findEndpoint(trx, practiceId, id);
   await checkRequest(request, allowPrivate);
-  return trx
-    .updateTable('webhook_endpoints')
-    .set({ url: request.url, event_types: request.eventTypes ?? [], updated_at: now })
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return changeEndpoint(trx, practiceId, id, {
+    url: request.url,
+    event_types: request.eventTypes ?? [],
+    updated_at: now,
+  });
 }
 
 export async function setEndpointEnabled(
@@ -147,19 +178,12 @@ export async function setEndpointEnabled(
   reason: string | null,
   now: Date,
 ) {
-  await findEndpoint(trx, practiceId, id);
-  return trx
-    .updateTable('webhook_endpoints')
-    .set({
-      enabled,
-      disabled_reason: enabled ? null : reason,
-      ...(enabled ? { failing_since: null } : {}),
-      updated_at: now,
-    })
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return changeEndpoint(trx, practiceId, id, {
+    enabled,
+    disabled_reason: enabled ? null : reason,
+    ...(enabled ? { failing_since: null } : {}),
+    updated_at: now,
+  });
 }
 
 export async function rotateSecret(
@@ -171,30 +195,27 @@ export async function rotateSecret(
   now: Date,
 ) {
   const sealer = requireBox(box);
-  const current = await findEndpoint(trx, practiceId, id);
   const secret = newSecret();
-  const row = await trx
-    .updateTable('webhook_endpoints')
-    .set({
-      secret_encrypted: sealer.seal(secret),
-      previous_secret_encrypted: overlapSeconds > 0 ? current.secret_encrypted : null,
-      previous_secret_expires_at: overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000) : null,
-      updated_at: now,
-    })
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  // The secret signing until now becomes the previous one: read in the UPDATE itself, so that of two
+  // rotations at once the later keeps the earlier's secret, not the one both started from.
+  const row = await changeEndpoint(trx, practiceId, id, {
+    secret_encrypted: sealer.seal(secret),
+    previous_secret_encrypted: overlapSeconds > 0 ? sql.ref<string>('secret_encrypted') : null,
+    previous_secret_expires_at: overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000) : null,
+    updated_at: now,
+  });
   return { row, secret };
 }
 
+/** Deletes the endpoint (its deliveries and attempts go with it); 404 when it is not there, or no longer. */
 export async function deleteEndpoint(trx: Trx, practiceId: string, id: string) {
-  await findEndpoint(trx, practiceId, id);
-  await trx
+  const deleted = await trx
     .deleteFrom('webhook_endpoints')
     .where('practice_id', '=', practiceId)
     .where('id', '=', id)
-    .execute();
+    .returning('id')
+    .executeTakeFirst();
+  orNotFound(deleted, 'Webhook endpoint');
 }
 
 /** The secrets that sign a delivery now: the current one, and the previous one during its overlap. */

@@ -28,6 +28,9 @@ export async function recordEvent(
     .where('enabled', '=', true)
     .where(takesEventType(type))
     .orderBy('id')
+    // Held against deletion until commit, as endpointsTakingEvent's: an endpoint deleted meanwhile
+    // is skipped here rather than failing its delivery's foreign key.
+    .forKeyShare()
     .execute();
   await queueDeliveries(
     trx,

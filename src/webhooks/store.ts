@@ -35,7 +35,12 @@ export function takesEventType(type: string) {
   return sql<boolean>`(cardinality(event_types) = 0 OR ${type} = ANY (event_types))`;
 }
 
-/** The practice's endpoints that take events of `type` (no types listed means all), optionally only enabled ones or one. */
+/**
+ * The practice's endpoints that take events of `type` (no types listed means all), optionally only
+ * enabled ones or one. Their rows are held against deletion until commit (`FOR KEY SHARE`, the lock
+ * a delivery's foreign key takes anyway), so the caller can queue deliveries to them: an endpoint
+ * deleted by a concurrent request is either gone before this read or deleted after this commit.
+ */
 export async function endpointsTakingEvent(
   trx: Trx,
   practiceId: string,
@@ -49,7 +54,7 @@ export async function endpointsTakingEvent(
     .where(takesEventType(type));
   if (only.enabled !== undefined) query = query.where('enabled', '=', only.enabled);
   if (only.endpointId) query = query.where('id', '=', only.endpointId);
-  return query.execute();
+  return query.orderBy('id').forKeyShare().execute();
 }
 
 export async function findEvent(trx: Trx, practiceId: string, eventId: string) {

@@ -115,6 +115,23 @@ export async function withSavepoint<T>(trx: Trx, fn: () => Promise<T>): Promise<
   }
 }
 
+/**
+ * An insert that does nothing on a conflict (ON CONFLICT DO NOTHING) and the refusal that names the row
+ * in its way: `insert` answers the new row, or nothing on a conflict; `refuse` throws the refusal
+ * naming the row in the way, and returns if it finds none. A concurrent request can delete that row,
+ * or change it out of the way, between the two statements; the insert is then tried again.
+ */
+export async function insertUnlessTaken<T>(
+  insert: () => Promise<T | undefined>,
+  refuse: () => Promise<void>,
+): Promise<T> {
+  for (;;) {
+    const row = await insert();
+    if (row !== undefined) return row;
+    await refuse();
+  }
+}
+
 const UNIQUE_VIOLATION = '23505';
 
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {

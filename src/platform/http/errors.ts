@@ -150,6 +150,16 @@ export function notFound(what: string): AppError {
   return new AppError('not_found', `${what} was not found.`);
 }
 
+/**
+ * The row a statement found or wrote, else 404 naming `what`. A change written as one statement that
+ * names its row (`UPDATE ... RETURNING`, `DELETE ... RETURNING`) writes nothing when a concurrent
+ * transaction deleted the row first, and so answers the 404 a moment later would have, never a 500.
+ */
+export function orNotFound<T>(row: T | undefined, what: string): T {
+  if (row === undefined) throw notFound(what);
+  return row;
+}
+
 export function fieldErrors(errors: FieldError[], detail?: string): AppError {
   return new AppError(
     'validation_failed',
