@@ -23,6 +23,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       oldest_unknown bigint;
       sample timestamptz;
     BEGIN
+      -- The argument needs each statement's own snapshot: a reader's list must see what ended before it.
+      IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'change_feed_horizon() needs READ COMMITTED, not %', current_setting('transaction_isolation');
+      END IF;
       -- The clock first: every statement below runs after it.
       t := clock_timestamp();
       -- Backend activity is otherwise read once per transaction and kept.
@@ -37,12 +41,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       INTO oldest_start, oldest_unknown
       FROM (
         SELECT s.backend_xid, s.xact_start,
-          -- A backend whose activity this role may read and that reports it: a null xact_start then
-          -- means it was between transactions when read, so its transaction began after the clock.
+          -- A backend whose activity this role may read and that reports it (its state is 'disabled'
+          -- where track_activities is off): a null xact_start then means it was between transactions
+          -- when read, so its transaction began after the clock.
           coalesce(pg_has_role(s.usesysid, 'USAGE') OR pg_has_role('pg_read_all_stats', 'USAGE'), false)
-            AND current_setting('track_activities')::boolean AS trusted
+            AND s.state IS NOT NULL AND s.state <> 'disabled' AS trusted
         FROM pg_stat_activity s
-        WHERE s.backend_xid IS NOT NULL
+        -- Only client connections stamp changes; autovacuum and the like never do.
+        WHERE s.backend_type = 'client backend'
+          AND s.backend_xid IS NOT NULL
           AND s.pid <> pg_backend_pid()
           AND s.datid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
       ) a;

@@ -8,6 +8,7 @@ import { buildDeps, migrateConfigured, openConfiguredDatabase } from './bootstra
 import { startJobWorker } from './job-catalogue.ts';
 import type { Worker } from './jobs/worker.ts';
 import { type Config, ConfigError } from './platform/config.ts';
+import { changeFeedReadsThisLogin } from './platform/db/change-feed.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
 import { compilePendingSchemas } from './platform/http/lazy-compile.ts';
 import { ensureSandbox, type SandboxCredentials } from './sandbox.ts';
@@ -76,6 +77,13 @@ export async function runService(configured: Config, options: RunOptions): Promi
 
   try {
     await migrateConfigured(config, db);
+    if (db.kind === 'postgres' && !(await changeFeedReadsThisLogin(db.kysely))) {
+      log.warn(
+        "change feeds: the role that ran the migrations cannot see when this login's transactions began " +
+          '(pg_stat_activity), so feed pages lag by a second or more; GRANT this login to that role, or ' +
+          'grant it pg_read_all_stats (README, Running against PostgreSQL)',
+      );
+    }
     const deps = await buildDeps(config, db, { log });
 
     let adminToken = config.adminToken;

@@ -8,8 +8,9 @@
 // holding an id with the time it started: a writer stamped before t is either among them, and
 // stamped no earlier than its start, or ended, and then visible to the reader's next statement. So
 // H = min(t, oldest start) is safe. PGlite runs one transaction at a time, so H is the reader's start.
-import { PGliteAdapter, sql } from 'kysely';
+import { type Kysely, PGliteAdapter, sql } from 'kysely';
 import { sentWithCommit } from './sent-with-commit.ts';
+import type { Tables } from './tables.ts';
 import type { Trx } from './transaction.ts';
 
 const stamps = new WeakMap<Trx, Date>();
@@ -91,4 +92,17 @@ export async function recordChangeFeedSample(trx: Trx): Promise<void> {
     DELETE FROM change_feed_samples WHERE sampled_at < (
       SELECT max(sampled_at) FROM change_feed_samples
       WHERE next_xid <= pg_snapshot_xmin(pg_current_snapshot())) ${sentWithCommit}`.execute(trx);
+}
+
+/**
+ * Whether change_feed_horizon() can read the start of this login's transactions (PostgreSQL): its
+ * owner, the migrating role, needs the privileges of the service's login, or pg_read_all_stats.
+ * Without them every mark comes from the stored samples, a second or more behind.
+ */
+export async function changeFeedReadsThisLogin(db: Kysely<Tables>): Promise<boolean> {
+  const { rows } = await sql<{ readable: boolean }>`
+    SELECT pg_has_role(p.proowner, session_user, 'USAGE') OR pg_has_role(p.proowner, 'pg_read_all_stats', 'USAGE')
+      AS readable
+    FROM pg_proc p WHERE p.proname = 'change_feed_horizon'`.execute(db);
+  return rows[0]?.readable ?? false;
 }
