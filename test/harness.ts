@@ -308,8 +308,10 @@ export async function startService(backend: Backend, options: ServiceOptions = {
   let jobClockOffsetMs = clock.offsetMs;
   const jobsFollowClock = async () => {
     const movedMs = clock.offsetMs - jobClockOffsetMs;
-    if (movedMs === 0) return;
     jobClockOffsetMs = clock.offsetMs;
+    // Only a clock moved forward makes jobs due: a test that sets its clock back (to pin a date) before
+    // queuing anything must not push the jobs it queues afterwards that far into the future.
+    if (movedMs <= 0) return;
     const by = sql`make_interval(secs => ${movedMs / 1000})`;
     await sql`UPDATE jobs SET run_at = run_at - ${by}, locked_until = locked_until - ${by}
                WHERE state = 'queued'`.execute(db.kysely);
