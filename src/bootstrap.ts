@@ -100,8 +100,10 @@ export async function loadCursorSecret(db: Database): Promise<string> {
 }
 
 /**
- * The box that encrypts webhook secrets: SECRET_ENCRYPTION_KEY, or for the embedded sandbox a key kept in
- * DATA_DIR/secret-encryption.key (mode 0600). With PostgreSQL and no key, webhooks are unavailable and say so.
+ * The box that encrypts webhook secrets, and the stored answers that show a secret (an API key, a
+ * signing secret) for an Idempotency-Key's replay: SECRET_ENCRYPTION_KEY, or for the embedded sandbox a
+ * key kept in DATA_DIR/secret-encryption.key (mode 0600). With PostgreSQL and no key, webhooks are
+ * unavailable and say so, and such answers are not kept (a repeat is refused with 422).
  */
 export function secretBoxFor(config: Config, db: Database): SecretBox | undefined {
   if (config.secretEncryptionKey) return new SecretBox(config.secretEncryptionKey);

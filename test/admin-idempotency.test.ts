@@ -1,9 +1,14 @@
 // Idempotency-Key on the operator (admin) API, seen from outside: a repeated payment with one key
 // records one payment and replays the first answer, a key reused for another request is refused,
 // two concurrent requests with one key make one record, money routes require the header, and the
-// other acting POSTs replay without a second record. Real HTTP on real databases.
+// other acting POSTs replay without a second record, and an answer holding a secret shown once (an
+// API key, a webhook signing secret) is replayed but never stored readable. Real HTTP on real
+// databases.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
+import { asOperator } from '../src/platform/db/transaction.ts';
+import { SecretBox } from '../src/platform/secret-box.ts';
 import { type Api, billedInvoice, billingPractice } from './billing-fixtures.ts';
 import {
   type Answer,
@@ -252,6 +257,105 @@ describeEachBackend('admin idempotency', (backend) => {
     const anew = await svc.admin('POST', redeliverPath, {});
     assert.equal(anew.status, 202, anew.text);
     assert.notDeepEqual(anew.body.deliveryIds, redelivered.body.deliveryIds);
+  });
+
+  /** The operator's stored record of an Idempotency-Key, every column as text. */
+  const storedRecord = async (key: string) => {
+    const row = await asOperator(svc.db, (trx) =>
+      trx
+        .selectFrom('idempotency_keys')
+        .selectAll()
+        .where('practice_id', 'is', null)
+        .where('key', '=', key)
+        .executeTakeFirstOrThrow(),
+    );
+    return JSON.stringify(row);
+  };
+  const assertNotStored = (record: string, secret: string, prefix: string) => {
+    assert.ok(secret.startsWith(prefix), secret);
+    assert.ok(!record.includes(secret), `the stored record holds the secret: ${record}`);
+    assert.ok(!record.includes(prefix), `the stored record holds ${prefix}: ${record}`);
+    // Nor its JSON-escaped form (a secret in base64 may hold a slash or a plus).
+    assert.ok(!record.includes(JSON.stringify(secret).slice(1, -1)), record);
+  };
+
+  test('an issued API key is replayed with its key but stored only sealed', async () => {
+    const key = uniqueKey();
+    const path = `/clients/${practice.clientId}/keys`;
+    const issued = await svc.admin('POST', path, {}, key);
+    assert.equal(issued.status, 201, issued.text);
+    const secret = issued.body.key as string;
+    assertNotStored(await storedRecord(key), secret, 'pbk_');
+    const replay = await svc.admin('POST', path, {}, key);
+    assertReplayOf(replay, issued);
+    assert.equal(replay.body.key, secret);
+    // The key replayed is the key issued: it authenticates.
+    const me = await call(svc.baseUrl, 'GET', '/api/v1/events?limit=1', { token: replay.body.key });
+    assert.equal(me.status, 200, me.text);
+  });
+
+  test('a webhook secret, on create and on rotation, is replayed but stored only sealed', async () => {
+    const { practiceId } = practice;
+    const createKey = uniqueKey();
+    const body = { url: 'https://receiver.example/sealed' };
+    const created = await svc.admin('POST', `/practices/${practiceId}/webhook-endpoints`, body, createKey);
+    assert.equal(created.status, 201, created.text);
+    assertNotStored(await storedRecord(createKey), created.body.secret, 'whsec_');
+    const createReplay = await svc.admin(
+      'POST',
+      `/practices/${practiceId}/webhook-endpoints`,
+      body,
+      createKey,
+    );
+    assertReplayOf(createReplay, created);
+    assert.equal(createReplay.body.secret, created.body.secret);
+
+    const rotateKey = uniqueKey();
+    const rotatePath = `/practices/${practiceId}/webhook-endpoints/${created.body.id}/rotate-secret`;
+    const rotated = await svc.admin('POST', rotatePath, undefined, rotateKey);
+    assert.equal(rotated.status, 200, rotated.text);
+    assert.notEqual(rotated.body.secret, created.body.secret);
+    assertNotStored(await storedRecord(rotateKey), rotated.body.secret, 'whsec_');
+    const rotateReplay = await svc.admin('POST', rotatePath, undefined, rotateKey);
+    assertReplayOf(rotateReplay, rotated);
+    assert.equal(rotateReplay.body.secret, rotated.body.secret);
+    // The replay rotated nothing: the secret it answers is the one that signs.
+    const stored = await asOperator(svc.db, (trx) =>
+      trx
+        .selectFrom('webhook_endpoints')
+        .select('secret_encrypted')
+        .where('id', '=', created.body.id)
+        .executeTakeFirstOrThrow(),
+    );
+    assert.equal(svc.deps.secrets!.open(stored.secret_encrypted), rotated.body.secret);
+  });
+
+  test('without SECRET_ENCRYPTION_KEY an issued key is answered once, not kept: a repeat is told 422', async () => {
+    const deps = svc.deps as { secrets: SecretBox | undefined };
+    const box = deps.secrets;
+    const path = `/clients/${practice.clientId}/keys`;
+    try {
+      deps.secrets = undefined;
+      const key = uniqueKey();
+      const issued = await svc.admin('POST', path, {}, key);
+      assert.equal(issued.status, 201, issued.text);
+      assertNotStored(await storedRecord(key), issued.body.key, 'pbk_');
+      const keysAfter = await listed(path);
+      const repeat = await svc.admin('POST', path, {}, key);
+      assertProblem(repeat, 422, 'unprocessable');
+      assert.match(repeat.body.detail, /SECRET_ENCRYPTION_KEY/);
+      assert.equal(repeat.headers.get('idempotent-replayed'), 'true');
+      assert.deepEqual(await listed(path), keysAfter, 'the repeat issued no key');
+
+      // Sealed with one key, a repeat under another cannot open it: told the same, never a 500.
+      deps.secrets = box;
+      const sealedKey = uniqueKey();
+      assert.equal((await svc.admin('POST', path, {}, sealedKey)).status, 201);
+      deps.secrets = new SecretBox(randomBytes(32));
+      assertProblem(await svc.admin('POST', path, {}, sealedKey), 422, 'unprocessable');
+    } finally {
+      deps.secrets = box;
+    }
   });
 
   test('an acting POST without a key still runs, each time', async () => {

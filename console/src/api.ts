@@ -52,10 +52,22 @@ export function newIdempotencyKey(): string {
 }
 
 /**
+ * Whether a failure is final: a refusal (4xx) the service may have stored under the key and would
+ * replay for 24 hours. Not so: a lost answer (no ApiError), `409 conflict` (the first attempt still
+ * runs), 408 and 429 (send again later), or a 5xx: the service may have acted, so a retry keeps the key.
+ */
+export function isFinalRefusal(error: unknown): boolean {
+  if (!(error instanceof ApiError) || error.status < 400 || error.status >= 500) return false;
+  if (error.status === 409 && error.code === 'conflict') return false;
+  return error.status !== 408 && error.status !== 429;
+}
+
+/**
  * The Idempotency-Key of one form's action: made when the form is first submitted, and kept while the
- * operator submits the same request again after a failure (its answer may have been lost after the
- * service acted), so that the retry replays the first answer; a success or another request starts a
- * new action with a new key.
+ * operator submits the same request again after a failure that may hide an act (its answer lost after
+ * the service acted, a 409 conflict, a 5xx), so that the retry replays the first answer; a success, a
+ * final refusal (failed: else the same request, its cause fixed, would replay that refusal) or another
+ * request starts a new action with a new key.
  */
 export class ActionKey {
   #key: string | undefined;
@@ -72,6 +84,11 @@ export class ActionKey {
 
   done(): void {
     this.#key = undefined;
+  }
+
+  /** After the action failed with `error`: a final refusal ends the action, any other keeps its key. */
+  failed(error: unknown): void {
+    if (isFinalRefusal(error)) this.done();
   }
 }
 

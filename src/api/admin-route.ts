@@ -1,7 +1,8 @@
 // Owns how an operator (admin API) operation is declared and run: bearer ADMIN_TOKEN, the handler in
 // one operator transaction that sees every practice, and an audit row in the practice it touched.
 // Every POST takes an Idempotency-Key (those that move money require it), held by the operator and
-// run by the public API's own mechanism (src/idempotency/keyed-request.ts).
+// run by the public API's own mechanism (src/idempotency/keyed-request.ts); the stored answer of one
+// that answers a secret shown once is sealed with the configured SecretBox (answerHoldsSecret).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
@@ -72,6 +73,12 @@ export interface AdminRouteSpec<P extends TSchema, Q extends TSchema, B extends 
    * operator's retry can never count it twice. Every other POST accepts one.
    */
   movesMoney?: boolean;
+  /**
+   * The success answer holds a secret shown once (an API key, a webhook signing secret): the answer
+   * kept for an Idempotency-Key's replay is stored sealed with SECRET_ENCRYPTION_KEY (deps.secrets),
+   * never readable in the database; with no such key it is not kept, and a repeat is refused with 422.
+   */
+  answerHoldsSecret?: boolean;
   handler: (ctx: AdminContext<Static<P>, Static<Q>, Static<B>>) => Promise<AdminResult<Static<R>>>;
   cli: AdminCliName;
 }
@@ -146,6 +153,7 @@ export function registerAdminScope(
           changes: spec.method !== 'GET',
           // Without a key a refusal leaves nothing to keep (the operator's refusals are not audited).
           keepsRefusals: key !== undefined,
+          secretAnswer: spec.answerHoldsSecret ? { box: deps.secrets } : undefined,
           transaction: (lockName, fn) =>
             lockName ? asOperatorHolding(deps.db, lockName, fn) : asOperator(deps.db, (trx) => fn(trx, true)),
           perform: async (trx) => {

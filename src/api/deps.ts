@@ -22,6 +22,6 @@ export interface Deps {
   /** Key rows that authenticated, answered from memory until they change (API_KEY_CACHE_SECONDS). */
   keyCache: ApiKeyCache;
   insurer: Insurer;
-  /** Encrypts webhook secrets at rest; undefined when no key is configured. */
+  /** Encrypts webhook secrets and answers showing a secret at rest; undefined when no key is configured. */
   secrets: SecretBox | undefined;
 }

@@ -1,5 +1,6 @@
 // Declares the operator API's integration clients and keys: creating, replacing, suspending and
-// resuming a client, issuing keys (shown once) and revoking them.
+// resuming a client, issuing keys (shown once: only a hash is kept, and the answer an Idempotency-Key
+// replays is stored sealed) and revoking them.
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { wholeList } from '../platform/http/cursor.ts';
 import { IdParam } from '../platform/http/schema.ts';
@@ -106,10 +107,12 @@ export const clientAdminRoutes = [
     operationId: 'adminIssueKey',
     cli: { command: 'keys create' },
     summary: 'Issue an API key',
-    description: 'The answer carries `key`, shown this once; only a hash is stored.',
+    description:
+      'The answer carries `key`, shown this once; only a hash is stored. With an Idempotency-Key, the answer kept for a replay (24 hours) is stored encrypted with SECRET_ENCRYPTION_KEY; without that key it is not kept and a repeat is answered 422.',
     params: ClientParam,
     body: KeyRequest,
     bodyOptional: true,
+    answerHoldsSecret: true,
     successStatus: 201,
     response: ApiKey,
     handler: async ({ trx, params, body, now }) => {

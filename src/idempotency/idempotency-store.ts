@@ -5,10 +5,12 @@
 // refused at once, and a process that dies mid-request lets go of it with its connection. Under the
 // lock the stored answer is looked up (a replay needs no other work), and the answer of new work is
 // written last, in the same transaction: only committed work is ever replayed, and nothing needs
-// releasing.
+// releasing. A success whose body holds a secret shown once is stored sealed (sealAnswer, openAnswer):
+// the row, readable by the operator role and kept in backups, never holds that secret readable.
 import { sql } from 'kysely';
 import { valuesForCommit } from '../platform/db/sent-with-commit.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import type { SecretBox } from '../platform/secret-box.ts';
 
 export const KEY_LIFETIME_HOURS = 24;
 
@@ -94,6 +96,31 @@ export async function storeAnswer(
       response_headers = excluded.response_headers, response_body = excluded.response_body,
       created_at = excluded.created_at, expires_at = excluded.expires_at
     WHERE k.expires_at <= now() ${end}`.execute(trx);
+}
+
+/**
+ * The answer as stored when it may hold a secret: a success's body sealed with the box (AES-256-GCM,
+ * `v1.<iv>.<tag>.<ciphertext>`, never JSON); a refusal (a Problem, no secret) as it is. Undefined when
+ * a success has no box to seal it: then it must not be stored.
+ */
+export function sealAnswer(answer: StoredAnswer, box: SecretBox | undefined): StoredAnswer | undefined {
+  if (answer.status >= 400) return answer;
+  if (!box) return undefined;
+  return { ...answer, body: box.seal(answer.body) };
+}
+
+/**
+ * A stored answer that may hold a secret, as first sent: a sealed body opened. Undefined when it cannot
+ * be opened (no box, or another key than sealed it). A JSON body is as it was stored: a refusal.
+ */
+export function openAnswer(stored: StoredAnswer, box: SecretBox | undefined): StoredAnswer | undefined {
+  if (stored.body.startsWith('{')) return stored;
+  if (!box) return undefined;
+  try {
+    return { ...stored, body: box.open(stored.body) };
+  } catch {
+    return undefined;
+  }
 }
 
 /** Deletes keys past their 24 hours; run by the worker. */

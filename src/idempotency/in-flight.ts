@@ -2,7 +2,8 @@
 // header (an API key, or the admin token) and Idempotency-Key.
 // A repeat arriving while its first is running is answered 409 at once, before it waits for a
 // database connection (the embedded database has one, which the first request may hold). Repeats
-// that reach another process are caught by the claim row in the database instead.
+// that reach another process are caught in the database instead: the first request's transaction
+// holds the key's advisory lock, which the repeat fails to take (src/idempotency/idempotency-store.ts).
 // It also remembers which client each Authorization header authenticated as, so that such a 409 is
 // counted against, and reports, that client's rate limit without a database look-up.
 import { createHash } from 'node:crypto';

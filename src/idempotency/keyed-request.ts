@@ -3,8 +3,10 @@
 // register of running keys, and the one transaction that takes the key's lock first, replays a stored
 // answer (or refuses a key reused for another request), else runs the work and stores its answer with
 // it. Only committed work is stored: a success, or a refusal the service's own rules decide (404,
-// 409 duplicate, 422), whose partial work is undone first. It never authenticates nor decides who
-// holds a key; its callers do (src/api/api-route.ts, src/api/admin-route.ts).
+// 409 duplicate, 422), whose partial work is undone first. A success that holds a secret shown once
+// (an API key, a webhook signing secret) is stored sealed, so the database never holds it readable
+// (src/idempotency/idempotency-store.ts). It never authenticates nor decides who holds a key; its
+// callers do (src/api/api-route.ts, src/api/admin-route.ts).
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -12,10 +14,13 @@ import { type TSchema, Type } from 'typebox';
 import { type Trx, withSavepoint } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { AppError, invalidParameters, problemOf } from '../platform/http/errors.ts';
+import type { SecretBox } from '../platform/secret-box.ts';
 import {
   type KeyScope,
   keyLockName,
+  openAnswer,
   type StoredAnswer,
+  sealAnswer,
   storeAnswer,
   storedAnswer,
 } from './idempotency-store.ts';
@@ -108,12 +113,32 @@ export interface KeyedRequest {
   perform(trx: Trx): Promise<StoredAnswer>;
   /** Written in the same transaction as each answer (the audit row). */
   record(trx: Trx, answer: StoredAnswer, outcome: Outcome): Promise<void>;
+  /**
+   * The success answer holds a secret shown once: it is stored sealed with `box` and opened for a
+   * replay. With no box (PostgreSQL without SECRET_ENCRYPTION_KEY), or one that cannot open it, the
+   * secret is not kept: a repeat is answered 422 `unprocessable` (secretNotKept) instead.
+   */
+  secretAnswer?: { box: SecretBox | undefined } | undefined;
+}
+
+/** The refusal a repeat gets when its first answer held a secret that was not kept. */
+function secretNotKept(): AppError {
+  return new AppError(
+    'unprocessable',
+    'The first request with this Idempotency-Key succeeded, but its answer held a secret shown once, which is kept for a repeat only encrypted with SECRET_ENCRYPTION_KEY, and none is set (or it has changed). What it made is listed without its secret: if the secret is lost, revoke it or rotate it, and use a new Idempotency-Key for a new request.',
+  );
 }
 
 /** Runs a request as the module header says; the answer to send, and whether it is a replay. */
 export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAnswer; replayed: boolean }> {
   const { request, scope } = keyed;
   const fingerprint = scope ? fingerprintOf(request) : '';
+
+  const refusalAnswer = (error: AppError): StoredAnswer => ({
+    status: error.status,
+    headers: {},
+    body: JSON.stringify(problemOf(error, request.id, keyed.errorsDocUrl)),
+  });
 
   const work = async (trx: Trx, holdsKey: boolean, undoable: boolean) => {
     if (scope) {
@@ -127,7 +152,9 @@ export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAns
             'This Idempotency-Key was first used with a different method, path or body. Use a new key for a new request.',
           );
         }
-        const answer = stored.answer;
+        const answer = keyed.secretAnswer
+          ? (openAnswer(stored.answer, keyed.secretAnswer.box) ?? refusalAnswer(secretNotKept()))
+          : stored.answer;
         await keyed.record(trx, answer, { kind: 'replayed' });
         // A replayed Problem names this request, so requestId keeps matching X-Request-Id.
         const body = answer.status >= 400 ? replaceRequestId(answer.body, request.id) : answer.body;
@@ -142,15 +169,16 @@ export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAns
     } catch (error) {
       if (!(error instanceof AppError) || !isStoredRefusal(error) || !keyed.keepsRefusals) throw error;
       if (!undoable && keyed.changes) throw new RunAgainUndoable();
-      answer = {
-        status: error.status,
-        headers: {},
-        body: JSON.stringify(problemOf(error, request.id, keyed.errorsDocUrl)),
-      };
+      answer = refusalAnswer(error);
       outcome = { kind: 'refused', error };
     }
     await keyed.record(trx, answer, outcome);
-    if (scope) await storeAnswer(trx, scope, fingerprint, answer);
+    if (scope) {
+      const kept = keyed.secretAnswer
+        ? (sealAnswer(answer, keyed.secretAnswer.box) ?? refusalAnswer(secretNotKept()))
+        : answer;
+      await storeAnswer(trx, scope, fingerprint, kept);
+    }
     if (keyed.changes) faultPoint('request.before_commit');
     return { answer, replayed: false };
   };

@@ -1,5 +1,6 @@
 // The operator's side of webhooks: endpoints (create with the secret shown once, list, read, update,
-// disable, enable, rotate the secret, delete), the attempt log per endpoint and per event, manual
+// disable, enable, rotate the secret, delete; the answers that carry a secret are kept for an
+// Idempotency-Key's replay only sealed), the attempt log per endpoint and per event, manual
 // redelivery of one event, and recovery of everything that failed since a time.
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
@@ -123,9 +124,10 @@ export const webhookAdminRoutes = [
     cli: { command: 'webhooks create', flags: { url: 'webhook-url' } },
     summary: 'Register a webhook endpoint',
     description:
-      'The answer carries `secret` (`whsec_...`) this once; it is stored encrypted. Deliveries are signed with Standard Webhooks.',
+      'The answer carries `secret` (`whsec_...`) this once; it is stored encrypted, as is the answer an Idempotency-Key replays (24 hours). Deliveries are signed with Standard Webhooks.',
     params: PracticeParam,
     body: EndpointRequest,
+    answerHoldsSecret: true,
     successStatus: 201,
     response: Endpoint,
     handler: async ({ trx, deps, params, body, now }) => {
@@ -233,8 +235,9 @@ export const webhookAdminRoutes = [
     cli: { command: 'webhooks rotate-secret' },
     summary: "Rotate an endpoint's signing secret",
     description:
-      'Answers the new secret once. During the overlap (WEBHOOK_SECRET_OVERLAP_SECONDS, default 24 h) each delivery carries both signatures, space-separated, so the receiver can switch without losing any.',
+      'Answers the new secret once (stored encrypted, as is the answer an Idempotency-Key replays for 24 hours). During the overlap (WEBHOOK_SECRET_OVERLAP_SECONDS, default 24 h) each delivery carries both signatures, space-separated, so the receiver can switch without losing any.',
     params: EndpointParams,
+    answerHoldsSecret: true,
     successStatus: 200,
     response: Endpoint,
     handler: async ({ trx, deps, params, now }) => {

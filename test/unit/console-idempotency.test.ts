@@ -1,9 +1,10 @@
 // The console's Idempotency-Keys (console/src/api.ts) without a browser: one key per action, kept for
-// the operator's retry of the same request and renewed after a success or for another request; and
-// an action whose answer is lost, or told the first attempt still runs, is retried under its key.
+// the operator's retry of the same request and renewed after a success, a final refusal or for
+// another request; and an action whose answer is lost, or told the first attempt still runs, is
+// retried under its key.
 import assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
-import { ActionKey, AdminApi } from '../../console/src/api.ts';
+import { ActionKey, AdminApi, ApiError } from '../../console/src/api.ts';
 
 const realFetch = globalThis.fetch;
 afterEach(() => {
@@ -70,4 +71,58 @@ test('every action carries a key of its own; a refusal is not retried; a read ca
   assert.notEqual(keys[0], keys[1]);
   assert.match(keys[2] ?? '', /^console_/);
   assert.equal(keys[3], undefined);
+});
+
+test('a final refusal ends the action: the same request, its cause fixed, gets a new key', async () => {
+  const payment = { invoiceId: 'inv_1', amount: 100, method: 'eft', source: 'patient' };
+  const keys = scriptedFetch([
+    json(422, { code: 'business_rule', detail: 'The invoice is not issued.' }),
+    json(201, { id: 'pay_1' }),
+  ]);
+  const api = new AdminApi('token');
+  const action = new ActionKey();
+  // As the payment form submits: the key is given up on a final refusal, else kept.
+  const submit = async () => {
+    try {
+      return await api.recordPayment('org_1', payment, action.for(payment));
+    } catch (error) {
+      action.failed(error);
+      throw error;
+    }
+  };
+  await assert.rejects(submit(), (error: unknown) => error instanceof ApiError && error.status === 422);
+  assert.deepEqual(await submit(), { id: 'pay_1' });
+  assert.equal(keys.length, 2);
+  assert.notEqual(keys[1], keys[0], 'not the refused key, whose stored 422 would be replayed');
+});
+
+test('a failure that may hide an act keeps the key; every other 4xx gives it up', () => {
+  const payment = { invoiceId: 'inv_1', amount: 100, method: 'eft' };
+  const kept = [
+    new TypeError('network error'),
+    new ApiError(409, 'still running', 'conflict'),
+    new ApiError(408, 'timeout', 'request_timeout'),
+    new ApiError(429, 'slow down', 'rate_limited'),
+    new ApiError(500, 'failure', 'internal_error'),
+    new ApiError(503, 'unavailable', 'service_unavailable'),
+  ];
+  for (const error of kept) {
+    const action = new ActionKey();
+    const key = action.for(payment);
+    action.failed(error);
+    assert.equal(action.for(payment), key, `kept after ${String(error)}`);
+  }
+  const ended = [
+    new ApiError(422, 'not issued', 'business_rule'),
+    new ApiError(422, 'too much', 'validation_failed'),
+    new ApiError(409, 'exists', 'duplicate'),
+    new ApiError(404, 'no such invoice', 'not_found'),
+    new ApiError(400, 'bad', 'invalid_request'),
+  ];
+  for (const error of ended) {
+    const action = new ActionKey();
+    const key = action.for(payment);
+    action.failed(error);
+    assert.notEqual(action.for(payment), key, `a new key after ${error.status} ${error.code}`);
+  }
 });

@@ -238,8 +238,14 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
               source: payment.source,
               ...(payment.reference.trim() ? { reference: payment.reference.trim() } : {}),
             };
-            // Submitting the same payment again after a failure retries it under the same key.
-            await api.recordPayment(practiceId, body, paymentKey.for(body));
+            // Submitting the same payment again after a lost answer, 409 conflict or 5xx retries it under
+            // the same key; after a final refusal (say 422, not issued) it is a new payment, a new key.
+            try {
+              await api.recordPayment(practiceId, body, paymentKey.for(body));
+            } catch (error) {
+              paymentKey.failed(error);
+              throw error;
+            }
             paymentKey.done();
             setPayment({ ...payment, amount: '', reference: '' });
             after('Payment recorded.')();
