@@ -4,10 +4,12 @@
 // key's time in memory ran out (API_KEY_CACHE_SECONDS, here ten minutes). With it: a listener that
 // never hears its own heartbeat never serves from memory, and one that stops hearing it stops serving
 // within one period plus the miss threshold, then serves again once the heartbeat is heard again.
+// A connection whose peer vanishes without a reset (nothing arrives, nothing closes) is given up after
+// a few unheard beats and opened again, and the cache trusts the new one once it hears its heartbeat.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { MISSED_BEATS } from '../src/platform/db/listen.ts';
+import { MISSED_BEATS, RECONNECT_AFTER_MISSED_BEATS } from '../src/platform/db/listen.ts';
 import { postgresDatabase, startService, type TestService } from './harness.ts';
 import { askUntil, countLookUps, lookUps, rememberedPractice } from './support/key-cache.ts';
 import { type NotifyProxy, startNotifyProxy } from './support/notify-proxy.ts';
@@ -99,6 +101,45 @@ describe('API key cache when notifications do not arrive (postgres)', {
       const before = await lookUps(svc);
       assert.equal((await again.ask()).status, 404);
       assert.equal(await lookUps(svc), before, 'answered from memory again');
+    });
+
+    test('a listening connection that goes silent without closing is opened again by itself', async () => {
+      await until(() => svc.deps.keyCache.following, 5000, 'listening through the proxy works');
+      const practice = await rememberedPractice(svc);
+      const start = await lookUps(svc);
+      assert.equal((await practice.ask()).status, 404);
+      assert.equal(await lookUps(svc), start, 'answered from memory while heartbeats are heard');
+      const connections = proxy.accepted;
+
+      // The listening connection now neither delivers nor answers, and no reset ever comes.
+      proxy.blackhole();
+      const silenced = Date.now();
+      await admin.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [practice.keyId]);
+      const bound = (1 + MISSED_BEATS) * HEARTBEAT_MS;
+      const refused = await askUntil(practice.ask, (a) => a.status === 401, bound + 5000);
+      assert.equal(
+        refused.answer.status,
+        401,
+        `still ${refused.answer.status} after ${Date.now() - silenced} ms`,
+      );
+
+      // Given up after RECONNECT_AFTER_MISSED_BEATS unheard beats, opened again a second later (the
+      // proxy lets new connections through), trusted once its first heartbeat is heard.
+      await until(() => svc.deps.keyCache.following, 15_000, 'listening again on a new connection');
+      process.stdout.write(
+        `# listening again ${Date.now() - silenced} ms after the connection went silent (gives up after ${RECONNECT_AFTER_MISSED_BEATS} beats of ${HEARTBEAT_MS} ms)\n`,
+      );
+      assert.ok(proxy.accepted > connections, 'a new listening connection was opened');
+      // The revocation's notification was lost with the old connection; the key stays refused.
+      assert.equal((await practice.ask()).status, 401);
+      // And keys are remembered again, kept right by notifications on the new connection.
+      const again = await rememberedPractice(svc);
+      const before = await lookUps(svc);
+      assert.equal((await again.ask()).status, 404);
+      assert.equal(await lookUps(svc), before, 'answered from memory again');
+      await admin.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [again.keyId]);
+      const revokedAgain = await askUntil(again.ask, (a) => a.status === 401, 2000);
+      assert.equal(revokedAgain.answer.status, 401, 'a revocation heard on the new connection');
     });
   });
 });

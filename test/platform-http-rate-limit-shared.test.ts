@@ -1,11 +1,13 @@
 // Rate limits shared by API processes (PostgreSQL; src/platform/http/rate-limit.ts, migration 0016):
 // two processes on one database count one client's requests together, so together they refuse past
-// its allowance, with the X-RateLimit headers counting down across both and one window.
+// its allowance, with the X-RateLimit headers counting down across both and one window. Windows are
+// opened and ended on the database server's clock: a process whose clock runs ahead neither ends the
+// others' windows early nor opens longer ones.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, mock, test } from 'node:test';
 import { sql } from 'kysely';
 import { asOperator } from '../src/platform/db/transaction.ts';
-import { purgeExpiredRateLimits } from '../src/platform/http/rate-limit.ts';
+import { purgeExpiredRateLimits, type RateLimitState, RateLimits } from '../src/platform/http/rate-limit.ts';
 import { type ServeProcess, startServeProcess } from './child-service.ts';
 import { type Answer, apiClient, call, startService, type TestService } from './harness.ts';
 
@@ -53,6 +55,56 @@ describe('rate limits shared by API processes (postgres)', { skip: !process.env.
     const otherThere = await call(child!.baseUrl, 'GET', `/api/v1${UNKNOWN_PATIENT}`, { token: other.key });
     assert.equal(otherThere.status, 404);
     assert.equal(otherThere.headers.get('x-ratelimit-remaining'), '8');
+  });
+
+  test("processes whose clocks disagree share one window, timed by the database's clock", async () => {
+    const store = { query: svc.db.poolQuery! };
+    const onTime = new RateLimits({ store });
+    const ahead = new RateLimits({ store });
+    const realNow = Date.now.bind(Date);
+    /** A count by the process whose clock runs `ms` ahead. */
+    const consumeAhead = async (ms: number, key: string, perMinute: number): Promise<RateLimitState> => {
+      const clock = mock.method(Date, 'now', () => realNow() + ms);
+      try {
+        return await ahead.consume(key, perMinute);
+      } finally {
+        clock.mock.restore();
+      }
+    };
+    const suffix = `${process.pid}.${realNow()}`;
+
+    // A window opened on time is not ended early by a process 90 s ahead, to which it looks a
+    // minute and a half old: one allowance of 3 for both.
+    const key = `clock-test:${suffix}`;
+    const counts = [
+      await onTime.consume(key, 3),
+      await consumeAhead(90_000, key, 3),
+      await onTime.consume(key, 3),
+      await consumeAhead(90_000, key, 3),
+      await onTime.consume(key, 3),
+    ];
+    assert.deepEqual(
+      counts.map((c) => [c.allowed, c.remaining]),
+      [
+        [true, 2],
+        [true, 1],
+        [true, 0],
+        [false, 0],
+        [false, 0],
+      ],
+    );
+    for (const refused of counts.slice(3)) {
+      assert.ok(refused.retryAfterSeconds <= 60, `Retry-After ${refused.retryAfterSeconds}`);
+    }
+
+    // A window opened by a process 50 s ahead lasts a minute for everyone, not 110 s.
+    const other = `clock-test-other:${suffix}`;
+    const opened = await consumeAhead(50_000, other, 3);
+    assert.ok(opened.resetEpochSeconds * 1000 - (realNow() + 50_000) <= 61_000, 'a minute by its own clock');
+    const next = await onTime.consume(other, 3);
+    assert.equal(next.remaining, 1);
+    const left = next.resetEpochSeconds * 1000 - realNow();
+    assert.ok(left > 55_000 && left <= 61_000, `the window ends ${left} ms from now`);
   });
 
   test('the worker purges counters whose window ended an hour ago, and no others', async () => {

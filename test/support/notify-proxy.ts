@@ -2,12 +2,19 @@
 // is set, every NotificationResponse message ('A') from the server is left out of what the client
 // receives, and everything else goes through. A connection through it so behaves like a LISTEN behind
 // a pooler in transaction mode: connected, answering queries, and never hearing a NOTIFY.
+// blackhole() makes the connections open at that moment silent both ways, without closing them, as a
+// peer that vanished behind a NAT or a network split: nothing arrives and no reset ever comes.
+// Connections made afterwards go through.
 import net from 'node:net';
 
 export interface NotifyProxy {
   port: number;
   /** While true, notifications are dropped. */
   dropping: boolean;
+  /** Stops forwarding anything, in either direction, on every connection open now; never closes them. */
+  blackhole(): void;
+  /** How many connections were accepted so far. */
+  readonly accepted: number;
   /** The URL of `databaseUrl`'s database through this proxy. */
   urlOf(databaseUrl: string): string;
   close(): Promise<void>;
@@ -25,9 +32,18 @@ function targetOf(databaseUrl: string): net.NetConnectOpts {
 export async function startNotifyProxy(serverUrl: string): Promise<NotifyProxy> {
   const target = targetOf(serverUrl);
   const sockets = new Set<net.Socket>();
+  const silencers = new Set<() => void>();
+  let accepted = 0;
   const proxy: NotifyProxy = {
     port: 0,
     dropping: false,
+    blackhole() {
+      for (const silence of silencers) silence();
+      silencers.clear();
+    },
+    get accepted() {
+      return accepted;
+    },
     urlOf(databaseUrl) {
       const url = new URL(databaseUrl);
       url.hostname = '127.0.0.1';
@@ -43,9 +59,19 @@ export async function startNotifyProxy(serverUrl: string): Promise<NotifyProxy> 
       }),
   };
   const server = net.createServer((client) => {
+    accepted += 1;
     const upstream = net.connect(target);
     sockets.add(client).add(upstream);
+    let silent = false;
+    const silence = () => {
+      silent = true;
+      client.unpipe(upstream);
+      // Whatever the client sends from now on is read and thrown away.
+      client.on('data', () => {});
+    };
+    silencers.add(silence);
     const end = () => {
+      silencers.delete(silence);
       client.destroy();
       upstream.destroy();
       sockets.delete(client);
@@ -57,6 +83,7 @@ export async function startNotifyProxy(serverUrl: string): Promise<NotifyProxy> 
     // Server to client: whole messages (a type byte, then a 4-byte length counting itself).
     let pending = Buffer.alloc(0);
     upstream.on('data', (chunk: Buffer) => {
+      if (silent) return;
       pending = Buffer.concat([pending, chunk]);
       const out: Buffer[] = [];
       while (pending.length >= 5) {

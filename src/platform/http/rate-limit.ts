@@ -6,19 +6,23 @@
 // not answer within STORE_TIMEOUT_MS, the request is counted in this process's memory instead (the
 // store's insurance), and so are the requests of the next STORE_RETRY_AFTER_MS without asking the
 // store: limits then hold per process, as without a shared store, and no request is refused, failed
-// or held up for long for want of a count. Never decides who the caller is.
+// or held up for long for want of a count. A window's end is written and compared on the database
+// server's clock (DatabaseClockLimiter), so processes whose clocks disagree share one window all the
+// same. Never decides who the caller is.
 import type { FastifyReply } from 'fastify';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Trx } from '../db/transaction.ts';
 import { AppError } from './errors.ts';
 
+interface PoolQuery {
+  name?: string;
+  text: string;
+  values?: unknown[];
+}
+
 /** One statement outside any transaction (Database.poolQuery): what the PostgreSQL store runs on. */
 export interface RateLimitStore {
-  query(query: {
-    name?: string;
-    text: string;
-    values?: unknown[];
-  }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  query(query: PoolQuery): Promise<{ rows: unknown[]; rowCount: number | null }>;
 }
 
 export interface RateLimitState {
@@ -55,6 +59,78 @@ export interface RateLimitsOptions {
   onStoreFailure?: (error: unknown, failures: number) => void;
   storeTimeoutMs?: number;
   storeRetryAfterMs?: number;
+}
+
+/** The database server's now in epoch milliseconds: the clock every window is opened and judged by. */
+const DATABASE_NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
+
+interface StoreRow {
+  points: number | string;
+  expire: number | string | null;
+  now: number | string;
+}
+
+/**
+ * rate-limiter-flexible's PostgreSQL store with every window on the database server's clock. The
+ * library writes a window's end as this process's Date.now() plus its length, and ends a window when
+ * this process's clock passes it: a process whose clock ran ahead would end the other processes'
+ * windows early (and one behind would keep them late). Here the upsert reads the server's now once,
+ * opens, compares and ends windows by it, and returns it, so that the time left in the window is
+ * counted from the same now. Same table, same statement shape otherwise (lib/RateLimiterPostgres.js
+ * of rate-limiter-flexible 11); statement names of their own, so that no connection confuses them
+ * with the library's.
+ */
+class DatabaseClockLimiter extends RateLimiterPostgres {
+  declare private readonly _getTableIdentifier: () => string;
+  declare private readonly _query: (
+    query: PoolQuery,
+  ) => Promise<{ rows: StoreRow[]; rowCount: number | null }>;
+  declare private readonly tableCreated: boolean;
+
+  _upsert(key: string, points: number, msDuration: number, forceExpire = false) {
+    if (!this.tableCreated) return Promise.reject(new Error('Table is not created yet'));
+    const table = this._getTableIdentifier();
+    const ended = `${table}.expire <= (SELECT ms FROM now)`;
+    return this._query({
+      name: forceExpire ? 'rlflx-upsert-force-dbclock' : 'rlflx-upsert-dbclock',
+      text: `
+        WITH now AS (SELECT ${DATABASE_NOW_MS} AS ms)
+        INSERT INTO ${table} (key, points, expire)
+          SELECT $1, $2, now.ms + $3::bigint FROM now
+          ON CONFLICT (key) DO UPDATE SET
+            points = CASE WHEN ${forceExpire ? 'true' : ended} THEN $2 ELSE ${table}.points + ($2) END,
+            expire = CASE WHEN ${forceExpire ? 'true' : ended} THEN EXCLUDED.expire ELSE ${table}.expire END
+        RETURNING points, expire, (SELECT ms FROM now) AS now`,
+      // No expiry (a duration of 0) is NULL, as in the library.
+      values: [key, points, msDuration > 0 ? msDuration : null],
+    });
+  }
+
+  _get(key: string) {
+    if (!this.tableCreated) return Promise.reject(new Error('Table is not created yet'));
+    const table = this._getTableIdentifier();
+    return this._query({
+      name: 'rlflx-get-dbclock',
+      text: `
+        WITH now AS (SELECT ${DATABASE_NOW_MS} AS ms)
+        SELECT points, expire, now.ms AS now FROM ${table}, now
+        WHERE key = $1 AND (expire > now.ms OR expire IS NULL)`,
+      values: [key],
+    }).then((result) => (result.rowCount === 0 ? null : result));
+  }
+
+  _getRateLimiterRes(_key: string, changedPoints: number, result: { rows: StoreRow[] }): RateLimiterRes {
+    const row = result.rows[0]!;
+    const points = Number(row.points);
+    const isFirstInDuration = changedPoints === points;
+    const consumedPoints = isFirstInDuration ? changedPoints : points;
+    return new RateLimiterRes(
+      Math.max(this.points - consumedPoints, 0),
+      row.expire === null ? -1 : Math.max(Number(row.expire) - Number(row.now), 0),
+      consumedPoints,
+      isFirstInDuration,
+    );
+  }
 }
 
 function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
@@ -112,7 +188,7 @@ export class RateLimits {
       const window = { points, duration: WINDOW_SECONDS, keyPrefix: `p${points}` };
       const memory = new RateLimiterMemory(window);
       limiter = this.#store
-        ? new RateLimiterPostgres({
+        ? new DatabaseClockLimiter({
             ...window,
             storeClient: this.#store,
             storeType: 'pool',
