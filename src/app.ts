@@ -32,7 +32,7 @@ import { patientRoutes } from './patients/routes.ts';
 import { clientErrorHandler } from './platform/http/client-error.ts';
 import { buildSerializerOnFirstUse } from './platform/http/lazy-compile.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
-import { limitOrRefuse, sourceKey } from './platform/http/rate-limit.ts';
+import { limitSourceOrRefuse } from './platform/http/rate-limit.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
 import { practitionerRoutes } from './practices/practitioner-routes.ts';
@@ -77,12 +77,7 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
 
 export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
   const limitSource = (request: FastifyRequest, reply: FastifyReply) =>
-    limitOrRefuse(
-      deps.rateLimits,
-      reply,
-      sourceKey(request.ip),
-      deps.config.unauthenticatedRateLimitPerMinute,
-    );
+    limitSourceOrRefuse(deps.rateLimits, reply, request.ip, deps.config.unauthenticatedRateLimitPerMinute);
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: BODY_LIMIT_BYTES,

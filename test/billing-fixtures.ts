@@ -30,6 +30,7 @@ export interface PracticeOptions {
   vatRateBasisPoints?: number;
   paymentTermsDays?: number;
   invoiceNumberPrefix?: string;
+  rateLimitPerMinute?: number;
 }
 
 /** A practice (optionally in a time zone and with billing settings), its practitioner and a client key. */
@@ -60,6 +61,7 @@ export async function billingPractice(
   const client = await svc.admin('POST', `/practices/${practiceId}/clients`, {
     name: 'Billing client',
     permissions: [...(options.permissions ?? PERMISSIONS)],
+    ...(options.rateLimitPerMinute !== undefined ? { rateLimitPerMinute: options.rateLimitPerMinute } : {}),
   });
   assert.equal(client.status, 201, client.text);
   const key = await svc.admin('POST', `/clients/${client.body.id}/keys`, {});

@@ -6,7 +6,7 @@ import { authenticate } from '../auth/authenticate.ts';
 import type { Permission } from '../auth/permissions.ts';
 import { headerValue, IDEMPOTENCY_HEADER, keyStillRunning } from '../idempotency/keyed-request.ts';
 import { AppError, problemOf } from '../platform/http/errors.ts';
-import { limitOrRefuse, sourceKey } from '../platform/http/rate-limit.ts';
+import { limitOrRefuse, limitSourceOrRefuse } from '../platform/http/rate-limit.ts';
 import { type AnyApiRoute, auditEntryOf, identityOf, registerApiRoute } from './api-route.ts';
 import type { Deps } from './deps.ts';
 import { freshAuditState } from './request-state.ts';
@@ -45,10 +45,10 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
     const result = await authenticate(deps.db, deps.keyCache, request.headers.authorization, request.ip, now);
     if (!result.ok) {
       if (result.known) request.auditState.refusedKey = { ...result.known, reason: result.reason };
-      await limitOrRefuse(
+      await limitSourceOrRefuse(
         deps.rateLimits,
         reply,
-        sourceKey(request.ip),
+        request.ip,
         deps.config.unauthenticatedRateLimitPerMinute,
       );
       reply.header('www-authenticate', 'Bearer');

@@ -1,6 +1,6 @@
 // Owns request rate limits: a fixed window per integration client (its own allowance, or the
-// service default) and per source address for calls without a known client. On PostgreSQL the counts
-// live in the database (table rate_limits, migration 0016, through rate-limiter-flexible's PostgreSQL
+// service default) and per source address for calls without a known client. A source address is
+// counted in each process's memory; on PostgreSQL a client's counts live in the database (table rate_limits, migration 0016, through rate-limiter-flexible's PostgreSQL
 // store), shared by every API process, so that a client's allowance is one however many processes
 // serve it; on the embedded database, which has one process, in memory. When the store fails or does
 // not answer within STORE_TIMEOUT_MS, the request is counted in this process's memory instead (the
@@ -149,8 +149,16 @@ function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
   });
 }
 
+/**
+ * Where a count is kept: `shared`, with every process on the database (a client's allowance); or
+ * `process`, in this process's memory (a source address without a valid key: counting a flood of bad
+ * keys in the database would turn it into database load, the opposite of what the limit is for).
+ */
+export type CountScope = 'shared' | 'process';
+
 export class RateLimits {
   readonly #limiters = new Map<number, RateLimiterMemory | RateLimiterPostgres>();
+  readonly #processLimiters = new Map<number, RateLimiterMemory>();
   readonly #store: RateLimitStore | undefined;
 
   constructor(options: RateLimitsOptions = {}) {
@@ -207,10 +215,20 @@ export class RateLimits {
     return limiter;
   }
 
-  async consume(key: string, perMinute: number): Promise<RateLimitState> {
+  #processLimiter(points: number): RateLimiterMemory {
+    let limiter = this.#processLimiters.get(points);
+    if (!limiter) {
+      limiter = new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix: `p${points}` });
+      this.#processLimiters.set(points, limiter);
+    }
+    return limiter;
+  }
+
+  async consume(key: string, perMinute: number, scope: CountScope = 'shared'): Promise<RateLimitState> {
     const now = Date.now();
     try {
-      const res = await this.#limiter(perMinute).consume(key);
+      const limiter = scope === 'shared' ? this.#limiter(perMinute) : this.#processLimiter(perMinute);
+      const res = await limiter.consume(key);
       return {
         limit: perMinute,
         remaining: res.remainingPoints,
@@ -254,8 +272,9 @@ export async function limitOrRefuse(
   reply: FastifyReply,
   key: string,
   perMinute: number,
+  scope: CountScope = 'shared',
 ): Promise<void> {
-  const state = await limits.consume(key, perMinute);
+  const state = await limits.consume(key, perMinute, scope);
   reply.headers(rateLimitHeaders(state));
   if (!state.allowed) {
     throw new AppError('rate_limited', `Too many requests; wait ${state.retryAfterSeconds} seconds.`, {
@@ -264,7 +283,15 @@ export async function limitOrRefuse(
   }
 }
 
-/** The allowance of a caller the service does not know (no valid key): counted by source address. */
-export function sourceKey(ip: string): string {
-  return `ip:${ip}`;
+/**
+ * Counts a request of a caller the service does not know (no valid key) against its source address,
+ * in this process's memory, as limitOrRefuse does.
+ */
+export function limitSourceOrRefuse(
+  limits: RateLimits,
+  reply: FastifyReply,
+  ip: string,
+  perMinute: number,
+): Promise<void> {
+  return limitOrRefuse(limits, reply, `ip:${ip}`, perMinute, 'process');
 }
