@@ -16,7 +16,7 @@ import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
-import { type EndpointRow, signingSecrets } from './endpoints.ts';
+import { type EndpointRow, readEndpointRow, signingSecrets } from './endpoints.ts';
 import { DELIVER_JOB } from './job-kinds.ts';
 import type { WebhookSender } from './sender.ts';
 
@@ -143,14 +143,8 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
     // it), so that what follows is recorded against a row still there. The lock for writing is FOR NO
     // KEY UPDATE, which a KEY SHARE holder does not block: two deliveries that both hold the row and
     // then both change it wait for each other in turn, not in a circle.
-    const readEndpoint = (lock: boolean) => {
-      const query = trx
-        .selectFrom('webhook_endpoints')
-        .selectAll()
-        .where('practice_id', '=', practiceId)
-        .where('id', '=', endpoint.id);
-      return (lock ? query.forNoKeyUpdate() : query.forKeyShare()).executeTakeFirst();
-    };
+    const readEndpoint = (lock: boolean) =>
+      readEndpointRow(trx, practiceId, endpoint.id, lock ? 'noKeyUpdate' : 'keyShare');
     let current = await readEndpoint(false);
     if (!current) {
       // Deleted while the attempt was on its way, and its deliveries with it: nothing is left to record.

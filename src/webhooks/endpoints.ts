@@ -82,19 +82,37 @@ async function checkRequest(
  * lock is FOR NO KEY UPDATE: it excludes every change and the delete, but not the deliveries and
  * events that only hold the row against deletion (FOR KEY SHARE).
  */
+/**
+ * How a read holds the endpoint row until commit: not at all, against deletion (FOR KEY SHARE, as a
+ * foreign key would), or for writing (FOR NO KEY UPDATE, which does not block KEY SHARE holders).
+ */
+export type EndpointLock = 'none' | 'keyShare' | 'noKeyUpdate';
+
+/** The endpoint row, or undefined when there is none (deleted meanwhile included). */
+export async function readEndpointRow(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  lock: EndpointLock = 'none',
+): Promise<EndpointRow | undefined> {
+  const query = trx
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id);
+  const locked =
+    lock === 'keyShare' ? query.forKeyShare() : lock === 'noKeyUpdate' ? query.forNoKeyUpdate() : query;
+  return locked.executeTakeFirst();
+}
+
 export async function findEndpoint(
   trx: Trx,
   practiceId: string,
   id: string,
   forUpdate = false,
 ): Promise<EndpointRow> {
-  const query = trx
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', id);
   return orNotFound(
-    await (forUpdate ? query.forNoKeyUpdate() : query).executeTakeFirst(),
+    await readEndpointRow(trx, practiceId, id, forUpdate ? 'noKeyUpdate' : 'none'),
     'Webhook endpoint',
   );
 }

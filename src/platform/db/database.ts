@@ -6,7 +6,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
-import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn } from './listen.ts';
+import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn, quoted } from './listen.ts';
 import { SENT_WITH_COMMIT_MARK } from './sent-with-commit.ts';
 import type { Tables } from './tables.ts';
 
@@ -316,10 +316,9 @@ function listenInSession(
     if (from === channel && !stopped) onSignal(payload);
   };
   pglite.onNotification(hear);
-  const quoted = `"${channel.replaceAll('"', '""')}"`;
   const listening = kysely
     .transaction()
-    .execute((trx) => sql.raw(`LISTEN ${quoted}`).execute(trx))
+    .execute((trx) => sql.raw(`LISTEN ${quoted(channel)}`).execute(trx))
     .then(() => {
       if (!stopped) onSignal(undefined);
     });
@@ -331,7 +330,7 @@ function listenInSession(
     if (!pglite.closed)
       await kysely
         .transaction()
-        .execute((trx) => sql.raw(`UNLISTEN ${quoted}`).execute(trx))
+        .execute((trx) => sql.raw(`UNLISTEN ${quoted(channel)}`).execute(trx))
         .catch(() => {});
   };
 }

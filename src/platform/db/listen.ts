@@ -68,7 +68,8 @@ async function close(client: pg.Client): Promise<void> {
   clearTimeout(timer);
 }
 
-function quoted(channel: string): string {
+/** A channel name as a quoted identifier, for LISTEN and UNLISTEN. */
+export function quoted(channel: string): string {
   return `"${channel.replaceAll('"', '""')}"`;
 }
 
