@@ -276,7 +276,7 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
         mayCommit.a.resolve();
         await a;
 
-        // B is still open: the reader finds it running, waits for it, and falls back to the samples.
+        // B is still open: the reader finds it running and holds the mark back to its start.
         const h = await inPractice(svc.db, practice.practiceId, (trx) => safeHighWaterMark(trx));
         const during = await run(practice.api, start.next);
 
