@@ -8,6 +8,7 @@ import type { Deps } from './api/deps.ts';
 import { apiKeyCache } from './auth/authenticate.ts';
 import { catalogueHash, loadCatalogue, SHIPPED_CATALOGUE_DIR } from './catalogue/loader.ts';
 import { InFlightRequests } from './idempotency/in-flight.ts';
+import { planRatesOf } from './insurance/store.ts';
 import type { Insurer } from './insurer/port.ts';
 import { SandboxInsurer } from './insurer/sandbox.ts';
 import { type AuditFault, AuditLog } from './platform/audit-log.ts';
@@ -143,7 +144,7 @@ export async function buildDeps(
     rateLimits,
     inFlight: new InFlightRequests(),
     keyCache: apiKeyCache(config.apiKeyCacheSeconds, clock),
-    insurer: options.insurer ?? new SandboxInsurer(db, config.insurerDelayMs),
+    insurer: options.insurer ?? new SandboxInsurer(db, config.insurerDelayMs, planRatesOf),
     secrets: secretBoxFor(config, db),
   };
 }

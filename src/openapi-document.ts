@@ -4,6 +4,7 @@ import type { Deps } from './api/deps.ts';
 import { buildApp } from './app.ts';
 import { apiKeyCache } from './auth/authenticate.ts';
 import { InFlightRequests } from './idempotency/in-flight.ts';
+import { planRatesOf } from './insurance/store.ts';
 import { SandboxInsurer } from './insurer/sandbox.ts';
 import { AuditLog } from './platform/audit-log.ts';
 import { systemClock } from './platform/clock.ts';
@@ -29,7 +30,7 @@ export async function openApiDocument(): Promise<unknown> {
     inFlight: new InFlightRequests(),
     // Off: it would listen on the database.
     keyCache: apiKeyCache(0, systemClock),
-    insurer: new SandboxInsurer(noDatabase, 0),
+    insurer: new SandboxInsurer(noDatabase, 0, planRatesOf),
     secrets: undefined,
   };
   const app = await buildApp(deps, { adminToken: 'document-only' });

@@ -10,6 +10,7 @@ import type { Database } from './platform/db/database.ts';
 import { asOperator } from './platform/db/transaction.ts';
 import { randomToken } from './platform/ids.ts';
 import { createPractice, createPractitioner } from './practices/service.ts';
+import { findPractice } from './practices/store.ts';
 
 export interface SandboxCredentials {
   adminToken: string;
@@ -46,9 +47,7 @@ export async function ensureSandbox(
   const stored = readCredentials(dataDir);
   const adminToken = adminTokenFromEnv ?? stored?.adminToken ?? `adm_${randomToken(32)}`;
   if (stored?.practiceId && stored.apiKey && stored.clientId && stored.practitionerId) {
-    const exists = await asOperator(db, (trx) =>
-      trx.selectFrom('practices').select('id').where('id', '=', stored.practiceId!).executeTakeFirst(),
-    );
+    const exists = await asOperator(db, (trx) => findPractice(trx, stored.practiceId!));
     if (exists) {
       const credentials = { ...(stored as SandboxCredentials), adminToken };
       writeCredentials(dataDir, credentials);

@@ -7,8 +7,16 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
+import {
+  publishedSystemIdOf,
+  upsertModifiers,
+  upsertPublishedConcepts,
+  upsertPublishedSystem,
+} from '../code-systems/store.ts';
+import { upsertPlan, upsertPlanRates, upsertScheme, upsertSchemeRate } from '../insurance/store.ts';
 import type { Tables } from '../platform/db/tables.ts';
+import { upsertGoverningBody, upsertGoverningBodyRates } from './store.ts';
 
 export const SHIPPED_CATALOGUE_DIR = path.resolve(import.meta.dirname, '..', '..', 'catalogue');
 
@@ -137,32 +145,16 @@ async function loadCodeSystem(
   system: CodeSystemFile,
   counts: CatalogueCounts,
 ) {
-  await trx
-    .insertInto('code_systems')
-    .values({
-      id: system.id,
-      url: system.url,
-      name: system.name,
-      title: system.title ?? null,
-      description: system.description ?? null,
-      usage: system.usage,
-    })
-    .onConflict((oc) =>
-      oc.column('url').doUpdateSet((eb) => ({
-        name: eb.ref('excluded.name'),
-        title: eb.ref('excluded.title'),
-        description: eb.ref('excluded.description'),
-        usage: eb.ref('excluded.usage'),
-        updated_at: sql`now()`,
-      })),
-    )
-    .execute();
+  await upsertPublishedSystem(trx, {
+    id: system.id,
+    url: system.url,
+    name: system.name,
+    title: system.title ?? null,
+    description: system.description ?? null,
+    usage: system.usage,
+  });
   counts.codeSystems++;
-  const stored = await trx
-    .selectFrom('code_systems')
-    .select('id')
-    .where('url', '=', system.url)
-    .executeTakeFirstOrThrow();
+  const stored = await publishedSystemIdOf(trx, system.url);
 
   if (system.concepts) {
     const rows = readCsv(path.join(dir, system.concepts));
@@ -179,30 +171,12 @@ async function loadCodeSystem(
         currency: defaultPrice === null ? null : 'ZAR',
       };
     });
-    await inChunks(concepts, 200, (chunk) =>
-      trx
-        .insertInto('code_concepts')
-        .values(chunk)
-        .onConflict((oc) =>
-          oc.columns(['code_system_id', 'code']).doUpdateSet((eb) => ({
-            display: eb.ref('excluded.display'),
-            definition: eb.ref('excluded.definition'),
-            default_price: eb.ref('excluded.default_price'),
-            currency: eb.ref('excluded.currency'),
-            updated_at: sql`now()`,
-          })),
-        )
-        .execute(),
-    );
+    await inChunks(concepts, 200, (chunk) => upsertPublishedConcepts(trx, chunk));
     counts.concepts += concepts.length;
 
     if (system.governingBody) {
       const body = system.governingBody;
-      await trx
-        .insertInto('governing_bodies')
-        .values({ id: body.id, name: body.name })
-        .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
-        .execute();
+      await upsertGoverningBody(trx, body.id, body.name);
       const rates = rows
         .filter((row) => row.governingBodyPrice)
         .map((row) => ({
@@ -211,17 +185,7 @@ async function loadCodeSystem(
           code: row.code!,
           amount: integerOrNull(row.governingBodyPrice, `${system.concepts} ${row.code} governingBodyPrice`)!,
         }));
-      await inChunks(rates, 200, (chunk) =>
-        trx
-          .insertInto('governing_body_rates')
-          .values(chunk)
-          .onConflict((oc) =>
-            oc
-              .columns(['governing_body_id', 'system', 'code'])
-              .doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })),
-          )
-          .execute(),
-      );
+      await inChunks(rates, 200, (chunk) => upsertGoverningBodyRates(trx, chunk));
       counts.governingBodyRates += rates.length;
     }
   }
@@ -233,61 +197,31 @@ async function loadCodeSystem(
       display: row.display!,
       percent_basis_points: integerOrNull(row.percent, `${system.modifiers} ${row.code} percent`)!,
     }));
-    await inChunks(modifiers, 200, (chunk) =>
-      trx
-        .insertInto('tariff_modifiers')
-        .values(chunk)
-        .onConflict((oc) =>
-          oc.columns(['system', 'code']).doUpdateSet((eb) => ({
-            display: eb.ref('excluded.display'),
-            percent_basis_points: eb.ref('excluded.percent_basis_points'),
-          })),
-        )
-        .execute(),
-    );
+    await inChunks(modifiers, 200, (chunk) => upsertModifiers(trx, chunk));
     counts.modifiers += modifiers.length;
   }
 }
 
 async function loadInsurance(trx: Kysely<Tables>, insurance: InsuranceFile, counts: CatalogueCounts) {
   for (const scheme of insurance.schemes) {
-    await trx
-      .insertInto('insurance_schemes')
-      .values({ id: scheme.id, name: scheme.name })
-      .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
-      .execute();
+    await upsertScheme(trx, scheme.id, scheme.name);
     for (const rate of scheme.rates ?? []) {
-      await trx
-        .insertInto('insurance_scheme_rates')
-        .values({ scheme_id: scheme.id, system: rate.system, code: rate.code, amount: rate.amount })
-        .onConflict((oc) =>
-          oc
-            .columns(['scheme_id', 'system', 'code'])
-            .doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })),
-        )
-        .execute();
+      await upsertSchemeRate(trx, {
+        scheme_id: scheme.id,
+        system: rate.system,
+        code: rate.code,
+        amount: rate.amount,
+      });
     }
     for (const plan of scheme.plans) {
-      await trx
-        .insertInto('insurance_plans')
-        .values({
-          id: plan.id,
-          scheme_id: scheme.id,
-          name: plan.name,
-          aliases: plan.aliases ?? [],
-          option_code: plan.optionCode ?? null,
-          active: plan.active ?? true,
-        })
-        .onConflict((oc) =>
-          oc.column('id').doUpdateSet((eb) => ({
-            scheme_id: eb.ref('excluded.scheme_id'),
-            name: eb.ref('excluded.name'),
-            aliases: eb.ref('excluded.aliases'),
-            option_code: eb.ref('excluded.option_code'),
-            active: eb.ref('excluded.active'),
-          })),
-        )
-        .execute();
+      await upsertPlan(trx, {
+        id: plan.id,
+        scheme_id: scheme.id,
+        name: plan.name,
+        aliases: plan.aliases ?? [],
+        option_code: plan.optionCode ?? null,
+        active: plan.active ?? true,
+      });
       counts.plans++;
       const rates = plan.rates.map((rate) => ({
         plan_id: plan.id,
@@ -296,15 +230,7 @@ async function loadInsurance(trx: Kysely<Tables>, insurance: InsuranceFile, coun
         amount: rate.amount,
       }));
       if (rates.length > 0) {
-        await trx
-          .insertInto('insurance_plan_rates')
-          .values(rates)
-          .onConflict((oc) =>
-            oc
-              .columns(['plan_id', 'system', 'code'])
-              .doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })),
-          )
-          .execute();
+        await upsertPlanRates(trx, rates);
       }
       counts.planRates += rates.length;
     }

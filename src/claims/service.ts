@@ -23,7 +23,9 @@ import {
   type ClaimRow,
   claimItems,
   findClaimOfInvoice,
+  insertClaim,
   replaceClaimItems,
+  updateClaim,
 } from './store.ts';
 
 const OUTCOME_OF: Record<ClaimStatus, Claim['outcome']> = {
@@ -101,13 +103,7 @@ export async function setClaimStatus(
   >,
   now: Date,
 ): Promise<ClaimRow> {
-  const updated = await trx
-    .updateTable('claims')
-    .set({ ...fields, status, updated_at: now })
-    .where('practice_id', '=', billing.id)
-    .where('id', '=', claim.id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const updated = await updateClaim(trx, billing.id, claim.id, { ...fields, status, updated_at: now });
   // A new submission has no decisions yet: the earlier answer's items must not be read as its own.
   if (status === 'submitting') await replaceClaimItems(trx, billing.id, claim.id, []);
   await touchInvoice(trx, billing, claim.invoice_id, {
@@ -224,26 +220,22 @@ export async function sendClaim(
   }
   const readiness = await claimReadiness(trx, billing, record, request, null, now);
   if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
-  const claim = await trx
-    .insertInto('claims')
-    .values({
-      practice_id: billing.id,
-      id: newId('claim'),
-      invoice_id: invoiceId,
-      status: 'submitting',
-      message: null,
-      authorization_reference: null,
-      submitted_at: now,
-      currency: record.invoice.currency,
-      coverage_id: readiness.coverage.id,
-      place_of_service_code: request.placeOfServiceCode ?? record.invoice.place_of_service_code,
-      submission_id: newId('submission'),
-      submission_started_at: now,
-      created_at: now,
-      updated_at: now,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const claim = await insertClaim(trx, {
+    practice_id: billing.id,
+    id: newId('claim'),
+    invoice_id: invoiceId,
+    status: 'submitting',
+    message: null,
+    authorization_reference: null,
+    submitted_at: now,
+    currency: record.invoice.currency,
+    coverage_id: readiness.coverage.id,
+    place_of_service_code: request.placeOfServiceCode ?? record.invoice.place_of_service_code,
+    submission_id: newId('submission'),
+    submission_started_at: now,
+    created_at: now,
+    updated_at: now,
+  });
   await touchInvoice(trx, billing, invoiceId, { claim_status: 'submitting', coverage_id: claim.coverage_id });
   await recordEvent(trx, billing.id, 'claim.status_changed', { type: 'invoice', id: invoiceId }, now);
   await queueSubmission(trx, billing, claim, now);

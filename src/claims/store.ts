@@ -1,5 +1,5 @@
 // Owns the claims tables: one claim per invoice, with the insurer's per-line answer.
-import type { Selectable } from 'kysely';
+import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { ClaimItemsTable, ClaimsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
@@ -60,4 +60,23 @@ export async function replaceClaimItems(
       })),
     )
     .execute();
+}
+
+export async function insertClaim(trx: Trx, row: Insertable<ClaimsTable>): Promise<ClaimRow> {
+  return trx.insertInto('claims').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateClaim(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  set: Updateable<ClaimsTable>,
+): Promise<ClaimRow> {
+  return trx
+    .updateTable('claims')
+    .set(set)
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }

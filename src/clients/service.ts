@@ -1,7 +1,7 @@
 // Owns integration clients and their API keys as the operator manages them: permissions, allowed
 // addresses, rate limit, suspension, keys shown once and stored hashed, revocation. Runs as the
 // operator role, so each function names the client or key it acts on.
-import { type Selectable, sql } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Static } from 'typebox';
 import { generateApiKey } from '../auth/api-keys.ts';
 import { isValidCidr } from '../auth/ip-allow-list.ts';
@@ -11,6 +11,16 @@ import { type FieldError, fieldErrors, notFound, orNotFound } from '../platform/
 import { newId } from '../platform/ids.ts';
 import { getPractice } from '../practices/service.ts';
 import type { ApiKey, Client, ClientRequest } from './schemas.ts';
+import {
+  findClient,
+  insertApiKey,
+  insertClient,
+  listApiKeyRows,
+  listClientRows,
+  updateApiKeyRevoked,
+  updateClient,
+  updateClientSuspended,
+} from './store.ts';
 
 export function clientOf(row: Selectable<ClientsTable>): Static<typeof Client> {
   return {
@@ -50,37 +60,27 @@ export async function createClient(
 ) {
   const allowedIps = checkAllowedIps(request.allowedIps);
   await getPractice(trx, practiceId);
-  return trx
-    .insertInto('clients')
-    .values({
-      practice_id: practiceId,
-      id: newId('client'),
-      name: request.name,
-      permissions: request.permissions,
-      allowed_ips: allowedIps,
-      rate_limit_per_minute: request.rateLimitPerMinute ?? null,
-      created_at: now,
-      updated_at: now,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return insertClient(trx, {
+    practice_id: practiceId,
+    id: newId('client'),
+    name: request.name,
+    permissions: request.permissions,
+    allowed_ips: allowedIps,
+    rate_limit_per_minute: request.rateLimitPerMinute ?? null,
+    created_at: now,
+    updated_at: now,
+  });
 }
 
 export async function getClient(trx: Trx, clientId: string) {
-  const row = await trx.selectFrom('clients').selectAll().where('id', '=', clientId).executeTakeFirst();
+  const row = await findClient(trx, clientId);
   if (!row) throw notFound('Client');
   return row;
 }
 
 export async function listClients(trx: Trx, practiceId: string) {
   await getPractice(trx, practiceId);
-  return trx
-    .selectFrom('clients')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  return listClientRows(trx, practiceId);
 }
 
 export async function replaceClient(
@@ -91,34 +91,20 @@ export async function replaceClient(
 ) {
   const allowedIps = checkAllowedIps(request.allowedIps);
   const client = await getClient(trx, clientId);
-  return trx
-    .updateTable('clients')
-    .set({
-      name: request.name,
-      permissions: request.permissions,
-      allowed_ips: allowedIps,
-      rate_limit_per_minute: request.rateLimitPerMinute ?? null,
-      updated_at: now,
-    })
-    .where('practice_id', '=', client.practice_id)
-    .where('id', '=', clientId)
-    .returningAll()
-    .executeTakeFirst()
-    .then((row) => orNotFound(row, 'Client'));
+  return updateClient(trx, client.practice_id, clientId, {
+    name: request.name,
+    permissions: request.permissions,
+    allowed_ips: allowedIps,
+    rate_limit_per_minute: request.rateLimitPerMinute ?? null,
+    updated_at: now,
+  }).then((row) => orNotFound(row, 'Client'));
 }
 
 export async function setClientSuspended(trx: Trx, clientId: string, suspended: boolean, now: Date) {
   const client = await getClient(trx, clientId);
-  // A client already suspended keeps the time it was first suspended, judged on the row as written
-  // (not as read above), so that of two suspensions at once the earlier's time stays.
-  return trx
-    .updateTable('clients')
-    .set({ suspended_at: suspended ? sql<Date>`coalesce(suspended_at, ${now})` : null, updated_at: now })
-    .where('practice_id', '=', client.practice_id)
-    .where('id', '=', clientId)
-    .returningAll()
-    .executeTakeFirst()
-    .then((row) => orNotFound(row, 'Client'));
+  return updateClientSuspended(trx, client.practice_id, clientId, suspended, now).then((row) =>
+    orNotFound(row, 'Client'),
+  );
 }
 
 export function apiKeyOf(row: Selectable<ApiKeysTable>, key?: string): Static<typeof ApiKey> {
@@ -140,40 +126,23 @@ export async function issueKey(trx: Trx, clientId: string, expiresAt: string | n
   }
   const client = await getClient(trx, clientId);
   const generated = generateApiKey();
-  const row = await trx
-    .insertInto('api_keys')
-    .values({
-      practice_id: client.practice_id,
-      id: generated.id,
-      client_id: clientId,
-      secret_hash: generated.secretHash,
-      expires_at: expiresAt ? new Date(expiresAt) : null,
-      created_at: now,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const row = await insertApiKey(trx, {
+    practice_id: client.practice_id,
+    id: generated.id,
+    client_id: clientId,
+    secret_hash: generated.secretHash,
+    expires_at: expiresAt ? new Date(expiresAt) : null,
+    created_at: now,
+  });
   return { row, key: generated.key };
 }
 
 export async function listKeys(trx: Trx, clientId: string) {
   const client = await getClient(trx, clientId);
-  return trx
-    .selectFrom('api_keys')
-    .selectAll()
-    .where('practice_id', '=', client.practice_id)
-    .where('client_id', '=', clientId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  return listApiKeyRows(trx, client.practice_id, clientId);
 }
 
 /** Revokes the key; a key already revoked keeps its first revocation time, also when two revocations race. */
 export async function revokeKey(trx: Trx, keyId: string, now: Date) {
-  return trx
-    .updateTable('api_keys')
-    .set({ revoked_at: sql<Date>`coalesce(revoked_at, ${now})` })
-    .where('id', '=', keyId)
-    .returningAll()
-    .executeTakeFirst()
-    .then((row) => orNotFound(row, 'Key'));
+  return updateApiKeyRevoked(trx, keyId, now).then((row) => orNotFound(row, 'Key'));
 }

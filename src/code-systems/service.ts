@@ -5,8 +5,22 @@ import { insertUnlessTaken, type Trx } from '../platform/db/transaction.ts';
 import { AppError, type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import type { Partly } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
+import { codeUses } from './code-uses.ts';
 import type { CodeConcept, CodeConceptRequest, CodeSystem, CodeSystemRequest } from './schemas.ts';
-import { type CodeSystemRow, type ConceptRow, codeUses, findCodeSystem, listConcepts } from './store.ts';
+import {
+  type CodeSystemRow,
+  type ConceptRow,
+  deletePracticeConcept,
+  findCodeSystem,
+  findPracticeConceptByCode,
+  findPracticeSystemByUrl,
+  findPublishedConcept,
+  insertPracticeConcept,
+  insertPracticeSystem,
+  listConcepts,
+  lockPracticeConcept,
+  updatePracticeSystem,
+} from './store.ts';
 
 export function codeSystemOf(row: CodeSystemRow): CodeSystem {
   return {
@@ -113,29 +127,19 @@ export async function createCodeSystem(trx: Trx, practiceId: string, request: Co
   if (errors.length > 0) throw fieldErrors(errors);
   const url = practiceSystemUrl(practiceId, request.name);
   const id = newId('codeSystem');
-  const inserted = await trx
-    .insertInto('practice_code_systems')
-    .values({
-      practice_id: practiceId,
-      id,
-      url,
-      name: request.name,
-      title: request.title ?? null,
-      description: request.description ?? null,
-      usage: request.usage,
-      created_at: now,
-      updated_at: now,
-    })
-    .onConflict((oc) => oc.columns(['practice_id', 'url']).doNothing())
-    .returning('id')
-    .executeTakeFirst();
+  const inserted = await insertPracticeSystem(trx, {
+    practice_id: practiceId,
+    id,
+    url,
+    name: request.name,
+    title: request.title ?? null,
+    description: request.description ?? null,
+    usage: request.usage,
+    created_at: now,
+    updated_at: now,
+  });
   if (!inserted) {
-    const existing = await trx
-      .selectFrom('practice_code_systems')
-      .select('id')
-      .where('practice_id', '=', practiceId)
-      .where('url', '=', url)
-      .executeTakeFirstOrThrow();
+    const existing = await findPracticeSystemByUrl(trx, practiceId, url);
     throw new AppError(
       'duplicate',
       `The practice already has a code system with url ${url}: ${existing.id}.`,
@@ -154,17 +158,12 @@ export async function replaceCodeSystem(
   const row = await practiceSystem(trx, practiceId, id, 'be changed');
   const errors = codeSystemRuleErrors(request, row);
   if (errors.length > 0) throw fieldErrors(errors);
-  await trx
-    .updateTable('practice_code_systems')
-    .set({
-      title: request.title ?? null,
-      description: request.description ?? null,
-      usage: request.usage,
-      updated_at: now,
-    })
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', id)
-    .execute();
+  await updatePracticeSystem(trx, practiceId, id, {
+    title: request.title ?? null,
+    description: request.description ?? null,
+    usage: request.usage,
+    updated_at: now,
+  });
   return readCodeSystem(trx, practiceId, id);
 }
 
@@ -181,32 +180,21 @@ export async function addConcept(
   // The code in the way may be deleted before it is named: then the insert is tried again.
   const row = await insertUnlessTaken(
     () =>
-      trx
-        .insertInto('practice_code_concepts')
-        .values({
-          practice_id: practiceId,
-          id: newId('codeConcept'),
-          code_system_id: system.id,
-          code: request.code,
-          display: request.display,
-          definition: request.definition ?? null,
-          usage: request.usage ?? [],
-          default_price: defaultPrice,
-          currency: defaultPrice === null ? null : currency,
-          created_at: now,
-          updated_at: now,
-        })
-        .onConflict((oc) => oc.columns(['practice_id', 'code_system_id', 'code']).doNothing())
-        .returningAll()
-        .executeTakeFirst(),
+      insertPracticeConcept(trx, {
+        practice_id: practiceId,
+        id: newId('codeConcept'),
+        code_system_id: system.id,
+        code: request.code,
+        display: request.display,
+        definition: request.definition ?? null,
+        usage: request.usage ?? [],
+        default_price: defaultPrice,
+        currency: defaultPrice === null ? null : currency,
+        created_at: now,
+        updated_at: now,
+      }),
     async () => {
-      const existing = await trx
-        .selectFrom('practice_code_concepts')
-        .select('id')
-        .where('practice_id', '=', practiceId)
-        .where('code_system_id', '=', system.id)
-        .where('code', '=', request.code)
-        .executeTakeFirst();
+      const existing = await findPracticeConceptByCode(trx, practiceId, system.id, request.code);
       if (existing) {
         throw new AppError(
           'duplicate',
@@ -222,20 +210,8 @@ export async function deleteConcept(trx: Trx, practiceId: string, systemId: stri
   const system = await readCodeSystem(trx, practiceId, systemId);
   const concept =
     system.owner === 'practice'
-      ? await trx
-          .selectFrom('practice_code_concepts')
-          .select(['id', 'code'])
-          .where('practice_id', '=', practiceId)
-          .where('code_system_id', '=', system.id)
-          .where('id', '=', conceptId)
-          .forUpdate()
-          .executeTakeFirst()
-      : await trx
-          .selectFrom('code_concepts')
-          .select(['id', 'code'])
-          .where('code_system_id', '=', system.id)
-          .where('id', '=', conceptId)
-          .executeTakeFirst();
+      ? await lockPracticeConcept(trx, practiceId, system.id, conceptId)
+      : await findPublishedConcept(trx, system.id, conceptId);
   // The practice's code is locked (FOR UPDATE above) before its uses are looked for: a request that
   // records it holds it (FOR KEY SHARE, resolveCodes) until it commits, so that use is seen here.
   if (!concept) throw notFound('Code');
@@ -252,11 +228,7 @@ export async function deleteConcept(trx: Trx, practiceId: string, systemId: stri
       `Code ${concept.code} is still used on ${uses.join(' and on ')}; it cannot be deleted.`,
     );
   }
-  await trx
-    .deleteFrom('practice_code_concepts')
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', concept.id)
-    .execute();
+  await deletePracticeConcept(trx, practiceId, concept.id);
   return { object: 'code_concept' as const, id: concept.id, deleted: true as const };
 }
 

@@ -1,6 +1,14 @@
 // Owns the queries over code systems and concepts: the published ones (shared by every practice) and
 // the practice's own, presented together.
-import { sql } from 'kysely';
+import { type Insertable, type Kysely, sql, type Updateable } from 'kysely';
+import type {
+  CodeConceptsTable,
+  CodeSystemsTable,
+  PracticeCodeConceptsTable,
+  PracticeCodeSystemsTable,
+  Tables,
+  TariffModifiersTable,
+} from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
 export interface CodeSystemRow {
@@ -166,34 +174,6 @@ export async function knownSystemUrls(trx: Trx, practiceId: string, urls: string
   return new Set(result.rows.map((r) => r.url));
 }
 
-/** Where a code is still used on a patient's record or a saved price; empty when free to delete. */
-export async function codeUses(
-  trx: Trx,
-  practiceId: string,
-  system: string,
-  code: string,
-): Promise<string[]> {
-  const result = await sql<{ place: string }>`
-    SELECT 'a visit''s diagnoses' AS place WHERE EXISTS (
-      SELECT 1 FROM encounter_diagnoses WHERE practice_id = ${practiceId} AND system = ${system} AND code = ${code})
-    UNION ALL
-    SELECT 'a visit''s procedures' WHERE EXISTS (
-      SELECT 1 FROM encounter_procedures WHERE practice_id = ${practiceId} AND system = ${system} AND code = ${code})
-    UNION ALL
-    SELECT 'an invoice line' WHERE EXISTS (
-      SELECT 1 FROM invoice_lines WHERE practice_id = ${practiceId} AND system = ${system} AND code = ${code})
-    UNION ALL
-    SELECT 'an invoice line''s diagnoses' WHERE EXISTS (
-      SELECT 1 FROM invoice_lines WHERE practice_id = ${practiceId}
-        AND diagnoses @> jsonb_build_array(jsonb_build_object('system', ${system}::text, 'code', ${code}::text)))
-    UNION ALL
-    SELECT 'a saved price' WHERE EXISTS (
-      SELECT 1 FROM practice_prices WHERE practice_id = ${practiceId} AND system = ${system} AND code = ${code})`.execute(
-    trx,
-  );
-  return result.rows.map((r) => r.place);
-}
-
 /** The modifiers of a system's codes, by code. */
 export async function listModifiers(trx: Trx, systemUrl: string) {
   return trx
@@ -214,4 +194,151 @@ export async function modifiersOf(trx: Trx, system: string, codes: string[]): Pr
     .where('code', 'in', codes)
     .execute();
   return new Map(rows.map((r) => [r.code, r.percent_basis_points]));
+}
+
+/** Inserts the practice's system unless its url is taken; returns its id, or undefined when taken. */
+export async function insertPracticeSystem(trx: Trx, row: Insertable<PracticeCodeSystemsTable>) {
+  return trx
+    .insertInto('practice_code_systems')
+    .values(row)
+    .onConflict((oc) => oc.columns(['practice_id', 'url']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+}
+
+export async function findPracticeSystemByUrl(trx: Trx, practiceId: string, url: string) {
+  return trx
+    .selectFrom('practice_code_systems')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('url', '=', url)
+    .executeTakeFirstOrThrow();
+}
+
+export async function updatePracticeSystem(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  set: Updateable<PracticeCodeSystemsTable>,
+): Promise<void> {
+  await trx
+    .updateTable('practice_code_systems')
+    .set(set)
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .execute();
+}
+
+/** Inserts the practice's code unless its system has the code; returns the row, or undefined when taken. */
+export async function insertPracticeConcept(trx: Trx, row: Insertable<PracticeCodeConceptsTable>) {
+  return trx
+    .insertInto('practice_code_concepts')
+    .values(row)
+    .onConflict((oc) => oc.columns(['practice_id', 'code_system_id', 'code']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export async function findPracticeConceptByCode(
+  trx: Trx,
+  practiceId: string,
+  systemId: string,
+  code: string,
+) {
+  return trx
+    .selectFrom('practice_code_concepts')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('code_system_id', '=', systemId)
+    .where('code', '=', code)
+    .executeTakeFirst();
+}
+
+/** The practice's code, locked for update until commit. */
+export async function lockPracticeConcept(trx: Trx, practiceId: string, systemId: string, id: string) {
+  return trx
+    .selectFrom('practice_code_concepts')
+    .select(['id', 'code'])
+    .where('practice_id', '=', practiceId)
+    .where('code_system_id', '=', systemId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function findPublishedConcept(trx: Trx, systemId: string, id: string) {
+  return trx
+    .selectFrom('code_concepts')
+    .select(['id', 'code'])
+    .where('code_system_id', '=', systemId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export async function deletePracticeConcept(trx: Trx, practiceId: string, id: string): Promise<void> {
+  await trx
+    .deleteFrom('practice_code_concepts')
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .execute();
+}
+
+// The published catalogue, loaded by src/catalogue/loader.ts: upserts keyed on natural keys.
+
+export async function upsertPublishedSystem(
+  db: Kysely<Tables>,
+  row: Insertable<CodeSystemsTable>,
+): Promise<void> {
+  await db
+    .insertInto('code_systems')
+    .values(row)
+    .onConflict((oc) =>
+      oc.column('url').doUpdateSet((eb) => ({
+        name: eb.ref('excluded.name'),
+        title: eb.ref('excluded.title'),
+        description: eb.ref('excluded.description'),
+        usage: eb.ref('excluded.usage'),
+        updated_at: sql`now()`,
+      })),
+    )
+    .execute();
+}
+
+export async function publishedSystemIdOf(db: Kysely<Tables>, url: string) {
+  return db.selectFrom('code_systems').select('id').where('url', '=', url).executeTakeFirstOrThrow();
+}
+
+export async function upsertPublishedConcepts(
+  db: Kysely<Tables>,
+  rows: Insertable<CodeConceptsTable>[],
+): Promise<void> {
+  await db
+    .insertInto('code_concepts')
+    .values(rows)
+    .onConflict((oc) =>
+      oc.columns(['code_system_id', 'code']).doUpdateSet((eb) => ({
+        display: eb.ref('excluded.display'),
+        definition: eb.ref('excluded.definition'),
+        default_price: eb.ref('excluded.default_price'),
+        currency: eb.ref('excluded.currency'),
+        updated_at: sql`now()`,
+      })),
+    )
+    .execute();
+}
+
+export async function upsertModifiers(
+  db: Kysely<Tables>,
+  rows: Insertable<TariffModifiersTable>[],
+): Promise<void> {
+  await db
+    .insertInto('tariff_modifiers')
+    .values(rows)
+    .onConflict((oc) =>
+      oc.columns(['system', 'code']).doUpdateSet((eb) => ({
+        display: eb.ref('excluded.display'),
+        percent_basis_points: eb.ref('excluded.percent_basis_points'),
+      })),
+    )
+    .execute();
 }

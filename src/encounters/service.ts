@@ -7,10 +7,12 @@
 import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
 import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
 import { type CodeUsage, usageMismatch } from '../code-systems/usage.ts';
+import { patientExists } from '../patients/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { noWrongFields, type Partly, type WrongField } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
+import { findPractitionerDefaults } from '../practices/service.ts';
 import type { Encounter, EncounterRequest } from './schemas.ts';
 import { type EncounterRecord, findEncounter, insertEncounter } from './store.ts';
 
@@ -81,22 +83,10 @@ async function inspectEncounter(
   };
 
   const [patient, practitioner] = await Promise.all([
-    request.patientId === undefined
-      ? undefined
-      : trx
-          .selectFrom('patients')
-          .select('id')
-          .where('practice_id', '=', practiceId)
-          .where('id', '=', request.patientId)
-          .executeTakeFirst(),
+    request.patientId === undefined ? undefined : patientExists(trx, practiceId, request.patientId),
     request.practitionerId === undefined
       ? undefined
-      : trx
-          .selectFrom('practitioners')
-          .select(['id', 'default_condition_system', 'default_procedure_system'])
-          .where('practice_id', '=', practiceId)
-          .where('id', '=', request.practitionerId)
-          .executeTakeFirst(),
+      : findPractitionerDefaults(trx, practiceId, request.practitionerId),
   ]);
   if (request.patientId !== undefined && !patient) invalid('patientId', 'is not a patient of this practice');
   if (request.practitionerId !== undefined && !practitioner)

@@ -4,9 +4,9 @@
 // is stamped at or above it, so it can never land before the place a reader has already paged to.
 // Events older than the retention window are not served; the rows stay, since webhook delivery logs
 // name them (docs/decisions.md).
-import { type Insertable, sql } from 'kysely';
+import { type Insertable, type QueryCreator, sql } from 'kysely';
 import { safeHighWaterMark, stampChange } from '../platform/db/change-feed.ts';
-import type { EventsTable } from '../platform/db/tables.ts';
+import type { EventsTable, Tables } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 import type { EventRecord, EventType } from './schemas.ts';
@@ -46,6 +46,11 @@ export async function newEventRow(
     occurred_at: occurredAt,
     stamp: await stampChange(trx),
   };
+}
+
+/** The insert of a new event's row, for a WITH of the statement that looks up its endpoints. */
+export function insertEventRow(db: QueryCreator<Tables>, event: Insertable<EventsTable>) {
+  return db.insertInto('events').values(event);
 }
 
 /** One event of the practice still within the retention window. */

@@ -9,7 +9,14 @@ import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.
 import type { Partly } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
 import type { Coverage, CoverageRequest, InsurancePlan } from './schemas.ts';
-import { type CoverageRow, findCoverage, findPlan, listCoverages, type PlanRow } from './store.ts';
+import {
+  type CoverageRow,
+  findCoverage,
+  findPlan,
+  insertCoverage,
+  listCoverages,
+  type PlanRow,
+} from './store.ts';
 
 export function planOf(row: PlanRow): InsurancePlan {
   return {
@@ -68,21 +75,18 @@ export async function addCoverage(
   const errors = await coverageRuleErrors(trx, request);
   if (errors.length > 0) throw fieldErrors(errors);
   const id = newId('coverage');
-  await trx
-    .insertInto('coverages')
-    .values({
-      practice_id: practiceId,
-      id,
-      patient_id: patientId,
-      plan_id: request.planId,
-      member_number: request.memberNumber,
-      dependent_code: request.dependentCode ?? null,
-      start_date: request.startDate ?? null,
-      end_date: request.endDate ?? null,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
+  await insertCoverage(trx, {
+    practice_id: practiceId,
+    id,
+    patient_id: patientId,
+    plan_id: request.planId,
+    member_number: request.memberNumber,
+    dependent_code: request.dependentCode ?? null,
+    start_date: request.startDate ?? null,
+    end_date: request.endDate ?? null,
+    created_at: now,
+    updated_at: now,
+  });
   const row = await findCoverage(trx, practiceId, id);
   if (!row) throw new Error('coverage vanished after insert');
   return row;

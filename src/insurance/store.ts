@@ -1,5 +1,12 @@
 // Owns queries over insurance plans (published) and coverages (a practice's patients').
-import { sql } from 'kysely';
+import { type Insertable, type Kysely, sql } from 'kysely';
+import type {
+  CoveragesTable,
+  InsurancePlanRatesTable,
+  InsurancePlansTable,
+  InsuranceSchemeRatesTable,
+  Tables,
+} from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
 export interface PlanRow {
@@ -79,4 +86,71 @@ export async function findCoverage(
   coverageId: string,
 ): Promise<CoverageRow | undefined> {
   return coverageQuery(trx, practiceId).where('c.id', '=', coverageId).executeTakeFirst();
+}
+
+// The published schemes, plans and rates, loaded by src/catalogue/loader.ts: upserts keyed on natural keys.
+
+export async function upsertScheme(db: Kysely<Tables>, id: string, name: string): Promise<void> {
+  await db
+    .insertInto('insurance_schemes')
+    .values({ id, name })
+    .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ name: eb.ref('excluded.name') })))
+    .execute();
+}
+
+export async function upsertSchemeRate(
+  db: Kysely<Tables>,
+  row: Insertable<InsuranceSchemeRatesTable>,
+): Promise<void> {
+  await db
+    .insertInto('insurance_scheme_rates')
+    .values(row)
+    .onConflict((oc) =>
+      oc
+        .columns(['scheme_id', 'system', 'code'])
+        .doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })),
+    )
+    .execute();
+}
+
+export async function upsertPlan(db: Kysely<Tables>, row: Insertable<InsurancePlansTable>): Promise<void> {
+  await db
+    .insertInto('insurance_plans')
+    .values(row)
+    .onConflict((oc) =>
+      oc.column('id').doUpdateSet((eb) => ({
+        scheme_id: eb.ref('excluded.scheme_id'),
+        name: eb.ref('excluded.name'),
+        aliases: eb.ref('excluded.aliases'),
+        option_code: eb.ref('excluded.option_code'),
+        active: eb.ref('excluded.active'),
+      })),
+    )
+    .execute();
+}
+
+export async function upsertPlanRates(
+  db: Kysely<Tables>,
+  rows: Insertable<InsurancePlanRatesTable>[],
+): Promise<void> {
+  await db
+    .insertInto('insurance_plan_rates')
+    .values(rows)
+    .onConflict((oc) =>
+      oc.columns(['plan_id', 'system', 'code']).doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount') })),
+    )
+    .execute();
+}
+
+/** A plan's rates, every system's. */
+export async function planRatesOf(trx: Trx, planId: string) {
+  return trx
+    .selectFrom('insurance_plan_rates')
+    .select(['system', 'code', 'amount'])
+    .where('plan_id', '=', planId)
+    .execute();
+}
+
+export async function insertCoverage(trx: Trx, row: Insertable<CoveragesTable>): Promise<void> {
+  await trx.insertInto('coverages').values(row).execute();
 }

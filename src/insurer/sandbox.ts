@@ -34,15 +34,24 @@ function isExternalCause(diagnosis: { system: string | null; code: string }): bo
   return !(letter === 'V' && number < 1) && !(letter === 'Y' && number > 98);
 }
 
+/** A plan's rates: what the sandbox pays per code. */
+export type PlanRates = (
+  trx: Trx,
+  planId: string,
+) => Promise<Array<{ system: string; code: string; amount: number }>>;
+
 export class SandboxInsurer implements Insurer {
   /** The sandbox pays approved benefits itself, as a remittance, after REMITTANCE_DELAY_MS. */
   readonly paysRemittances = true;
   readonly #db: Database;
   readonly #delayMs: number;
+  readonly #planRates: PlanRates;
 
-  constructor(db: Database, delayMs: number) {
+  /** `planRates` reads a plan's rates from their owner, insurance. */
+  constructor(db: Database, delayMs: number, planRates: PlanRates) {
     this.#db = db;
     this.#delayMs = delayMs;
+    this.#planRates = planRates;
   }
 
   /**
@@ -106,11 +115,7 @@ export class SandboxInsurer implements Insurer {
     if (!submission.member.membershipActive) {
       return rejectAll(`Membership ${submission.member.memberNumber} is not active on the date of service.`);
     }
-    const rates = await trx
-      .selectFrom('insurance_plan_rates')
-      .select(['system', 'code', 'amount'])
-      .where('plan_id', '=', submission.member.planId)
-      .execute();
+    const rates = await this.#planRates(trx, submission.member.planId);
     const rateOf = (system: string | null, code: string) =>
       rates.find((r) => r.code === code && (system === null || r.system === system));
     const lines: AdjudicatedLine[] = submission.lines.map((line) => {

@@ -4,12 +4,11 @@
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { Nullable } from '../platform/http/schema.ts';
-import { getPractice, practiceBilling } from '../practices/service.ts';
+import { getPractice, practiceBilling, updateBillingSettings } from '../practices/service.ts';
 import { type Closing, closeInvoice } from './closing.ts';
 import { paymentOf, recordPayment } from './payments.ts';
 import { CloseInvoiceRequest, Invoice, Payment } from './schemas.ts';
 import { invoiceOf } from './service.ts';
-import { updateBillingSettings } from './store.ts';
 
 const PracticeParam = Type.Object(
   { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },

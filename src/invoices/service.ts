@@ -3,6 +3,7 @@
 // invoice.issued event) and reopening for amendment. Every change locks the invoice and stamps it
 // with its transaction's change time (src/platform/db/change-feed.ts).
 import type { Updateable } from 'kysely';
+import { insertNotification } from '../notifications/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { InvoicesTable } from '../platform/db/tables.ts';
@@ -19,7 +20,6 @@ import {
   findInvoiceRow,
   type InvoiceRecord,
   type InvoiceRow,
-  insertNotification,
   lineTotals,
   updateInvoice,
 } from './store.ts';

@@ -1,14 +1,11 @@
 // Owns the invoice tables: invoices, their lines and visits, and the per-practice invoice numbering.
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
+import { renumberInvoiceNotifications } from '../notifications/store.ts';
 import { safeHighWaterMark } from '../platform/db/change-feed.ts';
 import { childRows } from '../platform/db/child-rows.ts';
-import type {
-  InvoiceLinesTable,
-  InvoicesTable,
-  NotificationsTable,
-  PaymentsTable,
-} from '../platform/db/tables.ts';
+import type { InvoiceLinesTable, InvoicesTable, PaymentsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { practiceTimezoneOf } from '../practices/store.ts';
 import type { InvoiceStatus } from './schemas.ts';
 
 export type InvoiceRow = Selectable<InvoicesTable>;
@@ -45,11 +42,7 @@ export async function assignInvoiceNumber(
       WHERE i.practice_id = ${practiceId} AND i.id = ${invoiceId}
       RETURNING i.number
     ),
-    told AS (
-      UPDATE notifications o SET message = replace(o.message, ${provisional.number}, n.number) FROM n
-      WHERE o.practice_id = ${practiceId} AND o.created_at = ${provisional.notifiedAt}
-        AND o.subject_type = 'invoice' AND o.subject_id = ${invoiceId}
-    )
+    told AS (${renumberInvoiceNotifications(practiceId, invoiceId, provisional)})
     SELECT number FROM numbered`.execute(trx);
   return result.rows[0]!.number;
 }
@@ -201,48 +194,6 @@ export async function liveInvoiceOfEncounter(trx: Trx, practiceId: string, encou
     .executeTakeFirst();
 }
 
-/** Replaces a practice's billing settings (VAT rate, payment terms, invoice number prefix). */
-export async function updateBillingSettings(
-  trx: Trx,
-  practiceId: string,
-  settings: { vatRateBasisPoints: number; paymentTermsDays: number; invoiceNumberPrefix: string },
-  now: Date,
-): Promise<void> {
-  await trx
-    .updateTable('practices')
-    .set({
-      vat_rate_basis_points: settings.vatRateBasisPoints,
-      payment_terms_days: settings.paymentTermsDays,
-      invoice_number_prefix: settings.invoiceNumberPrefix,
-      updated_at: now,
-    })
-    .where('id', '=', practiceId)
-    .execute();
-}
-
-/** A practice's notifications, newest first; `before` is the previous page's last (createdAt, id). */
-export async function listNotifications(
-  trx: Trx,
-  practiceId: string,
-  before: { createdAt: string; id: string } | undefined,
-  limit: number,
-) {
-  let query = trx
-    .selectFrom('notifications')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit + 1);
-  if (before) {
-    const at = new Date(before.createdAt);
-    query = query.where((eb) =>
-      eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('id', '<', before.id)])]),
-    );
-  }
-  return query.execute();
-}
-
 /** Inserts an invoice of one visit with its lines; answers it as written (locked by this transaction). */
 export async function insertInvoice(
   trx: Trx,
@@ -314,13 +265,6 @@ export async function updateInvoice(
     .executeTakeFirstOrThrow();
 }
 
-export async function insertNotification(
-  trx: Trx,
-  notification: Insertable<NotificationsTable>,
-): Promise<void> {
-  await trx.insertInto('notifications').values(notification).execute();
-}
-
 /** Releases an invoice's visits, so they can be billed again. */
 export async function releaseVisits(trx: Trx, practiceId: string, invoiceId: string): Promise<void> {
   await trx
@@ -357,4 +301,21 @@ export async function listPayments(trx: Trx, practiceId: string, invoiceId: stri
     .orderBy('received_at')
     .orderBy('id')
     .execute();
+}
+
+/**
+ * Issued invoices with a balance whose due date has passed in their practice's time zone, at most
+ * `limit`, locked for this transaction; rows another transaction holds are skipped.
+ */
+export async function takeOverdueInvoices(trx: Trx, now: Date, limit: number) {
+  const due = await sql<{ practice_id: string; id: string }>`
+    SELECT i.practice_id, i.id
+      FROM invoices i
+     WHERE i.status = 'issued'
+       AND i.balance_due > 0
+       AND i.due_date < (${now}::timestamptz AT TIME ZONE ${practiceTimezoneOf('i.practice_id')})::date
+     ORDER BY i.practice_id, i.id
+     LIMIT ${limit}
+     FOR UPDATE OF i SKIP LOCKED`.execute(trx);
+  return due.rows;
 }

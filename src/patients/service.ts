@@ -14,8 +14,11 @@ import {
   insertPatient,
   type PatientRow,
   type PatientValues,
+  patientExists,
   updatePatient,
 } from './store.ts';
+
+export { patientExists };
 
 const patientRequestValidator = compileBodyValidator(PatientRequest);
 

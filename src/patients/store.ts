@@ -89,3 +89,14 @@ export async function findPatientsByExternalId(trx: Trx, practiceId: string, sys
     .orderBy('id')
     .execute();
 }
+
+/** Whether the id names a patient of the practice. */
+export async function patientExists(trx: Trx, practiceId: string, id: string): Promise<boolean> {
+  const found = await trx
+    .selectFrom('patients')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return found !== undefined;
+}

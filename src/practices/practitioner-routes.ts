@@ -5,9 +5,8 @@ import { defineApiRoute } from '../api/api-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';
-import { findPractitioner, listPractitionerRows } from './practitioner-store.ts';
 import { PublicPractitioner as Practitioner, PublicPractitionerList as PractitionerList } from './schemas.ts';
-import { practitionerOf } from './service.ts';
+import { findPractitioner, listPractitionerRows, practitionerOf } from './service.ts';
 
 /** The public form: the operator-side record without the practice id and creation time. */
 function publicPractitioner(row: Parameters<typeof practitionerOf>[0]) {

@@ -8,6 +8,20 @@ import type { Trx } from '../platform/db/transaction.ts';
 import { fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { Practice, PracticeRequest, Practitioner, PractitionerRequest } from './schemas.ts';
+import {
+  allPractitionerRows,
+  findPractice,
+  findPractitioner,
+  findPractitionerDefaults,
+  insertPractice,
+  insertPractitioner,
+  listPracticeRows,
+  listPractitionerRows,
+  updateBillingSettings,
+  updateIntegrations,
+} from './store.ts';
+
+export { findPractitioner, findPractitionerDefaults, listPractitionerRows, updateBillingSettings };
 
 export function practiceOf(row: Selectable<PracticesTable>): Static<typeof Practice> {
   return {
@@ -37,22 +51,18 @@ export async function createPractice(trx: Trx, request: Static<typeof PracticeRe
       { field: 'timezone', code: 'invalid', message: 'timezone must be an IANA time zone' },
     ]);
   }
-  return trx
-    .insertInto('practices')
-    .values({
-      id: newId('practice'),
-      name: request.name,
-      currency: request.currency ?? 'ZAR',
-      timezone,
-      created_at: now,
-      updated_at: now,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return insertPractice(trx, {
+    id: newId('practice'),
+    name: request.name,
+    currency: request.currency ?? 'ZAR',
+    timezone,
+    created_at: now,
+    updated_at: now,
+  });
 }
 
 export async function getPractice(trx: Trx, practiceId: string) {
-  const row = await trx.selectFrom('practices').selectAll().where('id', '=', practiceId).executeTakeFirst();
+  const row = await findPractice(trx, practiceId);
   if (!row) throw notFound('Practice');
   return row;
 }
@@ -82,16 +92,11 @@ export async function practiceBilling(trx: Trx, practiceId: string): Promise<Pra
 }
 
 export async function listPractices(trx: Trx) {
-  return trx.selectFrom('practices').selectAll().orderBy('created_at').orderBy('id').execute();
+  return listPracticeRows(trx);
 }
 
 export async function setIntegrations(trx: Trx, practiceId: string, enabled: boolean, now: Date) {
-  const row = await trx
-    .updateTable('practices')
-    .set({ integrations_enabled: enabled, updated_at: now })
-    .where('id', '=', practiceId)
-    .returningAll()
-    .executeTakeFirst();
+  const row = await updateIntegrations(trx, practiceId, enabled, now);
   if (!row) throw notFound('Practice');
   return row;
 }
@@ -119,29 +124,19 @@ export async function createPractitioner(
   now: Date,
 ) {
   await getPractice(trx, practiceId);
-  return trx
-    .insertInto('practitioners')
-    .values({
-      practice_id: practiceId,
-      id: newId('practitioner'),
-      name: request.name,
-      registration_number: request.registrationNumber ?? null,
-      default_condition_system: request.defaultSystems?.condition ?? null,
-      default_procedure_system: request.defaultSystems?.procedure ?? null,
-      created_at: now,
-      updated_at: now,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return insertPractitioner(trx, {
+    practice_id: practiceId,
+    id: newId('practitioner'),
+    name: request.name,
+    registration_number: request.registrationNumber ?? null,
+    default_condition_system: request.defaultSystems?.condition ?? null,
+    default_procedure_system: request.defaultSystems?.procedure ?? null,
+    created_at: now,
+    updated_at: now,
+  });
 }
 
 export async function listPractitioners(trx: Trx, practiceId: string) {
   await getPractice(trx, practiceId);
-  return trx
-    .selectFrom('practitioners')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  return allPractitionerRows(trx, practiceId);
 }

@@ -9,6 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { type EventRecord, eventBody } from '../events/schemas.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
+import { insertNotification } from '../notifications/store.ts';
 import { AuditLog } from '../platform/audit-log.ts';
 import type { Database } from '../platform/db/database.ts';
 import { valuesForCommit } from '../platform/db/sent-with-commit.ts';
@@ -19,6 +20,13 @@ import type { SecretBox } from '../platform/secret-box.ts';
 import { type EndpointRow, readEndpointRow, signingSecrets } from './endpoints.ts';
 import { DELIVER_JOB } from './job-kinds.ts';
 import type { WebhookSender } from './sender.ts';
+import {
+  cancelDelivery,
+  findDeliveryToAttempt,
+  insertAttemptWithCommit,
+  updateDeliveryWithCommit,
+  updateEndpointRow,
+} from './store.ts';
 
 export const MAX_ATTEMPTS = 8;
 /** Delay after the Nth failed attempt (N from 1). */
@@ -55,46 +63,13 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
   const { deliveryId } = checkedPayload(DELIVER_JOB, job.payload);
   const practiceId = job.practice_id;
   const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
-    // The delivery with its endpoint and its event, in one statement.
-    const found = await trx
-      .selectFrom('webhook_deliveries as d')
-      .leftJoin('webhook_endpoints as e', (join) =>
-        join.onRef('e.practice_id', '=', 'd.practice_id').onRef('e.id', '=', 'd.endpoint_id'),
-      )
-      .leftJoin('events as ev', (join) =>
-        join.onRef('ev.practice_id', '=', 'd.practice_id').onRef('ev.id', '=', 'd.event_id'),
-      )
-      .select([
-        'd.state',
-        'd.attempts',
-        'd.endpoint_id',
-        'd.event_id',
-        'e.id as endpoint_found',
-        'e.enabled',
-        'e.url',
-        'e.secret_encrypted',
-        'e.previous_secret_encrypted',
-        'e.previous_secret_expires_at',
-        'ev.id as event_found',
-        'ev.type',
-        'ev.occurred_at',
-        'ev.object_type',
-        'ev.object_id',
-      ])
-      .where('d.practice_id', '=', practiceId)
-      .where('d.id', '=', deliveryId)
-      .executeTakeFirst();
+    const found = await findDeliveryToAttempt(trx, practiceId, deliveryId);
     if (found?.state !== 'pending' || found.endpoint_found === null) {
       await finishJob(trx, job, ctx.now());
       return undefined;
     }
     if (!found.enabled) {
-      await trx
-        .updateTable('webhook_deliveries')
-        .set({ state: 'cancelled', finished_at: ctx.now(), next_attempt_at: null })
-        .where('practice_id', '=', practiceId)
-        .where('id', '=', deliveryId)
-        .execute();
+      await cancelDelivery(trx, practiceId, deliveryId, ctx.now());
       await finishJob(trx, job, ctx.now());
       return undefined;
     }
@@ -175,7 +150,7 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
       error: result.error,
       next_attempt_at: next,
     });
-    await trx.insertInto('webhook_attempts').values(attempt.values).modifyEnd(attempt.end).execute();
+    await insertAttemptWithCommit(trx, attempt);
     const state = valuesForCommit({
       attempts: attemptNumber,
       last_status: result.statusCode,
@@ -185,30 +160,18 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
       practiceId,
       id: delivery.id,
     });
-    const { practiceId: practiceOfDelivery, id: deliveryOfAttempt, ...set } = state.values;
-    await trx
-      .updateTable('webhook_deliveries')
-      .set(set)
-      .where('practice_id', '=', practiceOfDelivery)
-      .where('id', '=', deliveryOfAttempt)
-      .modifyEnd(state.end)
-      .execute();
+    await updateDeliveryWithCommit(trx, state);
     const disableReason = gone
       ? 'The receiver answered 410 Gone.'
       : expired
         ? 'Every delivery attempt failed for three days since the last success.'
         : null;
     if (endpointChanges(current, ok, gone, now) || (disableReason && current.enabled)) {
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({
-          ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
-          ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
-          updated_at: now,
-        })
-        .where('practice_id', '=', practiceId)
-        .where('id', '=', endpoint.id)
-        .execute();
+      await updateEndpointRow(trx, practiceId, endpoint.id, {
+        ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
+        ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
+        updated_at: now,
+      });
     }
     if (disableReason && current.enabled)
       await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
@@ -257,20 +220,17 @@ async function tellPracticeDisabled(
   jobId: string,
   now: Date,
 ) {
-  await trx
-    .insertInto('notifications')
-    .values({
-      practice_id: practiceId,
-      id: newId('notification'),
-      recipient: 'practice',
-      patient_id: null,
-      kind: 'webhook_endpoint_disabled',
-      subject_type: 'webhook_endpoint',
-      subject_id: endpointId,
-      message: `Webhook endpoint ${url} was turned off: ${reason} Fix the receiver, then enable it again and recover the failed deliveries.`,
-      created_at: now,
-    })
-    .execute();
+  await insertNotification(trx, {
+    practice_id: practiceId,
+    id: newId('notification'),
+    recipient: 'practice',
+    patient_id: null,
+    kind: 'webhook_endpoint_disabled',
+    subject_type: 'webhook_endpoint',
+    subject_id: endpointId,
+    message: `Webhook endpoint ${url} was turned off: ${reason} Fix the receiver, then enable it again and recover the failed deliveries.`,
+    created_at: now,
+  });
   await new AuditLog().write(trx, {
     practiceId,
     actor: 'service',

@@ -2,14 +2,17 @@
 // once and stored encrypted), changing, disabling, enabling, rotating the secret (the old one keeps
 // signing beside the new during an overlap) and deleting.
 import { randomBytes } from 'node:crypto';
-import { type Selectable, sql, type UpdateObject } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { EVENT_TYPES } from '../events/schemas.ts';
-import type { Tables, WebhookEndpointsTable } from '../platform/db/tables.ts';
+import type { WebhookEndpointsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, orNotFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
 import { urlProblem } from './address-guard.ts';
+import { changeEndpoint, deleteEndpointRow, insertEndpoint, readEndpointRow } from './store.ts';
+
+export { type EndpointLock, readEndpointRow } from './store.ts';
 
 export type EndpointRow = Selectable<WebhookEndpointsTable>;
 
@@ -82,29 +85,6 @@ async function checkRequest(
  * lock is FOR NO KEY UPDATE: it excludes every change and the delete, but not the deliveries and
  * events that only hold the row against deletion (FOR KEY SHARE).
  */
-/**
- * How a read holds the endpoint row until commit: not at all, against deletion (FOR KEY SHARE, as a
- * foreign key would), or for writing (FOR NO KEY UPDATE, which does not block KEY SHARE holders).
- */
-export type EndpointLock = 'none' | 'keyShare' | 'noKeyUpdate';
-
-/** The endpoint row, or undefined when there is none (deleted meanwhile included). */
-export async function readEndpointRow(
-  trx: Trx,
-  practiceId: string,
-  id: string,
-  lock: EndpointLock = 'none',
-): Promise<EndpointRow | undefined> {
-  const query = trx
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', id);
-  const locked =
-    lock === 'keyShare' ? query.forKeyShare() : lock === 'noKeyUpdate' ? query.forNoKeyUpdate() : query;
-  return locked.executeTakeFirst();
-}
-
 export async function findEndpoint(
   trx: Trx,
   practiceId: string,
@@ -115,28 +95,6 @@ export async function findEndpoint(
     await readEndpointRow(trx, practiceId, id, forUpdate ? 'noKeyUpdate' : 'none'),
     'Webhook endpoint',
   );
-}
-
-/**
- * Writes `set` on the endpoint in one statement and answers the row as written; 404 when there is no
- * such endpoint, also when a concurrent request deleted it after this one last read it. Values that
- * depend on the row's own (the secret a rotation keeps as previous) are computed in the statement,
- * from the row as it is when written.
- */
-function changeEndpoint(
-  trx: Trx,
-  practiceId: string,
-  id: string,
-  set: UpdateObject<Tables, 'webhook_endpoints'>,
-): Promise<EndpointRow> {
-  return trx
-    .updateTable('webhook_endpoints')
-    .set(set)
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst()
-    .then((row) => orNotFound(row, 'Webhook endpoint'));
 }
 
 export async function createEndpoint(
@@ -150,24 +108,20 @@ export async function createEndpoint(
   await checkRequest(request, allowPrivate);
   const sealer = requireBox(box);
   const secret = newSecret();
-  const row = await trx
-    .insertInto('webhook_endpoints')
-    .values({
-      practice_id: practiceId,
-      id: newId('webhookEndpoint'),
-      url: request.url,
-      event_types: request.eventTypes ?? [],
-      disabled_reason: null,
-      secret_encrypted: sealer.seal(secret),
-      previous_secret_encrypted: null,
-      previous_secret_expires_at: null,
-      last_success_at: null,
-      failing_since: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const row = await insertEndpoint(trx, {
+    practice_id: practiceId,
+    id: newId('webhookEndpoint'),
+    url: request.url,
+    event_types: request.eventTypes ?? [],
+    disabled_reason: null,
+    secret_encrypted: sealer.seal(secret),
+    previous_secret_encrypted: null,
+    previous_secret_expires_at: null,
+    last_success_at: null,
+    failing_since: null,
+    created_at: now,
+    updated_at: now,
+  });
   return { row, secret };
 }
 
@@ -227,13 +181,7 @@ export async function rotateSecret(
 
 /** Deletes the endpoint (its deliveries and attempts go with it); 404 when it is not there, or no longer. */
 export async function deleteEndpoint(trx: Trx, practiceId: string, id: string) {
-  const deleted = await trx
-    .deleteFrom('webhook_endpoints')
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', id)
-    .returning('id')
-    .executeTakeFirst();
-  orNotFound(deleted, 'Webhook endpoint');
+  orNotFound(await deleteEndpointRow(trx, practiceId, id), 'Webhook endpoint');
 }
 
 /** The secrets that sign a delivery now: the current one, and the previous one during its overlap. */

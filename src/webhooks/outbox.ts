@@ -10,7 +10,7 @@ import { announceQueuedJobs, newJobRow } from '../jobs/queue.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 import { DELIVER_JOB } from './job-kinds.ts';
-import { takesEventType } from './store.ts';
+import { insertDeliveriesWithJobs, insertEventFindingEndpoints } from './store.ts';
 
 export async function recordEvent(
   trx: Trx,
@@ -20,18 +20,7 @@ export async function recordEvent(
   occurredAt: Date,
 ): Promise<string> {
   const event = await newEventRow(trx, practiceId, type, object, occurredAt);
-  const endpoints = await trx
-    .with('recorded_event', (db) => db.insertInto('events').values(event))
-    .selectFrom('webhook_endpoints')
-    .select('id')
-    .where('practice_id', '=', practiceId)
-    .where('enabled', '=', true)
-    .where(takesEventType(type))
-    .orderBy('id')
-    // Held against deletion until commit, as endpointsTakingEvent's: an endpoint deleted meanwhile
-    // is skipped here rather than failing its delivery's foreign key.
-    .forKeyShare()
-    .execute();
+  const endpoints = await insertEventFindingEndpoints(trx, practiceId, type, event);
   await queueDeliveries(
     trx,
     practiceId,
@@ -68,11 +57,7 @@ export async function queueDeliveries(
       finished_at: null,
     }));
     const jobs = deliveries.map((d) => newJobRow(practiceId, DELIVER_JOB, { deliveryId: d.id }, now));
-    await trx
-      .with('queued_deliveries', (db) => db.insertInto('webhook_deliveries').values(deliveries))
-      .insertInto('jobs')
-      .values(jobs)
-      .execute();
+    await insertDeliveriesWithJobs(trx, deliveries, jobs);
     ids.push(...deliveries.map((d) => d.id));
   }
   if (ids.length > 0) announceQueuedJobs(trx);

@@ -1,8 +1,26 @@
 // Owns the webhook queries that routes and the outbox share: a practice's endpoints, the endpoints
 // that take an event type, an event and its attempts, an endpoint's attempts page by page, and the
 // events whose delivery to an endpoint failed and was not made since.
-import { sql } from 'kysely';
+import {
+  type Insertable,
+  type InsertObject,
+  type RawBuilder,
+  type Selectable,
+  sql,
+  type Updateable,
+  type UpdateObject,
+} from 'kysely';
+import { insertEventRow } from '../events/store.ts';
+import type {
+  EventsTable,
+  Tables,
+  WebhookDeliveriesTable,
+  WebhookEndpointsTable,
+} from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { orNotFound } from '../platform/http/errors.ts';
+
+type EndpointRow = Selectable<WebhookEndpointsTable>;
 
 /** An attempt row with its event's type, as the attempt logs read it. */
 export interface AttemptRow {
@@ -136,4 +154,188 @@ export async function invoiceEventAttempts(
      WHERE a.practice_id = ${practiceId} AND e.object_type = 'invoice' AND e.object_id = ${invoiceId}
      ORDER BY a.attempted_at, a.id`.execute(trx);
   return rows.rows;
+}
+
+/**
+ * How a read holds the endpoint row until commit: not at all, against deletion (FOR KEY SHARE, as a
+ * foreign key would), or for writing (FOR NO KEY UPDATE, which does not block KEY SHARE holders).
+ */
+export type EndpointLock = 'none' | 'keyShare' | 'noKeyUpdate';
+
+/** The endpoint row, or undefined when there is none (deleted meanwhile included). */
+export async function readEndpointRow(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  lock: EndpointLock = 'none',
+): Promise<EndpointRow | undefined> {
+  const query = trx
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id);
+  const locked =
+    lock === 'keyShare' ? query.forKeyShare() : lock === 'noKeyUpdate' ? query.forNoKeyUpdate() : query;
+  return locked.executeTakeFirst();
+}
+
+/**
+ * Writes `set` on the endpoint in one statement and answers the row as written; 404 when there is no
+ * such endpoint, also when a concurrent request deleted it after this one last read it. Values that
+ * depend on the row's own (the secret a rotation keeps as previous) are computed in the statement,
+ * from the row as it is when written.
+ */
+export function changeEndpoint(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  set: UpdateObject<Tables, 'webhook_endpoints'>,
+): Promise<EndpointRow> {
+  return trx
+    .updateTable('webhook_endpoints')
+    .set(set)
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst()
+    .then((row) => orNotFound(row, 'Webhook endpoint'));
+}
+
+export async function insertEndpoint(trx: Trx, row: Insertable<WebhookEndpointsTable>) {
+  return trx.insertInto('webhook_endpoints').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/** Deletes the endpoint (its deliveries and attempts go with it); answers its id, or undefined when it is not there. */
+export async function deleteEndpointRow(trx: Trx, practiceId: string, id: string) {
+  return trx
+    .deleteFrom('webhook_endpoints')
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst();
+}
+
+/**
+ * Inserts the event and answers the practice's enabled endpoints that take its type, in one
+ * statement. They are held against deletion until commit, as endpointsTakingEvent's: an endpoint
+ * deleted meanwhile is skipped here rather than failing its delivery's foreign key.
+ */
+export async function insertEventFindingEndpoints(
+  trx: Trx,
+  practiceId: string,
+  type: string,
+  event: Insertable<EventsTable>,
+) {
+  return trx
+    .with('recorded_event', (db) => insertEventRow(db, event))
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('enabled', '=', true)
+    .where(takesEventType(type))
+    .orderBy('id')
+    .forKeyShare()
+    .execute();
+}
+
+/** Deliveries and the jobs that make them, in one statement (declared in src/table-owners.ts). */
+export async function insertDeliveriesWithJobs(
+  trx: Trx,
+  deliveries: Insertable<WebhookDeliveriesTable>[],
+  jobs: InsertObject<Tables, 'jobs'>[],
+): Promise<void> {
+  await trx
+    .with('queued_deliveries', (db) => db.insertInto('webhook_deliveries').values(deliveries))
+    .insertInto('jobs')
+    .values(jobs)
+    .execute();
+}
+
+/** The delivery with its endpoint and its event, in one statement (declared in src/table-owners.ts). */
+export async function findDeliveryToAttempt(trx: Trx, practiceId: string, deliveryId: string) {
+  return trx
+    .selectFrom('webhook_deliveries as d')
+    .leftJoin('webhook_endpoints as e', (join) =>
+      join.onRef('e.practice_id', '=', 'd.practice_id').onRef('e.id', '=', 'd.endpoint_id'),
+    )
+    .leftJoin('events as ev', (join) =>
+      join.onRef('ev.practice_id', '=', 'd.practice_id').onRef('ev.id', '=', 'd.event_id'),
+    )
+    .select([
+      'd.state',
+      'd.attempts',
+      'd.endpoint_id',
+      'd.event_id',
+      'e.id as endpoint_found',
+      'e.enabled',
+      'e.url',
+      'e.secret_encrypted',
+      'e.previous_secret_encrypted',
+      'e.previous_secret_expires_at',
+      'ev.id as event_found',
+      'ev.type',
+      'ev.occurred_at',
+      'ev.object_type',
+      'ev.object_id',
+    ])
+    .where('d.practice_id', '=', practiceId)
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+}
+
+export async function cancelDelivery(
+  trx: Trx,
+  practiceId: string,
+  deliveryId: string,
+  now: Date,
+): Promise<void> {
+  await trx
+    .updateTable('webhook_deliveries')
+    .set({ state: 'cancelled', finished_at: now, next_attempt_at: null })
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', deliveryId)
+    .execute();
+}
+
+/** The attempt's row, held to go with the COMMIT (valuesForCommit). */
+export async function insertAttemptWithCommit(
+  trx: Trx,
+  attempt: { values: InsertObject<Tables, 'webhook_attempts'>; end: RawBuilder<unknown> },
+): Promise<void> {
+  await trx.insertInto('webhook_attempts').values(attempt.values).modifyEnd(attempt.end).execute();
+}
+
+/** The delivery's state after an attempt, held to go with the COMMIT (valuesForCommit). */
+export async function updateDeliveryWithCommit(
+  trx: Trx,
+  state: {
+    values: UpdateObject<Tables, 'webhook_deliveries'> & {
+      practiceId: RawBuilder<string>;
+      id: RawBuilder<string>;
+    };
+    end: RawBuilder<unknown>;
+  },
+): Promise<void> {
+  const { practiceId: practiceOfDelivery, id: deliveryOfAttempt, ...set } = state.values;
+  await trx
+    .updateTable('webhook_deliveries')
+    .set(set)
+    .where('practice_id', '=', practiceOfDelivery)
+    .where('id', '=', deliveryOfAttempt)
+    .modifyEnd(state.end)
+    .execute();
+}
+
+export async function updateEndpointRow(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  set: Updateable<WebhookEndpointsTable>,
+): Promise<void> {
+  await trx
+    .updateTable('webhook_endpoints')
+    .set(set)
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .execute();
 }

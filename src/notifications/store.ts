@@ -1,0 +1,51 @@
+// Owns the queries over a practice's notifications (src/table-owners.ts): what the practice is told
+// about its invoices and its webhook endpoints, newest first.
+import { type Insertable, type RawBuilder, sql } from 'kysely';
+import type { NotificationsTable } from '../platform/db/tables.ts';
+import type { Trx } from '../platform/db/transaction.ts';
+
+export async function insertNotification(
+  trx: Trx,
+  notification: Insertable<NotificationsTable>,
+): Promise<void> {
+  await trx.insertInto('notifications').values(notification).execute();
+}
+
+/** A practice's notifications, newest first; `before` is the previous page's last (createdAt, id). */
+export async function listNotifications(
+  trx: Trx,
+  practiceId: string,
+  before: { createdAt: string; id: string } | undefined,
+  limit: number,
+) {
+  let query = trx
+    .selectFrom('notifications')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1);
+  if (before) {
+    const at = new Date(before.createdAt);
+    query = query.where((eb) =>
+      eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('id', '<', before.id)])]),
+    );
+  }
+  return query.execute();
+}
+
+/**
+ * The statement, meant for a WITH of the statement that numbers an invoice (its number is `n.number`),
+ * that replaces the invoice's provisional number in the notifications written about it at `notifiedAt`.
+ */
+export function renumberInvoiceNotifications(
+  practiceId: string,
+  invoiceId: string,
+  provisional: { number: string; notifiedAt: Date | null },
+): RawBuilder<unknown> {
+  return sql`
+      UPDATE notifications o SET message = replace(o.message, ${provisional.number}, n.number) FROM n
+      WHERE o.practice_id = ${practiceId} AND o.created_at = ${provisional.notifiedAt}
+        AND o.subject_type = 'invoice' AND o.subject_id = ${invoiceId}
+    `;
+}
