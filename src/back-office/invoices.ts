@@ -4,8 +4,7 @@
 import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { CLAIM_STATUSES, Claim, ClaimRequest, ReverseRequest } from '../claims/schemas.ts';
-import { claimOf, resubmitClaim, reverseClaim, sendClaim } from '../claims/service.ts';
-import { claimItems } from '../claims/store.ts';
+import { claimItems, claimOf, resubmitClaim, reverseClaim, sendClaim } from '../claims/service.ts';
 import { INVOICE_STATUSES, Invoice } from '../invoices/schemas.ts';
 import { amendInvoice, invoiceOf, issueInvoice } from '../invoices/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';

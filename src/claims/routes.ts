@@ -6,8 +6,7 @@ import type { Trx } from '../platform/db/transaction.ts';
 import { IdParam } from '../platform/http/schema.ts';
 import { practiceBilling } from '../practices/service.ts';
 import { Claim, ClaimRequest, ReverseRequest } from './schemas.ts';
-import { claimOf, readClaim, resubmitClaim, reverseClaim, sendClaim } from './service.ts';
-import { claimItems } from './store.ts';
+import { claimItems, claimOf, readClaim, resubmitClaim, reverseClaim, sendClaim } from './service.ts';
 
 const InvoiceParam = IdParam('invoiceId', 'Invoice id (`inv_...`).');
 const SEND_ERRORS = [400, 401, 403, 404, 413, 415, 422, 429, 500, 503];

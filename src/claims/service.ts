@@ -28,6 +28,8 @@ import {
   updateClaim,
 } from './store.ts';
 
+export { claimItems } from './store.ts';
+
 const OUTCOME_OF: Record<ClaimStatus, Claim['outcome']> = {
   submitting: 'queued',
   reversing: 'queued',

@@ -21,12 +21,14 @@ import {
   conceptOf,
   createCodeSystem,
   deleteConcept,
+  listCodeSystems,
+  listConcepts,
+  listModifiers,
   readCodeSystem,
   readConcept,
   replaceCodeSystem,
   replaceRuleErrors,
 } from './service.ts';
-import { listCodeSystems, listConcepts, listModifiers } from './store.ts';
 
 const SystemParam = IdParam('codeSystemId', 'Code system id (`cs_...`).');
 const ConceptParams = Type.Object(

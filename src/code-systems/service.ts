@@ -22,6 +22,8 @@ import {
   updatePracticeSystem,
 } from './store.ts';
 
+export { listCodeSystems, listConcepts, listModifiers, resolveCodes } from './store.ts';
+
 export function codeSystemOf(row: CodeSystemRow): CodeSystem {
   return {
     object: 'code_system',

@@ -5,8 +5,13 @@ import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { Encounter, EncounterList, EncounterRequest } from './schemas.ts';
-import { encounterOf, encounterRuleErrors, readEncounter, recordEncounter } from './service.ts';
-import { listEncounters } from './store.ts';
+import {
+  encounterOf,
+  encounterRuleErrors,
+  listEncounters,
+  readEncounter,
+  recordEncounter,
+} from './service.ts';
 
 export const encounterRoutes = [
   defineApiRoute({

@@ -16,6 +16,9 @@ import { findPractitionerDefaults } from '../practices/service.ts';
 import type { Encounter, EncounterRequest } from './schemas.ts';
 import { type EncounterRecord, findEncounter, insertEncounter } from './store.ts';
 
+/** The practice's visits, page by page: a read with no rule of its own. */
+export { listEncounters } from './store.ts';
+
 export const MAX_DAYS_AGO = 120;
 const DAY_MS = 24 * 60 * 60 * 1000;
 

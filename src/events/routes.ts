@@ -6,7 +6,7 @@ import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { DateTime, Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { EVENT_TYPES, Event, EventList, eventBody } from './schemas.ts';
-import { EVENT_RETENTION_DAYS, eventRow, listEventRows, retainedSince } from './store.ts';
+import { EVENT_RETENTION_DAYS, eventRow, listEventRows, retainedSince } from './service.ts';
 
 const READ_ERRORS = [400, 401, 403, 404, 429, 500, 503];
 

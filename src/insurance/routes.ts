@@ -9,11 +9,11 @@ import {
   addCoverage,
   coverageOf,
   coverageRuleErrors,
+  listPlans,
   patientCoverage,
   patientCoverages,
   planOf,
 } from './service.ts';
-import { listPlans } from './store.ts';
 
 const PatientParam = IdParam('patientId', 'Patient id (`pat_...`).');
 const CoverageParams = Type.Object(

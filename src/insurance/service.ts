@@ -18,6 +18,8 @@ import {
   type PlanRow,
 } from './store.ts';
 
+export { findCoverage, listPlans } from './store.ts';
+
 export function planOf(row: PlanRow): InsurancePlan {
   return {
     object: 'insurance_plan',

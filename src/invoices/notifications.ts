@@ -2,10 +2,10 @@
 // practice (a webhook endpoint turned off), newest first.
 import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
-import { listNotifications } from '../notifications/store.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
 import { getPractice } from '../practices/service.ts';
+import { listNotifications } from './service.ts';
 
 const Notification = Type.Object({
   object: Type.Literal('notification'),

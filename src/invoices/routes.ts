@@ -3,7 +3,7 @@
 import { Type } from 'typebox';
 import { defineApiRoute } from '../api/api-route.ts';
 import type { Permission } from '../auth/permissions.ts';
-import { findCoverage } from '../insurance/store.ts';
+import { findCoverage } from '../insurance/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { pageOf, wholeList } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
@@ -26,8 +26,14 @@ import {
   PaymentList,
   RateList,
 } from './schemas.ts';
-import { amendInvoice, invoiceOf, issueInvoice, readInvoice } from './service.ts';
-import { listInvoiceRows, loadRecords } from './store.ts';
+import {
+  amendInvoice,
+  invoiceOf,
+  issueInvoice,
+  listInvoiceRows,
+  loadRecords,
+  readInvoice,
+} from './service.ts';
 
 const InvoiceParam = IdParam('invoiceId', 'Invoice id (`inv_...`).');
 const LineParams = Type.Object(

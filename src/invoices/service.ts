@@ -24,6 +24,9 @@ import {
   updateInvoice,
 } from './store.ts';
 
+export { listNotifications } from '../notifications/store.ts';
+export { listInvoiceRows, loadRecords } from './store.ts';
+
 export const EDITABLE_STATUSES: readonly InvoiceStatus[] = ['draft', 'amending'];
 export const CLAIM_IN_FLIGHT = ['submitting', 'reversing'];
 

@@ -4,15 +4,13 @@
 import type { Selectable } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
-import { practitionerExists } from '../auth/performer-store.ts';
-import { resolveCodes } from '../code-systems/store.ts';
 import type { PracticePricesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { wholeList } from '../platform/http/cursor.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { ListOf, Nullable } from '../platform/http/schema.ts';
 import { getPractice } from '../practices/service.ts';
-import { deletePrice, listPrices, upsertPrice } from './store.ts';
+import { deletePrice, listPrices, practitionerExists, resolveCodes, upsertPrice } from './service.ts';
 
 export const PriceRequest = Type.Object(
   {

@@ -19,15 +19,15 @@ import {
   updateEndpoint,
 } from './endpoints.ts';
 import { queueDeliveries } from './outbox.ts';
-import type { AttemptRow } from './store.ts';
 import {
+  type AttemptRow,
   endpointAttempts,
   endpointsTakingEvent,
   eventAttempts,
   findEvent,
   listEndpoints,
   undeliveredEventsSince,
-} from './store.ts';
+} from './service.ts';
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const PracticeParam = Type.Object({ practiceId: Id }, { additionalProperties: false });
