@@ -4,6 +4,7 @@
 // event), permissions checked before anything is created, and one invoice per visit under concurrency.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
 import { PERMISSIONS } from '../src/auth/permissions.ts';
 import {
   addCoverage,
@@ -329,5 +330,24 @@ describeEachBackend('bill a visit', (backend) => {
     }
     const listed = await practice.api('GET', `/invoices?encounterId=${visit.id}`);
     assert.deepEqual(listed.body.data, []);
+  });
+
+  test('a database error while reading the coverage is a server error, not "coverageId is not one of this patient\'s coverages"', async () => {
+    const practice = await billingPractice(svc);
+    const patientId = await newPatient(practice.api);
+    const coverageId = await addCoverage(practice.api, patientId, 'pln_ubuntu_classic');
+    const visit = await newVisit(svc, practice.api, practice.practitionerId, patientId);
+    // The request's role may not read coverages for a moment: its read of the coverage fails in the database.
+    await sql`REVOKE SELECT ON coverages FROM practice_billing_app`.execute(svc.db.kysely);
+    let answer: Awaited<ReturnType<typeof bill>>;
+    try {
+      answer = await bill(practice.api, visit.id, { coverageId });
+    } finally {
+      await sql`GRANT SELECT ON coverages TO practice_billing_app`.execute(svc.db.kysely);
+    }
+    refusedWith(answer, 500, 'internal_error');
+    const listed = await practice.api('GET', `/invoices?encounterId=${visit.id}`);
+    assert.deepEqual(listed.body.data, []);
+    assert.equal((await bill(practice.api, visit.id, { coverageId })).status, 201);
   });
 });

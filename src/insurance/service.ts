@@ -18,7 +18,7 @@ import {
   type PlanRow,
 } from './store.ts';
 
-export { findCoverage, listPlans } from './store.ts';
+export { type CoverageRow, findCoverage, listPlans } from './store.ts';
 
 export function planOf(row: PlanRow): InsurancePlan {
   return {
@@ -119,6 +119,27 @@ export async function readCoverage(trx: Trx, practiceId: string, coverageId: str
   return row;
 }
 
+/**
+ * The coverage when it is one of the patient's; undefined when the id names none of the practice's,
+ * or another patient's. Another patient's coverage id is as unknown as a made-up one.
+ */
+export async function coverageOfPatient(
+  trx: Trx,
+  practiceId: string,
+  patientId: string,
+  coverageId: string,
+): Promise<CoverageRow | undefined> {
+  const row = await findCoverage(trx, practiceId, coverageId);
+  return row?.patient_id === patientId ? row : undefined;
+}
+
+/** The refusal of a coverageId that is not one of the patient's coverages. */
+export function notPatientsCoverage() {
+  return fieldErrors([
+    { field: 'coverageId', code: 'invalid', message: "coverageId is not one of this patient's coverages" },
+  ]);
+}
+
 /** One coverage of one patient: another patient's coverage id is as unknown as a made-up one. */
 export async function patientCoverage(
   trx: Trx,
@@ -126,7 +147,7 @@ export async function patientCoverage(
   patientId: string,
   coverageId: string,
 ): Promise<CoverageRow> {
-  const row = await readCoverage(trx, practiceId, coverageId);
-  if (row.patient_id !== patientId) throw notFound('Coverage');
+  const row = await coverageOfPatient(trx, practiceId, patientId, coverageId);
+  if (!row) throw notFound('Coverage');
   return row;
 }

@@ -4,7 +4,13 @@
 // was done; the result says why something was skipped.
 
 import { readEncounter } from '../encounters/service.ts';
-import { firstActiveCoverage, readCoverage } from '../insurance/service.ts';
+import {
+  type CoverageRow,
+  coverageOfPatient,
+  firstActiveCoverage,
+  notPatientsCoverage,
+} from '../insurance/service.ts';
+
 import { findPatient } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
@@ -66,18 +72,10 @@ export async function billEncounter(
   }
   const today = dateIn(billing.timezone, now);
 
-  let pricingCoverage: Awaited<ReturnType<typeof readCoverage>> | undefined;
+  let pricingCoverage: CoverageRow | undefined;
   if (request.coverageId) {
-    pricingCoverage = await readCoverage(trx, billing.id, request.coverageId).catch(() => undefined);
-    if (!pricingCoverage || pricingCoverage.patient_id !== encounter.patient_id) {
-      throw fieldErrors([
-        {
-          field: 'coverageId',
-          code: 'invalid',
-          message: "coverageId is not one of this patient's coverages",
-        },
-      ]);
-    }
+    pricingCoverage = await coverageOfPatient(trx, billing.id, encounter.patient_id, request.coverageId);
+    if (!pricingCoverage) throw notPatientsCoverage();
   } else {
     pricingCoverage = await firstActiveCoverage(trx, billing.id, encounter.patient_id, today);
   }
