@@ -173,8 +173,7 @@ async function claimReadiness(
   if (!active) {
     return {
       ready: false,
-      reason:
-        'The patient has no active coverage; add one (POST /patients/{id}/coverages) or send coverageId.',
+      reason: "The patient has no active coverage; add one to the patient's coverages or send coverageId.",
     };
   }
   return { ready: true, coverage: active };
@@ -211,9 +210,9 @@ export async function sendClaim(
   const existing = created ? undefined : await findClaimOfInvoice(trx, billing.id, invoiceId, true);
   if (existing) {
     const next = RESUBMITTABLE.includes(existing.status)
-      ? `resubmit it with POST /invoices/${invoiceId}/claim/resubmit`
+      ? 'resubmit it'
       : REVERSIBLE.includes(existing.status)
-        ? `reverse it with POST /invoices/${invoiceId}/claim/reverse, or resubmit`
+        ? 'reverse it, or resubmit'
         : 'wait for the insurer to answer';
     throw new AppError(
       'business_rule',
@@ -273,10 +272,7 @@ export async function resubmitClaim(
   const record = await readInvoice(trx, billing.id, invoiceId, true);
   const claim = await findClaimOfInvoice(trx, billing.id, invoiceId, true);
   if (!claim)
-    throw new AppError(
-      'business_rule',
-      `Invoice ${record.invoice.number} has no claim yet; send it with POST /invoices/${invoiceId}/claim.`,
-    );
+    throw new AppError('business_rule', `Invoice ${record.invoice.number} has no claim yet; send it first.`);
   if (claim.status === 'partially_accepted') {
     // Accepted lines must not be billed twice: reverse first, then send again by itself, under the
     // coverage and place of service this request names (the invoice must be claim-ready now, and

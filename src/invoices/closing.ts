@@ -66,7 +66,7 @@ function refusal(record: InvoiceRecord, closing: Closing): string | null {
     const next =
       invoice.claim_status === 'submitting' || invoice.claim_status === 'reversing'
         ? "wait for the insurer's answer"
-        : `reverse it first (POST /invoices/${invoice.id}/claim/reverse)`;
+        : 'reverse it first';
     return `Invoice ${invoice.number} has a claim that is ${invoice.claim_status}; ${next}.`;
   }
   return null;

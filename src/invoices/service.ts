@@ -141,7 +141,7 @@ export function requireEditable(record: InvoiceRecord): void {
   if (!EDITABLE_STATUSES.includes(record.invoice.status as InvoiceStatus)) {
     throw new AppError(
       'business_rule',
-      `Invoice ${record.invoice.number} is ${record.invoice.status}; lines can be changed only while it is a draft or amending (POST /invoices/${record.invoice.id}/amend reopens an issued invoice).`,
+      `Invoice ${record.invoice.number} is ${record.invoice.status}; lines can be changed only while it is a draft or amending (amending reopens an issued invoice).`,
     );
   }
 }
@@ -168,7 +168,7 @@ export async function issueInvoice(
   if (record.lines.length === 0) {
     throw new AppError(
       'business_rule',
-      `Invoice ${record.invoice.number} has no lines; add one (POST /invoices/${invoiceId}/line-items) before issuing it.`,
+      `Invoice ${record.invoice.number} has no lines; add one before issuing it.`,
     );
   }
   // Re-issuing an amended invoice keeps what was paid on it: its status follows from its money.
