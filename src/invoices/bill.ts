@@ -10,7 +10,6 @@ import {
   firstActiveCoverage,
   notPatientsCoverage,
 } from '../insurance/service.ts';
-
 import { findPatient } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
@@ -52,6 +51,45 @@ export async function billEncounter(
   now: Date,
   queueClaim: ClaimQueuer,
 ): Promise<BillResult> {
+  refuseClaimWithoutIssue(request);
+  const visit = await lockUnbilledVisit(trx, billing, encounterId);
+  const today = dateIn(billing.timezone, now);
+  const pricingCoverage = await pricingCoverageOf(trx, billing, visit.encounter.patient_id, request, today);
+  const invoiceId = newId('invoice');
+  const patient = await findPatient(trx, billing.id, visit.encounter.patient_id);
+  if (!patient) throw notFound('Patient');
+  const lines = await billedLines(trx, billing, invoiceId, visit, pricingCoverage?.plan_id ?? null);
+  // The invoice's number is given last (assignInvoiceNumber); until then it carries a provisional one
+  // made from its id, unique among the practice's numbers and never seen outside this transaction.
+  const provisionalNumber = `#${invoiceId}`;
+  const created = await insertDraftInvoice(trx, billing, visit, request, {
+    invoiceId,
+    provisionalNumber,
+    pricingCoverageId: pricingCoverage?.id ?? null,
+    recipientName: [patient.prefix, ...patient.given_names, patient.last_name].filter(Boolean).join(' '),
+    lines,
+    today,
+    now,
+  });
+  const outcome = await issueAndClaim(trx, billing, created, request, now, queueClaim);
+  const record = await readInvoice(trx, billing.id, invoiceId);
+  const number = await assignInvoiceNumber(trx, billing.id, invoiceId, billing.invoiceNumberPrefix, {
+    number: provisionalNumber,
+    notifiedAt: outcome.issued ? now : null,
+  });
+  record.invoice.number = number;
+  return {
+    object: 'bill_result',
+    invoice: invoiceOf(record),
+    issued: outcome.issued,
+    issueSkippedReason: outcome.issueSkippedReason?.replaceAll(provisionalNumber, number) ?? null,
+    claimQueued: outcome.claimQueued,
+    claimSkippedReason: outcome.claimSkippedReason?.replaceAll(provisionalNumber, number) ?? null,
+  };
+}
+
+/** A claim is queued only for an invoice issued in the same call. */
+function refuseClaimWithoutIssue(request: BillRequest): void {
   if (request.submitClaim === true && request.issue !== true) {
     throw fieldErrors([
       {
@@ -61,8 +99,16 @@ export async function billEncounter(
       },
     ]);
   }
-  // The visit's row is locked first: bills of one visit queue here, and the second finds the first's invoice.
-  const { encounter, diagnoses, procedures } = await readEncounter(trx, billing.id, encounterId, true);
+}
+
+type Visit = Awaited<ReturnType<typeof readEncounter>>;
+
+/**
+ * The visit, locked, when no live invoice bills it yet. The visit's row is locked first: bills of one
+ * visit queue here, and the second finds the first's invoice.
+ */
+async function lockUnbilledVisit(trx: Trx, billing: PracticeBilling, encounterId: string): Promise<Visit> {
+  const visit = await readEncounter(trx, billing.id, encounterId, true);
   const existing = await liveInvoiceOfEncounter(trx, billing.id, encounterId);
   if (existing) {
     throw new AppError(
@@ -70,27 +116,41 @@ export async function billEncounter(
       `Encounter ${encounterId} is already billed on invoice ${existing.invoice_id}.`,
     );
   }
-  const today = dateIn(billing.timezone, now);
+  return visit;
+}
 
-  let pricingCoverage: CoverageRow | undefined;
-  if (request.coverageId) {
-    pricingCoverage = await coverageOfPatient(trx, billing.id, encounter.patient_id, request.coverageId);
-    if (!pricingCoverage) throw notPatientsCoverage();
-  } else {
-    pricingCoverage = await firstActiveCoverage(trx, billing.id, encounter.patient_id, today);
-  }
+/** The coverage whose plan prices the lines: the one asked for (the patient's), else the first active one. */
+async function pricingCoverageOf(
+  trx: Trx,
+  billing: PracticeBilling,
+  patientId: string,
+  request: BillRequest,
+  today: string,
+): Promise<CoverageRow | undefined> {
+  if (!request.coverageId) return firstActiveCoverage(trx, billing.id, patientId, today);
+  const coverage = await coverageOfPatient(trx, billing.id, patientId, request.coverageId);
+  if (!coverage) throw notPatientsCoverage();
+  return coverage;
+}
 
-  const invoiceId = newId('invoice');
-  const patient = await findPatient(trx, billing.id, encounter.patient_id);
-  if (!patient) throw notFound('Patient');
-
+/**
+ * One line per procedure that was done, priced from the first rate found, with the procedure's
+ * diagnoses (or the visit's), the first of them primary.
+ */
+async function billedLines(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  { encounter, diagnoses, procedures }: Visit,
+  planId: string | null,
+) {
   const serviceDate = dateIn(billing.timezone, encounter.start_at);
   const serviceDateEnd = encounter.end_at ? dateIn(billing.timezone, encounter.end_at) : null;
   const pricing = {
     practiceId: billing.id,
     currency: billing.currency,
     practitionerId: encounter.practitioner_id,
-    planId: pricingCoverage?.plan_id ?? null,
+    planId,
   };
   const billed = procedures.filter((p) => !NOT_BILLED.includes(p.status));
   const lines = [];
@@ -129,80 +189,106 @@ export async function billEncounter(
       procedure_id: procedure.id,
     });
   }
-  // The invoice's number is given last (assignInvoiceNumber); until then it carries a provisional one
-  // made from its id, unique among the practice's numbers and never seen outside this transaction.
-  const provisionalNumber = `#${invoiceId}`;
+  return lines;
+}
+
+type BilledLine = Awaited<ReturnType<typeof billedLines>>[number];
+
+/** The draft invoice of the visit with its lines, addressed to the patient, due after the payment terms. */
+async function insertDraftInvoice(
+  trx: Trx,
+  billing: PracticeBilling,
+  { encounter }: Visit,
+  request: BillRequest,
+  draft: {
+    invoiceId: string;
+    provisionalNumber: string;
+    pricingCoverageId: string | null;
+    recipientName: string;
+    lines: BilledLine[];
+    today: string;
+    now: Date;
+  },
+): Promise<InvoiceRecord> {
   const changedAt = await stampChange(trx);
   const totals = invoiceTotals(
-    lines.map((line) => line.total),
+    draft.lines.map((line) => line.total),
     billing.vatRateBasisPoints,
   );
-  const created = await insertInvoice(
+  return insertInvoice(
     trx,
     {
       practice_id: billing.id,
-      id: invoiceId,
-      number: provisionalNumber,
+      id: draft.invoiceId,
+      number: draft.provisionalNumber,
       status: 'draft',
       claim_status: null,
       patient_id: encounter.patient_id,
       practitioner_id: encounter.practitioner_id,
       coverage_id: null,
-      pricing_coverage_id: pricingCoverage?.id ?? null,
+      pricing_coverage_id: draft.pricingCoverageId,
       place_of_service_code: request.placeOfServiceCode ?? null,
-      recipient_name: [patient.prefix, ...patient.given_names, patient.last_name].filter(Boolean).join(' '),
-      date: today,
-      due_date: addDays(today, billing.paymentTermsDays),
+      recipient_name: draft.recipientName,
+      date: draft.today,
+      due_date: addDays(draft.today, billing.paymentTermsDays),
       currency: billing.currency,
       total_net: totals.totalNet,
       total_gross: totals.totalGross,
-      created_at: now,
+      created_at: draft.now,
       updated_at: changedAt,
     },
-    encounterId,
-    lines,
+    encounter.id,
+    draft.lines,
   );
+}
 
-  let issued: boolean | null = null;
-  let issueSkippedReason: string | null = null;
-  let claimQueued: boolean | null = null;
-  let claimSkippedReason: string | null = null;
+interface IssueAndClaimOutcome {
+  issued: boolean | null;
+  issueSkippedReason: string | null;
+  claimQueued: boolean | null;
+  claimSkippedReason: string | null;
+}
+
+/**
+ * Issues the invoice and queues its claim when asked. The invoice is created whatever happens to
+ * issuing or claiming: a refusal is reported, not thrown.
+ */
+async function issueAndClaim(
+  trx: Trx,
+  billing: PracticeBilling,
+  created: InvoiceRecord,
+  request: BillRequest,
+  now: Date,
+  queueClaim: ClaimQueuer,
+): Promise<IssueAndClaimOutcome> {
+  const outcome: IssueAndClaimOutcome = {
+    issued: null,
+    issueSkippedReason: null,
+    claimQueued: null,
+    claimSkippedReason: null,
+  };
   // The invoice as this transaction holds it: issuing and claiming go on from it without reading it again.
   let current = created;
   if (request.issue === true) {
-    // The invoice is created whatever happens to issuing; a refusal is reported, not thrown.
     try {
-      current = await issueInvoice(trx, billing, invoiceId, now, created);
-      issued = true;
+      current = await issueInvoice(trx, billing, created.invoice.id, now, created);
+      outcome.issued = true;
     } catch (error) {
       if (!(error instanceof AppError && error.code === 'business_rule')) throw error;
-      issued = false;
-      issueSkippedReason = error.detail;
+      outcome.issued = false;
+      outcome.issueSkippedReason = error.detail;
     }
   }
   if (request.submitClaim === true) {
-    const outcome = await queueClaim(
+    const queued = await queueClaim(
       trx,
       billing,
       current,
       { coverageId: request.coverageId ?? null, placeOfServiceCode: request.placeOfServiceCode ?? null },
       now,
     );
-    claimQueued = outcome.queued;
-    claimSkippedReason = outcome.queued ? null : outcome.reason;
+    outcome.claimQueued = queued.queued;
+    outcome.claimSkippedReason = queued.queued ? null : queued.reason;
   }
-  const record = await readInvoice(trx, billing.id, invoiceId);
-  const number = await assignInvoiceNumber(trx, billing.id, invoiceId, billing.invoiceNumberPrefix, {
-    number: provisionalNumber,
-    notifiedAt: issued ? now : null,
-  });
-  record.invoice.number = number;
-  return {
-    object: 'bill_result',
-    invoice: invoiceOf(record),
-    issued,
-    issueSkippedReason: issueSkippedReason?.replaceAll(provisionalNumber, number) ?? null,
-    claimQueued,
-    claimSkippedReason: claimSkippedReason?.replaceAll(provisionalNumber, number) ?? null,
-  };
+  return outcome;
 }
