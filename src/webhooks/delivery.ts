@@ -62,40 +62,55 @@ export function signatureHeader(secrets: string[], eventId: string, at: Date, bo
 export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<void> {
   const { deliveryId } = checkedPayload(DELIVER_JOB, job.payload);
   const practiceId = job.practice_id;
-  const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
-    const found = await findDeliveryToAttempt(trx, practiceId, deliveryId);
-    if (found?.state !== 'pending' || found.endpoint_found === null) {
-      await finishJob(trx, job, ctx.now());
-      return undefined;
-    }
-    if (!found.enabled) {
-      await cancelDelivery(trx, practiceId, deliveryId, ctx.now());
-      await finishJob(trx, job, ctx.now());
-      return undefined;
-    }
-    if (found.event_found === null)
-      throw new Error(`the event ${found.event_id} of delivery ${deliveryId} is missing`);
-    const delivery = { id: deliveryId, attempts: found.attempts };
-    const endpoint = {
-      id: found.endpoint_id,
-      url: found.url!,
-      secret_encrypted: found.secret_encrypted!,
-      previous_secret_encrypted: found.previous_secret_encrypted,
-      previous_secret_expires_at: found.previous_secret_expires_at,
-    };
-    const event: EventRecord = {
-      id: found.event_id,
-      type: found.type!,
-      occurred_at: found.occurred_at!,
-      object_type: found.object_type!,
-      object_id: found.object_id!,
-    };
-    return { delivery, endpoint, event };
-  });
+  const prepared = await inPractice(ctx.db, practiceId, (trx) => prepareAttempt(ctx, trx, job, deliveryId));
   if (!prepared) return;
-  if (!ctx.box) throw new Error('SECRET_ENCRYPTION_KEY is not set: webhook deliveries cannot be signed');
+  const sent = await sendAttempt(ctx, prepared);
+  await inPractice(ctx.db, practiceId, (trx) => recordAttempt(ctx, trx, job, prepared, sent));
+}
 
-  const { delivery, endpoint, event } = prepared;
+type Prepared = Exclude<Awaited<ReturnType<typeof prepareAttempt>>, undefined>;
+type Sent = Awaited<ReturnType<typeof sendAttempt>>;
+
+/**
+ * The delivery, its endpoint and its event, when an attempt is due; otherwise the job ends (the
+ * delivery is no longer pending or its endpoint is gone) or the delivery is cancelled (the endpoint
+ * is disabled).
+ */
+async function prepareAttempt(ctx: DeliveryContext, trx: Trx, job: JobRow, deliveryId: string) {
+  const practiceId = job.practice_id;
+  const found = await findDeliveryToAttempt(trx, practiceId, deliveryId);
+  if (found?.state !== 'pending' || found.endpoint_found === null) {
+    await finishJob(trx, job, ctx.now());
+    return undefined;
+  }
+  if (!found.enabled) {
+    await cancelDelivery(trx, practiceId, deliveryId, ctx.now());
+    await finishJob(trx, job, ctx.now());
+    return undefined;
+  }
+  if (found.event_found === null)
+    throw new Error(`the event ${found.event_id} of delivery ${deliveryId} is missing`);
+  const delivery = { id: deliveryId, attempts: found.attempts };
+  const endpoint = {
+    id: found.endpoint_id,
+    url: found.url!,
+    secret_encrypted: found.secret_encrypted!,
+    previous_secret_encrypted: found.previous_secret_encrypted,
+    previous_secret_expires_at: found.previous_secret_expires_at,
+  };
+  const event: EventRecord = {
+    id: found.event_id,
+    type: found.type!,
+    occurred_at: found.occurred_at!,
+    object_type: found.object_type!,
+    object_id: found.object_id!,
+  };
+  return { delivery, endpoint, event };
+}
+
+/** Signs the body afresh and sends it, outside any transaction. */
+async function sendAttempt(ctx: DeliveryContext, { endpoint, event }: Prepared) {
+  if (!ctx.box) throw new Error('SECRET_ENCRYPTION_KEY is not set: webhook deliveries cannot be signed');
   const body = deliveryBody(event, ctx.publicBaseUrl);
   const sentAt = ctx.now();
   const headers = {
@@ -106,86 +121,142 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
   const result = await ctx.sender.send(endpoint.url, headers, body);
   if (result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300)
     faultPoint('webhook.after_2xx');
+  return { result, sentAt };
+}
 
-  await inPractice(ctx.db, practiceId, async (trx) => {
-    const now = ctx.now();
-    const attemptNumber = delivery.attempts + 1;
-    const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
-    const gone = result.statusCode === 410;
-    // The endpoint row is locked for writing and written only when this attempt changes it: a steady
-    // stream of successes (or of failures) to one endpoint then never queues its deliveries behind one
-    // row. It is always held against deletion until commit (FOR KEY SHARE, as a foreign key would hold
-    // it), so that what follows is recorded against a row still there. The lock for writing is FOR NO
-    // KEY UPDATE, which a KEY SHARE holder does not block: two deliveries that both hold the row and
-    // then both change it wait for each other in turn, not in a circle.
-    const readEndpoint = (lock: boolean) =>
-      readEndpointRow(trx, practiceId, endpoint.id, lock ? 'noKeyUpdate' : 'keyShare');
-    let current = await readEndpoint(false);
-    if (!current) {
-      // Deleted while the attempt was on its way, and its deliveries with it: nothing is left to record.
-      await finishJob(trx, job, now);
-      return;
-    }
-    if (endpointChanges(current, ok, gone, now)) current = (await readEndpoint(true)) ?? current;
-    const failingSince = ok ? null : (current.failing_since ?? now);
-    const expired = !ok && !gone && now.getTime() - failingSince!.getTime() >= DISABLE_AFTER_MS;
-    const lastAttempt = attemptNumber >= MAX_ATTEMPTS;
-    const next =
-      ok || gone || expired || lastAttempt
-        ? null
-        : new Date(now.getTime() + RETRY_DELAYS_MS[attemptNumber - 1]! * (1 + JITTER * ctx.random()));
+/**
+ * Records the attempt and what follows from it: the delivery's state, the endpoint's (failing since,
+ * last success, disabled and the practice told), and the job's next run or end.
+ */
+async function recordAttempt(ctx: DeliveryContext, trx: Trx, job: JobRow, prepared: Prepared, sent: Sent) {
+  const practiceId = job.practice_id;
+  const now = ctx.now();
+  const ok = sent.result.statusCode !== null && sent.result.statusCode >= 200 && sent.result.statusCode < 300;
+  const gone = sent.result.statusCode === 410;
+  const current = await holdEndpoint(trx, practiceId, prepared.endpoint.id, ok, gone, now);
+  if (!current) {
+    // Deleted while the attempt was on its way, and its deliveries with it: nothing is left to record.
+    await finishJob(trx, job, now);
+    return;
+  }
+  const outcome = attemptOutcome(ctx, current, prepared.delivery.attempts + 1, ok, gone, now);
+  await writeAttemptAndState(trx, practiceId, prepared, sent, outcome, now);
+  const { endpoint } = prepared;
+  const { failingSince, disableReason, next } = outcome;
+  if (endpointChanges(current, ok, gone, now) || (disableReason && current.enabled)) {
+    await updateEndpointRow(trx, practiceId, endpoint.id, {
+      ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
+      ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
+      updated_at: now,
+    });
+  }
+  if (disableReason && current.enabled)
+    await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
+  // The next attempt's time is the delivery's, on the service clock; the job waits as long on the
+  // database's.
+  if (next)
+    await rescheduleJob(
+      trx,
+      job,
+      next.getTime() - now.getTime(),
+      sent.result.error ?? `HTTP ${sent.result.statusCode}`,
+    );
+  else await finishJob(trx, job, now);
+}
 
-    // The attempt, the delivery's state and the job's end are answered by nobody: they go with the COMMIT.
-    const attempt = valuesForCommit({
-      practice_id: practiceId,
-      id: newId('attempt'),
-      delivery_id: delivery.id,
-      endpoint_id: endpoint.id,
-      event_id: event.id,
-      attempt_number: attemptNumber,
-      attempted_at: sentAt,
-      status_code: result.statusCode,
-      duration_ms: result.durationMs,
-      response_body: result.responseBody,
-      error: result.error,
-      next_attempt_at: next,
-    });
-    await insertAttemptWithCommit(trx, attempt);
-    const state = valuesForCommit({
-      attempts: attemptNumber,
-      last_status: result.statusCode,
-      state: ok ? ('delivered' as const) : next ? ('pending' as const) : ('failed' as const),
-      next_attempt_at: next,
-      finished_at: next ? null : now,
-      practiceId,
-      id: delivery.id,
-    });
-    await updateDeliveryWithCommit(trx, state);
-    const disableReason = gone
-      ? 'The receiver answered 410 Gone.'
-      : expired
-        ? 'Every delivery attempt failed for three days since the last success.'
-        : null;
-    if (endpointChanges(current, ok, gone, now) || (disableReason && current.enabled)) {
-      await updateEndpointRow(trx, practiceId, endpoint.id, {
-        ...(ok ? { last_success_at: now, failing_since: null } : { failing_since: failingSince }),
-        ...(disableReason ? { enabled: false, disabled_reason: disableReason } : {}),
-        updated_at: now,
-      });
-    }
-    if (disableReason && current.enabled)
-      await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
-    // The next attempt's time is the delivery's, on the service clock; the job waits as long on the
-    // database's.
-    if (next)
-      await rescheduleJob(
-        trx,
-        job,
-        next.getTime() - now.getTime(),
-        result.error ?? `HTTP ${result.statusCode}`,
-      );
-    else await finishJob(trx, job, now);
+/**
+ * The endpoint row as this attempt finds it, or undefined when it was deleted. The row is locked for
+ * writing and written only when this attempt changes it: a steady stream of successes (or of
+ * failures) to one endpoint then never queues its deliveries behind one row. It is always held
+ * against deletion until commit (FOR KEY SHARE, as a foreign key would hold it), so that what follows
+ * is recorded against a row still there. The lock for writing is FOR NO KEY UPDATE, which a KEY SHARE
+ * holder does not block: two deliveries that both hold the row and then both change it wait for each
+ * other in turn, not in a circle.
+ */
+async function holdEndpoint(
+  trx: Trx,
+  practiceId: string,
+  endpointId: string,
+  ok: boolean,
+  gone: boolean,
+  now: Date,
+): Promise<EndpointRow | undefined> {
+  const readEndpoint = (lock: boolean) =>
+    readEndpointRow(trx, practiceId, endpointId, lock ? 'noKeyUpdate' : 'keyShare');
+  const current = await readEndpoint(false);
+  if (!current) return undefined;
+  if (endpointChanges(current, ok, gone, now)) return (await readEndpoint(true)) ?? current;
+  return current;
+}
+
+interface AttemptOutcome {
+  attemptNumber: number;
+  ok: boolean;
+  failingSince: Date | null;
+  /** Why the endpoint is turned off by this attempt, or null. */
+  disableReason: string | null;
+  /** When the next attempt is due, or null when this was the last. */
+  next: Date | null;
+}
+
+/** What an attempt's answer decides: whether the endpoint is failing or turned off, and when to try again. */
+function attemptOutcome(
+  ctx: DeliveryContext,
+  current: EndpointRow,
+  attemptNumber: number,
+  ok: boolean,
+  gone: boolean,
+  now: Date,
+): AttemptOutcome {
+  const failingSince = ok ? null : (current.failing_since ?? now);
+  const expired = !ok && !gone && now.getTime() - failingSince!.getTime() >= DISABLE_AFTER_MS;
+  const lastAttempt = attemptNumber >= MAX_ATTEMPTS;
+  const next =
+    ok || gone || expired || lastAttempt
+      ? null
+      : new Date(now.getTime() + RETRY_DELAYS_MS[attemptNumber - 1]! * (1 + JITTER * ctx.random()));
+  const disableReason = gone
+    ? 'The receiver answered 410 Gone.'
+    : expired
+      ? 'Every delivery attempt failed for three days since the last success.'
+      : null;
+  return { attemptNumber, ok, failingSince, disableReason, next };
+}
+
+/** The attempt and the delivery's state are answered by nobody: they go with the COMMIT. */
+async function writeAttemptAndState(
+  trx: Trx,
+  practiceId: string,
+  { delivery, endpoint, event }: Prepared,
+  { result, sentAt }: Sent,
+  { attemptNumber, ok, next }: AttemptOutcome,
+  now: Date,
+): Promise<void> {
+  const attempt = valuesForCommit({
+    practice_id: practiceId,
+    id: newId('attempt'),
+    delivery_id: delivery.id,
+    endpoint_id: endpoint.id,
+    event_id: event.id,
+    attempt_number: attemptNumber,
+    attempted_at: sentAt,
+    status_code: result.statusCode,
+    duration_ms: result.durationMs,
+    response_body: result.responseBody,
+    error: result.error,
+    next_attempt_at: next,
   });
+  await insertAttemptWithCommit(trx, attempt);
+  const state = valuesForCommit({
+    attempts: attemptNumber,
+    last_status: result.statusCode,
+    state: ok ? ('delivered' as const) : next ? ('pending' as const) : ('failed' as const),
+    next_attempt_at: next,
+    finished_at: next ? null : now,
+    practiceId,
+    id: delivery.id,
+  });
+  await updateDeliveryWithCommit(trx, state);
 }
 
 /** How long lastSuccessAt may lag while an endpoint keeps succeeding. */
