@@ -3,8 +3,7 @@
 // window closes, when the claim is rejected saying so), and paying approved benefits as the
 // insurer's remittance. Each job re-reads the claim first and acts only if it is still waiting for
 // this very message, so a retried or duplicated job never records an answer twice.
-import { isCoverageActive } from '../insurance/service.ts';
-import { findCoverage } from '../insurance/store.ts';
+import { findCoverage, isCoverageActive } from '../insurance/service.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
 import { PAYABLE, recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
@@ -14,7 +13,7 @@ import { checkedPayload } from '../jobs/kind.ts';
 import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../jobs/queue.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
-import { inPractice } from '../platform/db/transaction.ts';
+import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
 import { practiceBilling } from '../practices/service.ts';
@@ -62,120 +61,151 @@ async function retryWithinWindow(
 
 export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
   const { claimId, submissionId } = checkedPayload(CLAIM_JOBS.submit, job.payload);
-  const practiceId = job.practice_id;
-  const prepared = await inPractice(ctx.db, practiceId, async (trx) => {
-    const claim = await findClaim(trx, practiceId, claimId);
-    if (claim?.status !== 'submitting' || claim.submission_id !== submissionId) {
-      await finishJob(trx, job, ctx.now());
-      return undefined;
-    }
-    const billing = await practiceBilling(trx, practiceId);
-    const record = await readInvoice(trx, practiceId, claim.invoice_id);
-    const coverage = (await findCoverage(trx, practiceId, claim.coverage_id))!;
-    const submission: ClaimSubmission = {
-      submissionId,
-      claimId,
-      invoiceNumber: record.invoice.number,
-      currency: claim.currency,
-      placeOfServiceCode: claim.place_of_service_code,
-      member: {
-        planId: coverage.plan_id,
-        memberNumber: coverage.member_number,
-        dependentCode: coverage.dependent_code,
-        membershipActive: isCoverageActive(coverage, dateIn(billing.timezone, ctx.now())),
-      },
-      lines: record.lines.map((line, index) => {
-        const primary = line.diagnoses.find((d) => d.primary);
-        return {
-          lineNumber: index + 1,
-          lineItemId: line.id,
-          system: line.system,
-          code: line.code,
-          serviceDate: line.service_date,
-          quantity: Number(line.quantity),
-          amount: Number(line.total),
-          primaryDiagnosis: primary ? { system: primary.system, code: primary.code } : null,
-        };
-      }),
-    };
-    return { submission, startedAt: claim.submission_started_at, billing };
-  });
+  const ids = { claimId, submissionId };
+  const prepared = await inPractice(ctx.db, job.practice_id, (trx) => prepareSubmission(ctx, trx, job, ids));
   if (!prepared) return;
-  // The practice's settings as the submission was prepared: one read per job, not one per transaction.
-  const { billing } = prepared;
-
-  let answer: Awaited<ReturnType<Insurer['submit']>>;
+  let answer: SubmitAnswer;
   try {
     answer = await ctx.insurer.submit(prepared.submission);
   } catch (error) {
     if (await retryWithinWindow(ctx, job, prepared.startedAt, error)) return;
-    await inPractice(ctx.db, practiceId, async (trx) => {
-      const current = await findClaim(trx, practiceId, claimId);
-      if (current) await lockInvoice(trx, practiceId, current.invoice_id);
-      const claim = await findClaim(trx, practiceId, claimId, true);
-      if (claim && claim.status === 'submitting' && claim.submission_id === submissionId) {
-        await setClaimStatus(
-          trx,
-          billing,
-          claim,
-          'rejected',
-          {
-            message: `The insurer did not answer within ${minutes(ctx.answerWindowMs)}; the claim was not accepted. Resubmit it to try again.`,
-          },
-          ctx.now(),
-        );
-      }
-      await finishJob(trx, job, ctx.now());
-    });
+    await inPractice(ctx.db, job.practice_id, (trx) => rejectUnanswered(ctx, trx, job, prepared, ids));
     return;
   }
   faultPoint('claim.after_insurer_answer');
+  await inPractice(ctx.db, job.practice_id, (trx) => recordAnswer(ctx, trx, job, prepared, ids, answer));
+}
 
-  await inPractice(ctx.db, practiceId, async (trx) => {
-    const now = ctx.now();
-    const current = await findClaim(trx, practiceId, claimId);
-    if (!current) return;
-    await lockInvoice(trx, practiceId, current.invoice_id);
-    const claim = await findClaim(trx, practiceId, claimId, true);
-    if (claim?.status !== 'submitting' || claim.submission_id !== submissionId) {
-      await finishJob(trx, job, now);
-      return;
-    }
-    const lineIds = new Map(prepared.submission.lines.map((l) => [l.lineNumber, l.lineItemId]));
-    await replaceClaimItems(
-      trx,
-      practiceId,
-      claimId,
-      answer.lines.map((line) => ({
-        line_number: line.lineNumber,
-        line_item_id: lineIds.get(line.lineNumber) ?? null,
-        decision: line.decision,
-        submitted: line.submitted,
-        benefit: line.benefit,
-        rejections: line.rejections,
-        warnings: line.warnings,
-      })),
-    );
+type SubmitAnswer = Awaited<ReturnType<Insurer['submit']>>;
+type SubmissionIds = { claimId: string; submissionId: string };
+type PreparedSubmission = Exclude<Awaited<ReturnType<typeof prepareSubmission>>, undefined>;
+
+/**
+ * The submission of a claim still submitting this submission, with the practice's settings as it was
+ * prepared (one read per job, not one per transaction); otherwise the job ends.
+ */
+async function prepareSubmission(ctx: ClaimJobContext, trx: Trx, job: JobRow, ids: SubmissionIds) {
+  const practiceId = job.practice_id;
+  const claim = await findClaim(trx, practiceId, ids.claimId);
+  if (claim?.status !== 'submitting' || claim.submission_id !== ids.submissionId) {
+    await finishJob(trx, job, ctx.now());
+    return undefined;
+  }
+  const billing = await practiceBilling(trx, practiceId);
+  const record = await readInvoice(trx, practiceId, claim.invoice_id);
+  const coverage = (await findCoverage(trx, practiceId, claim.coverage_id))!;
+  const submission: ClaimSubmission = {
+    submissionId: ids.submissionId,
+    claimId: ids.claimId,
+    invoiceNumber: record.invoice.number,
+    currency: claim.currency,
+    placeOfServiceCode: claim.place_of_service_code,
+    member: {
+      planId: coverage.plan_id,
+      memberNumber: coverage.member_number,
+      dependentCode: coverage.dependent_code,
+      membershipActive: isCoverageActive(coverage, dateIn(billing.timezone, ctx.now())),
+    },
+    lines: record.lines.map((line, index) => {
+      const primary = line.diagnoses.find((d) => d.primary);
+      return {
+        lineNumber: index + 1,
+        lineItemId: line.id,
+        system: line.system,
+        code: line.code,
+        serviceDate: line.service_date,
+        quantity: Number(line.quantity),
+        amount: Number(line.total),
+        primaryDiagnosis: primary ? { system: primary.system, code: primary.code } : null,
+      };
+    }),
+  };
+  return { submission, startedAt: claim.submission_started_at, billing };
+}
+
+/** The insurer did not answer within the claim's window: the claim, if still this submission's, is rejected. */
+async function rejectUnanswered(
+  ctx: ClaimJobContext,
+  trx: Trx,
+  job: JobRow,
+  { billing }: PreparedSubmission,
+  { claimId, submissionId }: SubmissionIds,
+): Promise<void> {
+  const practiceId = job.practice_id;
+  const current = await findClaim(trx, practiceId, claimId);
+  if (current) await lockInvoice(trx, practiceId, current.invoice_id);
+  const claim = await findClaim(trx, practiceId, claimId, true);
+  if (claim && claim.status === 'submitting' && claim.submission_id === submissionId) {
     await setClaimStatus(
       trx,
       billing,
       claim,
-      answer.status,
-      { message: answer.message, authorization_reference: answer.authorizationReference },
-      now,
+      'rejected',
+      {
+        message: `The insurer did not answer within ${minutes(ctx.answerWindowMs)}; the claim was not accepted. Resubmit it to try again.`,
+      },
+      ctx.now(),
     );
-    if (answer.status !== 'rejected' && ctx.remittanceDelayMs !== null) {
-      await enqueueJob(
-        trx,
-        practiceId,
-        CLAIM_JOBS.remittance,
-        { claimId, submissionId },
-        now,
-        ctx.remittanceDelayMs,
-      );
-    }
+  }
+  await finishJob(trx, job, ctx.now());
+}
+
+/**
+ * The insurer's answer, when the claim is still this submission's: its items, its status, and the
+ * remittance job when it was not rejected.
+ */
+async function recordAnswer(
+  ctx: ClaimJobContext,
+  trx: Trx,
+  job: JobRow,
+  prepared: PreparedSubmission,
+  { claimId, submissionId }: SubmissionIds,
+  answer: SubmitAnswer,
+): Promise<void> {
+  const practiceId = job.practice_id;
+  const now = ctx.now();
+  const current = await findClaim(trx, practiceId, claimId);
+  if (!current) return;
+  await lockInvoice(trx, practiceId, current.invoice_id);
+  const claim = await findClaim(trx, practiceId, claimId, true);
+  if (claim?.status !== 'submitting' || claim.submission_id !== submissionId) {
     await finishJob(trx, job, now);
-  });
+    return;
+  }
+  const lineIds = new Map(prepared.submission.lines.map((l) => [l.lineNumber, l.lineItemId]));
+  await replaceClaimItems(
+    trx,
+    practiceId,
+    claimId,
+    answer.lines.map((line) => ({
+      line_number: line.lineNumber,
+      line_item_id: lineIds.get(line.lineNumber) ?? null,
+      decision: line.decision,
+      submitted: line.submitted,
+      benefit: line.benefit,
+      rejections: line.rejections,
+      warnings: line.warnings,
+    })),
+  );
+  await setClaimStatus(
+    trx,
+    prepared.billing,
+    claim,
+    answer.status,
+    { message: answer.message, authorization_reference: answer.authorizationReference },
+    now,
+  );
+  if (answer.status !== 'rejected' && ctx.remittanceDelayMs !== null) {
+    await enqueueJob(
+      trx,
+      practiceId,
+      CLAIM_JOBS.remittance,
+      { claimId, submissionId },
+      now,
+      ctx.remittanceDelayMs,
+    );
+  }
+  await finishJob(trx, job, now);
 }
 
 export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
