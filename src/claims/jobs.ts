@@ -5,7 +5,8 @@
 // this very message, so a retried or duplicated job never records an answer twice.
 import { findCoverage, isCoverageActive } from '../insurance/service.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
-import { PAYABLE, recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
+import { OWING_STATUSES } from '../invoices/payment-status.ts';
+import { recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { lockInvoice, readInvoice } from '../invoices/service.ts';
 import { insurerPaid } from '../invoices/store.ts';
@@ -322,7 +323,7 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
         await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, 'invoice is being amended');
         return;
       }
-      if (amount > 0 && PAYABLE.includes(invoice.status as InvoiceStatus)) {
+      if (amount > 0 && OWING_STATUSES.includes(invoice.status as InvoiceStatus)) {
         await recordPaymentOn(
           trx,
           await practiceBilling(trx, practiceId),

@@ -5,14 +5,20 @@
 // updates the invoice's claimStatus and writes claim.status_changed in the same transaction; the
 // insurer is called only by background jobs enqueued in that transaction.
 import type { Static } from 'typebox';
-import { isCoverageActive } from '../insurance/service.ts';
-import { type CoverageRow, findCoverage, listCoverages } from '../insurance/store.ts';
+import {
+  type CoverageRow,
+  coverageOfPatient,
+  firstActiveCoverage,
+  notPatientsCoverage,
+} from '../insurance/service.ts';
+import { OWING_STATUSES } from '../invoices/payment-status.ts';
+import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { readInvoice, touchInvoice } from '../invoices/service.ts';
 import type { InvoiceRecord } from '../invoices/store.ts';
 import { enqueueJob } from '../jobs/queue.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
+import { AppError, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
@@ -41,7 +47,6 @@ const OUTCOME_OF: Record<ClaimStatus, Claim['outcome']> = {
 };
 const RESUBMITTABLE: readonly string[] = ['rejected', 'reversed'];
 const REVERSIBLE: readonly string[] = ['accepted', 'partially_accepted', 'reversal_failed'];
-export const CLAIMABLE_INVOICE: readonly string[] = ['issued', 'partially_paid', 'overdue'];
 
 /**
  * The claim as the API shows it. `invoiceClaimable` says whether the invoice's status lets it be
@@ -80,7 +85,7 @@ export async function readClaim(trx: Trx, practiceId: string, invoiceId: string)
   return claimOf(
     claim,
     await claimItems(trx, practiceId, claim.id),
-    CLAIMABLE_INVOICE.includes(record.invoice.status),
+    OWING_STATUSES.includes(record.invoice.status as InvoiceStatus),
   );
 }
 
@@ -134,7 +139,7 @@ async function claimReadiness(
   now: Date,
 ): Promise<{ ready: true; coverage: CoverageRow } | { ready: false; reason: string }> {
   const invoice = record.invoice;
-  if (!CLAIMABLE_INVOICE.includes(invoice.status)) {
+  if (!OWING_STATUSES.includes(invoice.status as InvoiceStatus)) {
     return {
       ready: false,
       reason: `Invoice ${invoice.number} is ${invoice.status}; only an issued, partially paid or overdue invoice can be claimed.`,
@@ -151,25 +156,12 @@ async function claimReadiness(
   }
   const coverageId = request.coverageId ?? lastCoverageId;
   if (coverageId) {
-    const coverage = await findCoverage(trx, billing.id, coverageId);
-    if (!coverage || coverage.patient_id !== invoice.patient_id) {
-      if (request.coverageId) {
-        throw fieldErrors([
-          {
-            field: 'coverageId',
-            code: 'invalid',
-            message: "coverageId is not one of this patient's coverages",
-          },
-        ]);
-      }
-    } else {
-      return { ready: true, coverage };
-    }
+    const coverage = await coverageOfPatient(trx, billing.id, invoice.patient_id, coverageId);
+    if (coverage) return { ready: true, coverage };
+    if (request.coverageId) throw notPatientsCoverage();
   }
   const today = dateIn(billing.timezone, now);
-  const active = (await listCoverages(trx, billing.id, invoice.patient_id)).find((c) =>
-    isCoverageActive(c, today),
-  );
+  const active = await firstActiveCoverage(trx, billing.id, invoice.patient_id, today);
   if (!active) {
     return {
       ready: false,

@@ -4,6 +4,12 @@
 // date has passed in the practice's time zone. Pure, so a rule change is checked without a database.
 import type { InvoiceStatus } from './schemas.ts';
 
+/**
+ * The statuses of an issued invoice that still has money owing on it: it can be paid, amended and
+ * claimed.
+ */
+export const OWING_STATUSES: readonly InvoiceStatus[] = ['issued', 'partially_paid', 'overdue'];
+
 /** The statuses of an issued invoice whose money decides which one it is. */
 export const OPEN_STATUSES: readonly InvoiceStatus[] = ['issued', 'partially_paid', 'overdue', 'balanced'];
 

@@ -10,11 +10,10 @@ import { AppError, fieldErrors } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
+import { OWING_STATUSES } from './payment-status.ts';
 import type { InvoiceStatus, Payment } from './schemas.ts';
 import { lockInvoice, readInvoice, touchInvoice } from './service.ts';
 import { type InvoiceRow, insertPayment, insurerPaid, listPayments } from './store.ts';
-
-export const PAYABLE: readonly InvoiceStatus[] = ['issued', 'partially_paid', 'overdue'];
 
 export function paymentOf(row: Selectable<PaymentsTable>): Payment {
   return {
@@ -61,7 +60,7 @@ export async function recordPaymentOn(
   request: PaymentRequest,
   now: Date,
 ) {
-  if (!PAYABLE.includes(invoice.status as InvoiceStatus)) {
+  if (!OWING_STATUSES.includes(invoice.status as InvoiceStatus)) {
     throw new AppError(
       'business_rule',
       `Invoice ${invoice.number} is ${invoice.status}; only an issued, partially paid or overdue invoice takes payments.`,

@@ -13,7 +13,7 @@ import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
 import { invoiceTotals } from './money.ts';
-import { OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
+import { OPEN_STATUSES, OWING_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
 import {
   findInvoice,
@@ -195,15 +195,13 @@ export async function issueInvoice(
   return issued;
 }
 
-const AMENDABLE: readonly InvoiceStatus[] = ['issued', 'partially_paid', 'overdue'];
-
 export async function amendInvoice(
   trx: Trx,
   billing: PracticeBilling,
   invoiceId: string,
 ): Promise<InvoiceRecord> {
   const record = await readInvoice(trx, billing.id, invoiceId, true);
-  if (!AMENDABLE.includes(record.invoice.status as InvoiceStatus)) {
+  if (!OWING_STATUSES.includes(record.invoice.status as InvoiceStatus)) {
     throw new AppError(
       'business_rule',
       `Invoice ${record.invoice.number} is ${record.invoice.status}; only an issued, partially paid or overdue invoice can be reopened.`,
