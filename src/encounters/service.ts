@@ -4,15 +4,13 @@
 // code), of the kind the field takes (condition codes for diagnoses, procedure codes for procedures),
 // each diagnosis once, and the service's own wording replaces any display sent; a procedure's
 // diagnosisCodes must name diagnoses of the same visit. The patient and practitioner must be the practice's.
-import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
-import { knownSystemUrls, resolveCodes } from '../code-systems/store.ts';
-import { type CodeUsage, usageMismatch } from '../code-systems/usage.ts';
+import { type CodeUsage, judgeCodings } from '../code-systems/usage.ts';
 import { patientExists } from '../patients/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { noWrongFields, type Partly, type WrongField } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
-import { findPractitionerDefaults } from '../practices/service.ts';
+import { defaultSystemsOf, findPractitionerDefaults } from '../practices/service.ts';
 import type { Encounter, EncounterRequest } from './schemas.ts';
 import { type EncounterRecord, findEncounter, insertEncounter } from './store.ts';
 
@@ -108,8 +106,7 @@ async function inspectEncounter(
 
   // A coding is judged only when the schema let its system and code through (a wrong practitioner
   // id leaves the default systems).
-  const conditionSystem = practitioner?.default_condition_system ?? ICD10_URL;
-  const procedureSystem = practitioner?.default_procedure_system ?? TARIFF_URL;
+  const { condition: conditionSystem, procedure: procedureSystem } = defaultSystemsOf(practitioner);
   const codingsOf = (
     items: Array<Partly<EncounterRequest['diagnoses'][number]> | undefined> | undefined,
     kind: string,
@@ -130,22 +127,12 @@ async function inspectEncounter(
     if (first) invalid(`${d.field}.code`, `repeats ${first}: a diagnosis is recorded once per visit`);
     else firstOf.set(key, d.field);
   }
-  const codings = [...diagnoses, ...procedures];
-  const [resolved, systems] = await Promise.all([
-    resolveCodes(trx, practiceId, codings),
-    knownSystemUrls(trx, practiceId, [...new Set(codings.map((c) => c.system))]),
-  ]);
-  for (const coding of codings) {
-    if (!systems.has(coding.system)) {
-      invalid(`${coding.field}.system`, 'is not a code system this practice can use');
-      continue;
-    }
-    const found = resolved.get(`${coding.system}|${coding.code}`);
-    if (!found) invalid(`${coding.field}.code`, `is not a code of ${coding.system}`);
-    else if (!found.active) invalid(`${coding.field}.code`, 'is no longer active');
-    else if (!found.usage.includes(coding.usage))
-      invalid(`${coding.field}.code`, usageMismatch(found, coding.usage));
-  }
+  const codings = [...diagnoses, ...procedures].map((c) => ({
+    ...c,
+    systemField: `${c.field}.system`,
+    codeField: `${c.field}.code`,
+  }));
+  const resolved = await judgeCodings(trx, practiceId, codings, { active: true }, invalid);
 
   // Which diagnoses a procedure names can be judged only when every diagnosis code came through.
   if (request.diagnoses?.every((d, i) => d !== undefined && !wrong(`diagnoses.${i}.code`))) {

@@ -3,9 +3,8 @@
 // line while the invoice is a draft or amending.
 
 import type { Selectable } from 'kysely';
-import { ICD10_URL, TARIFF_URL } from '../code-systems/published.ts';
-import { knownSystemUrls, modifiersOf, resolveCodes } from '../code-systems/store.ts';
-import { usageMismatch } from '../code-systems/usage.ts';
+import { modifiersOf } from '../code-systems/store.ts';
+import { judgeCodings, type PickedCoding } from '../code-systems/usage.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { LineDiagnosis } from '../platform/db/column-types.ts';
 import type { InvoiceLinesTable } from '../platform/db/tables.ts';
@@ -14,7 +13,7 @@ import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.
 import { noWrongFields, type Partly, type WrongField } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
-import { findPractitioner } from '../practices/service.ts';
+import { defaultSystemsOf, findPractitioner } from '../practices/service.ts';
 import { lineSubtotal, lineTotal, scaledQuantity } from './money.ts';
 import type { LineItemRequest } from './schemas.ts';
 import { readInvoice, requireEditable, touchInvoiceLines } from './service.ts';
@@ -27,11 +26,9 @@ export type LineValues = Omit<
 > & { diagnoses: LineDiagnosis[] };
 
 async function practitionerDefaults(trx: Trx, practiceId: string, practitionerId: string | null) {
-  const row = practitionerId ? await findPractitioner(trx, practiceId, practitionerId) : undefined;
-  return {
-    condition: row?.default_condition_system ?? ICD10_URL,
-    procedure: row?.default_procedure_system ?? TARIFF_URL,
-  };
+  return defaultSystemsOf(
+    practitionerId ? await findPractitioner(trx, practiceId, practitionerId) : undefined,
+  );
 }
 
 /** What the service's rules make of a line request: its wrong fields and its resolved codes. */
@@ -57,33 +54,35 @@ async function inspectLine(
       ? undefined
       : { system: d.system ?? defaults.condition, code: d.code, primary: d.primary },
   );
-  const codings = [
-    ...(systemKnown && request.code !== undefined ? [{ system, code: request.code }] : []),
-    ...diagnoses.filter((d) => d !== undefined),
+  // The line's system is judged even without a code; a diagnosis only with its code.
+  const codings: PickedCoding[] = [
+    ...(systemKnown
+      ? [
+          {
+            systemField: 'system',
+            codeField: 'code',
+            usage: 'procedure' as const,
+            system,
+            code: request.code,
+          },
+        ]
+      : []),
+    ...diagnoses.flatMap((d, i) =>
+      d === undefined
+        ? []
+        : [
+            {
+              systemField: `diagnoses.${i}.system`,
+              codeField: `diagnoses.${i}.code`,
+              usage: 'condition' as const,
+              system: d.system,
+              code: d.code,
+            },
+          ],
+    ),
   ];
-  const [resolved, systems] = await Promise.all([
-    resolveCodes(trx, practiceId, codings),
-    knownSystemUrls(trx, practiceId, [
-      ...new Set([...(systemKnown ? [system] : []), ...codings.map((c) => c.system)]),
-    ]),
-  ]);
-
+  const resolved = await judgeCodings(trx, practiceId, codings, { active: false }, invalid);
   const lineCode = request.code === undefined ? undefined : resolved.get(`${system}|${request.code}`);
-  if (systemKnown && !systems.has(system)) invalid('system', 'is not a code system this practice can use');
-  else if (systemKnown && request.code !== undefined && !lineCode)
-    invalid('code', `is not a code of ${system}`);
-  else if (lineCode && !lineCode.usage.includes('procedure'))
-    invalid('code', usageMismatch(lineCode, 'procedure'));
-
-  diagnoses.forEach((d, i) => {
-    if (d === undefined) return;
-    const found = resolved.get(`${d.system}|${d.code}`);
-    if (!systems.has(d.system))
-      invalid(`diagnoses.${i}.system`, 'is not a code system this practice can use');
-    else if (!found) invalid(`diagnoses.${i}.code`, `is not a code of ${d.system}`);
-    else if (!found.usage.includes('condition'))
-      invalid(`diagnoses.${i}.code`, usageMismatch(found, 'condition'));
-  });
   if ((request.diagnoses ?? []).filter((d) => d?.primary === true).length > 1)
     invalid('diagnoses', 'can have only one primary diagnosis');
 

@@ -101,6 +101,16 @@ export async function setIntegrations(trx: Trx, practiceId: string, enabled: boo
   return row;
 }
 
+/** The code systems a practitioner's codes are in when a request names none: theirs, else the published ones. */
+export function defaultSystemsOf(
+  practitioner: Pick<PractitionersTable, 'default_condition_system' | 'default_procedure_system'> | undefined,
+): { condition: string; procedure: string } {
+  return {
+    condition: practitioner?.default_condition_system ?? ICD10_URL,
+    procedure: practitioner?.default_procedure_system ?? TARIFF_URL,
+  };
+}
+
 export function practitionerOf(row: Selectable<PractitionersTable>): Static<typeof Practitioner> {
   return {
     object: 'practitioner',
@@ -108,10 +118,7 @@ export function practitionerOf(row: Selectable<PractitionersTable>): Static<type
     practiceId: row.practice_id,
     name: row.name,
     registrationNumber: row.registration_number,
-    defaultSystems: {
-      condition: row.default_condition_system ?? ICD10_URL,
-      procedure: row.default_procedure_system ?? TARIFF_URL,
-    },
+    defaultSystems: defaultSystemsOf(row),
     active: row.active,
     createdAt: row.created_at.toISOString(),
   };
