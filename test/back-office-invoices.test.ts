@@ -38,28 +38,6 @@ describeEachBackend('admin invoices', (backend) => {
     await receiver.close();
   });
 
-  test("the service's refusals name no address of the public API: an operator reads them on the admin API", async () => {
-    const none = await issuedInvoice(w, { coverage: null });
-    const refusals = [
-      await svc.admin('POST', `${base()}/invoices/${none.invoiceId}/claim`),
-      await svc.admin('POST', `${base()}/invoices/${none.invoiceId}/claim/resubmit`, {}),
-    ];
-    const claimed = await issuedInvoice(w);
-    const sent = await svc.admin('POST', `${base()}/invoices/${claimed.invoiceId}/claim`);
-    assert.equal(sent.status, 202, sent.text);
-    await svc.worker.drain();
-    refusals.push(await svc.admin('POST', `${base()}/invoices/${claimed.invoiceId}/claim`));
-    const details = refusals.map((answer) => {
-      assert.equal(answer.status, 422, answer.text);
-      assert.equal(answer.body.code, 'business_rule', answer.text);
-      return answer.body.detail as string;
-    });
-    assert.match(details[0]!, /no active coverage/);
-    assert.match(details[1]!, /has no claim yet/);
-    assert.match(details[2]!, /already has a claim that is accepted; reverse it, or resubmit/);
-    for (const detail of details) assert.doesNotMatch(detail, /POST |\/invoices\/|\/patients\//, detail);
-  });
-
   test('a rejected claim is found, fixed with a new member number, resubmitted and accepted', async () => {
     const { invoiceId, invoice, patientId, coverageId } = await issuedInvoice(w, {
       coverage: { memberNumber: 'REJECT-0001' },
@@ -201,5 +179,27 @@ describeEachBackend('admin invoices', (backend) => {
     assert.equal(amended.body.status, 'amending');
     const unknown = await svc.admin('GET', `/practices/prc_nope/invoices/${draft.id}`);
     assert.equal(unknown.status, 404);
+  });
+
+  test("the service's refusals name no address of the public API: an operator reads them on the admin API", async () => {
+    const none = await issuedInvoice(w, { coverage: null });
+    const refusals = [
+      await svc.admin('POST', `${base()}/invoices/${none.invoiceId}/claim`),
+      await svc.admin('POST', `${base()}/invoices/${none.invoiceId}/claim/resubmit`, {}),
+    ];
+    const claimed = await issuedInvoice(w);
+    const sent = await svc.admin('POST', `${base()}/invoices/${claimed.invoiceId}/claim`);
+    assert.equal(sent.status, 202, sent.text);
+    await svc.worker.drain();
+    refusals.push(await svc.admin('POST', `${base()}/invoices/${claimed.invoiceId}/claim`));
+    const details = refusals.map((answer) => {
+      assert.equal(answer.status, 422, answer.text);
+      assert.equal(answer.body.code, 'business_rule', answer.text);
+      return answer.body.detail as string;
+    });
+    assert.match(details[0]!, /no active coverage/);
+    assert.match(details[1]!, /has no claim yet/);
+    assert.match(details[2]!, /already has a claim that is accepted; reverse it, or resubmit/);
+    for (const detail of details) assert.doesNotMatch(detail, /POST |\/invoices\/|\/patients\//, detail);
   });
 });
