@@ -6,29 +6,31 @@
 // no folder imports them.
 const LAYERS = [
   ['platform', []],
+  ['paging', ['platform']],
   ['auth', ['platform']],
   ['idempotency', ['platform']],
   ['insurer', ['platform']],
   ['jobs', ['platform']],
   ['docs', ['platform']],
   ['console', ['platform']],
-  ['notifications', ['platform']],
+  ['notifications', ['platform', 'paging']],
   ['api', ['platform', 'auth', 'idempotency', 'insurer']],
-  ['code-systems', ['platform', 'api']],
+  ['code-systems', ['platform', 'paging', 'api']],
   ['patients', ['platform', 'api']],
-  ['events', ['platform', 'api']],
-  ['practices', ['platform', 'api', 'code-systems']],
-  ['encounters', ['platform', 'api', 'code-systems', 'patients', 'practices']],
-  ['insurance', ['platform', 'api', 'patients', 'practices']],
+  ['events', ['platform', 'paging', 'api']],
+  ['practices', ['platform', 'paging', 'api', 'code-systems']],
+  ['encounters', ['platform', 'paging', 'api', 'code-systems', 'patients', 'practices']],
+  ['insurance', ['platform', 'paging', 'api', 'patients', 'practices']],
   ['pricing', ['platform', 'api', 'auth', 'code-systems', 'practices']],
   ['audit', ['platform', 'api', 'practices']],
   ['catalogue', ['platform', 'code-systems', 'insurance']],
   ['clients', ['platform', 'api', 'auth', 'practices']],
-  ['webhooks', ['platform', 'api', 'events', 'jobs', 'notifications', 'practices']],
+  ['webhooks', ['platform', 'paging', 'api', 'events', 'jobs', 'notifications', 'practices']],
   [
     'invoices',
     [
       'platform',
+      'paging',
       'api',
       'auth',
       'code-systems',
@@ -44,7 +46,7 @@ const LAYERS = [
   ['claims', ['platform', 'api', 'insurance', 'insurer', 'invoices', 'jobs', 'practices', 'webhooks']],
   [
     'back-office',
-    ['platform', 'api', 'claims', 'insurance', 'invoices', 'patients', 'practices', 'webhooks'],
+    ['platform', 'paging', 'api', 'claims', 'insurance', 'invoices', 'patients', 'practices', 'webhooks'],
   ],
 ];
 

@@ -12,6 +12,7 @@ import { listCoverages } from '../insurance/store.ts';
 import { paymentOf, paymentsOf } from '../invoices/payments.ts';
 import { INVOICE_STATUSES, Invoice, Payment } from '../invoices/schemas.ts';
 import { invoiceOf, readInvoice } from '../invoices/service.ts';
+import { pastPosition } from '../paging/keyset.ts';
 import { findPatient } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -138,8 +139,13 @@ export async function searchInvoices(
             OR i.number ILIKE ${pattern} OR i.patient_id = ${q ?? ''}
             OR (p.given_names ->> 0) || ' ' || p.last_name ILIKE ${pattern}
             OR p.last_name ILIKE ${pattern} OR p.given_names::text ILIKE ${pattern})
-       AND (${before === undefined}::boolean
-            OR (i.updated_at, i.id) < (${before?.updatedAt ?? '1970-01-01T00:00:00Z'}::timestamptz, ${before?.id ?? ''}::text))
+       AND ${pastPosition(
+         'desc',
+         before && [
+           { column: 'i.updated_at', value: before.updatedAt, type: 'timestamptz' },
+           { column: 'i.id', value: before.id, type: 'text' },
+         ],
+       )}
      ORDER BY i.updated_at DESC, i.id DESC
      LIMIT ${limit + 1}`.execute(trx);
   return result.rows;

@@ -1,6 +1,7 @@
 // Owns the queries over code systems and concepts: the published ones (shared by every practice) and
 // the practice's own, presented together.
 import { type Insertable, type Kysely, sql, type Updateable } from 'kysely';
+import { pastPosition } from '../paging/keyset.ts';
 import type {
   CodeConceptsTable,
   CodeSystemsTable,
@@ -42,7 +43,14 @@ export async function listCodeSystems(
     SELECT * FROM ${visibleSystems(practiceId)} AS s
     WHERE (${filters.usage ?? null}::text IS NULL OR ${filters.usage ?? null}::text = ANY (s.usage))
       AND (${filters.owner ?? null}::text IS NULL OR s.owner = ${filters.owner ?? null}::text)
-      AND (${after === undefined}::boolean OR (s.owner_rank, s.name, s.id) > (${after?.[0] ?? 0}::int, ${after?.[1] ?? ''}::text, ${after?.[2] ?? ''}::text))
+      AND ${pastPosition(
+        'asc',
+        after && [
+          { column: 's.owner_rank', value: after[0], type: 'int' },
+          { column: 's.name', value: after[1], type: 'text' },
+          { column: 's.id', value: after[2], type: 'text' },
+        ],
+      )}
     ORDER BY s.owner_rank, s.name, s.id
     LIMIT ${limit + 1}`.execute(trx);
   return result.rows;
@@ -96,7 +104,13 @@ export async function listConcepts(
       AND (${filters.code ?? null}::text IS NULL OR c.code = ${filters.code ?? null}::text)
       AND (${filters.id ?? null}::text IS NULL OR c.id = ${filters.id ?? null}::text)
       AND (${search}::text IS NULL OR lower(c.display) LIKE ${search}::text OR lower(c.code) LIKE ${search}::text)
-      AND (${after === undefined}::boolean OR (c.code, c.id) > (${after?.[0] ?? ''}::text, ${after?.[1] ?? ''}::text))
+      AND ${pastPosition(
+        'asc',
+        after && [
+          { column: 'c.code', value: after[0], type: 'text' },
+          { column: 'c.id', value: after[1], type: 'text' },
+        ],
+      )}
     ORDER BY c.code, c.id
     LIMIT ${limit + 1}`.execute(trx);
   return result.rows;

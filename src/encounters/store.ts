@@ -1,5 +1,6 @@
 // Owns the encounters tables: an encounter with its ordered diagnoses and procedures.
 import type { Selectable } from 'kysely';
+import { pastPosition } from '../paging/keyset.ts';
 import { childRows } from '../platform/db/child-rows.ts';
 import type {
   EncounterDiagnosesTable,
@@ -110,10 +111,10 @@ export async function listEncounters(
     .limit(limit + 1);
   if (patientId) query = query.where('patient_id', '=', patientId);
   if (before) {
-    query = query.where((eb) =>
-      eb.or([
-        eb('start_at', '<', new Date(before.start)),
-        eb.and([eb('start_at', '=', new Date(before.start)), eb('id', '<', before.id)]),
+    query = query.where(
+      pastPosition('desc', [
+        { column: 'start_at', value: new Date(before.start), type: 'timestamptz' },
+        { column: 'id', value: before.id, type: 'text' },
       ]),
     );
   }

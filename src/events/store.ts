@@ -5,6 +5,7 @@
 // Events older than the retention window are not served; the rows stay, since webhook delivery logs
 // name them (docs/decisions.md).
 import { type Insertable, type QueryCreator, sql } from 'kysely';
+import { pastPosition } from '../paging/keyset.ts';
 import { safeHighWaterMark, stampChange } from '../platform/db/change-feed.ts';
 import type { EventsTable, Tables } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -89,7 +90,14 @@ export async function listEventRows(
   ];
   if (filters.types) conditions.push(sql`type = ANY (${filters.types}::text[])`);
   if (filters.createdSince) conditions.push(sql`stamp >= ${filters.createdSince}`);
-  if (after) conditions.push(sql`(stamp, seq) > (${after.stamp}::timestamptz, ${after.seq}::bigint)`);
+  if (after) {
+    conditions.push(
+      pastPosition('asc', [
+        { column: 'stamp', value: after.stamp, type: 'timestamptz' },
+        { column: 'seq', value: after.seq, type: 'bigint' },
+      ]),
+    );
+  }
   const result = await sql<EventFeedRow>`
     SELECT ${COLUMNS} FROM events
     WHERE ${sql.join(conditions, sql` AND `)}

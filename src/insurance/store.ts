@@ -1,5 +1,6 @@
 // Owns queries over insurance plans (published) and coverages (a practice's patients').
 import { type Insertable, type Kysely, sql } from 'kysely';
+import { pastPosition } from '../paging/keyset.ts';
 import type {
   CoveragesTable,
   InsurancePlanRatesTable,
@@ -32,7 +33,13 @@ export async function listPlans(
     WHERE (${pattern}::text IS NULL OR lower(p.name) LIKE ${pattern}::text
            OR EXISTS (SELECT 1 FROM unnest(p.aliases) a WHERE lower(a) LIKE ${pattern}::text))
       AND (${filters.optionCode ?? null}::text IS NULL OR lower(p.option_code) = lower(${filters.optionCode ?? null}::text))
-      AND (${after === undefined}::boolean OR (p.name, p.id) > (${after?.[0] ?? ''}::text, ${after?.[1] ?? ''}::text))
+      AND ${pastPosition(
+        'asc',
+        after && [
+          { column: 'p.name', value: after[0], type: 'text' },
+          { column: 'p.id', value: after[1], type: 'text' },
+        ],
+      )}
     ORDER BY p.name, p.id
     LIMIT ${limit + 1}`.execute(trx);
   return result.rows;

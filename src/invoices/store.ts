@@ -1,6 +1,7 @@
 // Owns the invoice tables: invoices, their lines and visits, and the per-practice invoice numbering.
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import { renumberInvoiceNotifications } from '../notifications/store.ts';
+import { pastPosition } from '../paging/keyset.ts';
 import { safeHighWaterMark } from '../platform/db/change-feed.ts';
 import { childRows } from '../platform/db/child-rows.ts';
 import type { InvoiceLinesTable, InvoicesTable, PaymentsTable } from '../platform/db/tables.ts';
@@ -175,9 +176,11 @@ export async function listInvoiceRows(
     );
   }
   if (after) {
-    const at = new Date(after.updatedAt);
-    query = query.where((eb) =>
-      eb.or([eb('i.updated_at', '>', at), eb.and([eb('i.updated_at', '=', at), eb('i.id', '>', after.id)])]),
+    query = query.where(
+      pastPosition('asc', [
+        { column: 'i.updated_at', value: new Date(after.updatedAt), type: 'timestamptz' },
+        { column: 'i.id', value: after.id, type: 'text' },
+      ]),
     );
   }
   return query.execute();

@@ -1,6 +1,7 @@
 // Owns the queries over a practice's notifications (src/table-owners.ts): what the practice is told
 // about its invoices and its webhook endpoints, newest first.
 import { type Insertable, type RawBuilder, sql } from 'kysely';
+import { pastPosition } from '../paging/keyset.ts';
 import type { NotificationsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
@@ -26,9 +27,11 @@ export async function listNotifications(
     .orderBy('id', 'desc')
     .limit(limit + 1);
   if (before) {
-    const at = new Date(before.createdAt);
-    query = query.where((eb) =>
-      eb.or([eb('created_at', '<', at), eb.and([eb('created_at', '=', at), eb('id', '<', before.id)])]),
+    query = query.where(
+      pastPosition('desc', [
+        { column: 'created_at', value: new Date(before.createdAt), type: 'timestamptz' },
+        { column: 'id', value: before.id, type: 'text' },
+      ]),
     );
   }
   return query.execute();

@@ -1,5 +1,6 @@
 // Owns the queries over practices and their practitioners (src/table-owners.ts).
 import { type Insertable, type RawBuilder, sql } from 'kysely';
+import { pastPosition } from '../paging/keyset.ts';
 import type { PracticesTable, PractitionersTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
@@ -80,9 +81,11 @@ export async function listPractitionerRows(
     .limit(limit + 1);
   if (filters.active !== undefined) query = query.where('active', '=', filters.active);
   if (after) {
-    const at = new Date(after.createdAt);
-    query = query.where((eb) =>
-      eb.or([eb('created_at', '>', at), eb.and([eb('created_at', '=', at), eb('id', '>', after.id)])]),
+    query = query.where(
+      pastPosition('asc', [
+        { column: 'created_at', value: new Date(after.createdAt), type: 'timestamptz' },
+        { column: 'id', value: after.id, type: 'text' },
+      ]),
     );
   }
   return query.execute();

@@ -11,6 +11,7 @@ import {
   type UpdateObject,
 } from 'kysely';
 import { insertEventRow } from '../events/store.ts';
+import { pastPosition } from '../paging/keyset.ts';
 import type {
   EventsTable,
   Tables,
@@ -106,7 +107,13 @@ export async function endpointAttempts(
     SELECT a.*, e.type FROM webhook_attempts a
       JOIN events e ON e.practice_id = a.practice_id AND e.id = a.event_id
      WHERE a.practice_id = ${practiceId} AND a.endpoint_id = ${endpointId}
-       AND (${before === undefined}::boolean OR (a.attempted_at, a.id) < (${before?.[0] ?? '1970-01-01'}::timestamptz, ${String(before?.[1] ?? '')}::text))
+       AND ${pastPosition(
+         'desc',
+         before && [
+           { column: 'a.attempted_at', value: before[0] as string, type: 'timestamptz' },
+           { column: 'a.id', value: String(before[1]), type: 'text' },
+         ],
+       )}
      ORDER BY a.attempted_at DESC, a.id DESC
      LIMIT ${limit + 1}`.execute(trx);
   return rows.rows;
