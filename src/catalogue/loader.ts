@@ -1,5 +1,6 @@
-// Owns loading the published catalogue from data files into the database: code systems and their
-// concepts, tariff modifiers, governing-body prices, medical schemes, plans and their rates. Runs as
+// Owns loading the published catalogue from data files into the database, through the stores of the
+// tables' owners: code systems and their concepts, tariff modifiers (code-systems), governing-body
+// prices (catalogue), medical schemes, plans and their rates (insurance). Runs as
 // the schema owner after migrations, when the catalogue's content hash differs from the one last
 // loaded; loading is an upsert keyed on natural keys, so it is idempotent and a fuller catalogue
 // (CATALOGUE_DIR, same layout) can be laid over the shipped one.

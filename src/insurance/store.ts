@@ -1,4 +1,5 @@
-// Owns queries over insurance plans (published) and coverages (a practice's patients').
+// Owns queries over insurance schemes, plans and their rates (published, upserted by the catalogue
+// loader) and coverages (a practice's patients').
 import { type Insertable, type Kysely, sql } from 'kysely';
 import { pastPosition } from '../paging/keyset.ts';
 import type {

@@ -1,6 +1,8 @@
-// Owns the webhook queries that routes and the outbox share: a practice's endpoints, the endpoints
-// that take an event type, an event and its attempts, an endpoint's attempts page by page, and the
-// events whose delivery to an endpoint failed and was not made since.
+// Owns the webhook tables' queries (src/table-owners.ts): a practice's endpoints and their changes,
+// the endpoints that take an event type, the outbox's event with its endpoints and its deliveries
+// with their jobs, a delivery to attempt and what an attempt records, an event and its attempts, an
+// endpoint's attempts page by page, and the events whose delivery to an endpoint failed and was not
+// made since.
 import {
   type Insertable,
   type InsertObject,
