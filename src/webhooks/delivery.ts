@@ -19,6 +19,7 @@ import type { SecretBox } from '../platform/secret-box.ts';
 import { type EndpointRow, readEndpointRow, signingSecrets } from './endpoints.ts';
 import { DELIVER_JOB } from './job-kinds.ts';
 import type { WebhookSender } from './sender.ts';
+import { cancelOtherDeliveries } from './store.ts';
 
 export const MAX_ATTEMPTS = 8;
 /** Delay after the Nth failed attempt (N from 1). */
@@ -210,6 +211,9 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
         .where('id', '=', endpoint.id)
         .execute();
     }
+    // A success settles the event for this endpoint: another delivery of it still waiting to retry
+    // (the automatic one, when this was a manual redelivery or a recovery) is cancelled, not sent again.
+    if (ok) await cancelOtherDeliveries(trx, practiceId, endpoint.id, event.id, delivery.id, now);
     if (disableReason && current.enabled)
       await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
     // The next attempt's time is the delivery's, on the service clock; the job waits as long on the
