@@ -477,7 +477,9 @@ function EventsSection({ detail, reload }: { detail: InvoiceDetail; reload: () =
           <tbody>
             {detail.events.map((e) => {
               const attempts = detail.deliveries.filter((d) => d.eventId === e.id);
-              const failed = attempts.length > 0 && attempts.at(-1)?.statusCode !== 200;
+              const last = attempts.at(-1)?.statusCode;
+              // Any 2xx is a delivery (a receiver may well answer 204 No Content).
+              const failed = attempts.length > 0 && !(last != null && last >= 200 && last < 300);
               return (
                 <tr key={e.id} class={failed ? 'row-bad' : ''}>
                   <td>
