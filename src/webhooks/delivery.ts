@@ -81,6 +81,7 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
         'ev.occurred_at',
         'ev.object_type',
         'ev.object_id',
+        'ev.detail',
       ])
       .where('d.practice_id', '=', practiceId)
       .where('d.id', '=', deliveryId)
@@ -115,6 +116,7 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
       occurred_at: found.occurred_at!,
       object_type: found.object_type!,
       object_id: found.object_id!,
+      detail: found.detail,
     };
     return { delivery, endpoint, event };
   });

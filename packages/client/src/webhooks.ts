@@ -3,14 +3,13 @@
 // and serialising again changes the bytes, and the signature would no longer be checked against
 // what was sent.
 import { Webhook } from 'standardwebhooks';
+import type { Event } from './types.ts';
 
-/** A webhook body (the same body as an item of the events list). */
-export interface WebhookEvent {
-  id: string;
-  type: string;
-  occurredAt: string;
-  data: { object: string; id: string; url: string | null };
-}
+/**
+ * A webhook body: the same body as an item of the events list, discriminated on `type` (a
+ * `claim.status_changed` carries `data.claim`, a `payment.created` carries `data.payment`).
+ */
+export type WebhookEvent = Event;
 
 /** Headers as Node gives them (`req.headers`), as a fetch `Headers`, or as a plain record. */
 export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;

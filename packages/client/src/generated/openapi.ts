@@ -1248,6 +1248,7 @@ export interface components {
             type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created";
             /** Format: date-time */
             occurredAt: string;
+            /** @description `object`, `id` and `url` name the invoice, as the contract fixes; a claim or payment event adds `claim` or `payment`. */
             data: {
                 /**
                  * @description Kind of record changed; claim and payment events name their invoice.
@@ -1257,6 +1258,23 @@ export interface components {
                 id: string;
                 /** @description Where to read the record with the API key. */
                 url: string | null;
+                /** @description On `claim.status_changed` only: which claim, and its new status. */
+                claim?: {
+                    /** @description The claim whose status changed. */
+                    id: string;
+                    /** @description Its status after the change, as the claim read answers it. */
+                    status: string;
+                };
+                /** @description On `payment.created` only: which payment, so that two are told apart without a read. */
+                payment?: {
+                    /** @description The payment recorded. */
+                    id: string;
+                    /** @description Its amount, in the invoice currency (negative: money taken back). */
+                    amount: number;
+                    currency: string;
+                    /** @enum {string} */
+                    source: "patient" | "insurer";
+                };
             };
         };
         /** EventList */
