@@ -1,8 +1,10 @@
 // The console in a real browser (the headless Chromium of the @sparticuz/chromium package, or
 // CHROMIUM_PATH: test/support/browser.ts, driven by playwright-core) against the real service with its
 // worker running: sign in with the admin token, find the rejected claim, correct the member number and
-// resubmit, see the insurer accept it, redeliver a webhook that failed, and visit every page. A
-// screenshot of each page goes to .tmp/console-screenshots/.
+// resubmit, see the insurer accept it, redeliver a webhook that failed (a 204 shows as delivered),
+// write off and mark entered in error (each destructive action asks first; a declined confirmation
+// does nothing), see that a message about one invoice does not follow to the next, filter the audit
+// log, and visit every page. A screenshot of each page goes to .tmp/console-screenshots/.
 //
 // It runs on one database only (PostgreSQL when DATABASE_URL is set, else the embedded one): the
 // console only calls the admin API, whose answers on both databases are covered by
