@@ -69,6 +69,7 @@ const JSON_SHAPES: Record<string, ExpressionNode> = {
   'claim_items.rejections': arrayOf('ClaimNote'),
   'claim_items.warnings': arrayOf('ClaimNote'),
   'sandbox_insurer_messages.answer': named('object'),
+  'events.detail': named('EventDetail'),
 };
 
 /** Columns written with their row and never updated: every created_at, and these. */

@@ -69,7 +69,7 @@ export async function ensureSandbox(
       { name: 'Sandbox integration', permissions: [...PERMISSIONS] },
       now,
     );
-    const { key } = await issueKey(trx, client.id, null, now);
+    const { key } = await issueKey(trx, client.id, { createdBy: 'sandbox' }, now);
     return {
       adminToken,
       practiceId: practice.id,

@@ -41,7 +41,12 @@ export const TABLE_OWNERS: Record<string, TableOwner> = {
     stores: ['src/practices/store.ts', 'src/auth/performer-store.ts'],
     tables: ['practices', 'practitioners'],
   },
-  clients: { stores: ['src/clients/store.ts'], tables: ['clients', 'api_keys'] },
+  clients: {
+    // auth/key-use-store.ts stamps a key's last use from the request pipeline, which runs before any
+    // capability and so cannot import this one.
+    stores: ['src/clients/store.ts', 'src/auth/key-use-store.ts'],
+    tables: ['clients', 'api_keys'],
+  },
   patients: { stores: ['src/patients/store.ts'], tables: ['patients'] },
   encounters: {
     stores: ['src/encounters/store.ts'],

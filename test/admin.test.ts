@@ -304,6 +304,41 @@ describeEachBackend('admin API', (backend) => {
     }
   });
 
+  test('a key shows who issued it, and when it was last used to within a minute', async () => {
+    const practice = await svc.newPractice();
+    const issued = await svc.admin('POST', `/clients/${practice.clientId}/keys`, {});
+    assert.equal(issued.status, 201, issued.text);
+    assert.match(issued.body.createdBy, /^operator:[0-9a-f]{12}$/);
+    assert.equal(issued.body.createdBy.includes(svc.adminToken), false);
+    assert.equal(issued.body.lastUsedAt, null);
+    const lastUsed = async () =>
+      (await svc.admin('GET', `/clients/${practice.clientId}/keys`)).body.data.find(
+        (k: { id: string }) => k.id === issued.body.id,
+      ).lastUsedAt as string | null;
+    const api = apiClient(svc, issued.body.key);
+    /** Calls with the key and answers the lastUsedAt recorded, checking it is the call's time. */
+    const use = async () => {
+      const before = svc.clock.now().getTime();
+      assert.equal((await api('GET', FIND_PATIENTS)).status, 200);
+      const after = svc.clock.now().getTime();
+      const at = await lastUsed();
+      assert.ok(at, 'recorded');
+      return { at, during: Date.parse(at) >= before && Date.parse(at) <= after };
+    };
+    try {
+      const first = await use();
+      assert.ok(first.during, 'the time of the first use');
+      svc.clock.advance(30_000);
+      assert.equal((await use()).at, first.at, 'not written again within the minute');
+      svc.clock.advance(31_000);
+      assert.ok((await use()).during, 'written again once a minute has passed');
+      const listed = (await svc.admin('GET', `/clients/${practice.clientId}/keys`)).body.data[0];
+      assert.equal(listed.createdBy, issued.body.createdBy);
+    } finally {
+      svc.clock.reset();
+    }
+  });
+
   test('an expiry in the past is refused with 422 naming expiresAt', async () => {
     const practiceId = await newPractice();
     const client = await newClient(practiceId);
@@ -399,6 +434,74 @@ describeEachBackend('admin API', (backend) => {
       whole.body.data.map((e: { id: string }) => e.id),
       seen.map((e) => e.id),
     );
+  });
+
+  test('the audit log filters by client, method, path, status and time', async () => {
+    const practice = await svc.newPractice();
+    const other = await newClient(practice.practiceId, { permissions: ['PATIENTS:READ'] });
+    const otherKey = await newKey(other.id, {});
+    const mine = apiClient(svc, practice.key);
+    const theirs = apiClient(svc, otherKey.key);
+    assert.equal((await theirs('GET', FIND_PATIENTS)).status, 200);
+    assert.equal((await mine('GET', '/patients/pat_doesnotexist')).status, 404);
+    await svc.admin('POST', `/clients/${other.id}/suspend`);
+    assert.equal((await theirs('GET', FIND_PATIENTS)).status, 401);
+    const list = async (query: string) => {
+      const page = await svc.admin('GET', `/practices/${practice.practiceId}/audit-events?${query}`);
+      assert.equal(page.status, 200, page.text);
+      return page.body.data as Array<{
+        clientId: string | null;
+        method: string;
+        route: string;
+        status: number;
+      }>;
+    };
+    const byClient = await list(`clientId=${other.id}`);
+    assert.ok(byClient.length >= 2);
+    assert.ok(byClient.every((e) => e.clientId === other.id));
+    const posts = await list('method=post');
+    assert.ok(posts.length > 0 && posts.every((e) => e.method === 'POST'));
+    const suspends = await list(`path=${encodeURIComponent('/suspend')}`);
+    assert.deepEqual(
+      suspends.map((e) => e.route),
+      ['/admin/v1/clients/:clientId/suspend'],
+    );
+    const refusals = await list('status=401');
+    assert.ok(refusals.length >= 1 && refusals.every((e) => e.status === 401 && e.clientId === other.id));
+    const notFound = await list(`status=404&clientId=${practice.clientId}`);
+    assert.equal(notFound.length, 1);
+    // The audit log records the database's time: the suspension's own time splits the log.
+    const all = (await svc.admin('GET', `/practices/${practice.practiceId}/audit-events`)).body
+      .data as Array<{
+      route: string;
+      occurredAt: string;
+    }>;
+    const at = encodeURIComponent(all.find((e) => e.route.endsWith('/suspend'))!.occurredAt);
+    const before = await list(`until=${at}`);
+    assert.ok(before.length >= 2);
+    assert.ok(
+      before.every((e) => !e.route.endsWith('/suspend')),
+      'until is exclusive',
+    );
+    const after = await list(`since=${at}`);
+    assert.ok(
+      after.some((e) => e.route.endsWith('/suspend')),
+      'since is inclusive',
+    );
+    assert.equal(before.length + after.length, all.length);
+    // A cursor keeps its filters: another filter with it is refused.
+    const first = await svc.admin(
+      'GET',
+      `/practices/${practice.practiceId}/audit-events?limit=1&clientId=${other.id}`,
+    );
+    assert.ok(first.body.nextCursor);
+    const mixed = await svc.admin(
+      'GET',
+      `/practices/${practice.practiceId}/audit-events?limit=1&method=GET&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+    );
+    assert.equal(mixed.status, 400, mixed.text);
+    const bad = await svc.admin('GET', `/practices/${practice.practiceId}/audit-events?status=abc`);
+    assert.equal(bad.status, 400, bad.text);
   });
 
   test("an audit cursor is refused for another practice's log", async () => {

@@ -138,6 +138,102 @@ describeEachBackend('API key cache', (backend) => {
     }
   });
 
+  test('a key replaced with a grace period keeps working from memory until the grace ends, then answers 401 as a revoked key', async () => {
+    const practice = await svc.newPractice();
+    const old = await svc.admin('POST', `/clients/${practice.clientId}/keys`, {});
+    assert.equal(old.status, 201, old.text);
+    const ask = (key: string) => apiClient(svc, key)('GET', UNKNOWN_PATIENT);
+    assert.equal((await ask(old.body.key)).status, 404);
+
+    const before = svc.clock.now().getTime();
+    const fresh = await svc.admin('POST', `/clients/${practice.clientId}/keys`, {
+      expireOldKeyId: old.body.id,
+      graceSeconds: 3600,
+    });
+    assert.equal(fresh.status, 201, fresh.text);
+    assert.equal(fresh.body.replacedKey.id, old.body.id);
+    const graceEnds = Date.parse(fresh.body.replacedKey.expiresAt);
+    assert.ok(
+      graceEnds >= before + 3_600_000 && graceEnds <= svc.clock.now().getTime() + 3_600_000,
+      'the old key expires an hour after the new one is issued',
+    );
+    assert.equal(fresh.body.expiresAt, null, 'the new key does not expire');
+    assert.equal((await ask(old.body.key)).status, 404, 'the old key still works during the grace');
+    const start = await lookUps(svc);
+    assert.equal((await ask(old.body.key)).status, 404);
+    assert.equal(await lookUps(svc), start, 'answered from memory');
+    assert.equal((await ask(fresh.body.key)).status, 404);
+
+    svc.clock.advance(3_600_000 + 1_000);
+    try {
+      const expired = await ask(old.body.key);
+      assert.equal(expired.status, 401, 'refused at the end of the grace, with no change signal since');
+      await svc.admin('POST', `/keys/${fresh.body.id}/revoke`);
+      const revoked = await ask(fresh.body.key);
+      assert.equal(revoked.status, 401);
+      const strip = (body: Record<string, unknown>) => ({
+        ...body,
+        instance: undefined,
+        requestId: undefined,
+      });
+      assert.deepEqual(
+        strip(expired.body),
+        strip(revoked.body),
+        'an expired key is refused exactly as a revoked one',
+      );
+    } finally {
+      svc.clock.reset();
+    }
+  });
+
+  test('a key replaced twice keeps the sooner expiry; a key of another client or a revoked one cannot be replaced', async () => {
+    const practice = await svc.newPractice();
+    const old = await svc.admin('POST', `/clients/${practice.clientId}/keys`, {});
+    const first = await svc.admin('POST', `/clients/${practice.clientId}/keys`, {
+      expireOldKeyId: old.body.id,
+      graceSeconds: 60,
+    });
+    assert.equal(first.status, 201, first.text);
+    const second = await svc.admin('POST', `/clients/${practice.clientId}/keys`, {
+      expireOldKeyId: old.body.id,
+    });
+    assert.equal(second.status, 201, second.text);
+    assert.equal(second.body.replacedKey.expiresAt, first.body.replacedKey.expiresAt, 'never lengthened');
+
+    const other = await svc.admin('POST', `/practices/${practice.practiceId}/clients`, {
+      name: 'Other',
+      permissions: ['PATIENTS:READ'],
+    });
+    const refused = await svc.admin('POST', `/clients/${other.body.id}/keys`, {
+      expireOldKeyId: old.body.id,
+    });
+    assert.equal(refused.status, 422, refused.text);
+    assert.equal(refused.body.errors[0].field, 'expireOldKeyId');
+    await svc.admin('POST', `/keys/${first.body.id}/revoke`);
+    const ofRevoked = await svc.admin('POST', `/clients/${practice.clientId}/keys`, {
+      expireOldKeyId: first.body.id,
+    });
+    assert.equal(ofRevoked.status, 422, ofRevoked.text);
+    const lonely = await svc.admin('POST', `/clients/${practice.clientId}/keys`, { graceSeconds: 5 });
+    assert.equal(lonely.status, 422, lonely.text);
+    assert.equal(lonely.body.errors[0].field, 'graceSeconds');
+
+    // An expiry set on an existing key: from then on 401.
+    const ask = () => apiClient(svc, second.body.key)('GET', UNKNOWN_PATIENT);
+    assert.equal((await ask()).status, 404);
+    const at = new Date(svc.clock.now().getTime() + 30_000).toISOString();
+    const expiring = await svc.admin('POST', `/keys/${second.body.id}/expire`, { expiresAt: at });
+    assert.equal(expiring.status, 200, expiring.text);
+    assert.equal(expiring.body.expiresAt, at);
+    assert.equal((await ask()).status, 404);
+    svc.clock.advance(31_000);
+    try {
+      assert.equal((await ask()).status, 401);
+    } finally {
+      svc.clock.reset();
+    }
+  });
+
   test('past half its time a remembered key is served and refreshed behind; past all of it, looked up', async () => {
     const practice = await rememberedPractice(svc);
     try {

@@ -1,8 +1,10 @@
 // The console in a real browser (the headless Chromium of the @sparticuz/chromium package, or
 // CHROMIUM_PATH: test/support/browser.ts, driven by playwright-core) against the real service with its
 // worker running: sign in with the admin token, find the rejected claim, correct the member number and
-// resubmit, see the insurer accept it, redeliver a webhook that failed, and visit every page. A
-// screenshot of each page goes to .tmp/console-screenshots/.
+// resubmit, see the insurer accept it, redeliver a webhook that failed (a 204 shows as delivered),
+// write off and mark entered in error (each destructive action asks first; a declined confirmation
+// does nothing), see that a message about one invoice does not follow to the next, filter the audit
+// log, and visit every page. A screenshot of each page goes to .tmp/console-screenshots/.
 //
 // It runs on one database only (PostgreSQL when DATABASE_URL is set, else the embedded one): the
 // console only calls the admin API, whose answers on both databases are covered by
@@ -34,6 +36,17 @@ let w: World;
 let practiceName: string;
 let rejectedInvoice: Json;
 let draftInvoice: Json;
+let owingInvoice: Json;
+let mistakenInvoice: Json;
+let practiceKeyId: string;
+/** Every confirmation the console asked for, in order; each is accepted unless `dismissNext` is set. */
+const confirmations: string[] = [];
+let dismissNext = false;
+
+/** Waits until the console has asked a confirmation matching `question`. */
+async function confirmed(question: RegExp): Promise<void> {
+  await eventually(async () => confirmations.some((q) => question.test(q)), `a confirmation ${question}`);
+}
 
 async function shot(name: string): Promise<void> {
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
@@ -59,6 +72,7 @@ before(async () => {
   svc = await startService(process.env.DATABASE_URL ? 'postgres' : 'pglite', { workerPolls: true });
   svc.clock.offsetMs = PINNED - Date.now();
   const practice = await svc.newPractice();
+  practiceKeyId = practice.keyId;
   practiceName = (await svc.admin('GET', `/practices/${practice.practiceId}`)).body.name;
   w = {
     svc,
@@ -91,6 +105,10 @@ before(async () => {
   );
   const { patientId: draftPatient } = await newPatient(w);
   draftInvoice = (await billVisit(w, draftPatient, undefined, {})).body.invoice;
+  const { patientId: owingPatient } = await newPatient(w);
+  owingInvoice = (await billVisit(w, owingPatient, undefined, { issue: true })).body.invoice;
+  const { patientId: mistakenPatient } = await newPatient(w);
+  mistakenInvoice = (await billVisit(w, mistakenPatient, undefined, {})).body.invoice;
   const { patientId } = await newPatient(w, { memberNumber: 'REJECT-4711' });
   rejectedInvoice = (await billVisit(w, patientId, undefined, { issue: true, submitClaim: true })).body
     .invoice;
@@ -124,6 +142,13 @@ before(async () => {
   });
   page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(15_000);
+  page.on('dialog', async (dialog) => {
+    confirmations.push(dialog.message());
+    if (dismissNext) {
+      dismissNext = false;
+      await dialog.dismiss();
+    } else await dialog.accept();
+  });
 });
 
 after(async () => {
@@ -221,7 +246,8 @@ test('a webhook that failed is redelivered and arrives', async () => {
     .events[0];
   assert.equal(event.type, 'invoice.issued');
 
-  receiver.reply = () => ({ status: 200, body: 'ok' });
+  // A receiver that answers 204 No Content took the delivery as well as one that answers 200.
+  receiver.reply = () => ({ status: 204 });
   const before = receiver.requests.filter((r) => r.webhookId === event.id).length;
   await issuedRow.getByRole('button', { name: 'Redeliver' }).click();
   await page
@@ -236,9 +262,15 @@ test('a webhook that failed is redelivered and arrives', async () => {
   );
   await eventually(
     async () =>
-      /#1 200/.test((await page.getByRole('row').filter({ hasText: 'invoice.issued' }).textContent()) ?? ''),
+      /#1 204/.test((await page.getByRole('row').filter({ hasText: 'invoice.issued' }).textContent()) ?? ''),
     'the delivered attempt on the invoice page',
     true,
+  );
+  const deliveredRow = page.getByRole('row').filter({ hasText: 'invoice.issued' });
+  assert.doesNotMatch(
+    (await deliveredRow.getAttribute('class')) ?? '',
+    /row-bad/,
+    'a 204 is shown as delivered, not failed',
   );
   await shot('07-invoice-redelivered');
 });
@@ -293,9 +325,48 @@ test('a draft invoice is cancelled with a reason', async () => {
   await page.getByLabel('Reason for cancelling').fill('Billed twice by mistake');
   await page.getByRole('button', { name: 'Cancel invoice' }).click();
   await page.getByRole('heading', { name: /Invoice .* cancelled/ }).waitFor();
+  await confirmed(new RegExp(`Cancel invoice ${draftInvoice.number}\\?`));
   const read = await w.api('GET', `/invoices/${draftInvoice.id}`);
   assert.equal(read.body.status, 'cancelled');
   await shot('09-invoice-cancelled');
+});
+
+test('a message about one invoice does not follow to the next', async () => {
+  await page.getByRole('status').filter({ hasText: 'Invoice cancelled.' }).waitFor();
+  await page.evaluate((id) => {
+    window.location.hash = `#/invoices/${id}`;
+  }, owingInvoice.id);
+  await page.getByRole('heading', { name: `Invoice ${owingInvoice.number}` }).waitFor();
+  assert.equal(await page.getByRole('status').filter({ hasText: 'Invoice cancelled.' }).count(), 0);
+});
+
+test('a write-off asks first; declined, nothing happens; agreed, the balance is written off', async () => {
+  await page.getByLabel('Reason for writing off').fill('Patient untraceable');
+  dismissNext = true;
+  await page.getByRole('button', { name: 'Write off balance' }).click();
+  await confirmed(new RegExp(`Write off the balance of invoice ${owingInvoice.number}\\?`));
+  assert.equal(
+    (await w.api('GET', `/invoices/${owingInvoice.id}`)).body.status,
+    'issued',
+    'declined: unchanged',
+  );
+  await page.getByRole('button', { name: 'Write off balance' }).click();
+  await page.getByRole('heading', { name: /Invoice .* written off/ }).waitFor();
+  assert.equal((await w.api('GET', `/invoices/${owingInvoice.id}`)).body.status, 'written_off');
+  await shot('09b-invoice-written-off');
+});
+
+test('an invoice is marked entered in error, after a confirmation', async () => {
+  await page.evaluate((id) => {
+    window.location.hash = `#/invoices/${id}`;
+  }, mistakenInvoice.id);
+  await page.getByRole('heading', { name: `Invoice ${mistakenInvoice.number}` }).waitFor();
+  assert.equal(await page.getByRole('status').filter({ hasText: 'Balance written off.' }).count(), 0);
+  await page.getByLabel('Why it was entered in error').fill('Wrong patient');
+  await page.getByRole('button', { name: 'Mark entered in error' }).click();
+  await page.getByRole('heading', { name: /Invoice .* entered in error/ }).waitFor();
+  await confirmed(new RegExp(`Mark invoice ${mistakenInvoice.number} entered in error\\?`));
+  assert.equal((await w.api('GET', `/invoices/${mistakenInvoice.id}`)).body.status, 'entered_in_error');
 });
 
 test('the webhooks page lists the endpoint and its attempts; disable, enable, recover, rotate', async () => {
@@ -308,19 +379,21 @@ test('the webhooks page lists the endpoint and its attempts; disable, enable, re
   const endpointRow = page.getByRole('row').filter({ hasText: receiver.url() });
   await endpointRow.getByRole('button', { name: 'Disable' }).click();
   await endpointRow.getByText('disabled', { exact: true }).waitFor();
+  await confirmed(/^Disable /);
   await endpointRow.getByRole('button', { name: 'Enable' }).click();
   await endpointRow.getByRole('button', { name: 'Disable' }).waitFor();
   await page.getByLabel('Failed since (UTC)').fill('2026-03-10T00:00');
   await page.getByRole('button', { name: 'Deliver again what failed' }).click();
   await page
     .getByRole('status')
-    .filter({ hasText: /queued again/ })
+    .filter({ hasText: /queued again: \d+ that had failed for good, \d+ still retrying/ })
     .waitFor();
   await page.getByRole('button', { name: 'Rotate secret' }).click();
   await page
     .getByRole('status')
     .filter({ hasText: /whsec_/ })
     .waitFor();
+  await confirmed(/^Rotate the signing secret/);
   await shot('10-webhooks');
 });
 
@@ -337,14 +410,25 @@ test('API clients: issue a key (shown once), revoke it, suspend and resume the c
   const keyId = /New key (key_\S+)/.exec(notice)?.[1] ?? '';
   await shot('11-clients');
   const keyRow = page.getByRole('row').filter({ hasText: keyId });
+  assert.match((await keyRow.textContent()) ?? '', /operator:[0-9a-f]{12}/, 'who issued it');
+  assert.match((await keyRow.textContent()) ?? '', /never/, 'not used yet');
+  // The practice's own key has been used by the setup: its row says when.
+  const usedRow = page.getByRole('row').filter({ hasText: practiceKeyId });
+  assert.doesNotMatch(
+    (await usedRow.textContent()) ?? '',
+    /never/,
+    'the key in use shows when it was last used',
+  );
   await keyRow.getByRole('button', { name: 'Revoke' }).click();
   await keyRow.getByRole('button', { name: 'Revoke' }).waitFor({ state: 'detached' });
+  await confirmed(new RegExp(`Revoke key ${keyId}\\?`));
   const revoked = await svc.admin(
     'GET',
     `/clients/${(await svc.admin('GET', `/practices/${w.practiceId}/clients`)).body.data[0].id}/keys`,
   );
   assert.ok(revoked.body.data.find((k: Json) => k.id === keyId).revokedAt, 'the key is revoked');
   await page.getByRole('button', { name: 'Suspend client' }).click();
+  await confirmed(/^Suspend /);
   await page.getByRole('button', { name: 'Resume client' }).click();
   await page.getByRole('button', { name: 'Suspend client' }).waitFor();
 });
@@ -357,6 +441,14 @@ test('the audit log shows the operator resubmission', async () => {
     .first()
     .waitFor();
   await shot('12-audit');
+  await page.getByLabel('Method').selectOption('POST');
+  await page.getByLabel('Path contains').fill('/write-off');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await eventually(async () => (await page.getByRole('row').count()) === 2, 'only the write-off listed');
+  assert.match((await page.getByRole('row').nth(1).textContent()) ?? '', /POST.*write-off/);
+  await page.getByLabel('HTTP status').fill('404');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.getByText('No audit event matches.').waitFor();
 });
 
 test('a practice view stays in its practice', async () => {

@@ -108,7 +108,8 @@ describe('OpenAPI document', () => {
       paths: Record<string, unknown>;
       components: { schemas: Record<string, { examples?: unknown[] }>; responses: Record<string, unknown> };
     };
-    assert.ok(text.length < 400_000, `the document is ${text.length} bytes`);
+    // A bound on the whole, against schemas copied inline again: about 410 KB with every operation.
+    assert.ok(text.length < 450_000, `the document is ${text.length} bytes`);
     for (const name of ['Patient', 'PatientRequest', 'Encounter', 'Invoice', 'Claim', 'Coverage', 'Problem'])
       assert.ok(document.components.schemas[name], `${name} is a component`);
     // no schema with a name is copied into an operation

@@ -59,7 +59,7 @@ function anchorsOf(markdown: string): Set<string> {
   return new Set([...markdown.matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1]!)));
 }
 
-const NPM_BUILTINS = new Set(['install', 'ci', 'exec', 'i', 'run']);
+const NPM_BUILTINS = new Set(['install', 'ci', 'exec', 'i', 'run', 'pack']);
 
 test('every npm script the README names exists in package.json', () => {
   const named = new Set<string>();

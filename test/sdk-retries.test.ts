@@ -1,5 +1,6 @@
 // The client package's retries against the real service, on both databases: 429, 503 and 409
-// `conflict` waited out (Retry-After honoured, the same Idempotency-Key on every attempt), a lost
+// `conflict` waited out (up to maxRetryAfterMs, whatever the backoff cap), 502 and 504 retried on reads
+// and keyed requests only (Retry-After honoured, the same Idempotency-Key on every attempt), a lost
 // connection retried when the call is safe to repeat, other refusals and exhausted retries thrown.
 // A proxy in front of the service answers the injected refusals; the 503 of a failing audit log
 // comes from the service itself.
@@ -11,7 +12,13 @@ import { describeEachBackend, patientBody, startService, type TestService } from
 import { FaultProxy, problem, sdkClient } from './sdk-fixtures.ts';
 
 test('backoff doubles from the base delay with equal jitter, stays under the cap, and Retry-After wins', () => {
-  const policy = (r: number) => ({ maxRetries: 5, baseDelayMs: 100, maxDelayMs: 1000, random: () => r });
+  const policy = (r: number) => ({
+    maxRetries: 5,
+    baseDelayMs: 100,
+    maxDelayMs: 1000,
+    maxRetryAfterMs: 1000,
+    random: () => r,
+  });
   assert.equal(retryDelayMs(policy(0), 0), 50);
   assert.equal(retryDelayMs(policy(0.999), 0), 100);
   assert.equal(retryDelayMs(policy(0), 3), 400);
@@ -20,6 +27,13 @@ test('backoff doubles from the base delay with equal jitter, stays under the cap
   assert.equal(retryDelayMs(policy(0), 0, 1), 1000);
   assert.equal(retryDelayMs(policy(0.5), 0, 0), 50);
   assert.equal(retryDelayMs(policy(0), 0, 2), undefined, 'a wait longer than the cap is not waited');
+  const patient = { ...policy(0), maxDelayMs: 100, maxRetryAfterMs: 30_000 };
+  assert.equal(
+    retryDelayMs(patient, 0, 20),
+    20_000,
+    'a Retry-After is capped by its own maximum, not the backoff',
+  );
+  assert.equal(retryDelayMs(patient, 0, 31), undefined);
   assert.equal(parseRetryAfter('7'), 7);
   assert.equal(
     parseRetryAfter(new Date(Date.UTC(2030, 0, 1, 0, 0, 30)).toUTCString(), Date.UTC(2030, 0, 1)),
@@ -69,6 +83,56 @@ describeEachBackend('client package retries', (backend) => {
     );
     assert.equal(new Set(proxy.seen.map((s) => s.idempotencyKey)).size, 1);
     assert.ok(took >= 1000, `waited the 429's Retry-After of 1 s (took ${Math.round(took)} ms)`);
+  });
+
+  test('502 and 504 are retried on reads and on requests with an Idempotency-Key, not on others', async () => {
+    const practice = await svc.newPractice();
+    const client = sdkClient(proxy.baseUrl, practice.key);
+    const gateway = (status: number) => ({ status, body: '<html>Bad Gateway</html>' });
+    proxy.seen.length = 0;
+    proxy.plan = ({ n }) => (n === 1 ? gateway(502) : n === 2 ? gateway(504) : 'forward');
+    const page = await client.invoices.list().page();
+    assert.deepEqual(page.data, []);
+    assert.deepEqual(
+      proxy.seen.map((s) => s.status),
+      [502, 504, 200],
+      'a read is sent again',
+    );
+
+    // A creating POST carries its Idempotency-Key: sent again under the same key.
+    proxy.seen.length = 0;
+    proxy.plan = ({ n }) => (n === 1 ? gateway(502) : 'forward');
+    const created = await client.patients.create(patientBody());
+    assert.deepEqual(
+      proxy.seen.map((s) => s.status),
+      [502, 201],
+    );
+    assert.equal(new Set(proxy.seen.map((s) => s.idempotencyKey)).size, 1, 'the same key both times');
+
+    proxy.seen.length = 0;
+    proxy.plan = ({ n }) => (n === 1 ? gateway(504) : 'forward');
+    const refused = await client.patients.update(created.id, { lastName: 'Other' }).catch((e: unknown) => e);
+    assert.ok(refused instanceof ProblemError, String(refused));
+    assert.equal(refused.status, 504);
+    assert.equal(proxy.seen.length, 1, 'a PATCH without an Idempotency-Key is not sent again');
+  });
+
+  test('a Retry-After up to maxRetryAfterMs is waited out even when backoffs are capped lower', async () => {
+    const practice = await svc.newPractice();
+    const client = sdkClient(proxy.baseUrl, practice.key, { retryMaxDelayMs: 50, maxRetryAfterMs: 5_000 });
+    proxy.seen.length = 0;
+    proxy.plan = ({ n }) =>
+      n === 1
+        ? { status: 503, headers: { 'retry-after': '1' }, body: problem(503, 'service_unavailable') }
+        : 'forward';
+    const started = performance.now();
+    const page = await client.invoices.list().page();
+    assert.deepEqual(page.data, []);
+    assert.deepEqual(
+      proxy.seen.map((s) => s.status),
+      [503, 200],
+    );
+    assert.ok(performance.now() - started >= 1000, 'the Retry-After of 1 s was waited');
   });
 
   test("the service's own 503 (audit log unavailable, nothing done) is retried after its Retry-After", async () => {

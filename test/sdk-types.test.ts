@@ -35,4 +35,19 @@ export async function typedCalls(client: PracticeBilling): Promise<void> {
   const body = { givenNames: ['A'], lastName: 'B', birthDate: '2000-01-01' };
   // @ts-expect-error creates must say what the operation does: POST /patients takes an Idempotency-Key
   await client.http.call('post', '/api/v1/patients', { body, creates: false });
+  const event = client.webhooks.verify('{}', {}, 'whsec_x');
+  if (event.type === 'payment.created') {
+    const paymentId: string | undefined = event.data.payment?.id;
+    void paymentId;
+    // @ts-expect-error a payment event carries no claim
+    void event.data.claim;
+  } else if (event.type === 'claim.status_changed') {
+    const status: string | undefined = event.data.claim?.status;
+    void status;
+  } else {
+    // @ts-expect-error an invoice event names only the invoice
+    void event.data.payment;
+  }
+  // @ts-expect-error the event type is a closed set
+  if (event.type === 'invoice.paid') return;
 }

@@ -1,9 +1,12 @@
 // client.webhooks.verify on real deliveries from the service, on both databases: the exact bytes as
 // received verify (as a string, a Buffer, bytes or with fetch Headers) and answer the event typed;
-// changed bytes, another secret or a parsed object are refused.
+// changed bytes, another secret or a parsed object are refused. The package verifies with the
+// runtime's own crypto (no dependency); what the Standard Webhooks library signs, it verifies: either
+// of a rotation's two signatures, within five minutes either way.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { WebhookVerificationError } from '@practice-billing/client';
+import { verifyWebhook, WebhookVerificationError } from '@practice-billing/client';
+import { Webhook } from 'standardwebhooks';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 import { sdkClient } from './sdk-fixtures.ts';
 import { addEndpoint, asOf, billVisit, Receiver } from './webhooks-fixtures.ts';
@@ -86,6 +89,52 @@ describeEachBackend('client package webhook verification', (backend) => {
     assert.throws(
       () => client.webhooks.verify(delivery.payload, delivery.headers, endpoint.secret),
       (error: unknown) => error instanceof TypeError && /raw request body/.test(error.message),
+    );
+  });
+
+  test('what the Standard Webhooks library signs verifies: either of two signatures, within five minutes', () => {
+    const current = `whsec_${Buffer.from('current secret of 32 bytes......').toString('base64')}`;
+    const previous = `whsec_${Buffer.from('previous secret of 32 bytes.....').toString('base64')}`;
+    const body = JSON.stringify({
+      id: 'evt_1',
+      type: 'payment.created',
+      occurredAt: '2026-03-10T08:00:00.000Z',
+      data: {
+        object: 'invoice',
+        id: 'inv_1',
+        url: null,
+        payment: { id: 'pay_1', amount: 100, currency: 'ZAR', source: 'patient' },
+      },
+    });
+    const sentAt = new Date('2026-03-10T08:00:00Z');
+    const headers = {
+      'webhook-id': 'evt_1',
+      'webhook-timestamp': String(sentAt.getTime() / 1000),
+      'webhook-signature': [previous, current]
+        .map((s) => new Webhook(s).sign('evt_1', sentAt, body))
+        .join(' '),
+    };
+    for (const secret of [current, previous]) {
+      const event = asOf(sentAt.getTime() + 299_000, () => verifyWebhook(body, headers, secret));
+      assert.equal(event.type, 'payment.created');
+      if (event.type === 'payment.created') assert.equal(event.data.payment?.id, 'pay_1');
+    }
+    const other = `whsec_${Buffer.from('another secret of 32 bytes......').toString('base64')}`;
+    assert.throws(
+      () => asOf(sentAt.getTime(), () => verifyWebhook(body, headers, other)),
+      WebhookVerificationError,
+    );
+    assert.throws(
+      () => asOf(sentAt.getTime() + 301_000, () => verifyWebhook(body, headers, current)),
+      /too old/,
+    );
+    assert.throws(
+      () => asOf(sentAt.getTime() - 301_000, () => verifyWebhook(body, headers, current)),
+      /too new/,
+    );
+    assert.throws(
+      () => verifyWebhook(body, { ...headers, 'webhook-signature': undefined }, current),
+      WebhookVerificationError,
     );
   });
 });

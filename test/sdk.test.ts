@@ -77,6 +77,30 @@ describeEachBackend('client package against the service', (backend) => {
     assert.equal((await client.invoices.get(billed.invoice.id)).claimStatus, 'accepted');
   });
 
+  test('practitioners, modifiers and cancelling an invoice have methods of their own', async () => {
+    const practice = await svc.newPractice();
+    const client = sdkClient(svc.baseUrl, practice.key);
+    const practitioners = await client.practitioners.list().toArray();
+    assert.deepEqual(
+      practitioners.map((p) => p.id),
+      [practice.practitionerId],
+    );
+    const one = await client.practitioners.get(practice.practitionerId);
+    assert.equal(one.id, practice.practitionerId);
+
+    const services = await client.codeSystems.list({ owner: 'service' }).toArray();
+    const tariff = services.find((s) => (s as { url: string }).url.includes('tariff'));
+    assert.ok(tariff, services.map((s) => (s as { url: string }).url).join(', '));
+    const modifiers = await client.codeSystems.modifiers(tariff.id).toArray();
+    assert.ok(modifiers.some((m) => m.code === '0011'));
+
+    const encounter = await visitBody(client, practice.practitionerId);
+    const billed = await client.encounters.bill(encounter.id, { issue: false });
+    const cancelled = await client.invoices.cancel(billed.invoice.id, { reason: 'Billed twice' });
+    assert.equal(cancelled.status, 'cancelled');
+    assert.equal((await client.invoices.get(billed.invoice.id)).status, 'cancelled');
+  });
+
   test('for await walks every page of invoices.list, oldest change first, with the filters kept', async () => {
     const practice = await svc.newPractice();
     const client = sdkClient(svc.baseUrl, practice.key);

@@ -1,6 +1,6 @@
 // What a receiver gets: the billing and claims flows deliver invoice.issued, claim.status_changed and
 // payment.created, each a signed POST whose body is exactly {id, type, occurredAt, data: {object,
-// id, url}}, with an absolute url that reads the invoice with the API key and no patient data; every
+// id, url}} (and which claim or payment, on their events), with an absolute url that reads the invoice with the API key and no patient data; every
 // attempt carries the event id as webhook-id and a fresh timestamp and signature.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -58,7 +58,16 @@ describeEachBackend('webhook deliveries', (backend) => {
       assert.match(String(request.headers['content-type']), /^application\/json/);
       const body = request.payload;
       assert.deepEqual(Object.keys(body).sort(), ['data', 'id', 'occurredAt', 'type']);
-      assert.deepEqual(Object.keys(body.data).sort(), ['id', 'object', 'url']);
+      const detail = {
+        'invoice.issued': [],
+        'claim.status_changed': ['claim'],
+        'payment.created': ['payment'],
+      };
+      assert.deepEqual(
+        Object.keys(body.data).sort(),
+        [...detail[body.type as keyof typeof detail], 'id', 'object', 'url'].sort(),
+        `${body.type}: the invoice, and which claim or payment`,
+      );
       assert.equal(request.webhookId, body.id, 'webhook-id is the event id');
       assert.match(body.id, /^evt_/);
       assert.match(body.occurredAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
@@ -82,6 +91,27 @@ describeEachBackend('webhook deliveries', (backend) => {
     assert.equal((await call(url, 'GET', '')).status, 401);
     const same = await api('GET', `/invoices/${visit.invoiceId}`);
     assert.equal(same.body.id, read.body.id);
+
+    // A claim event names the claim and its new status; a payment event the payment, as the API reads them.
+    const claim = await api('GET', `/invoices/${visit.invoiceId}/claim`);
+    const claimEvents = r.requests.filter((x) => x.payload.type === 'claim.status_changed');
+    assert.ok(claimEvents.every((x) => x.payload.data.claim.id === claim.body.id));
+    assert.equal(claimEvents[0]!.payload.data.claim.status, 'submitting');
+    assert.equal(
+      [...claimEvents].sort((a, b) => a.payload.occurredAt.localeCompare(b.payload.occurredAt)).at(-1)!
+        .payload.data.claim.status,
+      claim.body.status,
+      'the last claim event carries the status the claim has now',
+    );
+    const payments = await api('GET', `/invoices/${visit.invoiceId}/payments`);
+    const paymentEvent = r.requests.find((x) => x.payload.type === 'payment.created')!.payload;
+    const payment = payments.body.data[0];
+    assert.deepEqual(paymentEvent.data.payment, {
+      id: payment.id,
+      amount: payment.amount,
+      currency: payment.currency,
+      source: 'insurer',
+    });
 
     // The attempt log names each event and its type.
     const log = await attempts(svc, practice.practiceId, ep.id);

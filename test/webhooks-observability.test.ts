@@ -210,4 +210,93 @@ describeEachBackend('webhook delivery log, redelivery and recovery', (backend) =
       [500, 500, 500, 500, 500, 500, 500, 500, 200],
     );
   });
+
+  test('a successful manual redelivery cancels the automatic retry still waiting for that event', async () => {
+    const practice = await svc.newPractice();
+    const r = await receiver();
+    let status = 503;
+    r.reply = () => ({ status });
+    const ep = await addEndpoint(svc, practice.practiceId, r);
+    await billVisit(svc, practice);
+    await svc.worker.drain();
+    svc.clock.advance(6_000);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 2, 'the first attempt and the 5-second retry failed');
+    const eventId = r.requests[0]!.webhookId;
+    const waiting = (await attempts(svc, practice.practiceId, ep.id)).at(-1)!.nextAttemptAt;
+    assert.ok(waiting, 'an automatic retry waits');
+
+    status = 200;
+    const again = await svc.admin('POST', `/practices/${practice.practiceId}/events/${eventId}/redeliver`);
+    assert.equal(again.status, 202, again.text);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 3, 'the manual redelivery was sent');
+
+    advanceTo(svc, waiting);
+    svc.clock.advance(3_600_000);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 3, 'the retry that waited is not sent after the redelivery succeeded');
+    const log = await eventAttempts(practice.practiceId, eventId);
+    assert.deepEqual(
+      log.map((a) => a.statusCode),
+      [503, 503, 200],
+    );
+  });
+
+  test('recover also takes deliveries still retrying, and says how many of each kind it queued', async () => {
+    const practice = await svc.newPractice();
+    const r = await receiver();
+    let status = 500;
+    r.reply = () => ({ status });
+    const ep = await addEndpoint(svc, practice.practiceId, r);
+    const since = svc.clock.now().toISOString();
+    svc.clock.advance(1_000);
+
+    // E1 uses up its 8 attempts.
+    const visit = await billVisit(svc, practice);
+    await svc.worker.drain();
+    for (;;) {
+      const next = (await attempts(svc, practice.practiceId, ep.id)).at(-1)!.nextAttemptAt;
+      if (!next) break;
+      advanceTo(svc, next);
+      await svc.worker.drain();
+    }
+    const e1 = r.requests[0]!.webhookId;
+    // E2 fails once and waits for its retry.
+    await pay(svc, practice.practiceId, visit.invoiceId);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 9);
+    const e2 = r.requests[8]!.webhookId;
+
+    const recoverPath = endpointPath(practice.practiceId, ep.id, '/recover');
+    const onlyFailed = await svc.admin('POST', recoverPath, { since, includeRetrying: false });
+    assert.equal(onlyFailed.status, 202, onlyFailed.text);
+    assert.deepEqual(
+      [onlyFailed.body.queued, onlyFailed.body.failed, onlyFailed.body.retrying],
+      [1, 1, 0],
+      'without the retrying ones, only the event whose retries are used up',
+    );
+    status = 200;
+    await svc.worker.drain();
+    assert.deepEqual(
+      r.requests.slice(9).map((x) => x.webhookId),
+      [e1],
+    );
+
+    const both = await svc.admin('POST', recoverPath, { since });
+    assert.equal(both.status, 202, both.text);
+    assert.deepEqual([both.body.queued, both.body.failed, both.body.retrying], [1, 0, 1]);
+    await svc.worker.drain();
+    assert.deepEqual(
+      r.requests.slice(10).map((x) => x.webhookId),
+      [e2],
+      'the event still retrying is delivered now',
+    );
+    svc.clock.advance(24 * 3_600_000);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 11, 'and its automatic retry is not sent as well');
+    const twice = await svc.admin('POST', recoverPath, { since });
+    assert.deepEqual([twice.body.queued, twice.body.failed, twice.body.retrying], [0, 0, 0]);
+    r.assertAllVerified();
+  });
 });

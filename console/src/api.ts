@@ -14,8 +14,18 @@ import type {
   InvoiceSummary,
   Page,
   Practice,
+  Recovery,
   Redelivery,
 } from './types.ts';
+
+export interface AuditFilters {
+  clientId?: string;
+  method?: string;
+  path?: string;
+  status?: string;
+  since?: string;
+  until?: string;
+}
 
 export class ApiError extends Error {
   readonly status: number;
@@ -205,6 +215,21 @@ export class AdminApi {
     });
   }
 
+  /** Marks an invoice entered in error (it should never have existed): the same rules as cancelling. */
+  markEnteredInError(practiceId: string, invoiceId: string, reason: string) {
+    return this.#call<Invoice>('POST', `${this.#invoice(practiceId, invoiceId)}/entered-in-error`, {
+      body: { reason },
+    });
+  }
+
+  /** Writes off an invoice's balance; it moves money, so it carries an Idempotency-Key kept across retries. */
+  writeOffInvoice(practiceId: string, invoiceId: string, reason: string, idempotencyKey: string) {
+    return this.#call<Invoice>('POST', `${this.#invoice(practiceId, invoiceId)}/write-off`, {
+      body: { reason },
+      idempotencyKey,
+    });
+  }
+
   sendClaim(practiceId: string, invoiceId: string, coverageId?: string) {
     return this.#call<Claim>('POST', `${this.#invoice(practiceId, invoiceId)}/claim`, {
       body: coverageId ? { coverageId } : {},
@@ -263,7 +288,7 @@ export class AdminApi {
   }
 
   recoverDeliveries(practiceId: string, endpointId: string, since: string) {
-    return this.#call<Redelivery>(
+    return this.#call<Recovery>(
       'POST',
       `${this.#practice(practiceId)}/webhook-endpoints/${encodeURIComponent(endpointId)}/recover`,
       { body: { since } },
@@ -305,17 +330,21 @@ export class AdminApi {
     return this.#call<Page<ApiKey>>('GET', `/clients/${encodeURIComponent(clientId)}/keys`);
   }
 
-  issueKey(clientId: string) {
-    return this.#call<ApiKey>('POST', `/clients/${encodeURIComponent(clientId)}/keys`, { body: {} });
+  /** Issues a key; with `expireOldKeyId` the old key keeps working for `graceSeconds`, then stops. */
+  issueKey(clientId: string, replacing: { expireOldKeyId: string; graceSeconds: number } | null = null) {
+    return this.#call<ApiKey>('POST', `/clients/${encodeURIComponent(clientId)}/keys`, {
+      body: replacing ?? {},
+    });
   }
 
   revokeKey(keyId: string) {
     return this.#call<ApiKey>('POST', `/keys/${encodeURIComponent(keyId)}/revoke`);
   }
 
-  auditEvents(practiceId: string, cursor?: string) {
+  /** The audit log, newest first, narrowed by the filters given (`since`/`until` as ISO date-times). */
+  auditEvents(practiceId: string, filters: AuditFilters = {}, cursor?: string) {
     return this.#call<Page<AuditEvent>>('GET', `${this.#practice(practiceId)}/audit-events`, {
-      query: { cursor, limit: 25 },
+      query: { ...filters, cursor, limit: 25 },
     });
   }
 }

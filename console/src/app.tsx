@@ -95,7 +95,14 @@ function SignedIn({ session, update }: { session: Session; update: (s: Session |
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        <Page route={route} onOpen={open} operator={session.scope === 'operator'} />
+        {/* A page starts afresh on every address and practice: what it said about one record (a
+            success, a refusal) never shows on the next. */}
+        <Page
+          key={`${session.practiceId} ${route.path.join('/')}?${route.params.toString()}`}
+          route={route}
+          onOpen={open}
+          operator={session.scope === 'operator'}
+        />
       </main>
     </Console.Provider>
   );
@@ -119,7 +126,7 @@ function Page({
     case 'clients':
       return <ClientsPage />;
     case 'audit':
-      return <AuditPage />;
+      return <AuditPage params={route.params} />;
     case 'practices':
       return operator ? <PracticesPage onOpen={onOpen} /> : <DashboardPage />;
     default:

@@ -36,6 +36,12 @@ export interface Redelivery {
   deliveryIds: string[];
 }
 
+/** A recovery's answer: of those queued, how many had failed for good and how many were still retrying. */
+export interface Recovery extends Redelivery {
+  failed: number;
+  retrying: number;
+}
+
 export const INVOICE_STATUS_LIST = [
   'draft',
   'issued',

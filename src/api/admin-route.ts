@@ -30,6 +30,11 @@ export interface AdminContext<P, Q, B> {
   body: B;
   requestId: string;
   now: Date;
+  /**
+   * Who is calling, as the admin API knows it: `operator:` and the first 12 hex digits of the admin
+   * token's SHA-256 (one token, so one identity; a new token is a new one). Never the token itself.
+   */
+  operator: string;
 }
 
 export interface AdminResult<R> {
@@ -103,6 +108,7 @@ export function registerAdminScope(
   routes: AnyAdminRoute[],
 ) {
   const expected = digest(adminToken);
+  const operator = `operator:${expected.toString('hex').slice(0, 12)}`;
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
     if (!match || !timingSafeEqual(digest(match[1]!), expected)) {
@@ -165,6 +171,7 @@ export function registerAdminScope(
               body: request.body,
               requestId: request.id,
               now: deps.clock.now(),
+              operator,
             });
             done = result;
             const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;

@@ -1,5 +1,5 @@
 // Owns reading a practice's audit log (newest first) for the operator.
-import type { Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { Static } from 'typebox';
 import type { AuditEventsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -29,10 +29,25 @@ export function auditEventOf(row: Selectable<AuditEventsTable>): Static<typeof A
   };
 }
 
+/** What the operator narrows the audit log to; every filter given must hold. */
+export interface AuditFilters {
+  clientId?: string | undefined;
+  /** The HTTP method (or `JOB` for the service's own work), exactly. */
+  method?: string | undefined;
+  /** Part of the route template, e.g. `/claim/resubmit` or `/api/v1/patients`. */
+  path?: string | undefined;
+  status?: number | undefined;
+  /** Occurred at or after. */
+  since?: Date | undefined;
+  /** Occurred before. */
+  until?: Date | undefined;
+}
+
 /** Newest first; `beforeId` is the keyset position of the previous page's last row. */
 export async function listAuditEvents(
   trx: Trx,
   practiceId: string,
+  filters: AuditFilters,
   limit: number,
   beforeId: number | undefined,
 ) {
@@ -44,5 +59,12 @@ export async function listAuditEvents(
     .orderBy('id', 'desc')
     .limit(limit + 1);
   if (beforeId !== undefined) query = query.where('id', '<', beforeId);
+  if (filters.clientId) query = query.where('client_id', '=', filters.clientId);
+  if (filters.method) query = query.where('method', '=', filters.method.toUpperCase());
+  // strpos, not LIKE: the operator's text is matched as it is, `_` and `%` included.
+  if (filters.path) query = query.where(sql<boolean>`strpos(route, ${filters.path}) > 0`);
+  if (filters.status !== undefined) query = query.where('status', '=', filters.status);
+  if (filters.since) query = query.where('occurred_at', '>=', filters.since);
+  if (filters.until) query = query.where('occurred_at', '<', filters.until);
   return query.execute();
 }

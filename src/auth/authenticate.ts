@@ -9,6 +9,7 @@ import { asOperator } from '../platform/db/transaction.ts';
 import { parseApiKey, secretMatches } from './api-keys.ts';
 import { isAddressAllowed } from './ip-allow-list.ts';
 import { KeyCache } from './key-cache.ts';
+import { stampKeyUse } from './key-use-store.ts';
 import type { Permission } from './permissions.ts';
 
 export interface PracticeContext {
@@ -61,6 +62,7 @@ interface KeyRow {
   currency: string;
   timezone: string;
   integrations_enabled: boolean;
+  last_used_at: Date | null;
 }
 
 /**
@@ -75,6 +77,28 @@ async function lookUpKey(db: Database, keyId: string): Promise<KeyRow | undefine
       ? await query.execute(db.kysely)
       : await asOperator(db, (trx) => query.execute(trx));
   return result.rows[0];
+}
+
+/** How stale a key's lastUsedAt may grow: it is written at most this often. */
+export const LAST_USED_STEP_MS = 60_000;
+
+/**
+ * Records that the key let a request in, when what is known of its last use (the row as looked up or
+ * remembered) is a minute old or more: one write a minute per key, not one per request. The row in
+ * hand is stamped first, so this process's next requests in that minute write nothing; the UPDATE's
+ * own condition keeps other processes from writing it again within the minute. Not a column migration
+ * 0012 watches, so no process forgets its keys for it. A failed write loses one timestamp and never
+ * the request.
+ */
+async function noteUse(db: Database, row: KeyRow, now: Date): Promise<void> {
+  if (row.last_used_at && now.getTime() - row.last_used_at.getTime() < LAST_USED_STEP_MS) return;
+  row.last_used_at = now;
+  const due = new Date(now.getTime() - LAST_USED_STEP_MS);
+  try {
+    await asOperator(db, (trx) => stampKeyUse(trx, row.practice_id, row.key_id, now, due));
+  } catch {
+    // Only the usage stamp is lost; the next request after a minute writes it again.
+  }
 }
 
 export type ApiKeyCache = KeyCache<KeyRow>;
@@ -164,6 +188,7 @@ export async function authenticate(
     const result = judge(remembered.row, parsed.secret, sourceAddress, now);
     if (result.ok) {
       if (remembered.stale) refreshInBackground(db, keys, parsed.id, now);
+      await noteUse(db, remembered.row, now);
       return result;
     }
   }
@@ -177,7 +202,9 @@ export async function authenticate(
     throw error;
   }
   const result = judge(row, parsed.secret, sourceAddress, now);
-  if (result.ok) keys.settle(fill, parsed.id, row);
-  else keys.settle(fill, parsed.id, KEY_STATE_REFUSALS.has(result.reason) ? null : undefined);
+  if (result.ok) {
+    keys.settle(fill, parsed.id, row);
+    await noteUse(db, row!, now);
+  } else keys.settle(fill, parsed.id, KEY_STATE_REFUSALS.has(result.reason) ? null : undefined);
   return result;
 }

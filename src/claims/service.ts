@@ -124,6 +124,7 @@ export async function setClaimStatus(
       'claim.status_changed',
       { type: 'invoice', id: claim.invoice_id },
       now,
+      { claim: { id: updated.id, status } },
     );
   }
   return updated;
@@ -230,7 +231,9 @@ export async function sendClaim(
     updated_at: now,
   });
   await touchInvoice(trx, billing, invoiceId, { claim_status: 'submitting', coverage_id: claim.coverage_id });
-  await recordEvent(trx, billing.id, 'claim.status_changed', { type: 'invoice', id: invoiceId }, now);
+  await recordEvent(trx, billing.id, 'claim.status_changed', { type: 'invoice', id: invoiceId }, now, {
+    claim: { id: claim.id, status: 'submitting' },
+  });
   await queueSubmission(trx, billing, claim, now);
   return claim;
 }

@@ -4,7 +4,15 @@
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { wholeList } from '../platform/http/cursor.ts';
 import { IdParam } from '../platform/http/schema.ts';
-import { ApiKey, ApiKeyList, Client, ClientList, ClientRequest, KeyRequest } from './schemas.ts';
+import {
+  ApiKey,
+  ApiKeyList,
+  Client,
+  ClientList,
+  ClientRequest,
+  KeyExpiryRequest,
+  KeyRequest,
+} from './schemas.ts';
 import * as admin from './service.ts';
 
 const PracticeParam = IdParam('practiceId', 'Practice id (`org_...`).');
@@ -108,17 +116,27 @@ export const clientAdminRoutes = [
     cli: { command: 'keys create' },
     summary: 'Issue an API key',
     description:
-      'The answer carries `key`, shown this once; only a hash is stored. With an Idempotency-Key, the answer kept for a replay (24 hours) is stored encrypted with SECRET_ENCRYPTION_KEY; without that key it is not kept and a repeat is answered 422.',
+      'The answer carries `key`, shown this once; only a hash is stored. With an Idempotency-Key, the answer kept for a replay (24 hours) is stored encrypted with SECRET_ENCRYPTION_KEY; without that key it is not kept and a repeat is answered 422. To rotate without downtime, name the key this one replaces in `expireOldKeyId`: it keeps working for `graceSeconds` (default one day), then answers 401 exactly as a revoked key does.',
     params: ClientParam,
     body: KeyRequest,
     bodyOptional: true,
     answerHoldsSecret: true,
     successStatus: 201,
     response: ApiKey,
-    handler: async ({ trx, params, body, now }) => {
-      const { row, key } = await admin.issueKey(trx, params.clientId, body.expiresAt, now);
+    handler: async ({ trx, params, body, now, operator }) => {
+      const { row, key, replaced } = await admin.issueKey(
+        trx,
+        params.clientId,
+        { ...body, createdBy: operator },
+        now,
+      );
       return {
-        body: admin.apiKeyOf(row, key),
+        body: {
+          ...admin.apiKeyOf(row, key),
+          ...(replaced
+            ? { replacedKey: { id: replaced.id, expiresAt: replaced.expires_at?.toISOString() ?? null } }
+            : {}),
+        },
         audit: { practiceId: row.practice_id, resourceType: 'api_key', resourceId: row.id },
       };
     },
@@ -135,6 +153,26 @@ export const clientAdminRoutes = [
     handler: async ({ trx, params }) => ({
       body: wholeList((await admin.listKeys(trx, params.clientId)).map((row) => admin.apiKeyOf(row))),
     }),
+  }),
+  defineAdminRoute({
+    method: 'POST',
+    url: '/keys/:keyId/expire',
+    operationId: 'adminExpireKey',
+    cli: { command: 'keys expire' },
+    summary: 'Set when an API key stops working',
+    description:
+      'From `expiresAt` on, the key answers 401 exactly as a revoked one does (every process sees it at that time, without waiting for a change signal). An expiry the key already has that comes sooner is kept.',
+    params: KeyParam,
+    body: KeyExpiryRequest,
+    successStatus: 200,
+    response: ApiKey,
+    handler: async ({ trx, params, body }) => {
+      const row = await admin.expireKey(trx, params.keyId, new Date(body.expiresAt));
+      return {
+        body: admin.apiKeyOf(row),
+        audit: { practiceId: row.practice_id, resourceType: 'api_key', resourceId: row.id },
+      };
+    },
   }),
   defineAdminRoute({
     method: 'POST',

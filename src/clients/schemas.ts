@@ -36,9 +36,41 @@ export const Client = Type.Object(
   { title: 'Client' },
 );
 
+/** The longest grace an old key may be given when a new one replaces it: 30 days. */
+export const MAX_GRACE_SECONDS = 30 * 24 * 3600;
+
 export const KeyRequest = Type.Object(
-  { expiresAt: Type.Optional(Nullable(Type.String({ format: 'date-time' }))) },
+  {
+    expiresAt: Type.Optional(Nullable(Type.String({ format: 'date-time' }))),
+    expireOldKeyId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'A key of the same client this one replaces: it is set to expire after `graceSeconds` (an expiry it already has that comes sooner is kept), so the client can switch without downtime. An expired key is refused with the same 401 as a revoked one.',
+      }),
+    ),
+    graceSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_GRACE_SECONDS,
+        description:
+          'How long the replaced key keeps working (with `expireOldKeyId`; default 86400, one day).',
+      }),
+    ),
+  },
   { title: 'ApiKeyRequest', additionalProperties: false },
+);
+
+export const KeyExpiryRequest = Type.Object(
+  {
+    expiresAt: Type.String({
+      format: 'date-time',
+      description:
+        'When the key stops working; now or earlier stops it at once. A later expiry it already has is shortened, never lengthened.',
+    }),
+  },
+  { title: 'ApiKeyExpiryRequest', additionalProperties: false },
 );
 
 export const ApiKey = Type.Object(
@@ -53,6 +85,28 @@ export const ApiKey = Type.Object(
     expiresAt: Nullable(Type.String({ format: 'date-time' })),
     revokedAt: Nullable(Type.String({ format: 'date-time' })),
     createdAt: Type.String({ format: 'date-time' }),
+    createdBy: Nullable(
+      Type.String({
+        description:
+          'Who issued it, as the admin API knows the caller (`operator:` and a fingerprint of the admin token); null for keys issued before this was recorded.',
+      }),
+    ),
+    lastUsedAt: Nullable(
+      Type.String({
+        format: 'date-time',
+        description:
+          'When a request last got in with it, to within a minute (it is written at most once a minute).',
+      }),
+    ),
+    replacedKey: Type.Optional(
+      Type.Object(
+        { id: Type.String(), expiresAt: Nullable(Type.String({ format: 'date-time' })) },
+        {
+          description:
+            'On the answer that issues a key with `expireOldKeyId`: the old key and when it expires.',
+        },
+      ),
+    ),
   },
   { title: 'ApiKey' },
 );

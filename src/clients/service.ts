@@ -12,11 +12,14 @@ import { newId } from '../platform/ids.ts';
 import { getPractice } from '../practices/service.ts';
 import type { ApiKey, Client, ClientRequest } from './schemas.ts';
 import {
+  findApiKey,
   findClient,
+  findClientKeyForUpdate,
   insertApiKey,
   insertClient,
   listApiKeyRows,
   listClientRows,
+  shortenApiKeyExpiry,
   updateApiKeyRevoked,
   updateClient,
   updateClientSuspended,
@@ -117,14 +120,55 @@ export function apiKeyOf(row: Selectable<ApiKeysTable>, key?: string): Static<ty
     expiresAt: row.expires_at?.toISOString() ?? null,
     revokedAt: row.revoked_at?.toISOString() ?? null,
     createdAt: row.created_at.toISOString(),
+    createdBy: row.created_by,
+    lastUsedAt: row.last_used_at?.toISOString() ?? null,
   };
 }
 
-export async function issueKey(trx: Trx, clientId: string, expiresAt: string | null | undefined, now: Date) {
+export interface KeyIssue {
+  expiresAt?: string | null | undefined;
+  /** A key of the same client the new one replaces: it expires `graceSeconds` from now. */
+  expireOldKeyId?: string | undefined;
+  graceSeconds?: number | undefined;
+  /** Who issues it (AdminContext.operator). */
+  createdBy: string;
+}
+
+/** The grace a replaced key gets when the request names none: one day. */
+export const DEFAULT_GRACE_SECONDS = 86_400;
+
+export async function issueKey(trx: Trx, clientId: string, request: KeyIssue, now: Date) {
+  const { expiresAt } = request;
   if (expiresAt && new Date(expiresAt).getTime() <= now.getTime()) {
     throw fieldErrors([{ field: 'expiresAt', code: 'invalid', message: 'expiresAt must be in the future' }]);
   }
+  if (request.graceSeconds !== undefined && !request.expireOldKeyId) {
+    throw fieldErrors([
+      {
+        field: 'graceSeconds',
+        code: 'invalid',
+        message: 'graceSeconds needs expireOldKeyId (the key it replaces)',
+      },
+    ]);
+  }
   const client = await getClient(trx, clientId);
+  let replaced: Selectable<ApiKeysTable> | undefined;
+  if (request.expireOldKeyId) {
+    const old = await findClientKeyForUpdate(trx, client.practice_id, clientId, request.expireOldKeyId);
+    if (!old || old.revoked_at) {
+      throw fieldErrors([
+        {
+          field: 'expireOldKeyId',
+          code: 'invalid',
+          message: old
+            ? 'expireOldKeyId names a revoked key'
+            : "expireOldKeyId is not one of this client's keys",
+        },
+      ]);
+    }
+    const graceEnds = new Date(now.getTime() + (request.graceSeconds ?? DEFAULT_GRACE_SECONDS) * 1000);
+    replaced = await shortenApiKeyExpiry(trx, old.practice_id, old.id, graceEnds);
+  }
   const generated = generateApiKey();
   const row = await insertApiKey(trx, {
     practice_id: client.practice_id,
@@ -133,8 +177,16 @@ export async function issueKey(trx: Trx, clientId: string, expiresAt: string | n
     secret_hash: generated.secretHash,
     expires_at: expiresAt ? new Date(expiresAt) : null,
     created_at: now,
+    created_by: request.createdBy,
+    last_used_at: null,
   });
-  return { row, key: generated.key };
+  return { row, key: generated.key, replaced };
+}
+
+/** Sets an expiry on an existing key (shortening one it has, never lengthening it); 404 when there is no such key. */
+export async function expireKey(trx: Trx, keyId: string, at: Date) {
+  const key = orNotFound(await findApiKey(trx, keyId), 'Key');
+  return shortenApiKeyExpiry(trx, key.practice_id, key.id, at);
 }
 
 export async function listKeys(trx: Trx, clientId: string) {

@@ -80,3 +80,30 @@ export async function updateApiKeyRevoked(trx: Trx, keyId: string, now: Date) {
     .returningAll()
     .executeTakeFirst();
 }
+
+/** A key of the client, locked against a concurrent change of its expiry or revocation. */
+export async function findClientKeyForUpdate(trx: Trx, practiceId: string, clientId: string, keyId: string) {
+  return trx
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('client_id', '=', clientId)
+    .where('id', '=', keyId)
+    .forNoKeyUpdate()
+    .executeTakeFirst();
+}
+
+export async function findApiKey(trx: Trx, keyId: string) {
+  return trx.selectFrom('api_keys').select(['practice_id', 'id']).where('id', '=', keyId).executeTakeFirst();
+}
+
+/** Sets the key to expire at `at`, unless it already expires sooner; answers the row as written. */
+export async function shortenApiKeyExpiry(trx: Trx, practiceId: string, keyId: string, at: Date) {
+  return trx
+    .updateTable('api_keys')
+    .set({ expires_at: sql<Date>`least(coalesce(expires_at, ${at}), ${at})` })
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', keyId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}

@@ -1,6 +1,8 @@
 // Owns the shape of an event as the public API shows it: the very body a webhook delivery carries,
-// built once here for both.
+// built once here for both. `data` names the invoice (the contract fixes `object`, `id` and `url`); a
+// claim or payment event adds which claim (and its new status) or which payment it is about.
 import { Type } from 'typebox';
+import type { EventDetail } from '../platform/db/column-types.ts';
 import { DateTime, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
 
 export const EVENT_TYPES = [
@@ -25,8 +27,43 @@ export const Event = Type.Object(
         }),
         id: Type.String(),
         url: Nullable(Type.String({ description: 'Where to read the record with the API key.' })),
+        claim: Type.Optional(
+          Type.Object(
+            {
+              id: Type.String({ description: 'The claim whose status changed.' }),
+              status: Type.String({
+                description: 'Its status after the change, as the claim read answers it.',
+              }),
+            },
+            {
+              additionalProperties: false,
+              description: 'On `claim.status_changed` only: which claim, and its new status.',
+            },
+          ),
+        ),
+        payment: Type.Optional(
+          Type.Object(
+            {
+              id: Type.String({ description: 'The payment recorded.' }),
+              amount: Type.Number({
+                description: 'Its amount, in the invoice currency (negative: money taken back).',
+              }),
+              currency: Type.String(),
+              source: Enum(['patient', 'insurer']),
+            },
+            {
+              additionalProperties: false,
+              description:
+                'On `payment.created` only: which payment, so that two are told apart without a read.',
+            },
+          ),
+        ),
       },
-      { additionalProperties: false },
+      {
+        additionalProperties: false,
+        description:
+          '`object`, `id` and `url` name the invoice, as the contract fixes; a claim or payment event adds `claim` or `payment`.',
+      },
     ),
   },
   { title: 'Event', additionalProperties: false },
@@ -40,6 +77,8 @@ export interface EventRecord {
   occurred_at: Date;
   object_type: string;
   object_id: string;
+  /** What a claim or payment event says about its claim or payment (null for invoice events). */
+  detail: EventDetail | null;
 }
 
 /** The body of an event: answered by the events list and sent, as these bytes' source, to webhooks. */
@@ -52,6 +91,8 @@ export function eventBody(event: EventRecord, baseUrl: string) {
       object: event.object_type as 'invoice',
       id: event.object_id,
       url: `${baseUrl}/api/v1/invoices/${event.object_id}`,
+      ...(event.detail?.claim ? { claim: event.detail.claim } : {}),
+      ...(event.detail?.payment ? { payment: event.detail.payment } : {}),
     },
   };
 }

@@ -7,6 +7,7 @@
 import { type Insertable, type QueryCreator, sql } from 'kysely';
 import { pastPosition } from '../paging/keyset.ts';
 import { safeHighWaterMark, stampChange } from '../platform/db/change-feed.ts';
+import type { EventDetail } from '../platform/db/column-types.ts';
 import type { EventsTable, Tables } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
@@ -25,7 +26,7 @@ export interface EventFeedRow extends EventRecord {
 }
 
 // Ordered by the table's seq (a number), not the text column of the same name the list answers.
-const COLUMNS = sql`id, type, object_type, object_id, occurred_at, stamp, seq::text AS seq`;
+const COLUMNS = sql`id, type, object_type, object_id, detail, occurred_at, stamp, seq::text AS seq`;
 
 /**
  * The row of a new event, stamped with the change feed's time of its transaction, which orders the
@@ -37,6 +38,7 @@ export async function newEventRow(
   type: EventType,
   object: { type: 'invoice'; id: string },
   occurredAt: Date,
+  detail: EventDetail | null = null,
 ): Promise<Insertable<EventsTable> & { id: string }> {
   return {
     practice_id: practiceId,
@@ -44,6 +46,7 @@ export async function newEventRow(
     type,
     object_type: object.type,
     object_id: object.id,
+    detail: detail ? JSON.stringify(detail) : null,
     occurred_at: occurredAt,
     stamp: await stampChange(trx),
   };

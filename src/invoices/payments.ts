@@ -101,7 +101,9 @@ async function writePayment(
     { amount_paid: Number(invoice.amount_paid) + payment.amount },
     { settleOn: dateIn(billing.timezone, now) },
   );
-  await recordEvent(trx, billing.id, 'payment.created', { type: 'invoice', id: invoice.id }, now);
+  await recordEvent(trx, billing.id, 'payment.created', { type: 'invoice', id: invoice.id }, now, {
+    payment: { id: row.id, amount: Number(row.amount), currency: row.currency, source: row.source },
+  });
   return row;
 }
 

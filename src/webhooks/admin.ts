@@ -1,7 +1,7 @@
 // The operator's side of webhooks: endpoints (create with the secret shown once, list, read, update,
 // disable, enable, rotate the secret, delete; the answers that carry a secret are kept for an
 // Idempotency-Key's replay only sealed), the attempt log per endpoint and per event, manual
-// redelivery of one event, and recovery of everything that failed since a time.
+// redelivery of one event, and recovery of everything that failed (or still retries) since a time.
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { EVENT_TYPES } from '../events/schemas.ts';
@@ -114,6 +114,14 @@ const DeliveryResult = Type.Object({
   object: Type.Literal('redelivery'),
   queued: Type.Integer({ description: 'How many deliveries were queued.' }),
   deliveryIds: Type.Array(Type.String()),
+});
+
+const RecoveryResult = Type.Object({
+  ...DeliveryResult.properties,
+  failed: Type.Integer({ description: 'Of those queued, events whose earlier delivery failed for good.' }),
+  retrying: Type.Integer({
+    description: 'Of those queued, events whose earlier delivery still waited for an automatic retry.',
+  }),
 });
 
 export const webhookAdminRoutes = [
@@ -368,11 +376,22 @@ export const webhookAdminRoutes = [
     cli: { command: 'webhooks recover' },
     summary: 'Deliver again everything that failed since a time',
     description:
-      'Queues a new delivery for every event whose delivery to this endpoint failed or was cancelled since `since` (and was not delivered since). Enable the endpoint first.',
+      'Queues a new delivery for every event whose delivery to this endpoint since `since` failed for good (its retries used up, or cancelled when the endpoint was turned off) and, unless `includeRetrying` is false, every event whose delivery failed and still waits for an automatic retry; none of them delivered since. The answer counts each kind (`failed`, `retrying`). Once a new delivery succeeds, the automatic retry still waiting for that event is cancelled, so the receiver gets it once more, not twice. Enable the endpoint first.',
     params: EndpointParams,
-    body: Type.Object({ since: DateTime }, { additionalProperties: false }),
+    body: Type.Object(
+      {
+        since: DateTime,
+        includeRetrying: Type.Optional(
+          Type.Boolean({
+            description:
+              'Also recover deliveries that failed and still wait for an automatic retry (default true); false recovers only those whose retries are used up.',
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
     successStatus: 202,
-    response: DeliveryResult,
+    response: RecoveryResult,
     handler: async ({ trx, params, body, now }) => {
       // Locked, so that it is still there and still enabled when its deliveries are queued.
       const endpoint = await findEndpoint(trx, params.practiceId, params.endpointId, true);
@@ -381,15 +400,28 @@ export const webhookAdminRoutes = [
           'business_rule',
           'The endpoint is disabled; enable it before recovering deliveries.',
         );
-      const failed = await undeliveredEventsSince(trx, params.practiceId, endpoint.id, new Date(body.since));
+      const undelivered = await undeliveredEventsSince(
+        trx,
+        params.practiceId,
+        endpoint.id,
+        new Date(body.since),
+        body.includeRetrying ?? true,
+      );
       const ids = await queueDeliveries(
         trx,
         params.practiceId,
-        failed.map((eventId) => ({ endpointId: endpoint.id, eventId })),
+        undelivered.map(({ eventId }) => ({ endpointId: endpoint.id, eventId })),
         now,
       );
+      const retrying = undelivered.filter((u) => u.retrying).length;
       return {
-        body: { object: 'redelivery' as const, queued: ids.length, deliveryIds: ids },
+        body: {
+          object: 'redelivery' as const,
+          queued: ids.length,
+          deliveryIds: ids,
+          failed: undelivered.length - retrying,
+          retrying,
+        },
         audit: { practiceId: params.practiceId, resourceType: 'webhook_endpoint', resourceId: endpoint.id },
       };
     },

@@ -22,6 +22,7 @@ import { DELIVER_JOB } from './job-kinds.ts';
 import type { WebhookSender } from './sender.ts';
 import {
   cancelDelivery,
+  cancelOtherDeliveries,
   findDeliveryToAttempt,
   insertAttemptWithCommit,
   updateDeliveryWithCommit,
@@ -104,6 +105,7 @@ async function prepareAttempt(ctx: DeliveryContext, trx: Trx, job: JobRow, deliv
     occurred_at: found.occurred_at!,
     object_type: found.object_type!,
     object_id: found.object_id!,
+    detail: found.detail,
   };
   return { delivery, endpoint, event };
 }
@@ -150,6 +152,10 @@ async function recordAttempt(ctx: DeliveryContext, trx: Trx, job: JobRow, prepar
       updated_at: now,
     });
   }
+  // A success settles the event for this endpoint: another delivery of it still waiting to retry
+  // (the automatic one, when this was a manual redelivery or a recovery) is cancelled, not sent again.
+  if (ok)
+    await cancelOtherDeliveries(trx, practiceId, endpoint.id, prepared.event.id, prepared.delivery.id, now);
   if (disableReason && current.enabled)
     await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
   // The next attempt's time is the delivery's, on the service clock; the job waits as long on the

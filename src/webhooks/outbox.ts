@@ -7,6 +7,7 @@
 import type { EventType } from '../events/schemas.ts';
 import { newEventRow } from '../events/store.ts';
 import { announceQueuedJobs, newJobRow } from '../jobs/queue.ts';
+import type { EventDetail } from '../platform/db/column-types.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 import { DELIVER_JOB } from './job-kinds.ts';
@@ -18,8 +19,9 @@ export async function recordEvent(
   type: EventType,
   object: { type: 'invoice'; id: string },
   occurredAt: Date,
+  detail: EventDetail | null = null,
 ): Promise<string> {
-  const event = await newEventRow(trx, practiceId, type, object, occurredAt);
+  const event = await newEventRow(trx, practiceId, type, object, occurredAt, detail);
   const endpoints = await insertEventFindingEndpoints(trx, practiceId, type, event);
   await queueDeliveries(
     trx,

@@ -1,8 +1,9 @@
 // Owns the webhook tables' queries (src/table-owners.ts): a practice's endpoints and their changes,
 // the endpoints that take an event type, the outbox's event with its endpoints and its deliveries
 // with their jobs, a delivery to attempt and what an attempt records, an event and its attempts, an
-// endpoint's attempts page by page, and the events whose delivery to an endpoint failed and was not
-// made since.
+// endpoint's attempts page by page, the events whose delivery to an endpoint failed (or still
+// retries) and was not made since, and the cancelling of an event's other deliveries once one
+// succeeded.
 import {
   type Insertable,
   type InsertObject,
@@ -121,22 +122,57 @@ export async function endpointAttempts(
   return rows.rows;
 }
 
-/** Events whose delivery to the endpoint failed or was cancelled since `since` and was not made since. */
+/** An event to recover: its earlier delivery failed for good, or is still waiting to retry. */
+export interface Undelivered {
+  eventId: string;
+  retrying: boolean;
+}
+
+/**
+ * Events whose delivery to the endpoint, made since `since`, failed or was cancelled, or (with
+ * `includeRetrying`) failed at least once and still waits to retry, and that were not delivered since.
+ * An event with a delivery queued and not yet tried is left out: it is about to be sent anyway.
+ */
 export async function undeliveredEventsSince(
   trx: Trx,
   practiceId: string,
   endpointId: string,
   since: Date,
-): Promise<string[]> {
-  const failed = await sql<{ event_id: string }>`
-    SELECT DISTINCT d.event_id FROM webhook_deliveries d
-     WHERE d.practice_id = ${practiceId} AND d.endpoint_id = ${endpointId}
-       AND d.state IN ('failed', 'cancelled') AND d.created_at >= ${since}
+  includeRetrying: boolean,
+): Promise<Undelivered[]> {
+  const found = await sql<{ event_id: string; retrying: boolean }>`
+    SELECT d.event_id, bool_or(d.state = 'pending') AS retrying FROM webhook_deliveries d
+     WHERE d.practice_id = ${practiceId} AND d.endpoint_id = ${endpointId} AND d.created_at >= ${since}
+       AND (d.state IN ('failed', 'cancelled') OR (${includeRetrying}::boolean AND d.state = 'pending' AND d.attempts > 0))
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = d.practice_id
-             AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id AND o.state IN ('pending', 'delivered'))`.execute(
-    trx,
-  );
-  return failed.rows.map((r) => r.event_id);
+             AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id
+             AND (o.state = 'delivered' OR (o.state = 'pending' AND (o.attempts = 0 OR NOT ${includeRetrying}::boolean))))
+     GROUP BY d.event_id
+     ORDER BY min(d.created_at), d.event_id`.execute(trx);
+  return found.rows.map((r) => ({ eventId: r.event_id, retrying: r.retrying }));
+}
+
+/**
+ * Cancels the endpoint's other deliveries of the event still pending (waiting to retry or queued),
+ * once one delivery of it succeeded: their jobs then find them settled and send nothing.
+ */
+export async function cancelOtherDeliveries(
+  trx: Trx,
+  practiceId: string,
+  endpointId: string,
+  eventId: string,
+  deliveredId: string,
+  now: Date,
+): Promise<void> {
+  await trx
+    .updateTable('webhook_deliveries')
+    .set({ state: 'cancelled', finished_at: now, next_attempt_at: null })
+    .where('practice_id', '=', practiceId)
+    .where('endpoint_id', '=', endpointId)
+    .where('event_id', '=', eventId)
+    .where('state', '=', 'pending')
+    .where('id', '<>', deliveredId)
+    .execute();
 }
 
 /** The events about one invoice, in the order they were recorded. */
@@ -286,6 +322,7 @@ export async function findDeliveryToAttempt(trx: Trx, practiceId: string, delive
       'ev.occurred_at',
       'ev.object_type',
       'ev.object_id',
+      'ev.detail',
     ])
     .where('d.practice_id', '=', practiceId)
     .where('d.id', '=', deliveryId)

@@ -134,12 +134,15 @@ export function Action({
   done,
   kind = 'secondary',
   disabled = false,
+  confirm,
 }: {
   label: string;
   run: () => Promise<unknown>;
   done?: (result: unknown) => void;
   kind?: 'primary' | 'secondary' | 'danger';
   disabled?: boolean;
+  /** A destructive action asks this first, and does nothing unless the operator agrees. */
+  confirm?: string;
 }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
@@ -151,6 +154,7 @@ export function Action({
         disabled={busy || disabled}
         aria-busy={busy}
         onClick={async () => {
+          if (!confirmed(confirm)) return;
           setBusy(true);
           setError(undefined);
           try {
@@ -170,6 +174,11 @@ export function Action({
   );
 }
 
+/** True when there is nothing to confirm, or the operator agreed to `question`. */
+function confirmed(question: string | undefined): boolean {
+  return question === undefined || window.confirm(question);
+}
+
 /** A form that runs one admin call on submit, with its refusal shown under it. */
 export function ActionForm({
   label,
@@ -177,12 +186,15 @@ export function ActionForm({
   children,
   class: className,
   submitLabel,
+  confirm,
 }: {
   label: string;
   submit: () => Promise<unknown>;
   children: ComponentChildren;
   class?: string;
   submitLabel: string;
+  /** A destructive action asks this first, and does nothing unless the operator agrees. */
+  confirm?: string;
 }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
@@ -192,6 +204,7 @@ export function ActionForm({
       aria-label={label}
       onSubmit={async (event) => {
         event.preventDefault();
+        if (!confirmed(confirm)) return;
         setBusy(true);
         setError(undefined);
         try {

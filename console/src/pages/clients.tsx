@@ -1,5 +1,6 @@
 // API clients and their keys: create a client with its permissions, suspend or resume it, issue a key
-// (shown once) and revoke keys.
+// (shown once), replace a key (the old one keeps working for a day) and revoke keys; each key says who
+// issued it and when it was last used. Suspending and revoking ask first.
 import { useState } from 'preact/hooks';
 import { PERMISSIONS } from '../../../src/auth/permissions.ts';
 import {
@@ -14,6 +15,9 @@ import {
 } from '../components/ui.tsx';
 import { dateTime } from '../format.ts';
 import type { ApiKey, Client } from '../types.ts';
+
+/** How long a replaced key keeps working, so the integration can switch without downtime. */
+const REPLACE_GRACE_SECONDS = 86_400;
 
 export function ClientsPage() {
   const { api, practiceId } = useConsole();
@@ -103,6 +107,11 @@ function ClientCard({
         <Action
           label={client.status === 'suspended' ? 'Resume client' : 'Suspend client'}
           kind={client.status === 'suspended' ? 'secondary' : 'danger'}
+          {...(client.status === 'suspended'
+            ? {}
+            : {
+                confirm: `Suspend ${client.name}? Every request with its keys is refused until it is resumed.`,
+              })}
           run={() => api.setClientSuspended(client.id, client.status !== 'suspended')}
           done={reload}
         />
@@ -126,6 +135,8 @@ function ClientCard({
                 <tr>
                   <th scope="col">Key</th>
                   <th scope="col">Created</th>
+                  <th scope="col">Created by</th>
+                  <th scope="col">Last used</th>
                   <th scope="col">Expires</th>
                   <th scope="col">Revoked</th>
                   <th scope="col">
@@ -138,16 +149,35 @@ function ClientCard({
                   <tr key={k.id}>
                     <td>{k.id}</td>
                     <td>{dateTime(k.createdAt)}</td>
+                    <td>{k.createdBy ?? <span class="muted">not recorded</span>}</td>
+                    <td>{k.lastUsedAt ? dateTime(k.lastUsedAt) : <span class="muted">never</span>}</td>
                     <td>{dateTime(k.expiresAt)}</td>
                     <td>{dateTime(k.revokedAt)}</td>
                     <td>
                       {k.revokedAt ? null : (
-                        <Action
-                          label="Revoke"
-                          kind="danger"
-                          run={() => api.revokeKey(k.id)}
-                          done={keys.reload}
-                        />
+                        <div class="actions">
+                          <Action
+                            label="Replace"
+                            confirm={`Issue a new key for ${client.name}? Key ${k.id} keeps working for one more day, then stops.`}
+                            run={() =>
+                              api.issueKey(client.id, {
+                                expireOldKeyId: k.id,
+                                graceSeconds: REPLACE_GRACE_SECONDS,
+                              })
+                            }
+                            done={(issued) => {
+                              onKey(issued as ApiKey);
+                              keys.reload();
+                            }}
+                          />
+                          <Action
+                            label="Revoke"
+                            kind="danger"
+                            confirm={`Revoke key ${k.id}? Every request with it is refused from now on.`}
+                            run={() => api.revokeKey(k.id)}
+                            done={keys.reload}
+                          />
+                        </div>
                       )}
                     </td>
                   </tr>

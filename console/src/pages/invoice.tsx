@@ -20,6 +20,8 @@ import type { Claim, InvoiceDetail } from '../types.ts';
 const IN_FLIGHT = ['submitting', 'reversing'];
 const EDITABLE = ['draft', 'amending'];
 const OPEN = ['issued', 'partially_paid', 'overdue'];
+/** Statuses the service may cancel or mark entered in error (it refuses when a payment or claim stands in the way). */
+const CLOSABLE = ['draft', 'amending', 'issued', 'overdue'];
 
 export function InvoicePage({ invoiceId }: { invoiceId: string }) {
   const { api, practiceId } = useConsole();
@@ -167,6 +169,9 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
   const { invoice, claim } = detail;
   const [reverseReason, setReverseReason] = useState('');
   const [cancelReason, setCancelReason] = useState('');
+  const [errorReason, setErrorReason] = useState('');
+  const [writeOffReason, setWriteOffReason] = useState('');
+  const [writeOffKey] = useState(() => new ActionKey());
   const [payment, setPayment] = useState({ amount: '', method: 'eft', reference: '', source: 'patient' });
   const [paymentKey] = useState(() => new ActionKey());
   const [done, setDone] = useState('');
@@ -288,11 +293,55 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
           </Field>
         </ActionForm>
       ) : null}
-      {invoice.status !== 'cancelled' ? (
+      {OPEN.includes(invoice.status) ? (
+        <ActionForm
+          label="Write off"
+          submitLabel="Write off balance"
+          class="danger-zone"
+          confirm={`Write off the balance of invoice ${invoice.number}? The practice stops collecting it; this cannot be undone.`}
+          submit={async () => {
+            const reason = writeOffReason.trim();
+            try {
+              await api.writeOffInvoice(practiceId, invoice.id, reason, writeOffKey.for({ reason }));
+            } catch (error) {
+              writeOffKey.failed(error);
+              throw error;
+            }
+            writeOffKey.done();
+            after('Balance written off.')();
+          }}
+        >
+          <Field label="Reason for writing off">
+            <input
+              required
+              value={writeOffReason}
+              onInput={(e) => setWriteOffReason(e.currentTarget.value)}
+            />
+          </Field>
+        </ActionForm>
+      ) : null}
+      {CLOSABLE.includes(invoice.status) ? (
+        <ActionForm
+          label="Entered in error"
+          submitLabel="Mark entered in error"
+          class="danger-zone"
+          confirm={`Mark invoice ${invoice.number} entered in error? It is closed as if it never existed, and its visits can be billed again.`}
+          submit={async () => {
+            await api.markEnteredInError(practiceId, invoice.id, errorReason.trim());
+            after('Invoice marked entered in error.')();
+          }}
+        >
+          <Field label="Why it was entered in error">
+            <input required value={errorReason} onInput={(e) => setErrorReason(e.currentTarget.value)} />
+          </Field>
+        </ActionForm>
+      ) : null}
+      {CLOSABLE.includes(invoice.status) ? (
         <ActionForm
           label="Cancel invoice"
           submitLabel="Cancel invoice"
           class="danger-zone"
+          confirm={`Cancel invoice ${invoice.number}? This cannot be undone.`}
           submit={async () => {
             await api.cancelInvoice(practiceId, invoice.id, cancelReason.trim());
             after('Invoice cancelled.')();
@@ -477,7 +526,9 @@ function EventsSection({ detail, reload }: { detail: InvoiceDetail; reload: () =
           <tbody>
             {detail.events.map((e) => {
               const attempts = detail.deliveries.filter((d) => d.eventId === e.id);
-              const failed = attempts.length > 0 && attempts.at(-1)?.statusCode !== 200;
+              const last = attempts.at(-1)?.statusCode;
+              // Any 2xx is a delivery (a receiver may well answer 204 No Content).
+              const failed = attempts.length > 0 && !(last != null && last >= 200 && last < 300);
               return (
                 <tr key={e.id} class={failed ? 'row-bad' : ''}>
                   <td>

@@ -64,11 +64,18 @@ export function WebhooksPage({ params }: { params: URLSearchParams }) {
                       <div class="actions">
                         <Action
                           label={e.enabled ? 'Disable' : 'Enable'}
+                          kind={e.enabled ? 'danger' : 'secondary'}
+                          {...(e.enabled
+                            ? {
+                                confirm: `Disable ${e.url}? Its pending deliveries are cancelled and no new ones are sent.`,
+                              }
+                            : {})}
                           run={() => api.setEndpointEnabled(practiceId, e.id, !e.enabled)}
                           done={loaded.reload}
                         />
                         <Action
                           label="Rotate secret"
+                          confirm={`Rotate the signing secret of ${e.url}? The old secret keeps signing beside the new one during the overlap only.`}
                           run={() => api.rotateSecret(practiceId, e.id)}
                           done={(r) => {
                             const rotated = r as Endpoint;
@@ -132,7 +139,9 @@ function EndpointDeliveries({ endpointId }: { endpointId: string }) {
             endpointId,
             new Date(`${since}Z`).toISOString(),
           );
-          setDone(`${result.queued} deliver${result.queued === 1 ? 'y' : 'ies'} queued again.`);
+          setDone(
+            `${result.queued} deliver${result.queued === 1 ? 'y' : 'ies'} queued again: ${result.failed} that had failed for good, ${result.retrying} still retrying.`,
+          );
           loaded.reload();
         }}
       >

@@ -1,6 +1,8 @@
-// Builds the publishable package: JavaScript and declarations compiled from src/ by tsc (browser and
-// Node 20+ alike: no Node types are visible to the sources), with a package.json whose exports name the
-// compiled files. In this repository the workspace uses src/ directly; `npm publish` is run in dist/.
+// Builds the published form of the package into dist/: JavaScript and declarations compiled from src/
+// by tsc (browser and Node 20.16+ alike: no Node types are visible to the sources). package.json's
+// `exports` name these files (`types`, `import`); `npm pack` runs this first (`prepack`), and the
+// repository's `prepare` runs it after `npm install`/`npm ci`. Inside the repository, the tests and
+// tsc may read src/ directly instead, through the `@practice-billing/source` export condition.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -14,21 +16,14 @@ export function buildPackage(outDir = path.join(PACKAGE, 'dist')): string {
   execFileSync(process.execPath, [tsc, '-p', path.join(PACKAGE, 'tsconfig.build.json'), '--outDir', outDir], {
     stdio: 'inherit',
   });
-  const source = JSON.parse(fs.readFileSync(path.join(PACKAGE, 'package.json'), 'utf8')) as Record<
-    string,
-    unknown
-  >;
-  const published = {
-    name: source.name,
-    version: source.version,
-    description: source.description,
-    type: 'module',
-    license: source.license,
-    engines: source.engines,
-    exports: { '.': { types: './index.d.ts', default: './index.js' } },
-    dependencies: source.dependencies,
-  };
-  fs.writeFileSync(path.join(outDir, 'package.json'), `${JSON.stringify(published, null, 2)}\n`);
+  // tsc rewrites the JavaScript's relative imports to .js but leaves the declarations' as written
+  // (.ts): a consumer's TypeScript of any version reads `./x.js` as `./x.d.ts`.
+  for (const file of fs.readdirSync(outDir, { recursive: true, encoding: 'utf8' })) {
+    if (!file.endsWith('.d.ts')) continue;
+    const at = path.join(outDir, file);
+    const text = fs.readFileSync(at, 'utf8');
+    fs.writeFileSync(at, text.replace(/(from\s+'\.{1,2}\/[^']*)\.ts'/g, "$1.js'"));
+  }
   return outDir;
 }
 

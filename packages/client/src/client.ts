@@ -7,19 +7,26 @@ import { Events } from './resources/events.ts';
 import { InsurancePlans } from './resources/insurance-plans.ts';
 import { Invoices } from './resources/invoices.ts';
 import { Coverages, Patients } from './resources/patients.ts';
+import { Practitioners } from './resources/practitioners.ts';
 import { Webhooks } from './webhooks.ts';
 
 export class PracticeBilling {
   readonly patients: Patients;
   readonly coverages: Coverages;
   readonly insurancePlans: InsurancePlans;
+  readonly practitioners: Practitioners;
   readonly encounters: Encounters;
   readonly invoices: Invoices;
   readonly claims: Claims;
   readonly codeSystems: CodeSystems;
   readonly events: Events;
   readonly webhooks: Webhooks;
-  /** Any operation of the OpenAPI document, by path and method, typed: for what has no resource method. */
+  /**
+   * The escape hatch: any operation of the OpenAPI document, by path and method, typed from it. `creates`
+   * must say whether the operation takes an Idempotency-Key (a creating POST): true sends a new key per
+   * call (or `idempotencyKey` from the options) and lets the call be retried safely; the types refuse a
+   * wrong value.
+   */
   readonly http: Http;
 
   constructor(options: ClientOptions) {
@@ -27,6 +34,7 @@ export class PracticeBilling {
     this.patients = new Patients(this.http);
     this.coverages = new Coverages(this.http);
     this.insurancePlans = new InsurancePlans(this.http);
+    this.practitioners = new Practitioners(this.http);
     this.encounters = new Encounters(this.http);
     this.invoices = new Invoices(this.http);
     this.claims = new Claims(this.http);

@@ -23,8 +23,14 @@ export interface ClientOptions {
   maxRetries?: number;
   /** First backoff delay in milliseconds (default 500). */
   retryBaseDelayMs?: number;
-  /** Longest wait between attempts in milliseconds (default 60 000). */
+  /** Longest backoff between attempts in milliseconds, when the service names no wait (default 60 000). */
   retryMaxDelayMs?: number;
+  /**
+   * Longest `Retry-After` waited out, in milliseconds (default 60 000): a 429 or 503 asking for up to
+   * this long is retried after it; one asking for longer is thrown at once as a ProblemError with
+   * `retryAfterSeconds`.
+   */
+  maxRetryAfterMs?: number;
   /** Time-out of one attempt in milliseconds (default 60 000). */
   timeoutMs?: number;
   /** Practitioner acting, sent as `X-Service-Performer` on every call (recorded in the audit trail). */
@@ -103,6 +109,7 @@ export class Http {
       maxRetries: options.maxRetries ?? DEFAULT_RETRY.maxRetries,
       baseDelayMs: options.retryBaseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
       maxDelayMs: options.retryMaxDelayMs ?? DEFAULT_RETRY.maxDelayMs,
+      maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULT_RETRY.maxRetryAfterMs,
       random: options.random ?? DEFAULT_RETRY.random,
     };
     this.#timeoutMs = options.timeoutMs ?? 60_000;
@@ -137,6 +144,8 @@ export class Http {
     const performer = options.performer ?? this.#performer;
     if (performer) headers['x-service-performer'] = performer;
     const repeatable = init.creates || REPEATABLE.has(method);
+    // What a gateway's 502 or 504 may be sent again for: a read, or a request the service replays.
+    const replayable = init.creates || method === 'get';
     const maxRetries = options.maxRetries ?? this.#retry.maxRetries;
     const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
 
@@ -176,7 +185,7 @@ export class Http {
       if (status >= 200 && status < 300) return parsed as ResultOf<OperationAt<P, M>>;
       const retryAfter = parseRetryAfter(answerHeaders.get('retry-after'));
       const problem = problemFrom(status, answerHeaders, parsed, retryAfter);
-      if (retryableAnswer(status, problem.code) && attempt < maxRetries) {
+      if (retryableAnswer(status, problem.code, replayable) && attempt < maxRetries) {
         const delay = retryDelayMs(this.#retry, attempt, retryAfter);
         if (delay !== undefined) {
           await sleep(delay, options.signal);

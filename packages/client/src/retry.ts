@@ -1,14 +1,18 @@
 // Owns when and how long the client waits before trying a request again. Retried: no answer at all
 // (when the request is safe to repeat), 409 `conflict` (the same Idempotency-Key is still running),
-// 429 and 503. Never another 4xx: the service decided, and the same request gets the same answer.
+// 429 and 503; and 502 and 504 (a proxy or gateway lost the answer: the request may have been done)
+// only on a GET or a request that carries an Idempotency-Key, which the service replays rather than
+// doing twice. Never another 4xx: the service decided, and the same request gets the same answer.
 
 export interface RetryPolicy {
   /** Attempts after the first (default 3). */
   maxRetries: number;
   /** First backoff delay in milliseconds (default 500); doubled on each retry. */
   baseDelayMs: number;
-  /** Longest wait; a Retry-After beyond it is not waited for (default 60 000). */
+  /** Longest backoff wait when the service names none (default 60 000). */
   maxDelayMs: number;
+  /** Longest Retry-After waited out (default 60 000); a longer one is thrown at once. */
+  maxRetryAfterMs: number;
   /** Random number in [0, 1) for the jitter. */
   random: () => number;
 }
@@ -17,11 +21,16 @@ export const DEFAULT_RETRY: RetryPolicy = {
   maxRetries: 3,
   baseDelayMs: 500,
   maxDelayMs: 60_000,
+  maxRetryAfterMs: 60_000,
   random: Math.random,
 };
 
-/** Whether an error answer may be retried as it is. */
-export function retryableAnswer(status: number, code: string | undefined): boolean {
+/**
+ * Whether an error answer may be retried as it is; `replayable` says the request is a GET or carries
+ * an Idempotency-Key, so that a gateway's 502 or 504 may be sent again.
+ */
+export function retryableAnswer(status: number, code: string | undefined, replayable = false): boolean {
+  if (status === 502 || status === 504) return replayable;
   return status === 429 || status === 503 || (status === 409 && code === 'conflict');
 }
 
@@ -38,7 +47,7 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
  * Milliseconds to wait before retry number `retry` (0 for the first): exponential backoff with
  * "equal jitter" (half fixed, half random), or the service's Retry-After plus up to one base delay
  * of jitter so that clients told the same time do not return together. undefined: do not retry,
- * the wait asked for is longer than the policy allows.
+ * the wait asked for is longer than maxRetryAfterMs.
  */
 export function retryDelayMs(
   policy: RetryPolicy,
@@ -48,7 +57,7 @@ export function retryDelayMs(
   const jitter = policy.random();
   if (retryAfterSeconds !== undefined) {
     const asked = retryAfterSeconds * 1000;
-    if (asked > policy.maxDelayMs) return undefined;
+    if (asked > policy.maxRetryAfterMs) return undefined;
     return asked + Math.round(jitter * policy.baseDelayMs);
   }
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);

@@ -50,6 +50,10 @@ export type EncountersQuery = QueryOf<Op<'listEncounters'>>;
 export type BillRequest = BodyOf<Op<'billEncounter'>>;
 export type BillResult = ResultOf<Op<'billEncounter'>>;
 export type Invoice = ResultOf<Op<'getInvoice'>>;
+export type CancelInvoiceRequest = BodyOf<Op<'cancelInvoice'>>;
+export type Practitioner = ResultOf<Op<'getPractitioner'>>;
+export type PractitionersQuery = QueryOf<Op<'listPractitioners'>>;
+export type Modifier = ListItem<ResultOf<Op<'listCodeSystemModifiers'>>>;
 export type InvoicesQuery = QueryOf<Op<'listInvoices'>>;
 export type LineItem = ResultOf<Op<'getLineItem'>>;
 export type LineItemRequest = BodyOf<Op<'addLineItem'>>;
@@ -65,7 +69,36 @@ export type CodeConcept = ResultOf<Op<'getCodeConcept'>>;
 export type CodeConceptRequest = BodyOf<Op<'addCodeConcept'>>;
 export type CodeConceptsQuery = QueryOf<Op<'listCodeConcepts'>>;
 export type DeletedCodeConcept = ResultOf<Op<'deleteCodeConcept'>>;
-export type Event = ResultOf<Op<'getEvent'>>;
+/** An event as the API describes it, before it is told apart by `type`. */
+type AnyEvent = ResultOf<Op<'getEvent'>>;
+type EventData = AnyEvent['data'];
+/** What every event's `data` holds: the invoice it is about (`object`, `id`, `url`). */
+export type InvoiceRef = Omit<EventData, 'claim' | 'payment'>;
+type EventOf<T extends AnyEvent['type'], D> = Omit<AnyEvent, 'type' | 'data'> & { type: T; data: D };
+/** invoice.issued, invoice.cancelled, invoice.entered_in_error, invoice.written_off. */
+export type InvoiceEvent = EventOf<
+  Exclude<AnyEvent['type'], 'claim.status_changed' | 'payment.created'>,
+  InvoiceRef
+>;
+/**
+ * claim.status_changed: the invoice, and which claim with its new status. `claim` is absent only on
+ * events a server recorded before it carried this detail.
+ */
+export type ClaimStatusChangedEvent = EventOf<
+  'claim.status_changed',
+  InvoiceRef & { claim?: NonNullable<EventData['claim']> }
+>;
+/**
+ * payment.created: the invoice, and which payment (id, amount, currency, source). `payment` is absent
+ * only on events a server recorded before it carried this detail.
+ */
+export type PaymentCreatedEvent = EventOf<
+  'payment.created',
+  InvoiceRef & { payment?: NonNullable<EventData['payment']> }
+>;
+/** An event (an item of the events list, or a webhook body), discriminated on `type`. */
+export type Event = InvoiceEvent | ClaimStatusChangedEvent | PaymentCreatedEvent;
+export type EventType = Event['type'];
 export type EventsQuery = QueryOf<Op<'listEvents'>>;
 
 /** A page of a list: `{object: 'list', data, hasMore, nextCursor}`. */

@@ -45,3 +45,9 @@ export interface ClaimNote {
   code: string;
   description: string;
 }
+
+/** events.detail: what a claim or payment event says about its claim or payment. */
+export interface EventDetail {
+  claim?: { id: string; status: string };
+  payment?: { id: string; amount: number; currency: string; source: 'patient' | 'insurer' };
+}

@@ -6,6 +6,7 @@
 import type { ColumnType, GeneratedAlways, JSONColumnType } from 'kysely';
 import type {
   ClaimNote,
+  EventDetail,
   LineDiagnosis,
   NeverUpdated,
   PatientAddress,
@@ -21,8 +22,10 @@ export type Generated<T> =
 export interface ApiKeysTable {
   client_id: string;
   created_at: Generated<NeverUpdated<Date>>;
+  created_by: string | null;
   expires_at: Date | null;
   id: string;
+  last_used_at: Date | null;
   practice_id: string;
   revoked_at: Date | null;
   secret_hash: Buffer;
@@ -177,6 +180,7 @@ export interface EncountersTable {
 }
 
 export interface EventsTable {
+  detail: JSONColumnType<EventDetail> | null;
   id: string;
   object_id: string;
   object_type: string;

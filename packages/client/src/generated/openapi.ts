@@ -619,6 +619,27 @@ export interface components {
             revokedAt: string | null;
             /** Format: date-time */
             createdAt: string;
+            /** @description Who issued it, as the admin API knows the caller (`operator:` and a fingerprint of the admin token); null for keys issued before this was recorded. */
+            createdBy: string | null;
+            /**
+             * Format: date-time
+             * @description When a request last got in with it, to within a minute (it is written at most once a minute).
+             */
+            lastUsedAt: string | null;
+            /** @description On the answer that issues a key with `expireOldKeyId`: the old key and when it expires. */
+            replacedKey?: {
+                id: string;
+                /** Format: date-time */
+                expiresAt: string | null;
+            };
+        };
+        /** ApiKeyExpiryRequest */
+        ApiKeyExpiryRequest: {
+            /**
+             * Format: date-time
+             * @description When the key stops working; now or earlier stops it at once. A later expiry it already has is shortened, never lengthened.
+             */
+            expiresAt: string;
         };
         /** ApiKeyList */
         ApiKeyList: {
@@ -632,6 +653,10 @@ export interface components {
         ApiKeyRequest: {
             /** Format: date-time */
             expiresAt?: string | null;
+            /** @description A key of the same client this one replaces: it is set to expire after `graceSeconds` (an expiry it already has that comes sooner is kept), so the client can switch without downtime. An expired key is refused with the same 401 as a revoked one. */
+            expireOldKeyId?: string;
+            /** @description How long the replaced key keeps working (with `expireOldKeyId`; default 86400, one day). */
+            graceSeconds?: number;
         };
         /** AuditEvent */
         AuditEvent: {
@@ -1248,6 +1273,7 @@ export interface components {
             type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created";
             /** Format: date-time */
             occurredAt: string;
+            /** @description `object`, `id` and `url` name the invoice, as the contract fixes; a claim or payment event adds `claim` or `payment`. */
             data: {
                 /**
                  * @description Kind of record changed; claim and payment events name their invoice.
@@ -1257,6 +1283,23 @@ export interface components {
                 id: string;
                 /** @description Where to read the record with the API key. */
                 url: string | null;
+                /** @description On `claim.status_changed` only: which claim, and its new status. */
+                claim?: {
+                    /** @description The claim whose status changed. */
+                    id: string;
+                    /** @description Its status after the change, as the claim read answers it. */
+                    status: string;
+                };
+                /** @description On `payment.created` only: which payment, so that two are told apart without a read. */
+                payment?: {
+                    /** @description The payment recorded. */
+                    id: string;
+                    /** @description Its amount, in the invoice currency (negative: money taken back). */
+                    amount: number;
+                    currency: string;
+                    /** @enum {string} */
+                    source: "patient" | "insurer";
+                };
             };
         };
         /** EventList */

@@ -10,6 +10,7 @@ import type {
   CodeSystemsQuery,
   DeletedCodeConcept,
   ListPage,
+  Modifier,
 } from '../types.ts';
 
 export class CodeSystems {
@@ -43,6 +44,19 @@ export class CodeSystems {
       '/api/v1/code-systems/{codeSystemId}',
       { params: { codeSystemId }, creates: false },
       options,
+    );
+  }
+
+  /** The modifiers the system defines (for a procedure line's `modifiers`). */
+  modifiers(codeSystemId: string, options?: RequestOptions): PageList<Modifier> {
+    return new PageList(
+      async () =>
+        (await this.#http.call(
+          'get',
+          '/api/v1/code-systems/{codeSystemId}/modifiers',
+          { params: { codeSystemId }, creates: false },
+          options,
+        )) as ListPage<Modifier>,
     );
   }
 

@@ -1,7 +1,16 @@
 // Invoices, their lines, the rates known for a line and the payments received.
 import type { Http, RequestOptions } from '../http.ts';
 import { PageList } from '../paging.ts';
-import type { Invoice, InvoicesQuery, LineItem, LineItemRequest, ListPage, Payment, Rate } from '../types.ts';
+import type {
+  CancelInvoiceRequest,
+  Invoice,
+  InvoicesQuery,
+  LineItem,
+  LineItemRequest,
+  ListPage,
+  Payment,
+  Rate,
+} from '../types.ts';
 
 export class Invoices {
   readonly #http: Http;
@@ -56,6 +65,20 @@ export class Invoices {
     );
   }
 
+  /**
+   * Cancels an invoice nothing was paid on (draft, issued, overdue or amending, no open or accepted
+   * claim), with the reason; its visits can be billed again. Anything else is a 422.
+   */
+  cancel(invoiceId: string, body: CancelInvoiceRequest, options?: RequestOptions): Promise<Invoice> {
+    return this.#http.call(
+      'post',
+      '/api/v1/invoices/{invoiceId}/cancel',
+      { params: { invoiceId }, body, creates: false },
+      options,
+    );
+  }
+
+  /** The payments received on the invoice, patient and insurer alike. */
   payments(invoiceId: string, options?: RequestOptions): PageList<Payment> {
     return new PageList(
       async () =>
