@@ -15,6 +15,8 @@ import {
   type Json,
 } from './support/factories.ts';
 
+export { errorFields, refusedWith } from './support/refusals.ts';
+
 export const TARIFF_URL = 'urn:service:codesystem:tariff';
 export const ICD10_URL = 'http://hl7.org/fhir/sid/icd-10';
 export const MINUTE = 60_000;
@@ -142,16 +144,6 @@ export function lineBody(overrides: Record<string, unknown> = {}) {
     unitPrice: 10000,
     ...overrides,
   };
-}
-
-export function errorFields(answer: Answer): string[] {
-  return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
-}
-
-export function refusedWith(answer: Answer, status: number, code: string, fields?: string[]): void {
-  assert.equal(answer.status, status, answer.text);
-  assert.equal(answer.body.code, code, answer.text);
-  if (fields) assert.deepEqual(errorFields(answer), [...fields].sort(), answer.text);
 }
 
 /** Reads across practices as the operator role (tenant tables force row-level security on everyone else). */
