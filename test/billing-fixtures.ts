@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Permission } from '../src/auth/permissions.ts';
 import { PERMISSIONS } from '../src/auth/permissions.ts';
+import type { EncounterRequest } from '../src/encounters/schemas.ts';
 import { asOperator, type Trx } from '../src/platform/db/transaction.ts';
 import { type Answer, apiClient, patientBody, type TestPractice, type TestService } from './harness.ts';
 import {
@@ -99,8 +100,8 @@ export async function addCoverage(
 export interface VisitOptions {
   start?: Date;
   end?: Date;
-  diagnoses?: Array<Record<string, unknown>>;
-  procedures?: Array<Record<string, unknown>>;
+  diagnoses?: EncounterRequest['diagnoses'];
+  procedures?: EncounterRequest['procedures'];
 }
 
 /** Records a finished visit (by default: ended an hour before the service's now, one consultation). */

@@ -414,11 +414,15 @@ export async function startService(backend: Backend, options: ServiceOptions = {
   };
 }
 
-export interface Answer {
+/**
+ * An answer over HTTP. Its body is any JSON unless typed from a route's schema (`Answer<Invoice>`):
+ * typed, it is the success's body, and a test reads it so only after checking the status.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
+export interface Answer<Body = any> {
   status: number;
   headers: Headers;
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
-  body: any;
+  body: Body;
   text: string;
 }
 
