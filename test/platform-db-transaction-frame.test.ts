@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { type AuditEntry, AuditLog, AuditUnavailableError } from '../src/platform/audit-log.ts';
+import { openPostgres } from '../src/platform/db/database.ts';
 import { withQueryOptions } from '../src/platform/db/query-options.ts';
 import { sendWithCommit } from '../src/platform/db/sent-with-commit.ts';
 import { asOperator, inPractice, type Trx } from '../src/platform/db/transaction.ts';
@@ -108,6 +109,25 @@ describeEachBackend('transaction frame', (backend) => {
       ).rows;
     });
     assert.deepEqual(prepared, []);
+  });
+
+  test('with prepared statements off (a pooler), a statement that asks to be prepared runs unnamed', {
+    skip: backend === 'pglite' ? 'PGlite runs in process: there is no round trip to save' : false,
+  }, async () => {
+    const practice = await svc.newPractice();
+    const pooled = openPostgres({ url: svc.databaseUrl!, poolSize: 1, statementTimeoutMs: 15_000 });
+    try {
+      const prepared = await inPractice(pooled, practice.practiceId, async (trx) => {
+        const read = sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM claims WHERE practice_id = ${practice.practiceId}`;
+        const { rows } = await trx.executeQuery(withQueryOptions(read.compile(trx), { prepared: true }));
+        assert.deepEqual(rows, [{ n: 0 }]);
+        return (await sql<{ name: string }>`SELECT name FROM pg_prepared_statements`.execute(trx)).rows;
+      });
+      assert.deepEqual(prepared, []);
+    } finally {
+      await pooled.close();
+    }
   });
 
   test('a transaction whose statement failed is not reported as committed', {

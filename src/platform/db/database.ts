@@ -65,7 +65,8 @@ export interface PostgresOptions {
   applicationName?: string;
   /**
    * Name each parameterised statement by a hash of its text, so that every connection parses and
-   * plans it once (off for a pooler in transaction mode, which cannot keep them).
+   * plans it once (off for a pooler in transaction mode, which cannot keep them). A statement can opt
+   * out with its `prepared` option (src/platform/db/query-options.ts).
    */
   preparedStatements?: boolean;
   /** The direct connection LISTEN runs on (DATABASE_LISTEN_URL); default url. */

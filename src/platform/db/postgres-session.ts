@@ -11,8 +11,8 @@
 //     out in one simple-protocol message, joined with the statement behind it when that one has no
 //     parameters (a message of several statements takes none), else answered before it is sent; if a
 //     held statement fails, the statement behind it fails with that error, unsent.
-//  3. Any other statement is sent as it is: under a prepared name when `prepared` (by default when
-//     it has parameters and the database prepares statements), else unnamed.
+//  3. Any other statement is sent as it is: under a prepared name when the database prepares
+//     statements and the statement is `prepared` (by default when it has parameters), else unnamed.
 //  4. The COMMIT's answer is checked: PostgreSQL answers COMMIT of a failed transaction with
 //     ROLLBACK and no error, which is made an error. A connection whose ROLLBACK fails (stalled, or
 //     broken) may still be inside the transaction: it is closed rather than pooled.
@@ -153,7 +153,8 @@ export class PostgresSession implements DatabaseConnection {
   }
 
   #send(text: string, values: readonly unknown[], prepared: boolean | undefined): Promise<PgResult> {
-    const name = (prepared ?? (this.#prepares && values.length > 0)) ? this.#nameOf(text) : undefined;
+    // Never named when the database prepares nothing (a pooler in transaction mode would lose them).
+    const name = this.#prepares && (prepared ?? values.length > 0) ? this.#nameOf(text) : undefined;
     if (name === undefined) return this.#client.query(text, values as unknown[]);
     return this.#client.query({ name, text, values: values as unknown[] });
   }

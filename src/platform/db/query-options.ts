@@ -8,9 +8,9 @@ import type { CompiledQuery } from 'kysely';
 export interface QueryOptions {
   /**
    * Sent as a named prepared statement, named by a hash of its text: each connection parses and plans
-   * it once, then only binds and executes it. Unset: prepared when it has parameters and prepared
-   * statements are on for the database (a pooler in transaction mode cannot keep them); a connection
-   * names at most a few hundred texts, and the rest run unnamed.
+   * it once, then only binds and executes it. Unset: prepared when it has parameters. Never prepared
+   * when prepared statements are off for the database (a pooler in transaction mode cannot keep
+   * them); a connection names at most a few hundred texts, and the rest run unnamed.
    */
   prepared?: boolean;
   /**
