@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Permission } from '../src/auth/permissions.ts';
 import { PERMISSIONS } from '../src/auth/permissions.ts';
+import type { EncounterRequest } from '../src/encounters/schemas.ts';
 import { asOperator, type Trx } from '../src/platform/db/transaction.ts';
 import { type Answer, apiClient, patientBody, type TestPractice, type TestService } from './harness.ts';
 import {
@@ -14,6 +15,8 @@ import {
   createPatient,
   type Json,
 } from './support/factories.ts';
+
+export { errorFields, refusedWith } from './support/refusals.ts';
 
 export const TARIFF_URL = 'urn:service:codesystem:tariff';
 export const ICD10_URL = 'http://hl7.org/fhir/sid/icd-10';
@@ -97,8 +100,8 @@ export async function addCoverage(
 export interface VisitOptions {
   start?: Date;
   end?: Date;
-  diagnoses?: Array<Record<string, unknown>>;
-  procedures?: Array<Record<string, unknown>>;
+  diagnoses?: EncounterRequest['diagnoses'];
+  procedures?: EncounterRequest['procedures'];
 }
 
 /** Records a finished visit (by default: ended an hour before the service's now, one consultation). */
@@ -142,16 +145,6 @@ export function lineBody(overrides: Record<string, unknown> = {}) {
     unitPrice: 10000,
     ...overrides,
   };
-}
-
-export function errorFields(answer: Answer): string[] {
-  return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
-}
-
-export function refusedWith(answer: Answer, status: number, code: string, fields?: string[]): void {
-  assert.equal(answer.status, status, answer.text);
-  assert.equal(answer.body.code, code, answer.text);
-  if (fields) assert.deepEqual(errorFields(answer), [...fields].sort(), answer.text);
 }
 
 /** Reads across practices as the operator role (tenant tables force row-level security on everyone else). */

@@ -3,6 +3,7 @@
 // the claim.status_changed events, payments and jobs the service wrote.
 import assert from 'node:assert/strict';
 import pino from 'pino';
+import type { CoverageRequest } from '../src/insurance/schemas.ts';
 import { jobHandlers } from '../src/job-catalogue.ts';
 import { takeDueJobs } from '../src/jobs/queue.ts';
 import { type Answer, apiClient, patientBody, type TestService, uniqueKey } from './harness.ts';
@@ -42,12 +43,10 @@ export async function newWorld(svc: TestService): Promise<World> {
   };
 }
 
-export interface CoverageSpec {
-  planId?: string;
-  memberNumber?: string;
-  startDate?: string | null;
-  endDate?: string | null;
-}
+/** A coverage's request body, each field defaulted (ESSENTIAL's plan, a member number). */
+export type CoverageSpec = Partial<
+  Pick<CoverageRequest, 'planId' | 'memberNumber' | 'startDate' | 'endDate'>
+>;
 
 export async function addCoverage(w: World, patientId: string, spec: CoverageSpec = {}): Promise<string> {
   const coverage = await createCoverage(w.api, patientId, {

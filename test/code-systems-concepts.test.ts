@@ -16,21 +16,12 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { refusedWith } from './support/refusals.ts';
 
 const ICD10_URL = 'http://hl7.org/fhir/sid/icd-10';
 const TARIFF_URL = 'urn:service:codesystem:tariff';
 
 type Api = ReturnType<typeof apiClient>;
-
-function errorFields(answer: Answer): string[] {
-  return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
-}
-
-function refusedWith(answer: Answer, status: number, code: string, fields?: string[]): void {
-  assert.equal(answer.status, status, answer.text);
-  assert.equal(answer.body.code, code, answer.text);
-  if (fields) assert.deepEqual(errorFields(answer), [...fields].sort(), answer.text);
-}
 
 describeEachBackend('codes in a code system', (backend) => {
   let svc: TestService;

@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import {
-  type Answer,
   apiClient,
   describeEachBackend,
   patientBody,
@@ -16,13 +15,9 @@ import {
   uniqueKey,
 } from './harness.ts';
 import { noServerError, oneDeleteWon, ROUNDS } from './support/races.ts';
+import { refusedWith } from './support/refusals.ts';
 
 type Api = ReturnType<typeof apiClient>;
-
-function refusedWith(answer: Answer, status: number, code: string): void {
-  assert.equal(answer.status, status, answer.text);
-  assert.equal(answer.body.code, code, answer.text);
-}
 
 describeEachBackend('racing deletes of a code', (backend) => {
   let svc: TestService;

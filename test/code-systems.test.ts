@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import {
-  type Answer,
   apiClient,
   describeEachBackend,
   startService,
@@ -15,6 +14,7 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { refusedWith } from './support/refusals.ts';
 
 const ICD10_URL = 'http://hl7.org/fhir/sid/icd-10';
 const TARIFF_URL = 'urn:service:codesystem:tariff';
@@ -29,16 +29,6 @@ const ALL_USAGES = [
   'body-site',
   'severity',
 ];
-
-function errorFields(answer: Answer): string[] {
-  return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
-}
-
-function refusedWith(answer: Answer, status: number, code: string, fields?: string[]): void {
-  assert.equal(answer.status, status, answer.text);
-  assert.equal(answer.body.code, code, answer.text);
-  if (fields) assert.deepEqual(errorFields(answer), [...fields].sort(), answer.text);
-}
 
 describeEachBackend('code systems', (backend) => {
   let svc: TestService;

@@ -16,6 +16,7 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { refusedWith } from './support/refusals.ts';
 
 const ICD10_URL = 'http://hl7.org/fhir/sid/icd-10';
 const TARIFF_URL = 'urn:service:codesystem:tariff';
@@ -33,16 +34,6 @@ function icdCodes(n: number): string[] {
   const codes = lines.map((l) => l.split(',')[0]!.trim());
   assert.ok(codes.length >= n, `the catalogue holds at least ${n} ICD-10 codes`);
   return codes.slice(0, n);
-}
-
-function errorFields(answer: Answer): string[] {
-  return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
-}
-
-function refusedWith(answer: Answer, fields: string[]): void {
-  assert.equal(answer.status, 422, answer.text);
-  assert.equal(answer.body.code, 'validation_failed', answer.text);
-  assert.deepEqual(errorFields(answer), [...fields].sort(), answer.text);
 }
 
 describeEachBackend('encounter refusals', (backend) => {
@@ -102,28 +93,40 @@ describeEachBackend('encounter refusals', (backend) => {
       twelve.map((d) => d.code),
     );
     const before = await recordedCount();
-    refusedWith(await record(visit({ diagnoses: [] })), ['diagnoses']);
-    refusedWith(await record(visit({ diagnoses: [...twelve, { code: 'I10' }] })), ['diagnoses']);
-    refusedWith(await record(visit({ procedures: [] })), ['procedures']);
-    refusedWith(await record(visit({ procedures: [...fortyProcedures, { code: '0190' }] })), ['procedures']);
-    refusedWith(await record(visit({ diagnoses: undefined })), ['diagnoses']);
-    refusedWith(await record(visit({ procedures: undefined })), ['procedures']);
+    refusedWith(await record(visit({ diagnoses: [] })), 422, 'validation_failed', ['diagnoses']);
+    refusedWith(await record(visit({ diagnoses: [...twelve, { code: 'I10' }] })), 422, 'validation_failed', [
+      'diagnoses',
+    ]);
+    refusedWith(await record(visit({ procedures: [] })), 422, 'validation_failed', ['procedures']);
+    refusedWith(
+      await record(visit({ procedures: [...fortyProcedures, { code: '0190' }] })),
+      422,
+      'validation_failed',
+      ['procedures'],
+    );
+    refusedWith(await record(visit({ diagnoses: undefined })), 422, 'validation_failed', ['diagnoses']);
+    refusedWith(await record(visit({ procedures: undefined })), 422, 'validation_failed', ['procedures']);
     assert.equal(await recordedCount(), before, 'nothing was recorded');
   });
 
   test('a code is required and at most 40 characters', async () => {
     const long = `A${'1'.repeat(40)}`;
     const tooLong = await record(visit({ procedures: [{ system: TARIFF_URL, code: long }] }));
-    refusedWith(tooLong, ['procedures.0.code']);
+    refusedWith(tooLong, 422, 'validation_failed', ['procedures.0.code']);
     assert.match(tooLong.body.errors[0].message, /40/, 'refused for its length');
     const longDiagnosis = await record(visit({ diagnoses: [{ code: 'I10' }, { code: long }] }));
-    refusedWith(longDiagnosis, ['diagnoses.1.code']);
+    refusedWith(longDiagnosis, 422, 'validation_failed', ['diagnoses.1.code']);
     assert.match(longDiagnosis.body.errors[0].message, /40/);
     const missing = await record(visit({ diagnoses: [{ system: ICD10_URL }] }));
-    refusedWith(missing, ['diagnoses.0.code']);
+    refusedWith(missing, 422, 'validation_failed', ['diagnoses.0.code']);
     assert.equal(missing.body.errors[0].code, 'required');
     // 40 characters pass the bound and are then looked up (and not found)
-    refusedWith(await record(visit({ procedures: [{ code: long.slice(0, 40) }] })), ['procedures.0.code']);
+    refusedWith(
+      await record(visit({ procedures: [{ code: long.slice(0, 40) }] })),
+      422,
+      'validation_failed',
+      ['procedures.0.code'],
+    );
   });
 
   test('a code that its system does not hold is 422 naming diagnoses.N.code or procedures.N.code', async () => {
@@ -134,6 +137,8 @@ describeEachBackend('encounter refusals', (backend) => {
           procedures: [{ code: '0190' }, { code: '0191' }, { system: TARIFF_URL, code: '9999' }],
         }),
       ),
+      422,
+      'validation_failed',
       ['diagnoses.1.code', 'procedures.2.code'],
     );
     // a real code, but of the other system
@@ -141,10 +146,14 @@ describeEachBackend('encounter refusals', (backend) => {
       await record(
         visit({ diagnoses: [{ system: TARIFF_URL, code: 'J06.9' }], procedures: [{ code: 'I10' }] }),
       ),
+      422,
+      'validation_failed',
       ['diagnoses.0.code', 'procedures.0.code'],
     );
     // codes are matched exactly
-    refusedWith(await record(visit({ diagnoses: [{ code: 'j06.9' }] })), ['diagnoses.0.code']);
+    refusedWith(await record(visit({ diagnoses: [{ code: 'j06.9' }] })), 422, 'validation_failed', [
+      'diagnoses.0.code',
+    ]);
   });
 
   test("an unknown system, or another practice's own, is 422 naming .system", async () => {
@@ -167,6 +176,8 @@ describeEachBackend('encounter refusals', (backend) => {
           procedures: [{ code: '0190' }, { system: theirs.body.url, code: 'PRIV1' }],
         }),
       ),
+      422,
+      'validation_failed',
       ['diagnoses.0.system', 'procedures.1.system'],
     );
     // the owner can use it
@@ -205,6 +216,8 @@ describeEachBackend('encounter refusals', (backend) => {
           ],
         }),
       ),
+      422,
+      'validation_failed',
       ['procedures.1.diagnosisCodes.1', 'procedures.1.diagnosisCodes.3'],
     );
   });
@@ -223,8 +236,8 @@ describeEachBackend('encounter refusals', (backend) => {
     for (const [field, foreignFields, madeUpFields] of pairs) {
       const foreign = await record(visit(foreignFields));
       const madeUp = await record(visit(madeUpFields));
-      refusedWith(foreign, [field]);
-      refusedWith(madeUp, [field]);
+      refusedWith(foreign, 422, 'validation_failed', [field]);
+      refusedWith(madeUp, 422, 'validation_failed', [field]);
       const foreignId = Object.values(foreignFields)[0]!;
       const madeUpId = Object.values(madeUpFields)[0]!;
       const normalise = (a: Answer, id: string) => {
@@ -252,7 +265,7 @@ describeEachBackend('encounter refusals', (backend) => {
         { code: '0000' },
       ],
     });
-    refusedWith(answer, [
+    refusedWith(answer, 422, 'validation_failed', [
       'patientId',
       'practitionerId',
       'end',
@@ -277,7 +290,7 @@ describeEachBackend('encounter refusals', (backend) => {
       procedures: [{ code: 'x'.repeat(41) }, { code: '0190', colour: 'blue' }],
       extra: true,
     });
-    refusedWith(shape, [
+    refusedWith(shape, 422, 'validation_failed', [
       'status',
       'practitionerId',
       'start',

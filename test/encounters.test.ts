@@ -16,6 +16,7 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { errorFields, refusedWith } from './support/refusals.ts';
 
 const ICD10_URL = 'http://hl7.org/fhir/sid/icd-10';
 const TARIFF_URL = 'urn:service:codesystem:tariff';
@@ -29,16 +30,6 @@ type Api = ReturnType<typeof apiClient>;
 const iso = (ms: number) => new Date(ms).toISOString();
 /** The UTC calendar date `days` before today. */
 const utcDay = (now: number, days: number) => iso(now - days * DAY).slice(0, 10);
-
-function errorFields(answer: Answer): string[] {
-  return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
-}
-
-function refusedWith(answer: Answer, fields: string[]): void {
-  assert.equal(answer.status, 422, answer.text);
-  assert.equal(answer.body.code, 'validation_failed', answer.text);
-  assert.deepEqual(errorFields(answer), [...fields].sort(), answer.text);
-}
 
 /** A day 31 of a month that has no such day, between 10 and 110 days ago (a date only a calendar check refuses). */
 function missingDay31(now: number): string {
@@ -199,7 +190,7 @@ describeEachBackend('encounters', (backend) => {
       assert.equal(explicit.status, 201, explicit.text);
       assert.equal(explicit.body.status, 'completed');
       for (const status of ['planned', 'in_progress', 'cancelled', 'finished', null]) {
-        refusedWith(await record(visit(patientId, { status })), ['status']);
+        refusedWith(await record(visit(patientId, { status })), 422, 'validation_failed', ['status']);
       }
     });
 
@@ -243,10 +234,13 @@ describeEachBackend('encounters', (backend) => {
         assert.equal(answer.status, 422, `${start}: ${answer.text}`);
         assert.deepEqual(errorFields(answer), ['start'], `${start}: ${answer.text}`);
       }
-      refusedWith(await record(visit(patientId, { start: `${day}T10:00:00Z`, end: `${day}T24:00:00Z` })), [
-        'end',
-      ]);
-      refusedWith(await record(visit(patientId, { end: undefined })), ['end']);
+      refusedWith(
+        await record(visit(patientId, { start: `${day}T10:00:00Z`, end: `${day}T24:00:00Z` })),
+        422,
+        'validation_failed',
+        ['end'],
+      );
+      refusedWith(await record(visit(patientId, { end: undefined })), 422, 'validation_failed', ['end']);
       const listed = await api('GET', `/encounters?patientId=${patientId}`);
       assert.deepEqual(listed.body.data, [], 'nothing was recorded');
     });
@@ -254,22 +248,31 @@ describeEachBackend('encounters', (backend) => {
     test('end before start, end in the future or start more than 120 days ago is 422', async () => {
       const patientId = await patient();
       const now = svc.clock.now().getTime();
-      refusedWith(await record(visit(patientId, { start: iso(now - HOUR), end: iso(now - 2 * HOUR) })), [
-        'end',
-      ]);
+      refusedWith(
+        await record(visit(patientId, { start: iso(now - HOUR), end: iso(now - 2 * HOUR) })),
+        422,
+        'validation_failed',
+        ['end'],
+      );
       refusedWith(
         await record(visit(patientId, { start: iso(now - 10 * MINUTE), end: iso(now + 10 * MINUTE) })),
+        422,
+        'validation_failed',
         ['end'],
       );
       refusedWith(
         await record(visit(patientId, { start: iso(now - 121 * DAY), end: iso(now - 121 * DAY + HOUR) })),
+        422,
+        'validation_failed',
         ['start'],
       );
       // one entry per wrong field, even when a field breaks two rules
-      refusedWith(await record(visit(patientId, { start: iso(now + 2 * HOUR), end: iso(now + HOUR) })), [
-        'end',
-        'start',
-      ]);
+      refusedWith(
+        await record(visit(patientId, { start: iso(now + 2 * HOUR), end: iso(now + HOUR) })),
+        422,
+        'validation_failed',
+        ['end', 'start'],
+      );
 
       const oldest = await record(
         visit(patientId, { start: iso(now - 119 * DAY), end: iso(now - 119 * DAY + HOUR) }),
@@ -310,9 +313,16 @@ describeEachBackend('encounters', (backend) => {
       assert.equal(answer.body.procedures[0].system, system.body.url);
       assert.equal(answer.body.procedures[0].display, 'Wound care, our way');
       // the same codes under the standard practitioner default to the tariff, which lacks WC-1
-      refusedWith(await record({ ...body, practitionerId: practice.practitionerId }), ['procedures.0.code']);
+      refusedWith(
+        await record({ ...body, practitionerId: practice.practitionerId }),
+        422,
+        'validation_failed',
+        ['procedures.0.code'],
+      );
       // and the tariff's own code is not in the practitioner's default system
-      refusedWith(await record({ ...body, procedures: [{ code: '0190' }] }), ['procedures.0.code']);
+      refusedWith(await record({ ...body, procedures: [{ code: '0190' }] }), 422, 'validation_failed', [
+        'procedures.0.code',
+      ]);
       const explicit = await record({ ...body, procedures: [{ system: TARIFF_URL, code: '0190' }] });
       assert.equal(explicit.status, 201, explicit.text);
     });

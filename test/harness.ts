@@ -1,10 +1,12 @@
 // The test harness: a real service over real HTTP on a fresh database per test file, on PGlite always
 // and on PostgreSQL too when DATABASE_URL is set. Migrated templates make a fresh database cheap:
-// a PGlite dump loaded in memory, or CREATE DATABASE ... TEMPLATE on PostgreSQL.
+// a PGlite dump loaded in memory, or CREATE DATABASE ... TEMPLATE on PostgreSQL. A describeEachBackend
+// block that leaves a service it started running (its server, worker and database) fails when it ends.
+import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { before, describe } from 'node:test';
+import { after, before, describe } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
@@ -37,6 +39,32 @@ function clockTimesOfDay(): Array<string | undefined> {
 /** The time of day the services of the running describe block start their clocks at. */
 let blockTimeOfDay: string | undefined;
 
+/** What a running describeEachBackend block started and has not stopped yet, by where it started. */
+let blockRunning: Map<object, string> | undefined;
+
+/** The first frame of the stack outside this file: where a test asked for what runs. */
+function callerOutsideHarness(): string | undefined {
+  return new Error().stack
+    ?.split('\n')
+    .slice(1)
+    .find((line) => line.includes('/test/') && !line.includes('/test/harness.ts'))
+    ?.trim();
+}
+
+/**
+ * Notes `what` as running in the current describeEachBackend block until the returned function is
+ * called; the block fails if it ends first. Outside such a block nothing is noted.
+ */
+export function noteRunning(what: string, startedAt = callerOutsideHarness()): () => void {
+  const running = blockRunning;
+  if (!running) return () => {};
+  const token = {};
+  running.set(token, startedAt ? `${what}, started ${startedAt}` : what);
+  return () => {
+    running.delete(token);
+  };
+}
+
 /**
  * One describe block per backend, titled `title (backend)`, and per time of day when TEST_CLOCK_TIME
  * lists several (`title (backend, 23:55:00Z)`). The body declares its own hooks and tests and starts
@@ -48,11 +76,20 @@ export function describeEachBackend(title: string, body: (backend: Backend) => v
     for (const backend of backends()) {
       const name = times.length > 1 ? `${title} (${backend}, ${timeOfDay})` : `${title} (${backend})`;
       describe(name, () => {
+        const running = new Map<object, string>();
         // Registered first, so it runs before the body's hooks start the block's service.
         before(() => {
           blockTimeOfDay = timeOfDay;
+          blockRunning = running;
         });
         body(backend);
+        // Registered last, so it runs after the body's own after hooks have stopped what they started.
+        after(() => {
+          blockRunning = undefined;
+          const left = [...running.values()];
+          running.clear();
+          assert.deepEqual(left, [], `${name} ended with ${left.length} service(s) still running: stop them`);
+        });
       });
     }
   }
@@ -247,6 +284,7 @@ export interface TestService {
 }
 
 export async function startService(backend: Backend, options: ServiceOptions = {}): Promise<TestService> {
+  const startedAt = callerOutsideHarness();
   const adminToken = `adm_test_${randomBytes(8).toString('hex')}`;
   let db: Database | undefined;
   let databaseUrl: string | undefined;
@@ -305,6 +343,7 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     { db, clock, config, insurer: deps.insurer, secrets: deps.secrets, log: silentLogger, random: () => 0.5 },
     { poll: options.workerPolls === true, tasks: [] },
   );
+  const stopped = noteRunning(`a ${backend} service (server, worker and database)`, startedAt);
   let jobClockOffsetMs = clock.offsetMs;
   const jobsFollowClock = async () => {
     const movedMs = clock.offsetMs - jobClockOffsetMs;
@@ -370,15 +409,20 @@ export async function startService(backend: Backend, options: ServiceOptions = {
       await app.close();
       await db.close();
       await drop?.();
+      stopped();
     },
   };
 }
 
-export interface Answer {
+/**
+ * An answer over HTTP. Its body is any JSON unless typed from a route's schema (`Answer<Invoice>`):
+ * typed, it is the success's body, and a test reads it so only after checking the status.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
+export interface Answer<Body = any> {
   status: number;
   headers: Headers;
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
-  body: any;
+  body: Body;
   text: string;
 }
 

@@ -18,6 +18,7 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { refusedWith } from './support/refusals.ts';
 
 interface CataloguePlan {
   id: string;
@@ -41,16 +42,6 @@ function plansMatching(q: string): string[] {
   return PLANS.filter((p) => [p.name, ...(p.aliases ?? [])].some((n) => n.toLowerCase().includes(needle)))
     .map((p) => p.id)
     .sort();
-}
-
-function errorFields(answer: Answer): string[] {
-  return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
-}
-
-function refusedWith(answer: Answer, status: number, code: string, fields?: string[]): void {
-  assert.equal(answer.status, status, answer.text);
-  assert.equal(answer.body.code, code, answer.text);
-  if (fields) assert.deepEqual(errorFields(answer), [...fields].sort(), answer.text);
 }
 
 /** The calendar date `days` from the service's today in the practice's time zone (the default, Africa/Johannesburg). */

@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { addClient } from './contract-suites.ts';
 import {
-  type Answer,
   apiClient,
   describeEachBackend,
   patientBody,
@@ -13,12 +12,9 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { errorFields } from './support/refusals.ts';
 
 const SYSTEM = 'urn:test:mrn';
-
-function errorFields(answer: Answer): string[] {
-  return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
-}
 
 describeEachBackend('reading and correcting patients', (backend) => {
   let svc: TestService;

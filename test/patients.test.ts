@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { auditRowFor } from './contract-suites.ts';
 import {
-  type Answer,
   apiClient,
   describeEachBackend,
   patientBody,
@@ -14,12 +13,9 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { errorFields } from './support/refusals.ts';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
-
-function errorFields(answer: Answer): string[] {
-  return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
-}
 
 describeEachBackend('registering patients', (backend) => {
   let svc: TestService;

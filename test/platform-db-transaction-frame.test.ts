@@ -10,7 +10,9 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { type AuditEntry, AuditLog, AuditUnavailableError } from '../src/platform/audit-log.ts';
-import { sentWithCommit } from '../src/platform/db/sent-with-commit.ts';
+import { openPostgres } from '../src/platform/db/database.ts';
+import { withQueryOptions } from '../src/platform/db/query-options.ts';
+import { sendWithCommit } from '../src/platform/db/sent-with-commit.ts';
 import { asOperator, inPractice, type Trx } from '../src/platform/db/transaction.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 
@@ -91,6 +93,43 @@ describeEachBackend('transaction frame', (backend) => {
     assert.match(prepared[0]!.name, /^pb_/);
   });
 
+  test('a statement run with prepared: false is sent unnamed, and none of its text is prepared', {
+    skip: backend === 'pglite' ? 'PGlite runs in process: there is no round trip to save' : false,
+  }, async () => {
+    const practice = await svc.newPractice();
+    const prepared = await inPractice(svc.db, practice.practiceId, async (trx) => {
+      const read = sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM invoices WHERE practice_id = ${practice.practiceId}`;
+      const { rows } = await trx.executeQuery(withQueryOptions(read.compile(trx), { prepared: false }));
+      assert.deepEqual(rows, [{ n: 0 }]);
+      return (
+        await sql<{ name: string }>`
+          SELECT name FROM pg_prepared_statements
+          WHERE statement LIKE '%SELECT count(*)::int AS n FROM invoices%'`.execute(trx)
+      ).rows;
+    });
+    assert.deepEqual(prepared, []);
+  });
+
+  test('with prepared statements off (a pooler), a statement that asks to be prepared runs unnamed', {
+    skip: backend === 'pglite' ? 'PGlite runs in process: there is no round trip to save' : false,
+  }, async () => {
+    const practice = await svc.newPractice();
+    const pooled = openPostgres({ url: svc.databaseUrl!, poolSize: 1, statementTimeoutMs: 15_000 });
+    try {
+      const prepared = await inPractice(pooled, practice.practiceId, async (trx) => {
+        const read = sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM claims WHERE practice_id = ${practice.practiceId}`;
+        const { rows } = await trx.executeQuery(withQueryOptions(read.compile(trx), { prepared: true }));
+        assert.deepEqual(rows, [{ n: 0 }]);
+        return (await sql<{ name: string }>`SELECT name FROM pg_prepared_statements`.execute(trx)).rows;
+      });
+      assert.deepEqual(prepared, []);
+    } finally {
+      await pooled.close();
+    }
+  });
+
   test('a transaction whose statement failed is not reported as committed', {
     skip: backend === 'pglite',
   }, async () => {
@@ -163,9 +202,11 @@ describeEachBackend('transaction frame', (backend) => {
       inPractice(svc.db, practice.practiceId, async (trx) => {
         await new AuditLog().write(trx, entryFor(practice.practiceId, 'req_kept_not', '/first'));
         // Another practice's row: the row-level security policy refuses it.
-        await sql`INSERT INTO audit_events (practice_id, actor, method, route, status, outcome, request_id)
-          VALUES (${sql.lit(other.practiceId)}, 'client', 'GET', '/second', 200, 'succeeded', 'req_kept_not')
-          ${sentWithCommit}`.execute(trx);
+        await sendWithCommit(
+          trx,
+          sql`INSERT INTO audit_events (practice_id, actor, method, route, status, outcome, request_id)
+          VALUES (${other.practiceId}, 'client', 'GET', '/second', 200, 'succeeded', 'req_kept_not')`,
+        );
         return 'done';
       }),
       /row-level security/,
@@ -183,9 +224,11 @@ describeEachBackend('transaction frame', (backend) => {
     await assert.rejects(
       inPractice(svc.db, practice.practiceId, async (trx) => {
         await new AuditLog().write(trx, entryFor(practice.practiceId, 'req_after_held', '/first'));
-        await sql`INSERT INTO audit_events (practice_id, actor, method, route, status, outcome, request_id)
-          VALUES (${sql.lit(other.practiceId)}, 'client', 'GET', '/second', 200, 'succeeded', 'req_after_held')
-          ${sentWithCommit}`.execute(trx);
+        await sendWithCommit(
+          trx,
+          sql`INSERT INTO audit_events (practice_id, actor, method, route, status, outcome, request_id)
+          VALUES (${other.practiceId}, 'client', 'GET', '/second', 200, 'succeeded', 'req_after_held')`,
+        );
         await routesOf(trx, 'req_after_held');
         reached = true;
         return 'done';

@@ -14,7 +14,6 @@ import {
   TARIFF_URL,
 } from './billing-fixtures.ts';
 import {
-  type Answer,
   describeEachBackend,
   patientBody,
   startService,
@@ -22,22 +21,11 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { refusedWith } from './support/refusals.ts';
 
 const HOUR = 60 * 60 * 1000;
 
 /** The wrong fields as answered, in the answer's order. */
-function refusedWith(answer: Answer, fields: string[]): void {
-  assert.equal(answer.status, 422, answer.text);
-  assert.equal(answer.body.code, 'validation_failed', answer.text);
-  const errors = answer.body.errors as Array<{ field: string; message: string }>;
-  assert.deepEqual(
-    errors.map((e) => e.field),
-    fields,
-    answer.text,
-  );
-  for (const field of fields) assert.match(answer.body.detail, new RegExp(field.replaceAll('.', '\\.')));
-}
-
 describeEachBackend('every wrong field in one answer', (backend) => {
   let svc: TestService;
   let practice: TestPractice & { api: Api };
@@ -83,7 +71,7 @@ describeEachBackend('every wrong field in one answer', (backend) => {
     });
     const key = uniqueKey();
     const answer = await practice.api('POST', '/encounters', { body, idempotencyKey: key });
-    refusedWith(answer, ['patientId', 'procedures.0.note']);
+    refusedWith(answer, 422, 'validation_failed', ['patientId', 'procedures.0.note'], { inOrder: true });
     assert.equal(await encounterCount(), before, 'nothing recorded');
 
     // Not kept for the key: the corrected request under the same key runs afresh.
@@ -105,13 +93,13 @@ describeEachBackend('every wrong field in one answer', (backend) => {
         procedures: [{ system: TARIFF_URL, code: '0190', diagnosisCodes: ['J06.9', 'Z99.9'] }],
       }),
     });
-    refusedWith(answer, [
-      'practitionerId',
-      'end',
-      'diagnoses.0.code',
-      'diagnoses.1.extra',
-      'procedures.0.diagnosisCodes.1',
-    ]);
+    refusedWith(
+      answer,
+      422,
+      'validation_failed',
+      ['practitionerId', 'end', 'diagnoses.0.code', 'diagnoses.1.extra', 'procedures.0.diagnosisCodes.1'],
+      { inOrder: true },
+    );
   });
 
   test('a field the schema refused is not judged again, nor what depends on it', async () => {
@@ -124,7 +112,9 @@ describeEachBackend('every wrong field in one answer', (backend) => {
       }),
     });
     // No "diagnoses.0.code is not a code of" the default system, no complaint about diagnosisCodes.
-    refusedWith(wrongSystem, ['patientId', 'diagnoses.0.system']);
+    refusedWith(wrongSystem, 422, 'validation_failed', ['patientId', 'diagnoses.0.system'], {
+      inOrder: true,
+    });
 
     const tooLong = await practice.api('POST', '/encounters', {
       idempotencyKey: uniqueKey(),
@@ -144,9 +134,9 @@ describeEachBackend('every wrong field in one answer', (backend) => {
     const key = uniqueKey();
     const body = visit({ patientId: 'pat_nope' });
     const first = await practice.api('POST', '/encounters', { body, idempotencyKey: key });
-    refusedWith(first, ['patientId']);
+    refusedWith(first, 422, 'validation_failed', ['patientId'], { inOrder: true });
     const again = await practice.api('POST', '/encounters', { body, idempotencyKey: key });
-    refusedWith(again, ['patientId']);
+    refusedWith(again, 422, 'validation_failed', ['patientId'], { inOrder: true });
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
   });
 
@@ -157,12 +147,14 @@ describeEachBackend('every wrong field in one answer', (backend) => {
       body: lineBody({ code: 'NOPE', unitPrice: -5 }),
       idempotencyKey: key,
     });
-    refusedWith(added, ['code', 'unitPrice']);
+    refusedWith(added, 422, 'validation_failed', ['code', 'unitPrice'], { inOrder: true });
     const line = invoice.lineItems[0];
     const replaced = await practice.api('PUT', `/invoices/${invoice.id}/line-items/${line.id}`, {
       body: lineBody({ code: 'NOPE', unitPrice: -5, diagnoses: [{ code: 'NOPE.9' }] }),
     });
-    refusedWith(replaced, ['code', 'unitPrice', 'diagnoses.0.code']);
+    refusedWith(replaced, 422, 'validation_failed', ['code', 'unitPrice', 'diagnoses.0.code'], {
+      inOrder: true,
+    });
     const wrongSystem = await practice.api('PUT', `/invoices/${invoice.id}/line-items/${line.id}`, {
       body: lineBody({
         system: ['x'],
@@ -171,7 +163,7 @@ describeEachBackend('every wrong field in one answer', (backend) => {
         serviceDateEnd: '2024-03-01',
       }),
     });
-    refusedWith(wrongSystem, ['system', 'serviceDateEnd']);
+    refusedWith(wrongSystem, 422, 'validation_failed', ['system', 'serviceDateEnd'], { inOrder: true });
 
     const unchanged = await practice.api('GET', `/invoices/${invoice.id}`);
     assert.deepEqual(unchanged.body.lineItems, invoice.lineItems, 'no line added or changed');
@@ -187,7 +179,7 @@ describeEachBackend('every wrong field in one answer', (backend) => {
       body: patientBody({ lastName: 5, birthDate: '2100-01-01' }),
       idempotencyKey: uniqueKey(),
     });
-    refusedWith(answer, ['lastName', 'birthDate']);
+    refusedWith(answer, 422, 'validation_failed', ['lastName', 'birthDate'], { inOrder: true });
   });
 
   test('PATCH /patients/{id}: a future birth date and an unknown field, together; the patient stays', async () => {
@@ -195,11 +187,11 @@ describeEachBackend('every wrong field in one answer', (backend) => {
     const answer = await practice.api('PATCH', `/patients/${patientId}`, {
       body: { birthDate: '2100-01-01', nickname: 'Lee' },
     });
-    refusedWith(answer, ['birthDate', 'nickname']);
+    refusedWith(answer, 422, 'validation_failed', ['birthDate', 'nickname'], { inOrder: true });
     const removesRequired = await practice.api('PATCH', `/patients/${patientId}`, {
       body: { lastName: null, gender: 'dragon' },
     });
-    refusedWith(removesRequired, ['lastName', 'gender']);
+    refusedWith(removesRequired, 422, 'validation_failed', ['lastName', 'gender'], { inOrder: true });
     const after = await practice.api('GET', `/patients/${patientId}`);
     assert.deepEqual(after.body, before.body);
   });
@@ -209,7 +201,7 @@ describeEachBackend('every wrong field in one answer', (backend) => {
       body: { planId: 'plan_nope', startDate: '2024-05-01', endDate: '2024-04-01' },
       idempotencyKey: uniqueKey(),
     });
-    refusedWith(answer, ['planId', 'memberNumber', 'endDate']);
+    refusedWith(answer, 422, 'validation_failed', ['planId', 'memberNumber', 'endDate'], { inOrder: true });
   });
 
   test('code systems: a name without letters or one that changes, with a wrong usage, together', async () => {
@@ -217,7 +209,7 @@ describeEachBackend('every wrong field in one answer', (backend) => {
       body: { name: '!!!', usage: ['nonsense'] },
       idempotencyKey: uniqueKey(),
     });
-    refusedWith(created, ['name', 'usage.0']);
+    refusedWith(created, 422, 'validation_failed', ['name', 'usage.0'], { inOrder: true });
     const name = `Own ${randomBytes(4).toString('hex')}`;
     const own = await practice.api('POST', '/code-systems', {
       body: { name, usage: ['procedure'] },
@@ -227,7 +219,7 @@ describeEachBackend('every wrong field in one answer', (backend) => {
     const replaced = await practice.api('PUT', `/code-systems/${own.body.id}`, {
       body: { name: `${name} renamed`, usage: [] },
     });
-    refusedWith(replaced, ['name', 'usage']);
+    refusedWith(replaced, 422, 'validation_failed', ['name', 'usage'], { inOrder: true });
     const unchanged = await practice.api('GET', `/code-systems/${own.body.id}`);
     assert.deepEqual(unchanged.body, own.body);
   });

@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import {
-  type Answer,
   apiClient,
   call,
   describeEachBackend,
@@ -14,19 +13,10 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { refusedWith } from './support/refusals.ts';
 
 const TARIFF_URL = 'urn:service:codesystem:tariff';
 const ICD10_URL = 'http://hl7.org/fhir/sid/icd-10';
-
-function errorFields(answer: Answer): string[] {
-  return ((answer.body?.errors ?? []) as Array<{ field: string }>).map((e) => e.field).sort();
-}
-
-function refusedWith(answer: Answer, status: number, code: string, fields?: string[]): void {
-  assert.equal(answer.status, status, answer.text);
-  assert.equal(answer.body.code, code, answer.text);
-  if (fields) assert.deepEqual(errorFields(answer), [...fields].sort(), answer.text);
-}
 
 describeEachBackend('practice prices', (backend) => {
   let svc: TestService;

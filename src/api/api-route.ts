@@ -8,15 +8,16 @@ import { type Static, type TSchema, Type } from 'typebox';
 import type { AuthContext } from '../auth/authenticate.ts';
 import { practitionerExists } from '../auth/performer-store.ts';
 import type { Permission } from '../auth/permissions.ts';
+import type { KeyScope, StoredAnswer } from '../idempotency/idempotency-store.ts';
 import {
   headerValue,
   idempotencyKeyHeader,
+  type Outcome,
   readIdempotencyKey,
   runKeyed,
   sendAnswer,
   successAnswer,
 } from '../idempotency/keyed-request.ts';
-import type { AuditEntry } from '../platform/audit-log.ts';
 import { inPractice, inPracticeHolding, type Trx } from '../platform/db/transaction.ts';
 import { AppError, type FieldError, fieldErrors, invalidParameters } from '../platform/http/errors.ts';
 import {
@@ -30,6 +31,7 @@ import { ProblemSchema } from '../platform/http/schema.ts';
 import { toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
 import { idPattern } from '../platform/ids.ts';
 import type { Deps } from './deps.ts';
+import { identityOf } from './request-state.ts';
 
 export interface HandlerContext<P, Q, B> {
   trx: Trx;
@@ -257,6 +259,10 @@ async function refuseWrongFields(
   });
 }
 
+/**
+ * Runs an authenticated route: what the audit row will say, the body's own field rules, then the work
+ * under its Idempotency-Key in one transaction with its audit row (runKeyed), and the answer.
+ */
 async function runApiHandler(
   deps: Deps,
   spec: AnyApiRoute,
@@ -266,23 +272,11 @@ async function runApiHandler(
 ): Promise<FastifyReply> {
   const auth = request.auth;
   if (!auth) throw new AppError('unauthenticated', 'A valid API key is required.');
-  const state = request.auditState;
-  state.resourceType = spec.resourceType;
-  const params = (request.params ?? {}) as Record<string, string>;
-  state.resourceId = Object.values(params)[0] ?? null;
-  const performerId = readPerformer(request);
-  state.performerId = performerId;
+  const performerId = describeForAudit(spec, request);
   if (bodyCheck && !bodyCheck(request.body)) {
     await refuseWrongFields(deps, spec, request, auth, performerId, bodyCheck.errors ?? []);
   }
-
-  const key = readIdempotencyKey(request, spec.creates ? 'required' : 'none');
-  const scope =
-    key === undefined
-      ? undefined
-      : { holder: { practiceId: auth.practice.id, clientId: auth.clientId }, key };
-  if (scope) state.idempotencyKey = scope.key;
-  const practiceId = auth.practice.id;
+  const scope = keyScopeOf(request, spec, auth);
   const { answer, replayed } = await runKeyed({
     request,
     scope,
@@ -290,58 +284,76 @@ async function runApiHandler(
     errorsDocUrl: deps.config.errorsDocUrl,
     changes: spec.method !== 'GET',
     keepsRefusals: true,
-    transaction: (lockName, fn) =>
-      lockName
-        ? inPracticeHolding(deps.db, practiceId, lockName, fn)
-        : inPractice(deps.db, practiceId, (trx) => fn(trx, true)),
-    perform: async (trx) => {
-      if (performerId) await assertPerformerExists(trx, practiceId, performerId);
-      const result = await spec.handler(contextOf(trx, deps, auth, request, performerId));
-      if (result.resource) {
-        state.resourceId = result.resource.id;
-        state.patientId = result.resource.patientId ?? null;
-      }
-      const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
-      return successAnswer(reply, spec.successStatus, result.body, location);
-    },
-    record: async (trx, answer, outcome) => {
-      state.outcome = outcome.kind;
-      if (outcome.kind === 'refused') state.reason = outcome.error.code;
-      await deps.audit.write(trx, auditEntryOf(request, identityOf(auth), answer.status));
-    },
+    transaction: (lockName, fn) => practiceTransaction(deps, auth.practice.id, lockName, fn),
+    perform: (trx) => performRoute(deps, spec, request, reply, auth, performerId, trx),
+    record: (trx, answer, outcome) => recordAnswer(deps, request, auth, trx, answer, outcome),
   });
-  state.written = true;
+  request.auditState.written();
   return sendAnswer(reply, answer, replayed);
 }
 
-export interface CallerIdentity {
-  practiceId: string;
-  clientId: string;
-  keyId: string;
+/** Notes what the audit row says before any work: the resource and the performer (who is returned). */
+function describeForAudit(spec: AnyApiRoute, request: FastifyRequest): string | null {
+  const audit = request.auditState;
+  audit.resourceType = spec.resourceType;
+  const params = (request.params ?? {}) as Record<string, string>;
+  audit.resourceId = Object.values(params)[0] ?? null;
+  const performerId = readPerformer(request);
+  audit.performerId = performerId;
+  return performerId;
 }
 
-export function identityOf(auth: AuthContext): CallerIdentity {
-  return { practiceId: auth.practice.id, clientId: auth.clientId, keyId: auth.keyId };
+/** The request's Idempotency-Key and its holder (the client), noted for the audit row. */
+function keyScopeOf(request: FastifyRequest, spec: AnyApiRoute, auth: AuthContext): KeyScope | undefined {
+  const key = readIdempotencyKey(request, spec.creates ? 'required' : 'none');
+  if (key === undefined) return undefined;
+  request.auditState.idempotencyKey = key;
+  return { holder: { practiceId: auth.practice.id, clientId: auth.clientId }, key };
 }
 
-export function auditEntryOf(request: FastifyRequest, who: CallerIdentity, status: number): AuditEntry {
-  const s = request.auditState;
-  return {
-    practiceId: who.practiceId,
-    actor: 'client',
-    clientId: who.clientId,
-    keyId: who.keyId,
-    performerId: s.performerId,
-    sourceIp: request.ip,
-    method: request.method,
-    route: request.routeOptions.url ?? request.url.split('?')[0] ?? '',
-    status,
-    outcome: s.outcome ?? (status < 400 ? 'succeeded' : 'refused'),
-    reason: s.reason,
-    resourceType: s.resourceType,
-    resourceId: s.resourceId,
-    patientId: s.patientId,
-    requestId: request.id,
-    idempotencyKey: s.idempotencyKey,
-  };
+/** The practice's transaction, trying `lockName` (a key's lock) in its first statement when given. */
+function practiceTransaction<T>(
+  deps: Deps,
+  practiceId: string,
+  lockName: string | undefined,
+  fn: (trx: Trx, holdsKey: boolean) => Promise<T>,
+): Promise<T> {
+  return lockName
+    ? inPracticeHolding(deps.db, practiceId, lockName, fn)
+    : inPractice(deps.db, practiceId, (trx) => fn(trx, true));
+}
+
+/** The route's work: its handler's result as the answer, the resource it touched noted for the audit. */
+async function performRoute(
+  deps: Deps,
+  spec: AnyApiRoute,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  auth: AuthContext,
+  performerId: string | null,
+  trx: Trx,
+): Promise<StoredAnswer> {
+  if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
+  const result = await spec.handler(contextOf(trx, deps, auth, request, performerId));
+  if (result.resource) {
+    request.auditState.resourceId = result.resource.id;
+    request.auditState.patientId = result.resource.patientId ?? null;
+  }
+  const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
+  return successAnswer(reply, spec.successStatus, result.body, location);
+}
+
+/** The audit row, written in the transaction of the answer it records. */
+async function recordAnswer(
+  deps: Deps,
+  request: FastifyRequest,
+  auth: AuthContext,
+  trx: Trx,
+  answer: StoredAnswer,
+  outcome: Outcome,
+): Promise<void> {
+  const audit = request.auditState;
+  audit.outcome = outcome.kind;
+  if (outcome.kind === 'refused') audit.reason = outcome.error.code;
+  await deps.audit.write(trx, audit.entryOf(request, identityOf(auth), answer.status));
 }

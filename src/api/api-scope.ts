@@ -1,15 +1,17 @@
 // Owns the gate in front of every public API route: authentication, the per-client rate limit, the
 // Integrations add-on and the route's permission, in that order; and the audit row for requests that
-// were answered before their handler ran (refusals, validation errors, replays).
-import type { FastifyInstance } from 'fastify';
+// were answered before their handler ran (refusals, validation errors). Each request's row is owned
+// by its RequestAudit (src/api/request-state.ts), made when the request arrives; the hooks below only
+// tell it when to write.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate } from '../auth/authenticate.ts';
 import type { Permission } from '../auth/permissions.ts';
 import { headerValue, IDEMPOTENCY_HEADER, keyStillRunning } from '../idempotency/keyed-request.ts';
 import { AppError, problemOf } from '../platform/http/errors.ts';
 import { limitOrRefuse, limitSourceOrRefuse } from '../platform/http/rate-limit.ts';
-import { type AnyApiRoute, auditEntryOf, identityOf, registerApiRoute } from './api-route.ts';
+import { type AnyApiRoute, registerApiRoute } from './api-route.ts';
 import type { Deps } from './deps.ts';
-import { freshAuditState } from './request-state.ts';
+import { RequestAudit } from './request-state.ts';
 
 const UNAUTHENTICATED_DETAIL =
   'A valid API key is required: send Authorization: Bearer <API key> with an active key of this practice.';
@@ -22,121 +24,134 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
   app.addHook('onClose', async () => {
     await stopFollowingKeys();
   });
-
   app.addHook('onRequest', async (request, reply) => {
-    request.auditState = freshAuditState();
-    const creates = (request.routeOptions.config as { creates?: boolean }).creates === true;
-    const holder = creates
-      ? deps.inFlight.runningFor(
-          request.headers.authorization,
-          headerValue(request.headers[IDEMPOTENCY_HEADER]),
-        )
-      : undefined;
-    if (holder) {
-      await limitOrRefuse(
-        deps.rateLimits,
-        reply,
-        `client:${holder.clientId}`,
-        holder.rateLimitPerMinute ?? deps.config.rateLimitPerMinute,
-      );
-      throw keyStillRunning();
-    }
-    const now = deps.clock.now();
-    const result = await authenticate(deps.db, deps.keyCache, request.headers.authorization, request.ip, now);
-    if (!result.ok) {
-      if (result.known) request.auditState.refusedKey = { ...result.known, reason: result.reason };
-      await limitSourceOrRefuse(
-        deps.rateLimits,
-        reply,
-        request.ip,
-        deps.config.unauthenticatedRateLimitPerMinute,
-      );
-      reply.header('www-authenticate', 'Bearer');
-      throw new AppError('unauthenticated', UNAUTHENTICATED_DETAIL);
-    }
-    request.auth = result.auth;
-    if (creates && request.headers.authorization) {
-      deps.inFlight.noteClient(request.headers.authorization, {
-        clientId: result.auth.clientId,
-        rateLimitPerMinute: result.auth.rateLimitPerMinute,
-      });
-    }
-    await limitOrRefuse(
-      deps.rateLimits,
-      reply,
-      `client:${result.auth.clientId}`,
-      result.auth.rateLimitPerMinute ?? deps.config.rateLimitPerMinute,
-    );
-    if (!result.auth.practice.integrationsEnabled) {
-      throw new AppError(
-        'addon_inactive',
-        "The practice's Integrations add-on is switched off; the practice owner can turn it on.",
-      );
-    }
-    const permission = (request.routeOptions.config as { permission?: Permission }).permission;
-    if (permission && !result.auth.permissions.has(permission)) {
-      throw new AppError(
-        'forbidden',
-        `This client lacks the permission ${permission} that this operation needs.`,
-      );
-    }
+    request.auditState = new RequestAudit();
+    await admitCaller(deps, request, reply);
   });
-
-  app.addHook('onSend', async (request, reply, payload) => {
-    const state = request.auditState;
-    if (!state || state.written || state.failed) return payload;
-    const auth = request.auth;
-    const refused = state.refusedKey;
-    if (!auth && !refused) return payload;
-    const entry = auth
-      ? auditEntryOf(request, identityOf(auth), reply.statusCode)
-      : { ...auditEntryOf(request, refused!, reply.statusCode), outcome: 'refused', reason: refused!.reason };
-    if (!entry.reason && reply.statusCode >= 400) entry.reason = problemCodeOf(payload);
-    if (!auth) {
-      // A refused known key is recorded just after its 401 is sent, so that neither the answer's
-      // timing nor a failing audit log tells a caller that the key it tried exists.
-      state.afterAnswer = entry;
-      return payload;
-    }
-    try {
-      await deps.audit.writeAlone(deps.db, entry);
-      state.written = true;
-      return payload;
-    } catch (error) {
-      state.failed = true;
-      request.log.error({ err: error }, 'audit write failed; answer withheld');
-      reply.code(503).header('retry-after', '1').type('application/json; charset=utf-8');
-      reply.removeHeader('location');
-      reply.removeHeader('idempotent-replayed');
-      return JSON.stringify(
-        problemOf(
-          new AppError(
-            'service_unavailable',
-            'The request could not be recorded in the audit log; nothing was done. Retry shortly.',
-          ),
-          request.id,
-          deps.config.errorsDocUrl,
-        ),
-      );
-    }
-  });
-
-  app.addHook('onResponse', async (request) => {
-    const entry = request.auditState?.afterAnswer;
-    if (!entry) return;
-    try {
-      await deps.audit.writeAlone(deps.db, entry);
-      request.auditState.written = true;
-    } catch (error) {
-      request.log.error({ err: error }, 'audit write of a refused key failed');
-    }
-  });
-
+  app.addHook('onSend', (request, reply, payload) => auditUnrecordedAnswer(deps, request, reply, payload));
+  app.addHook('onResponse', (request) => auditAfterAnswer(deps, request));
   for (const route of routes) registerApiRoute(app, deps, route);
 }
 
-function problemCodeOf(payload: unknown): string | null {
-  if (typeof payload !== 'string') return null;
-  const match = /"code":"([a-z_]+)"/.exec(payload);
-  return match?.[1] ?? null;
+/** The gate: throws the refusal of a caller that may not run the route, in the header's order. */
+async function admitCaller(deps: Deps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const creates = (request.routeOptions.config as { creates?: boolean }).creates === true;
+  if (creates) await refuseKeyStillRunning(deps, request, reply);
+  const now = deps.clock.now();
+  const result = await authenticate(deps.db, deps.keyCache, request.headers.authorization, request.ip, now);
+  if (!result.ok) {
+    if (result.known) request.auditState.refusedKey = { ...result.known, reason: result.reason };
+    await limitSourceOrRefuse(
+      deps.rateLimits,
+      reply,
+      request.ip,
+      deps.config.unauthenticatedRateLimitPerMinute,
+    );
+    reply.header('www-authenticate', 'Bearer');
+    throw new AppError('unauthenticated', UNAUTHENTICATED_DETAIL);
+  }
+  const auth = result.auth;
+  request.auth = auth;
+  if (creates && request.headers.authorization) {
+    deps.inFlight.noteClient(request.headers.authorization, {
+      clientId: auth.clientId,
+      rateLimitPerMinute: auth.rateLimitPerMinute,
+    });
+  }
+  await limitOrRefuse(
+    deps.rateLimits,
+    reply,
+    `client:${auth.clientId}`,
+    auth.rateLimitPerMinute ?? deps.config.rateLimitPerMinute,
+  );
+  if (!auth.practice.integrationsEnabled) {
+    throw new AppError(
+      'addon_inactive',
+      "The practice's Integrations add-on is switched off; the practice owner can turn it on.",
+    );
+  }
+  const permission = (request.routeOptions.config as { permission?: Permission }).permission;
+  if (permission && !auth.permissions.has(permission)) {
+    throw new AppError(
+      'forbidden',
+      `This client lacks the permission ${permission} that this operation needs.`,
+    );
+  }
+}
+
+/**
+ * A creating request whose Idempotency-Key this process is running already: refused 409 before it is
+ * authenticated again, counted against its client's rate limit.
+ */
+async function refuseKeyStillRunning(
+  deps: Deps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  const holder = deps.inFlight.runningFor(
+    request.headers.authorization,
+    headerValue(request.headers[IDEMPOTENCY_HEADER]),
+  );
+  if (!holder) return;
+  await limitOrRefuse(
+    deps.rateLimits,
+    reply,
+    `client:${holder.clientId}`,
+    holder.rateLimitPerMinute ?? deps.config.rateLimitPerMinute,
+  );
+  throw keyStillRunning();
+}
+
+/**
+ * onSend: writes the row of a request answered before its work ran. A refused known key's row waits
+ * until its 401 is sent, so that neither the answer's timing nor a failing audit log tells a caller
+ * that the key it tried exists. When the row cannot be written the answer becomes a 503.
+ */
+async function auditUnrecordedAnswer(
+  deps: Deps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+): Promise<unknown> {
+  const audit = request.auditState;
+  const entry = audit?.unrecordedEntry(request, reply.statusCode);
+  if (!entry) return payload;
+  if (!request.auth) {
+    audit.writeAfterAnswer(entry);
+    return payload;
+  }
+  try {
+    await audit.writeAlone(deps.audit, deps.db, entry);
+    return payload;
+  } catch (error) {
+    request.log.error({ err: error }, 'audit write failed; answer withheld');
+    return auditUnavailableAnswer(deps, request, reply);
+  }
+}
+
+function auditUnavailableAnswer(deps: Deps, request: FastifyRequest, reply: FastifyReply): string {
+  reply.code(503).header('retry-after', '1').type('application/json; charset=utf-8');
+  reply.removeHeader('location');
+  reply.removeHeader('idempotent-replayed');
+  return JSON.stringify(
+    problemOf(
+      new AppError(
+        'service_unavailable',
+        'The request could not be recorded in the audit log; nothing was done. Retry shortly.',
+      ),
+      request.id,
+      deps.config.errorsDocUrl,
+    ),
+  );
+}
+
+/** onResponse: writes the row held until the answer was sent (a refused known key). */
+async function auditAfterAnswer(deps: Deps, request: FastifyRequest): Promise<void> {
+  const entry = request.auditState?.takeAfterAnswer();
+  if (!entry) return;
+  try {
+    await request.auditState.writeAlone(deps.audit, deps.db, entry);
+  } catch (error) {
+    request.log.error({ err: error }, 'audit write of a refused key failed');
+  }
 }

@@ -19,7 +19,7 @@ function toAppError(error: FastifyError | Error, request: FastifyRequest): AppEr
     return invalidParameters(errors);
   }
   if (error instanceof AuditUnavailableError || isDatabaseUnavailable(error)) {
-    if (request.auditState) request.auditState.failed = true;
+    request.auditState?.failed();
     return new AppError(
       'service_unavailable',
       error instanceof AuditUnavailableError
@@ -89,6 +89,7 @@ export function installErrorHandler(
     } else if (appError.code === 'service_unavailable') {
       request.log.warn({ err: error }, 'answered 503');
     }
+    if (request.auditState) request.auditState.problemCode = appError.code;
     reply.code(appError.status).headers(appError.headers).type('application/json; charset=utf-8');
     // A body over the limit is not read to its end. Fastify stops listening at the limit but leaves the
     // stream flowing, so the rest would be read (and allocated) while the answer is prepared: pause it,

@@ -8,7 +8,7 @@
 // releasing. A success whose body holds a secret shown once is stored sealed (sealAnswer, openAnswer):
 // the row, readable by the operator role and kept in backups, never holds that secret readable.
 import { sql } from 'kysely';
-import { valuesForCommit } from '../platform/db/sent-with-commit.ts';
+import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
 
@@ -74,28 +74,21 @@ export async function storeAnswer(
 ): Promise<void> {
   // Written last and read by nobody in this request: it goes with the COMMIT.
   const client = clientOf(scope);
-  const { values, end } = valuesForCommit({
-    practiceId: client?.practiceId ?? null,
-    clientId: client?.clientId ?? null,
-    key: scope.key,
-    fingerprint,
-    status: answer.status,
-    headers: JSON.stringify(answer.headers),
-    body: answer.body,
-    hours: KEY_LIFETIME_HOURS,
-  });
-  const { practiceId, clientId, key, status, headers, body, hours } = values;
-  await sql`
+  await sendWithCommit(
+    trx,
+    sql`
     INSERT INTO idempotency_keys AS k
       (practice_id, client_id, key, fingerprint, response_status, response_headers, response_body,
        created_at, expires_at)
-    VALUES (${practiceId}, ${clientId}, ${key}, ${values.fingerprint}, ${status},
-      ${headers}, ${body}, now(), now() + make_interval(hours => ${hours}))
+    VALUES (${client?.practiceId ?? null}, ${client?.clientId ?? null}, ${scope.key}, ${fingerprint},
+      ${answer.status}, ${JSON.stringify(answer.headers)}, ${answer.body}, now(),
+      now() + make_interval(hours => ${KEY_LIFETIME_HOURS}))
     ON CONFLICT ON CONSTRAINT idempotency_keys_holder_key DO UPDATE SET
       fingerprint = excluded.fingerprint, response_status = excluded.response_status,
       response_headers = excluded.response_headers, response_body = excluded.response_body,
       created_at = excluded.created_at, expires_at = excluded.expires_at
-    WHERE k.expires_at <= now() ${end}`.execute(trx);
+    WHERE k.expires_at <= now()`,
+  );
 }
 
 /**

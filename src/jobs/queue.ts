@@ -9,7 +9,7 @@ import type { InsertObject, RawBuilder, Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Static, TSchema } from 'typebox';
 import type { Database } from '../platform/db/database.ts';
-import { type LiteralValue, valuesForCommit } from '../platform/db/sent-with-commit.ts';
+import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
 import type { JobsTable, Tables } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
@@ -190,23 +190,20 @@ async function changeHeldJob(
   change: { state?: 'done'; finished_at?: Date; locked_by?: null; last_error?: string },
   delayMs?: number,
 ): Promise<void> {
-  const set = valuesForCommit({ ...change, locked_until: null } as Record<string, LiteralValue>);
-  // Ids, never text with a NUL: always literals.
-  const held = valuesForCommit({
-    practiceId: job.practice_id,
-    id: job.id,
-    lockedBy: job.locked_by,
-    attempts: job.attempts,
-  });
-  const assignments = Object.entries(set.values).map(([column, value]) => sql`${sql.ref(column)} = ${value}`);
+  const assignments = Object.entries({ ...change, locked_until: null }).map(
+    ([column, value]) => sql`${sql.ref(column)} = ${value}`,
+  );
   if (delayMs !== undefined) assignments.push(sql`run_at = ${dueIn(delayMs)}`);
-  await sql`
+  await sendWithCommit(
+    trx,
+    sql`
     WITH changed AS (
       UPDATE jobs SET ${sql.join(assignments)}
-       WHERE practice_id = ${held.values.practiceId} AND id = ${held.values.id}
-         AND locked_by = ${held.values.lockedBy} AND attempts = ${held.values.attempts} AND state = 'queued'
+       WHERE practice_id = ${job.practice_id} AND id = ${job.id}
+         AND locked_by = ${job.locked_by} AND attempts = ${job.attempts} AND state = 'queued'
        RETURNING 1)
-    SELECT job_lease_lost(${held.values.id}) WHERE NOT EXISTS (SELECT FROM changed) ${set.end}`.execute(trx);
+    SELECT job_lease_lost(${job.id}) WHERE NOT EXISTS (SELECT FROM changed)`,
+  );
 }
 
 /** Marks a job done inside the transaction of its work (which fails should its lease have been lost). */

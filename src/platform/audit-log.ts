@@ -2,7 +2,7 @@
 // the same transaction as the request's effect. A failed write surfaces as AuditUnavailableError so
 // the caller withholds the result (503) and nothing commits.
 import type { Database } from './db/database.ts';
-import { valuesForCommit } from './db/sent-with-commit.ts';
+import { sendWithCommit } from './db/sent-with-commit.ts';
 import { inPractice, type Trx } from './db/transaction.ts';
 
 export interface AuditEntry {
@@ -63,8 +63,7 @@ export class AuditLog {
         idempotency_key: entry.idempotencyKey,
       };
       // The row is the request's last write and nothing reads its answer: it goes with the COMMIT.
-      const { values, end } = valuesForCommit(row);
-      await trx.insertInto('audit_events').values(values).modifyEnd(end).execute();
+      await sendWithCommit(trx, trx.insertInto('audit_events').values(row));
     } catch (error) {
       throw new AuditUnavailableError(error);
     }

@@ -12,7 +12,6 @@ import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
 import { insertNotification } from '../notifications/store.ts';
 import { AuditLog } from '../platform/audit-log.ts';
 import type { Database } from '../platform/db/database.ts';
-import { valuesForCommit } from '../platform/db/sent-with-commit.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
@@ -238,7 +237,7 @@ async function writeAttemptAndState(
   { attemptNumber, ok, next }: AttemptOutcome,
   now: Date,
 ): Promise<void> {
-  const attempt = valuesForCommit({
+  await insertAttemptWithCommit(trx, {
     practice_id: practiceId,
     id: newId('attempt'),
     delivery_id: delivery.id,
@@ -252,17 +251,13 @@ async function writeAttemptAndState(
     error: result.error,
     next_attempt_at: next,
   });
-  await insertAttemptWithCommit(trx, attempt);
-  const state = valuesForCommit({
+  await updateDeliveryWithCommit(trx, practiceId, delivery.id, {
     attempts: attemptNumber,
     last_status: result.statusCode,
     state: ok ? ('delivered' as const) : next ? ('pending' as const) : ('failed' as const),
     next_attempt_at: next,
     finished_at: next ? null : now,
-    practiceId,
-    id: delivery.id,
   });
-  await updateDeliveryWithCommit(trx, state);
 }
 
 /** How long lastSuccessAt may lag while an endpoint keeps succeeding. */

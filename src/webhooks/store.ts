@@ -7,7 +7,6 @@
 import {
   type Insertable,
   type InsertObject,
-  type RawBuilder,
   type Selectable,
   sql,
   type Updateable,
@@ -15,9 +14,11 @@ import {
 } from 'kysely';
 import { insertEventRow } from '../events/store.ts';
 import { pastPosition } from '../paging/keyset.ts';
+import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
 import type {
   EventsTable,
   Tables,
+  WebhookAttemptsTable,
   WebhookDeliveriesTable,
   WebhookEndpointsTable,
 } from '../platform/db/tables.ts';
@@ -343,33 +344,29 @@ export async function cancelDelivery(
     .execute();
 }
 
-/** The attempt's row, held to go with the COMMIT (valuesForCommit). */
+/** The attempt's row, a last write of its transaction: it goes with the COMMIT. */
 export async function insertAttemptWithCommit(
   trx: Trx,
-  attempt: { values: InsertObject<Tables, 'webhook_attempts'>; end: RawBuilder<unknown> },
+  attempt: Insertable<WebhookAttemptsTable>,
 ): Promise<void> {
-  await trx.insertInto('webhook_attempts').values(attempt.values).modifyEnd(attempt.end).execute();
+  await sendWithCommit(trx, trx.insertInto('webhook_attempts').values(attempt));
 }
 
-/** The delivery's state after an attempt, held to go with the COMMIT (valuesForCommit). */
+/** The delivery's state after an attempt, a last write of its transaction: it goes with the COMMIT. */
 export async function updateDeliveryWithCommit(
   trx: Trx,
-  state: {
-    values: UpdateObject<Tables, 'webhook_deliveries'> & {
-      practiceId: RawBuilder<string>;
-      id: RawBuilder<string>;
-    };
-    end: RawBuilder<unknown>;
-  },
+  practiceId: string,
+  deliveryId: string,
+  set: Updateable<WebhookDeliveriesTable>,
 ): Promise<void> {
-  const { practiceId: practiceOfDelivery, id: deliveryOfAttempt, ...set } = state.values;
-  await trx
-    .updateTable('webhook_deliveries')
-    .set(set)
-    .where('practice_id', '=', practiceOfDelivery)
-    .where('id', '=', deliveryOfAttempt)
-    .modifyEnd(state.end)
-    .execute();
+  await sendWithCommit(
+    trx,
+    trx
+      .updateTable('webhook_deliveries')
+      .set(set)
+      .where('practice_id', '=', practiceId)
+      .where('id', '=', deliveryId),
+  );
 }
 
 export async function updateEndpointRow(

@@ -1,14 +1,15 @@
 // Owns connections: PostgreSQL through a pg pool, or the embedded PGlite in a data directory guarded by
 // a lock file. Everything else reaches the database only through transaction.ts.
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
+import { Kysely, PGliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn, quoted } from './listen.ts';
-import { SENT_WITH_COMMIT_MARK } from './sent-with-commit.ts';
+import { PostgresSessionDialect } from './postgres-session.ts';
 import type { Tables } from './tables.ts';
+
+export { TransactionRolledBackError } from './postgres-session.ts';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 
@@ -64,7 +65,8 @@ export interface PostgresOptions {
   applicationName?: string;
   /**
    * Name each parameterised statement by a hash of its text, so that every connection parses and
-   * plans it once (off for a pooler in transaction mode, which cannot keep them).
+   * plans it once (off for a pooler in transaction mode, which cannot keep them). A statement can opt
+   * out with its `prepared` option (src/platform/db/query-options.ts).
    */
   preparedStatements?: boolean;
   /** The direct connection LISTEN runs on (DATABASE_LISTEN_URL); default url. */
@@ -73,161 +75,6 @@ export interface PostgresOptions {
   listenHeartbeatMs?: number;
   /** Where listening says that its heartbeat goes unheard, and is heard again. */
   log?: ListenLog;
-}
-
-/** A COMMIT that PostgreSQL answered with ROLLBACK: the transaction had failed, nothing was kept. */
-export class TransactionRolledBackError extends Error {
-  constructor() {
-    super('COMMIT was answered with ROLLBACK: the transaction had failed and nothing of it was kept');
-  }
-}
-
-type Query = (...args: unknown[]) => unknown;
-
-/** Puts `around` in front of a pool client's query; it calls the query it was given to go on. */
-function wrapQuery(client: pg.PoolClient, around: (query: Query, args: unknown[]) => unknown): void {
-  const query = client.query.bind(client) as Query;
-  (client as unknown as { query: Query }).query = (...args: unknown[]) => around(query, args);
-}
-
-/**
- * Two guards on how a transaction ends. PostgreSQL answers COMMIT of a failed transaction with
- * ROLLBACK and no error: make that an error, so that no caller reports as done what was undone. And a
- * connection whose ROLLBACK fails (stalled, or broken) may still be inside the transaction: close it,
- * so that the pool drops it instead of handing it to the next request.
- */
-function guardTransactionEnds(client: pg.PoolClient): void {
-  wrapQuery(client, (query, args) => {
-    const pending = query(...args);
-    const text = typeof args[0] === 'string' ? args[0].trim().toLowerCase() : '';
-    if (!(pending instanceof Promise)) return pending;
-    if (text === 'commit') {
-      return pending.then((result: { command?: string }) => {
-        if (result.command === 'ROLLBACK') throw new TransactionRolledBackError();
-        return result;
-      });
-    }
-    if (text === 'rollback') {
-      return pending.catch((error: unknown) => {
-        client.end().catch(() => {});
-        throw error;
-      });
-    }
-    return pending;
-  });
-}
-
-/** Distinct statements named per connection; the rest run unnamed. */
-const MAX_NAMED_STATEMENTS = 500;
-const MAX_NAMED_STATEMENT_LENGTH = 8000;
-
-/**
- * Sends each parameterised statement Kysely issues as a named prepared statement: pg parses it on a
- * connection's first use of the name and afterwards only binds and executes. The name is a hash of the
- * text, computed once per text; a connection names at most MAX_NAMED_STATEMENTS texts.
- */
-function prepareStatements(client: pg.PoolClient): void {
-  const names = new Map<string, string>();
-  wrapQuery(client, (query, args) => {
-    const [text, values] = args;
-    if (
-      typeof text !== 'string' ||
-      !Array.isArray(values) ||
-      values.length === 0 ||
-      text.length > MAX_NAMED_STATEMENT_LENGTH
-    ) {
-      return query(...args);
-    }
-    let name = names.get(text);
-    if (name === undefined) {
-      if (names.size >= MAX_NAMED_STATEMENTS) return query(...args);
-      name = `pb_${createHash('sha1').update(text).digest('base64url').slice(0, 22)}`;
-      names.set(text, name);
-    }
-    return query({ name, text, values }, ...args.slice(2));
-  });
-}
-
-type QueryResultLike = { command: string; rowCount: number | null; rows: unknown[]; fields: unknown[] };
-
-function emptyResult(command: string): QueryResultLike {
-  return { command, rowCount: null, rows: [], fields: [] };
-}
-
-/**
- * Sends `args` once `first` has been answered, and fails with `first`'s error without sending them
- * when it failed. A query is asked of pg only when the client runs none: queueing one behind a running
- * query is deprecated in pg 8 and removed in pg 9.
- */
-function sendAfter(first: Promise<unknown>, query: Query, args: unknown[]): Promise<unknown> {
-  return first.then(() => query(...args));
-}
-
-/**
- * Saves a round trip per transaction: Kysely's BEGIN is held back and sent in one simple-protocol
- * message with the transaction's first statement when that statement has no parameters (the frame of
- * src/platform/db/transaction.ts, whose settings are literals), the answer of that statement being the
- * last of the message's. Any other first statement is sent once its own BEGIN is answered (if BEGIN
- * fails, so does the statement, unsent); a transaction that ends before its first statement sends
- * nothing at all.
- */
-function joinBeginWithFirstStatement(client: pg.PoolClient): void {
-  let beginHeld = false;
-  wrapQuery(client, (query, args) => {
-    const [text, values] = args;
-    const command = typeof text === 'string' ? text.trim().toLowerCase() : '';
-    const parameterless = values === undefined || (Array.isArray(values) && values.length === 0);
-    if (command === 'begin' && parameterless && args.length <= 2) {
-      if (beginHeld) return query(...args);
-      beginHeld = true;
-      return Promise.resolve(emptyResult('BEGIN'));
-    }
-    if (!beginHeld) return query(...args);
-    beginHeld = false;
-    if (command === 'commit' || command === 'rollback')
-      return Promise.resolve(emptyResult(command.toUpperCase()));
-    if (typeof text === 'string' && parameterless && args.length <= 2) {
-      const answer = query(`BEGIN;\n${text}`) as Promise<QueryResultLike | QueryResultLike[]>;
-      return answer.then((results) => (Array.isArray(results) ? results[results.length - 1]! : results));
-    }
-    return sendAfter(query('BEGIN') as Promise<unknown>, query, args);
-  });
-}
-
-/**
- * Saves a round trip per write: a statement ending in SENT_WITH_COMMIT_MARK (src/platform/db/
- * sent-with-commit.ts, literals only) is answered at once and held, then sent in one simple-protocol
- * message with the COMMIT that follows; a ROLLBACK drops it with the transaction. Should another
- * statement come first, the held ones go before it, in order, in one message of their own; that
- * statement is sent once they are answered. If one of them fails, the transaction is aborted and that
- * statement fails with the held statement's error, unsent.
- */
-function joinHeldStatementsWithCommit(client: pg.PoolClient): void {
-  let held: string[] = [];
-  wrapQuery(client, (query, args) => {
-    const [text, values] = args;
-    const parameterless = values === undefined || (Array.isArray(values) && values.length === 0);
-    if (
-      typeof text === 'string' &&
-      parameterless &&
-      args.length <= 2 &&
-      text.trimEnd().endsWith(SENT_WITH_COMMIT_MARK)
-    ) {
-      held.push(text);
-      // No row count: what the statement will do is not known yet, and its answer is not read.
-      return Promise.resolve(emptyResult(''));
-    }
-    if (held.length === 0) return query(...args);
-    const statements = held;
-    held = [];
-    const command = typeof text === 'string' ? text.trim().toLowerCase() : '';
-    if (command === 'rollback') return query(...args);
-    if (command === 'commit') {
-      const answer = query(`${statements.join(';\n')};\nCOMMIT`) as Promise<QueryResultLike[]>;
-      return answer.then((results) => results[results.length - 1]!);
-    }
-    return sendAfter(query(statements.join(';\n')) as Promise<unknown>, query, args);
-  });
 }
 
 export function openPostgres(options: PostgresOptions): Database {
@@ -247,12 +94,12 @@ export function openPostgres(options: PostgresOptions): Database {
   // query then fails (answered 503), and the pool drops the broken client when it is released.
   pool.on('connect', (client) => {
     client.on('error', () => {});
-    if (options.preparedStatements) prepareStatements(client);
-    joinHeldStatementsWithCommit(client);
-    guardTransactionEnds(client);
-    joinBeginWithFirstStatement(client);
   });
-  const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+  // How each statement travels (prepared, held for the COMMIT, joined with BEGIN) is decided in one
+  // place, per statement: src/platform/db/postgres-session.ts.
+  const kysely = new Kysely<Tables>({
+    dialect: new PostgresSessionDialect(pool, { preparedStatements: options.preparedStatements === true }),
+  });
   return {
     kind: 'postgres',
     kysely,

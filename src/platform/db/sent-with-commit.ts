@@ -1,48 +1,80 @@
 // Owns statements sent with the COMMIT: a transaction's last writes whose answer nobody reads (a
-// request's audit row and stored answer, a job's end, a webhook attempt). On PostgreSQL such a
-// statement is held back and sent in one message with its transaction's COMMIT
-// (src/platform/db/database.ts), so it costs no round trip of its own; if it fails, the COMMIT fails
-// with its error and nothing of the transaction is kept. A message of several statements takes no
-// parameters, so the values are written here as literals, in the escaped form (E'...') that reads the
-// same whatever standard_conforming_strings says.
-import { type RawBuilder, sql } from 'kysely';
-
-/** The comment that ends a statement to be sent with the COMMIT; the database layer looks for it. */
-export const SENT_WITH_COMMIT_MARK = '/* sent with commit */';
-
-/** Ends a statement to be sent with the COMMIT: put it last in the statement's text. */
-export const sentWithCommit: RawBuilder<unknown> = sql.raw(SENT_WITH_COMMIT_MARK);
+// request's audit row and stored answer, a job's end, a webhook attempt). Domain code says only that
+// a statement is such a write (sendWithCommit); how it travels is decided here and in the database
+// layer. On PostgreSQL such a statement is held back and sent in one message with its transaction's
+// COMMIT (src/platform/db/postgres-session.ts), so it costs no round trip of its own; if it fails,
+// the COMMIT fails with its error and nothing of the transaction is kept. A message of several
+// statements takes no parameters, so its values are written here as literals, in the escaped form
+// (E'...') that reads the same whatever standard_conforming_strings says.
+import {
+  createQueryId,
+  type OperationNodeSource,
+  PostgresQueryCompiler,
+  type RawBuilder,
+  type RootOperationNode,
+  sql,
+} from 'kysely';
+import { SENT_WITH_COMMIT_MARK, withQueryOptions } from './query-options.ts';
+import type { Trx } from './transaction.ts';
 
 export type LiteralValue = string | number | boolean | Date | null;
 
-function canBeLiteral(value: LiteralValue): boolean {
+function canBeLiteral(value: unknown): value is LiteralValue {
+  if (value === null || typeof value === 'boolean') return true;
+  // PostgreSQL keeps no NUL in text, and a NUL would cut the text short.
   if (typeof value === 'string') return !value.includes('\0');
   if (typeof value === 'number') return Number.isFinite(value);
   if (value instanceof Date) return !Number.isNaN(value.getTime());
-  return true;
+  return false;
 }
 
-/** The value as an SQL literal (PostgreSQL keeps no NUL in text, and a NUL would cut the text short). */
-function literal(value: LiteralValue): RawBuilder<unknown> {
-  if (!canBeLiteral(value)) throw new RangeError(`${String(value)} has no SQL literal`);
-  if (value === null) return sql.raw('NULL');
-  if (typeof value === 'boolean') return sql.raw(value ? 'TRUE' : 'FALSE');
-  if (typeof value === 'number') return sql.raw(String(value));
+/** The SQL literal of a value that can be one. */
+function literalText(value: LiteralValue): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+  if (typeof value === 'number') return String(value);
   const text = value instanceof Date ? value.toISOString() : value;
-  return sql.raw(`E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`);
+  return `E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+}
+
+/** Compiles values as literals where they can be; any other stays a parameter. */
+class LiteralCompiler extends PostgresQueryCompiler {
+  protected override appendValue(value: unknown): void {
+    if (canBeLiteral(value)) this.append(literalText(value));
+    else super.appendValue(value);
+  }
 }
 
 /**
- * A statement's values for sending it with the COMMIT: as literals, and `end`, the mark that goes last
- * in its text. When one of them cannot be a literal (text with a NUL) they are all parameters and `end`
- * is empty: the statement is sent on its own, as any other (and refused there).
+ * Runs `query` as a last write of the transaction, whose answer nobody reads: its values become
+ * literals and it is sent with the COMMIT. When a value cannot be a literal (text with a NUL) it is
+ * sent on its own, with parameters, as any other statement (and refused there).
+ */
+export async function sendWithCommit(trx: Trx, query: OperationNodeSource): Promise<void> {
+  const node = query.toOperationNode() as RootOperationNode;
+  const compiled = new LiteralCompiler().compileQuery(node, createQueryId());
+  if (compiled.parameters.length > 0) {
+    await trx.executeQuery(new PostgresQueryCompiler().compileQuery(node, createQueryId()));
+    return;
+  }
+  await trx.executeQuery(withQueryOptions(compiled, { withCommit: true }));
+}
+
+/**
+ * @deprecated Use sendWithCommit, which takes the statement as it is written. A statement's values
+ * for sending it with the COMMIT: as literals, and `end`, the mark that goes last in its text. When
+ * one of them cannot be a literal (text with a NUL) they are all parameters and `end` is empty: the
+ * statement is sent on its own, as any other (and refused there).
  */
 export function valuesForCommit<Row extends Record<string, LiteralValue>>(
   row: Row,
 ): { values: { [Column in keyof Row]: RawBuilder<Row[Column]> }; end: RawBuilder<unknown> } {
   const literals = Object.values(row).every(canBeLiteral);
   const values = Object.fromEntries(
-    Object.entries(row).map(([column, value]) => [column, literals ? literal(value) : sql`${value}`]),
+    Object.entries(row).map(([column, value]) => [
+      column,
+      literals ? sql.raw(literalText(value)) : sql`${value}`,
+    ]),
   ) as { [Column in keyof Row]: RawBuilder<Row[Column]> };
-  return { values, end: literals ? sentWithCommit : sql`` };
+  return { values, end: literals ? sql.raw(SENT_WITH_COMMIT_MARK) : sql`` };
 }

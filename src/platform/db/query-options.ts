@@ -1,0 +1,46 @@
+// Owns the options a statement can carry to the database layer besides its text and values, the way
+// graphile-worker gives each query its `name`: whether it is sent as a prepared statement, and
+// whether it is held and sent with its transaction's COMMIT. Only PostgreSQL reads them
+// (src/platform/db/postgres-session.ts); PGlite, in process, has no round trip to save and runs every
+// statement as it comes.
+import type { CompiledQuery } from 'kysely';
+
+export interface QueryOptions {
+  /**
+   * Sent as a named prepared statement, named by a hash of its text: each connection parses and plans
+   * it once, then only binds and executes it. Unset: prepared when it has parameters. Never prepared
+   * when prepared statements are off for the database (a pooler in transaction mode cannot keep
+   * them); a connection names at most a few hundred texts, and the rest run unnamed.
+   */
+  prepared?: boolean;
+  /**
+   * Held, answered at once with no rows, and sent in one message with the transaction's COMMIT: a last
+   * write whose answer nobody reads. Only a statement with no parameters can be (a message of several
+   * statements takes none); src/platform/db/sent-with-commit.ts writes one.
+   */
+  withCommit?: boolean;
+}
+
+/**
+ * The comment that ended a statement to be sent with the COMMIT before the withCommit option; still
+ * honoured for the deprecated valuesForCommit (src/platform/db/sent-with-commit.ts).
+ */
+export const SENT_WITH_COMMIT_MARK = '/* sent with commit */';
+
+const optionsOfQuery = new WeakMap<CompiledQuery, QueryOptions>();
+
+/**
+ * The compiled query carrying `options` (a copy: the original keeps none), to run with
+ * `trx.executeQuery(...)`; for example `withQueryOptions(query.compile(), { prepared: false })` for a
+ * text that is never repeated.
+ */
+export function withQueryOptions(query: CompiledQuery, options: QueryOptions): CompiledQuery {
+  const carrier: CompiledQuery = { ...query };
+  optionsOfQuery.set(carrier, options);
+  return carrier;
+}
+
+/** The options a compiled query carries; none for an ordinary one. */
+export function queryOptionsOf(query: CompiledQuery): QueryOptions {
+  return optionsOfQuery.get(query) ?? {};
+}
