@@ -67,7 +67,10 @@ export async function queueDeliveries(
       created_at: now,
       finished_at: null,
     }));
-    const jobs = deliveries.map((d) => newJobRow(practiceId, DELIVER_JOB, { deliveryId: d.id }, now));
+    // Each job names its endpoint: the webhooks lane caps how many run at once to one endpoint.
+    const jobs = deliveries.map((d) =>
+      newJobRow(practiceId, DELIVER_JOB, { deliveryId: d.id }, now, 0, d.endpoint_id),
+    );
     await trx
       .with('queued_deliveries', (db) => db.insertInto('webhook_deliveries').values(deliveries))
       .insertInto('jobs')
@@ -75,6 +78,6 @@ export async function queueDeliveries(
       .execute();
     ids.push(...deliveries.map((d) => d.id));
   }
-  if (ids.length > 0) announceQueuedJobs(trx);
+  if (ids.length > 0) announceQueuedJobs(trx, DELIVER_JOB.lane);
   return ids;
 }
