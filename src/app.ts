@@ -137,6 +137,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
 
   await app.register(
     async (api) => {
+      // Before anything else: an overloaded service refuses at once, having done nothing.
+      deps.loadShedder.start();
+      api.addHook('onClose', async () => deps.loadShedder.stop());
+      api.addHook('onRequest', deps.loadShedder.refuseWhenOverloaded);
       registerApiScope(api, deps, apiRoutes);
     },
     { prefix: '/api/v1' },

@@ -48,6 +48,10 @@ export interface Config {
   jobPollMaxMs: number;
   /** Claim jobs a worker runs at once (the claims lane). */
   jobConcurrency: number;
+  /** Refuse API requests (503) while a transaction has waited this long for a connection; 0: never. */
+  loadShedConnectionWaitMs: number;
+  /** Refuse API requests (503) while the event loop lags this much; 0: never. */
+  loadShedEventLoopLagMs: number;
   /** Webhook deliveries a worker runs at once (the webhooks lane). */
   webhookJobConcurrency: number;
   /** Deliveries to one endpoint running at once, in all workers. */
@@ -175,6 +179,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobPollMs: integer(env, 'JOB_POLL_MS', 200, 10, 60_000),
     jobPollMaxMs: integer(env, 'JOB_POLL_MAX_MS', 2000, 10, 60_000),
     jobConcurrency: integer(env, 'JOB_CONCURRENCY', 8, 1, 256),
+    loadShedConnectionWaitMs: integer(env, 'LOAD_SHED_CONNECTION_WAIT_MS', 500, 0, 60_000),
+    loadShedEventLoopLagMs: integer(env, 'LOAD_SHED_EVENT_LOOP_LAG_MS', 500, 0, 60_000),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 8, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 3, 1, 64),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),

@@ -2281,7 +2281,7 @@ export interface components {
                 "application/json": components["schemas"]["Problem"];
             };
         };
-        /** @description `service_unavailable`: The request could not be recorded in the practice audit log or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry. */
+        /** @description `service_unavailable`: The service is overloaded (it refuses at once, before any work), the request could not be recorded in the practice audit log, or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry. */
         Problem503: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
