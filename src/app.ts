@@ -36,6 +36,7 @@ import { limitSourceOrRefuse } from './platform/http/rate-limit.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
 import { practitionerRoutes } from './practices/practitioner-routes.ts';
+import { registerMetricsEndpoint } from './service-metrics.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 
@@ -153,6 +154,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       },
       { prefix: '/admin/v1' },
     );
+    await registerMetricsEndpoint(app, deps, token);
     // The console is a client of the admin API, so it is served only where that API is.
     await app.register(async (consoleScope) => registerConsole(consoleScope));
   }

@@ -2068,6 +2068,51 @@ export interface components {
         ReverseRequest: {
             reason?: string | null;
         };
+        /** ServiceMetrics */
+        ServiceMetrics: {
+            /** @enum {string} */
+            object: "service_metrics";
+            /** @description Claim work ('claims') and webhook deliveries ('webhooks'), each with its own slots. */
+            lanes: {
+                /** @enum {string} */
+                lane: "claims" | "webhooks";
+                /** @description Jobs of the lane one worker runs at once. */
+                slots: number;
+                /** @description Jobs due and not running. */
+                waiting: number;
+                /** @description Jobs running under a lease, in every worker. */
+                running: number;
+                /** @description Jobs due later (retries, remittances). */
+                scheduled: number;
+                /** @description Seconds since the oldest waiting job fell due. */
+                oldestWaitingSeconds: number | null;
+            }[];
+            /** @description The practices with the most jobs waiting, most first. */
+            deepestBacklogs: {
+                practiceId: string;
+                /** @enum {string} */
+                lane: "claims" | "webhooks";
+                waiting: number;
+            }[];
+            /** @description Webhook endpoints with deliveries running, and how many more wait for their turn. */
+            deliveriesInFlight: {
+                practiceId: string;
+                endpointId: string;
+                running: number;
+                waiting: number;
+            }[];
+            /** @description Deliveries to one endpoint that may run at once. */
+            endpointConcurrency: number;
+            /** @description Requests this API process refused with 503, by reason. */
+            requestsShed: {
+                connectionWait: number;
+                eventLoopLag: number;
+            };
+            /** @description This API process's event-loop lag at its latest sample. */
+            eventLoopLagMs: number;
+            /** @description Transactions of this API process waiting for a database connection now. */
+            connectionWaiters: number;
+        };
         /** WebhookAttempt */
         WebhookAttempt: {
             /** @enum {string} */
