@@ -28,6 +28,7 @@ import { encounterRoutes } from './encounters/routes.ts';
 import { eventRoutes } from './events/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
+import { registerMetricsEndpoint } from './metrics-endpoint.ts';
 import { patientRoutes } from './patients/routes.ts';
 import { clientErrorHandler } from './platform/http/client-error.ts';
 import { buildSerializerOnFirstUse } from './platform/http/lazy-compile.ts';
@@ -36,7 +37,6 @@ import { limitSourceOrRefuse } from './platform/http/rate-limit.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
 import { practitionerRoutes } from './practices/practitioner-routes.ts';
-import { registerMetricsEndpoint } from './service-metrics.ts';
 
 export const BODY_LIMIT_BYTES = 256 * 1024;
 

@@ -15,6 +15,7 @@ import type {
   Page,
   Practice,
   Redelivery,
+  ServiceMetrics,
 } from './types.ts';
 
 export class ApiError extends Error {
@@ -174,6 +175,11 @@ export class AdminApi {
 
   dashboard(practiceId: string, date?: string) {
     return this.#call<Dashboard>('GET', `${this.#practice(practiceId)}/dashboard`, { query: { date } });
+  }
+
+  /** The service under load: queue per lane, deepest backlogs, deliveries in flight, requests shed. */
+  metrics() {
+    return this.#call<ServiceMetrics>('GET', '/metrics');
   }
 
   listInvoices(

@@ -1,6 +1,6 @@
 // Owns what the operator sees of the job queue, read on the database's clock across every practice:
-// per lane, the jobs waiting (due, not running), running (under a lease), scheduled for later, and
-// how long the oldest waiting one has been due; the practices with the most jobs waiting; and the
+// per lane, the jobs waiting (due, not running), running (under a lease), and how long the oldest
+// waiting one has been due; the practices with the most jobs waiting; and the
 // jobs running per concurrency key of the webhooks lane (deliveries in flight per endpoint).
 import { sql } from 'kysely';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -10,7 +10,6 @@ export interface LaneFigures {
   lane: JobLane;
   waiting: number;
   running: number;
-  scheduled: number;
   /** Seconds since the oldest waiting job fell due; null when none waits. */
   oldestWaitingSeconds: number | null;
 }
@@ -29,14 +28,11 @@ export async function queueFigures(trx: Trx, top = 10): Promise<QueueFigures> {
     lane: string;
     waiting: number;
     running: number;
-    scheduled: number;
     oldest: number | null;
   }>`
     SELECT lane,
            count(*) FILTER (WHERE ${WAITING})::int AS waiting,
            count(*) FILTER (WHERE ${RUNNING})::int AS running,
-           count(*) FILTER (WHERE run_at > now() AND (locked_until IS NULL OR locked_until <= now()))::int
-             AS scheduled,
            extract(epoch FROM now() - min(run_at) FILTER (WHERE ${WAITING}))::float8 AS oldest
       FROM jobs WHERE state = 'queued' GROUP BY lane`.execute(trx);
   const deepest = await sql<{ practice_id: string; lane: JobLane; waiting: number }>`
@@ -64,7 +60,6 @@ export async function queueFigures(trx: Trx, top = 10): Promise<QueueFigures> {
         lane,
         waiting: row?.waiting ?? 0,
         running: row?.running ?? 0,
-        scheduled: row?.scheduled ?? 0,
         oldestWaitingSeconds:
           row?.oldest === null || row?.oldest === undefined ? null : Math.max(0, row.oldest),
       };

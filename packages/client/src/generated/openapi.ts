@@ -2072,46 +2072,32 @@ export interface components {
         ServiceMetrics: {
             /** @enum {string} */
             object: "service_metrics";
-            /** @description Claim work ('claims') and webhook deliveries ('webhooks'), each with its own slots. */
             lanes: {
                 /** @enum {string} */
                 lane: "claims" | "webhooks";
-                /** @description Jobs of the lane one worker runs at once. */
                 slots: number;
-                /** @description Jobs due and not running. */
                 waiting: number;
-                /** @description Jobs running under a lease, in every worker. */
                 running: number;
-                /** @description Jobs due later (retries, remittances). */
-                scheduled: number;
-                /** @description Seconds since the oldest waiting job fell due. */
                 oldestWaitingSeconds: number | null;
             }[];
-            /** @description The practices with the most jobs waiting, most first. */
             deepestBacklogs: {
                 practiceId: string;
                 /** @enum {string} */
                 lane: "claims" | "webhooks";
                 waiting: number;
             }[];
-            /** @description Webhook endpoints with deliveries running, and how many more wait for their turn. */
             deliveriesInFlight: {
                 practiceId: string;
                 endpointId: string;
                 running: number;
                 waiting: number;
             }[];
-            /** @description Deliveries to one endpoint that may run at once. */
             endpointConcurrency: number;
-            /** @description Requests this API process refused with 503, by reason. */
             requestsShed: {
                 connectionWait: number;
                 eventLoopLag: number;
             };
-            /** @description This API process's event-loop lag at its latest sample. */
             eventLoopLagMs: number;
-            /** @description Transactions of this API process waiting for a database connection now. */
-            connectionWaiters: number;
         };
         /** WebhookAttempt */
         WebhookAttempt: {
@@ -2326,7 +2312,7 @@ export interface components {
                 "application/json": components["schemas"]["Problem"];
             };
         };
-        /** @description `service_unavailable`: The service is overloaded (it refuses at once, before any work), the request could not be recorded in the practice audit log, or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry. */
+        /** @description `service_unavailable`: The service is overloaded, the request could not be recorded in the practice audit log, or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry. */
         Problem503: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
