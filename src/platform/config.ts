@@ -179,8 +179,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobPollMs: integer(env, 'JOB_POLL_MS', 200, 10, 60_000),
     jobPollMaxMs: integer(env, 'JOB_POLL_MAX_MS', 2000, 10, 60_000),
     jobConcurrency: integer(env, 'JOB_CONCURRENCY', 8, 1, 256),
-    loadShedConnectionWaitMs: integer(env, 'LOAD_SHED_CONNECTION_WAIT_MS', 500, 0, 60_000),
-    loadShedEventLoopLagMs: integer(env, 'LOAD_SHED_EVENT_LOOP_LAG_MS', 500, 0, 60_000),
+    // On by default with PostgreSQL; the embedded database runs each statement on the event loop, one
+    // transaction after another, so one slow statement would look like overload (docs/decisions.md).
+    loadShedConnectionWaitMs: integer(env, 'LOAD_SHED_CONNECTION_WAIT_MS', databaseUrl ? 500 : 0, 0, 60_000),
+    loadShedEventLoopLagMs: integer(env, 'LOAD_SHED_EVENT_LOOP_LAG_MS', databaseUrl ? 500 : 0, 0, 60_000),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 8, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 3, 1, 64),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
