@@ -141,21 +141,18 @@ export function startWorker(
     }
   };
 
-  // One take per lane, each with its own limits; drain() runs them together.
   const take = (lane: JobLane, limit: number) =>
     takeDueJobs(deps.db, workerId, limit, leaseMs, {
       lanes: [lane],
       keyCap: laneLimits(config, lane).keyCap,
     });
+  // drain() takes from every lane in one statement, as many as all lanes' slots, each key capped.
   const takeAndRun = async (): Promise<number> => {
-    const taken = await Promise.all(
-      JOB_LANES.map(async (lane) => {
-        const jobs = await take(lane, laneLimits(config, lane).concurrency);
-        await Promise.all(jobs.map(runJob));
-        return jobs.length;
-      }),
-    );
-    return taken.reduce((sum, n) => sum + n, 0);
+    const limit = JOB_LANES.reduce((sum, lane) => sum + laneLimits(config, lane).concurrency, 0);
+    const keyCap = laneLimits(config, 'webhooks').keyCap;
+    const jobs = await takeDueJobs(deps.db, workerId, limit, leaseMs, { keyCap });
+    await Promise.all(jobs.map(runJob));
+    return jobs.length;
   };
 
   // Each lane keeps its own slots full (src/jobs/lanes.ts); a commit that queued a job wakes its lane.
