@@ -197,8 +197,6 @@ export async function overloadScenario(
   const receiver = await startReceiver();
   try {
     let capacity = measured ?? 0;
-    let practice: Practice | undefined;
-    let visits: string[] = [];
     const more = async (n: number) => {
       const made = await practiceWithVisits(service, adminToken, n);
       await registerWebhook(service.baseUrl, adminToken, made.practice.practiceId, receiver.url);
@@ -219,6 +217,7 @@ export async function overloadScenario(
       });
       capacity = probed.sustainedClaimsPerSec || probed.overallClaimsPerSec;
     }
+    if (s.overloadRate) capacity = s.overloadRate / 3;
     const rate = s.overloadRate || Math.max(1, Math.round(3 * capacity));
     const recoveryRate = Math.max(1, Math.round(s.overloadRate ? s.overloadRate / 3 : capacity));
     const overloadVisits = Math.round(rate * s.overloadSeconds);
@@ -228,7 +227,7 @@ export async function overloadScenario(
       ctx.result.notes.push('overload: skipped, the time budget ran out');
       return undefined;
     }
-    ({ practice, encounterIds: visits } = await more(overloadVisits + recoveryVisits));
+    const { practice, encounterIds: visits } = await more(overloadVisits + recoveryVisits);
     const key = practice.key;
     ctx.log(`overload: ${rate}/s offered for ${s.overloadSeconds} s (capacity ${capacity}/s)`);
     const overload = await runClaimPipeline({
