@@ -36,16 +36,19 @@ export async function takeFairly(
   return asOperator(db, async (trx) => {
     const result = await sql<JobRow>`
       WITH RECURSIVE grp AS (
-        (SELECT lane, practice_id, concurrency_key FROM jobs
-          WHERE state = 'queued' AND lane = ANY(${lanes}::text[]) AND run_at <= now()
-          ORDER BY lane, practice_id, concurrency_key LIMIT 1)
+        SELECT first.lane, first.practice_id, first.concurrency_key
+          FROM unnest(${lanes}::text[]) AS wanted (lane)
+         CROSS JOIN LATERAL (
+           SELECT lane, practice_id, concurrency_key FROM jobs
+            WHERE state = 'queued' AND lane = wanted.lane AND run_at <= now()
+            ORDER BY practice_id, concurrency_key LIMIT 1) AS first
         UNION ALL
         SELECT nxt.lane, nxt.practice_id, nxt.concurrency_key FROM grp
          CROSS JOIN LATERAL (
            SELECT lane, practice_id, concurrency_key FROM jobs
-            WHERE state = 'queued' AND lane = ANY(${lanes}::text[]) AND run_at <= now()
-              AND (lane, practice_id, concurrency_key) > (grp.lane, grp.practice_id, grp.concurrency_key)
-            ORDER BY lane, practice_id, concurrency_key LIMIT 1) AS nxt
+            WHERE state = 'queued' AND lane = grp.lane AND run_at <= now()
+              AND (practice_id, concurrency_key) > (grp.practice_id, grp.concurrency_key)
+            ORDER BY practice_id, concurrency_key LIMIT 1) AS nxt
       ),
       held AS (
         SELECT lane, practice_id, concurrency_key, count(*)::int AS running FROM jobs
