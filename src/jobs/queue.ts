@@ -34,7 +34,8 @@ export function onJobsQueued(wake: (lane: JobLane | undefined) => void): () => v
   return () => inProcessWorkers.delete(wake);
 }
 
-// One NOTIFY at a time per database and lane, and one more for everything queued while it was on its way.
+// One NOTIFY at a time per database and lane, and one more for everything queued while it was on
+// its way.
 const notifying = new WeakMap<Database, Map<JobLane, { again: boolean }>>();
 
 function notifyOtherProcesses(db: Database, lane: JobLane): void {

@@ -2,12 +2,12 @@
 // (a bounded number at a time in each lane, src/jobs/lanes.ts), and runs periodic tasks on their
 // schedules; which kinds and tasks exist is the composition root's (src/job-catalogue.ts). A lane
 // wakes when a commit of this process queued a job in it, or on a NOTIFY from another process's
-// commit, and polls besides, with backoff while nothing comes, for jobs that fall due later. A job that throws is retried with backoff, up to a
-// limit. While a job runs, its lease is renewed every third of the lease (on the database's clock,
-// src/jobs/queue.ts), so a job may run longer than its lease; a worker that dies leaves its jobs to be
-// taken again when their lease runs out, and one that lost a lease learns it and records nothing of
-// that job. Any number of workers can share one database, whatever their clocks say; each should have
-// its own pool (WORKER_DATABASE_POOL_SIZE).
+// commit, and polls besides, with backoff while nothing comes, for jobs that fall due later. A job
+// that throws is retried with backoff, up to a limit. While a job runs, its lease is renewed every
+// third of the lease (on the database's clock, src/jobs/queue.ts), so a job may run longer than its
+// lease; a worker that dies leaves its jobs to be taken again when their lease runs out, and one that
+// lost a lease learns it and records nothing of that job. Any number of workers can share one
+// database, whatever their clocks say; each should have its own pool (WORKER_DATABASE_POOL_SIZE).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
