@@ -5,7 +5,8 @@
 // which the take reads from the leased jobs themselves. The take walks the groups (lane, practice,
 // key) with due jobs along jobs_lane_queue, one practice's rows at a time, and counts the running ones
 // along jobs_held, which holds only jobs under a lease. Jobs queued before this migration are sorted
-// into their lanes. Forward-only.
+// into their lanes (as 0008 backfills events); one left in the claims lane would still run, by its
+// kind's handler, only without its endpoint's cap. Forward-only.
 import type { Kysely } from 'kysely';
 import { runScript } from './security.ts';
 
