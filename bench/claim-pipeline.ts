@@ -43,6 +43,8 @@ interface Bill {
   status?: number;
   invoiceId?: string;
   claimQueued?: boolean;
+  /** The Retry-After of a refusal. */
+  retryAfter?: string;
   error?: string;
 }
 
@@ -67,6 +69,11 @@ export interface ClaimResult {
   overallClaimsPerSec: number;
   endToEndP50Ms: number;
   endToEndP99Ms: number;
+  endToEndMaxMs: number;
+  /** Refusals answered 503 without Retry-After. */
+  refusedWithoutRetryAfter: number;
+  /** When (performance.now()) the last refused bill was answered; undefined when none was. */
+  lastRefusalAt?: number;
   drainMs: number;
   webhooksReceived: number;
 }
@@ -102,6 +109,8 @@ async function drive(
         const text = await response.body.text();
         bill.answeredAt = performance.now();
         bill.status = response.statusCode;
+        const retryAfter = response.headers['retry-after'];
+        if (typeof retryAfter === 'string') bill.retryAfter = retryAfter;
         if (response.statusCode === 201) {
           const parsed = JSON.parse(text) as { invoice: { id: string }; claimQueued: boolean | null };
           bill.invoiceId = parsed.invoice.id;
@@ -137,7 +146,7 @@ async function drive(
 }
 
 /** The arrival of the accepted (second) status change of each invoice, by event order. */
-function answerArrival(receiver: Receiver, invoiceId: string): number | undefined {
+export function answerArrival(receiver: Receiver, invoiceId: string): number | undefined {
   const deliveries = (receiver.byInvoice.get(invoiceId) ?? []).filter(
     (d) => d.type === 'claim.status_changed',
   );
@@ -205,9 +214,10 @@ export async function runClaimPipeline(options: ClaimOptions): Promise<ClaimResu
     });
     const billLatency = ok.map((b) => b.answeredAt! - b.sentAt);
     const lastArrival = Math.max(...arrived.map((a) => a.arrival!));
+    const refusals = bills.filter((b) => b.status !== 201);
     const overallSpan = (lastArrival - startedAt) / 1000;
     const sendSpan = (lastSendAt - startedAt) / 1000;
-    return {
+    const result: ClaimResult = {
       offeredRate: options.measured.rate,
       seconds: options.measured.seconds,
       billsSent: bills.length,
@@ -227,10 +237,50 @@ export async function runClaimPipeline(options: ClaimOptions): Promise<ClaimResu
       overallClaimsPerSec: round(arrived.length > 0 && overallSpan > 0 ? arrived.length / overallSpan : 0, 1),
       endToEndP50Ms: round(percentile(endToEnd, 50), 1),
       endToEndP99Ms: round(percentile(endToEnd, 99), 1),
+      endToEndMaxMs: round(endToEnd.length > 0 ? Math.max(...endToEnd) : 0, 1),
+      refusedWithoutRetryAfter: refusals.filter((b) => b.status === 503 && !b.retryAfter).length,
+      ...(refusals.length > 0 ? { lastRefusalAt: Math.max(...refusals.map((b) => b.answeredAt!)) } : {}),
       drainMs: Math.round(drainMs),
       webhooksReceived: options.receiver.total(),
     };
+    // The claims queued, for a later check that none was lost; kept out of the results' JSON.
+    Object.defineProperty(result, 'queued', {
+      value: queued.map((b) => ({ invoiceId: b.invoiceId!, key: b.key })),
+      enumerable: false,
+    });
+    return result;
   } finally {
     await pool.close();
   }
+}
+
+/** The claims a run queued (bills answered 201 with a claim), for checking later that none was lost. */
+export function queuedClaims(result: ClaimResult): Array<{ invoiceId: string; key: string }> {
+  return (result as ClaimResult & { queued?: Array<{ invoiceId: string; key: string }> }).queued ?? [];
+}
+
+/**
+ * Waits up to timeoutMs for every claim queued to reach its outcome and its answer webhook; answers
+ * how many did not (their claim still without an outcome, or not accepted, or the webhook missing).
+ */
+export async function lostClaims(
+  baseUrl: string,
+  receiver: Receiver,
+  queued: Array<{ invoiceId: string; key: string }>,
+  timeoutMs: number,
+): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < timeoutMs) {
+    if (queued.every((q) => answerArrival(receiver, q.invoiceId) !== undefined)) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const statuses = await mapConcurrent(queued, 8, async (q) => {
+    const response = await fetch(`${baseUrl}/api/v1/invoices/${q.invoiceId}/claim`, {
+      headers: { authorization: `Bearer ${q.key}` },
+    });
+    return ((await response.json()) as { status?: string }).status;
+  });
+  return queued.filter(
+    (q, i) => statuses[i] !== 'accepted' || answerArrival(receiver, q.invoiceId) === undefined,
+  ).length;
 }

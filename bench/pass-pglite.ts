@@ -9,6 +9,7 @@ import path from 'node:path';
 import { startBaseline } from './baseline.ts';
 import { pgliteTarget } from './bulk-sql.ts';
 import { onCleanup } from './cleanup.ts';
+import { isolationOnly, isolationScenarios } from './isolation.ts';
 import {
   claimScenario,
   claimVisitsNeeded,
@@ -34,6 +35,10 @@ function tempDir(prefix: string): string {
 
 export async function pglitePass(ctx: PassContext): Promise<void> {
   const { settings } = ctx;
+  if (settings.only === 'isolation') {
+    await isolationOnly(ctx, { database: { dataDir: path.join(tempDir('isolation'), 'data') } });
+    return;
+  }
   const dataDir = path.join(tempDir('service'), 'data');
   const baselineDir = path.join(tempDir('baseline'), 'data');
   const adminToken = `adm_bench_${randomBytes(12).toString('hex')}`;
@@ -90,7 +95,10 @@ export async function pglitePass(ctx: PassContext): Promise<void> {
     if (settings.only !== 'claims') await patientScenarios(ctx, service, baseline, seeded);
     if (settings.only === undefined)
       await pagingScenario(ctx, '10k', settings.smallInvoices, plan, service, baseline, seeded.practice.key);
-    if (settings.only !== 'requests') await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
+    if (settings.only !== 'requests') {
+      await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
+      await isolationScenarios(ctx, service, adminToken);
+    }
   } finally {
     await baseline.stop();
     await service.stop();

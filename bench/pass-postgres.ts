@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { startBaseline } from './baseline.ts';
 import { postgresTarget } from './bulk-sql.ts';
+import { isolationOnly, isolationScenarios } from './isolation.ts';
 import {
   claimScenario,
   claimVisitsNeeded,
@@ -35,6 +36,16 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
   const { settings } = ctx;
   if (settings.only === 'rate-limits') {
     await rateLimitStoreScenario(ctx, databaseUrl);
+    return;
+  }
+  if (settings.only === 'isolation') {
+    const db = await createDatabase(databaseUrl, `pb_bench_${randomSuffix()}`);
+    ctx.result.notes.push(`database ${db.name}, dropped at the end`);
+    try {
+      await isolationOnly(ctx, { database: { url: db.url }, separateWorker: settings.separateWorker });
+    } finally {
+      await db.drop();
+    }
     return;
   }
   const suffix = randomSuffix();
@@ -108,7 +119,10 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
         await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
         await sharedClaimScenario(ctx, service, adminToken, sql);
       }
-      if (!everything) return;
+      if (!everything) {
+        if (settings.only === 'claims') await isolationScenarios(ctx, service, adminToken);
+        return;
+      }
 
       // Grow to the fallback size first, then on to the full size only if the rate seen so far says it fits.
       const largeStarted = Date.now();
@@ -163,6 +177,7 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
           };
         }
       }
+      await isolationScenarios(ctx, service, adminToken);
     } finally {
       await sql.close();
       await baseline.stop();

@@ -2,6 +2,7 @@
 // the claim pipeline, start-up times and memory, plus the machine and the target verdicts.
 import type { AbResult } from './ab.ts';
 import type { ClaimResult } from './claim-pipeline.ts';
+import type { NoisyNeighbourResult, OverloadResult } from './isolation.ts';
 import type { RateLimitStoreResult } from './rate-limit-store.ts';
 import type { PassName } from './settings.ts';
 
@@ -22,6 +23,10 @@ export interface PassResult {
   claimsAtLatencyRate?: ClaimResult;
   /** The pipeline at the same offered rate spread over several practices (PostgreSQL). */
   claimsShared?: ClaimResult & { practices: number };
+  /** Another practice's claims while one practice's deliveries wait on slow receivers. */
+  noisyNeighbour?: NoisyNeighbourResult;
+  /** Three times the claim capacity offered, and what followed. */
+  overload?: OverloadResult;
   /** Counting a request in the shared PostgreSQL store against in memory (PostgreSQL). */
   rateLimitStore?: RateLimitStoreResult;
   /** Spawn to first 200 from /healthz, ms. */

@@ -15,13 +15,15 @@ export type PassName = 'postgres' | 'pglite';
 /**
  * BENCH_ONLY=claims runs only the claim pipelines (with what they need), BENCH_ONLY=requests only the
  * patient request scenarios (GET, POST, search) against the baseline and the rate-limit store
- * comparison, BENCH_ONLY=rate-limits only that comparison (PostgreSQL): quick looks at one part.
+ * comparison, BENCH_ONLY=rate-limits only that comparison (PostgreSQL), BENCH_ONLY=isolation only
+ * the noisy-neighbour and overload scenarios (bench/isolation.ts) on a fresh service: quick looks at
+ * one part.
  */
-function only(): 'claims' | 'requests' | 'rate-limits' | undefined {
+function only(): 'claims' | 'requests' | 'rate-limits' | 'isolation' | undefined {
   const raw = process.env.BENCH_ONLY;
   if (raw === undefined || raw === '') return undefined;
-  if (raw !== 'claims' && raw !== 'requests' && raw !== 'rate-limits')
-    throw new Error(`BENCH_ONLY must be "claims", "requests" or "rate-limits", got "${raw}"`);
+  if (raw !== 'claims' && raw !== 'requests' && raw !== 'rate-limits' && raw !== 'isolation')
+    throw new Error(`BENCH_ONLY must be "claims", "requests", "rate-limits" or "isolation", got "${raw}"`);
   return raw;
 }
 

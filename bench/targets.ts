@@ -1,5 +1,6 @@
 // Owns judging each target of the brief as met / not met / not measured, per database pass. A missed
 // target is reported, never a failure of the run.
+import { ISOLATION_TARGETS } from './isolation.ts';
 import type { PassResult, TargetResult, Verdict } from './results.ts';
 import { TARGETS } from './settings.ts';
 import { median } from './stats.ts';
@@ -61,6 +62,29 @@ export function judge(passes: PassResult[]): TargetResult[] {
         ms !== undefined ? ms <= TARGETS.existingStartMs : undefined,
       );
     }
+    const noisy = pass.noisyNeighbour;
+    const p50 = noisy?.claims.endToEndP50Ms;
+    const max = noisy?.claims.endToEndMaxMs;
+    add(
+      `noisy neighbour: another practice's bill → claim outcome p50 ≤ ${ISOLATION_TARGETS.noisyP50Ms} ms, max ≤ ${ISOLATION_TARGETS.noisyMaxMs} ms, beside ${noisy?.deliveriesQueued ?? 'a backlog of'} deliveries to slow receivers`,
+      noisy ? `p50 ${p50} ms, max ${Number.isFinite(max) ? `${max} ms` : 'not done'}` : '-',
+      noisy
+        ? p50! <= ISOLATION_TARGETS.noisyP50Ms && Number.isFinite(max) && max! <= ISOLATION_TARGETS.noisyMaxMs
+        : undefined,
+    );
+    const over = pass.overload;
+    add(
+      `overload at 3× capacity: successes p99 ≤ ${ISOLATION_TARGETS.overloadSuccessP99Ms} ms, every refusal 503 with Retry-After, nothing lost, full throughput back within ${ISOLATION_TARGETS.recoveryMs / 1000} s`,
+      over
+        ? `${over.overload.offeredRate}/s offered: p99 ${over.overload.billP99Ms} ms, ${over.overload.billsSent - over.overload.billsOk} refused (${Object.keys(over.otherRefusals).length === 0 ? 'all 503 with Retry-After' : JSON.stringify(over.otherRefusals)}), ${over.lost} lost, back in ${over.recoveryMs} ms`
+        : '-',
+      over
+        ? over.overload.billP99Ms <= ISOLATION_TARGETS.overloadSuccessP99Ms &&
+            Object.keys(over.otherRefusals).length === 0 &&
+            over.lost === 0 &&
+            over.recoveryMs <= ISOLATION_TARGETS.recoveryMs
+        : undefined,
+    );
     const rss = pass.memory?.servicePeakRssMiB;
     // VmHWM is in KiB; the target is read as decimal megabytes (the stricter reading).
     const megabytes = rss === undefined ? undefined : Math.round((rss * 1024 * 1024) / 1e5) / 10;

@@ -15,7 +15,8 @@ import * as m0013 from './0013_change_feed_horizon.ts';
 import * as m0014 from './0014_operator_idempotency_keys.ts';
 import * as m0015 from './0015_job_leases.ts';
 import * as m0016 from './0016_rate_limits.ts';
-import * as m0017 from './0017_event_detail_and_key_usage.ts';
+import * as m0017 from './0017_job_lanes.ts';
+import * as m0018 from './0018_event_detail_and_key_usage.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -33,5 +34,6 @@ export const migrations: Record<string, Migration> = {
   '0014_operator_idempotency_keys': m0014,
   '0015_job_leases': m0015,
   '0016_rate_limits': m0016,
-  '0017_event_detail_and_key_usage': m0017,
+  '0017_job_lanes': m0017,
+  '0018_event_detail_and_key_usage': m0018,
 };

@@ -28,6 +28,7 @@ import { encounterRoutes } from './encounters/routes.ts';
 import { eventRoutes } from './events/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
+import { registerMetricsEndpoint } from './metrics-endpoint.ts';
 import { patientRoutes } from './patients/routes.ts';
 import { clientErrorHandler } from './platform/http/client-error.ts';
 import { buildSerializerOnFirstUse } from './platform/http/lazy-compile.ts';
@@ -137,6 +138,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
 
   await app.register(
     async (api) => {
+      // Before anything else: an overloaded service refuses at once, having done nothing.
+      deps.loadShedder.start();
+      api.addHook('onClose', async () => deps.loadShedder.stop());
+      api.addHook('onRequest', deps.loadShedder.refuseWhenOverloaded);
       registerApiScope(api, deps, apiRoutes);
     },
     { prefix: '/api/v1' },
@@ -149,6 +154,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       },
       { prefix: '/admin/v1' },
     );
+    await registerMetricsEndpoint(app, deps, token);
     // The console is a client of the admin API, so it is served only where that API is.
     await app.register(async (consoleScope) => registerConsole(consoleScope));
   }

@@ -19,6 +19,7 @@ import type { ListenLog } from './platform/db/listen.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import type { Tables } from './platform/db/tables.ts';
 import { CursorCodec } from './platform/http/cursor.ts';
+import { LoadShedder } from './platform/http/load-shedding.ts';
 import { RateLimits } from './platform/http/rate-limit.ts';
 import { SecretBox } from './platform/secret-box.ts';
 
@@ -146,5 +147,6 @@ export async function buildDeps(
     keyCache: apiKeyCache(config.apiKeyCacheSeconds, clock),
     insurer: options.insurer ?? new SandboxInsurer(db, config.insurerDelayMs, planRatesOf),
     secrets: secretBoxFor(config, db),
+    loadShedder: new LoadShedder(db, config),
   };
 }

@@ -11,6 +11,7 @@ import { systemClock } from './platform/clock.ts';
 import { loadConfig } from './platform/config.ts';
 import type { Database } from './platform/db/database.ts';
 import { CursorCodec } from './platform/http/cursor.ts';
+import { LoadShedder } from './platform/http/load-shedding.ts';
 import { RateLimits } from './platform/http/rate-limit.ts';
 
 const noDatabase = new Proxy({} as Database, {
@@ -32,6 +33,7 @@ export async function openApiDocument(): Promise<unknown> {
     keyCache: apiKeyCache(0, systemClock),
     insurer: new SandboxInsurer(noDatabase, 0, planRatesOf),
     secrets: undefined,
+    loadShedder: new LoadShedder(noDatabase, loadConfig({ LOG_LEVEL: 'silent' })),
   };
   const app = await buildApp(deps, { adminToken: 'document-only' });
   await app.ready();

@@ -21,7 +21,11 @@ export const TABLE_OWNERS: Record<string, TableOwner> = {
   'change-feed': { stores: ['src/platform/db/change-feed.ts'], tables: ['change_feed_samples'] },
   'rate-limits': { stores: ['src/platform/http/rate-limit.ts'], tables: ['rate_limits'] },
   idempotency: { stores: ['src/idempotency/idempotency-store.ts'], tables: ['idempotency_keys'] },
-  jobs: { stores: ['src/jobs/queue.ts'], tables: ['jobs'] },
+  jobs: {
+    // The queue, the fair take across practices and lanes, and the queue's figures for the operator.
+    stores: ['src/jobs/queue.ts', 'src/jobs/take.ts', 'src/jobs/queue-figures.ts'],
+    tables: ['jobs'],
+  },
   'service-settings': { stores: ['src/bootstrap.ts'], tables: ['service_settings'] },
   'sandbox-insurer': { stores: ['src/insurer/sandbox.ts'], tables: ['sandbox_insurer_messages'] },
   catalogue: { stores: ['src/catalogue/store.ts'], tables: ['governing_bodies', 'governing_body_rates'] },

@@ -197,6 +197,14 @@ test('the dashboard shows the day: claims by outcome, money, and the failing end
   const cells = await failing.getByRole('cell').allTextContents();
   assert.match(cells[1] ?? '', /failed/);
   assert.ok(Number(cells[3]) >= 3, `the undelivered events are counted: ${cells.join(' | ')}`);
+  // The service's load: the job queue per lane, from GET /admin/v1/metrics.
+  const lanes = page.getByRole('table', { name: 'Job queue by lane' });
+  await lanes.waitFor();
+  const laneRows = await lanes.getByRole('row').allTextContents();
+  assert.ok(
+    laneRows.some((row) => /^claims/i.test(row)) && laneRows.some((row) => /^webhooks/i.test(row)),
+    `both lanes are shown: ${laneRows.join(' | ')}`,
+  );
   await shot('03-dashboard');
 });
 

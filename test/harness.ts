@@ -306,6 +306,9 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     REMITTANCE_DELAY_MS: '0',
     SECRET_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     WEBHOOK_ALLOW_PRIVATE: 'true',
+    // Off unless a test turns it on: a loaded test machine must not make other tests' requests 503.
+    LOAD_SHED_CONNECTION_WAIT_MS: '0',
+    LOAD_SHED_EVENT_LOOP_LAG_MS: '0',
     ...options.env,
   });
   if (!db) {

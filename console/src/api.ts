@@ -16,6 +16,7 @@ import type {
   Practice,
   Recovery,
   Redelivery,
+  ServiceMetrics,
 } from './types.ts';
 
 export interface AuditFilters {
@@ -184,6 +185,11 @@ export class AdminApi {
 
   dashboard(practiceId: string, date?: string) {
     return this.#call<Dashboard>('GET', `${this.#practice(practiceId)}/dashboard`, { query: { date } });
+  }
+
+  /** The service under load: queue per lane, deepest backlogs, deliveries in flight, requests shed. */
+  metrics() {
+    return this.#call<ServiceMetrics>('GET', '/metrics');
   }
 
   listInvoices(

@@ -8,6 +8,7 @@ import type { ClaimStatus } from '../../src/claims/schemas.ts';
 import type { ApiKey as ApiKeySchema, Client as ClientSchema } from '../../src/clients/schemas.ts';
 import type { InvoiceStatus } from '../../src/invoices/schemas.ts';
 import type { Practice as PracticeSchema } from '../../src/practices/schemas.ts';
+import type { ServiceMetrics as ServiceMetricsSchema } from '../../src/service-metrics.ts';
 import type { Attempt as AttemptType } from '../../src/webhooks/admin.ts';
 import type { EndpointView } from '../../src/webhooks/endpoints.ts';
 
@@ -17,6 +18,7 @@ export type Client = Static<typeof ClientSchema>;
 export type ApiKey = Static<typeof ApiKeySchema>;
 export type AuditEvent = Static<typeof AuditEventSchema>;
 export type Dashboard = Static<typeof DashboardSchema>;
+export type ServiceMetrics = Static<typeof ServiceMetricsSchema>;
 export type InvoiceDetail = Static<typeof DetailSchema>;
 export type Invoice = InvoiceDetail['invoice'];
 export type Claim = NonNullable<InvoiceDetail['claim']>;

@@ -8,6 +8,7 @@ import type { Clock } from '../platform/clock.ts';
 import type { Config } from '../platform/config.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { CursorCodec } from '../platform/http/cursor.ts';
+import type { LoadShedder } from '../platform/http/load-shedding.ts';
 import type { RateLimits } from '../platform/http/rate-limit.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
 
@@ -24,4 +25,6 @@ export interface Deps {
   insurer: Insurer;
   /** Encrypts webhook secrets and answers showing a secret at rest; undefined when no key is configured. */
   secrets: SecretBox | undefined;
+  /** Refuses public API requests at once while the service is overloaded. */
+  loadShedder: LoadShedder;
 }

@@ -5,60 +5,78 @@
 // are the database's time (now()), the one clock every process shares, never a process's own: a
 // worker whose clock runs ahead must not take a job another still runs. The service clock is for what
 // the practice sees (created_at, finished_at, the claim's and the delivery's own times).
-import type { InsertObject, RawBuilder, Selectable } from 'kysely';
+import type { InsertObject, RawBuilder } from 'kysely';
 import { sql } from 'kysely';
 import type { Static, TSchema } from 'typebox';
 import type { Database } from '../platform/db/database.ts';
 import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
-import type { JobsTable, Tables } from '../platform/db/tables.ts';
+import type { Tables } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
+import type { JobRow } from './job-row.ts';
 import { checkedPayload, type JobKind } from './kind.ts';
+import { JOB_LANES, type JobLane } from './lanes.ts';
+import { takeFairly } from './take.ts';
 
-export type JobRow = Selectable<JobsTable>;
+export type { JobRow };
 
 /** The NOTIFY channel on which a commit that queued jobs wakes the workers of other processes. */
 export const JOBS_CHANNEL = 'practice_billing_jobs';
 
-const inProcessWorkers = new Set<() => void>();
+const inProcessWorkers = new Set<(lane: JobLane | undefined) => void>();
 
-/** Calls wake whenever this process commits a transaction that queued a job; returns how to stop. */
-export function onJobsQueued(wake: () => void): () => void {
+/**
+ * Calls wake with the job's lane whenever this process commits a transaction that queued a job
+ * (undefined: any lane may have one); returns how to stop.
+ */
+export function onJobsQueued(wake: (lane: JobLane | undefined) => void): () => void {
   inProcessWorkers.add(wake);
   return () => inProcessWorkers.delete(wake);
 }
 
-// One NOTIFY at a time per database, and one more for everything queued while it was on its way.
-const notifying = new WeakMap<Database, { again: boolean }>();
+// One NOTIFY at a time per database and lane, and one more for everything queued while it was on
+// its way.
+const notifying = new WeakMap<Database, Map<JobLane, { again: boolean }>>();
 
-function notifyOtherProcesses(db: Database): void {
-  const current = notifying.get(db);
+function notifyOtherProcesses(db: Database, lane: JobLane): void {
+  let lanes = notifying.get(db);
+  if (!lanes) {
+    lanes = new Map();
+    notifying.set(db, lanes);
+  }
+  const current = lanes.get(lane);
   if (current) {
     current.again = true;
     return;
   }
   const state = { again: false };
-  notifying.set(db, state);
-  sql`SELECT pg_notify(${JOBS_CHANNEL}, '')`
+  lanes.set(lane, state);
+  sql`SELECT pg_notify(${JOBS_CHANNEL}, ${lane})`
     .execute(db.kysely)
     .catch(() => {})
     .finally(() => {
-      notifying.delete(db);
-      if (state.again) notifyOtherProcesses(db);
+      lanes.delete(lane);
+      if (state.again) notifyOtherProcesses(db, lane);
     });
 }
 
 /**
  * After the commit (never inside the transaction, so no worker looks before the job is visible):
- * wakes this process's worker, or, when this process runs none, the workers listening on PostgreSQL.
+ * wakes this process's worker, or, when this process runs none, the workers listening on PostgreSQL;
+ * the NOTIFY's payload names the lane.
  */
-function jobsQueued(db: Database): void {
+function jobsQueued(db: Database, lane: JobLane): void {
   if (inProcessWorkers.size > 0) {
-    for (const wake of inProcessWorkers) wake();
+    for (const wake of inProcessWorkers) wake(lane);
   } else if (db.kind === 'postgres') {
-    notifyOtherProcesses(db);
+    notifyOtherProcesses(db, lane);
   }
 }
+
+// One hook per lane, so a transaction that queued many jobs of a lane wakes its workers once.
+const laneQueued = Object.fromEntries(
+  JOB_LANES.map((lane) => [lane, (db: Database) => jobsQueued(db, lane)]),
+) as Record<JobLane, (db: Database) => void>;
 
 /** The database's time `delayMs` from now (whole milliseconds): when a job falls due. */
 function dueIn(delayMs: number): RawBuilder<Date> {
@@ -70,7 +88,8 @@ function dueIn(delayMs: number): RawBuilder<Date> {
 /**
  * The row of a new job, due `delayMs` from now on the database's clock, its payload checked against
  * its kind, for a caller that inserts it in a statement of its own (several jobs, or jobs with the rows
- * they work on); that caller then calls announceQueuedJobs in the same transaction.
+ * they work on); that caller then calls announceQueuedJobs in the same transaction. Jobs that name one
+ * concurrencyKey (a delivery names its endpoint) share their lane's cap on how many run at once.
  */
 export function newJobRow<S extends TSchema>(
   practiceId: string,
@@ -78,12 +97,15 @@ export function newJobRow<S extends TSchema>(
   payload: Static<S>,
   now: Date,
   delayMs = 0,
+  concurrencyKey = '',
 ): InsertObject<Tables, 'jobs'> & { id: string } {
   checkedPayload(kind, payload);
   return {
     practice_id: practiceId,
     id: newId('job'),
     kind: kind.name,
+    lane: kind.lane,
+    concurrency_key: concurrencyKey,
     payload: JSON.stringify(payload),
     run_at: dueIn(delayMs),
     created_at: now,
@@ -94,9 +116,9 @@ export function newJobRow<S extends TSchema>(
   };
 }
 
-/** Wakes the workers once this transaction, which inserted job rows, has committed. */
-export function announceQueuedJobs(trx: Trx): void {
-  afterCommit(trx, jobsQueued);
+/** Wakes the workers of `lane` once this transaction, which inserted job rows, has committed. */
+export function announceQueuedJobs(trx: Trx, lane: JobLane): void {
+  afterCommit(trx, laneQueued[lane]);
 }
 
 /** Enqueues a job due `delayMs` (default 0) from now on the database's clock. */
@@ -110,33 +132,24 @@ export async function enqueueJob<S extends TSchema>(
 ): Promise<string> {
   const row = newJobRow(practiceId, kind, payload, now, delayMs);
   await trx.insertInto('jobs').values(row).execute();
-  announceQueuedJobs(trx);
+  announceQueuedJobs(trx, kind.lane);
   return row.id;
 }
 
 /**
- * Takes up to `limit` due jobs for this worker, leasing them for leaseMs. Due and free are judged on the
- * database's clock, and the lease runs to the database's time plus leaseMs.
+ * Takes up to `limit` due jobs for this worker, leasing them for leaseMs: from the lanes asked (default
+ * every lane), round-robin by practice, at most keyCap jobs of one concurrency key running at once
+ * (src/jobs/take.ts). Due and free are judged on the database's clock, and the lease runs to the
+ * database's time plus leaseMs.
  */
 export async function takeDueJobs(
   db: Database,
   workerId: string,
   limit: number,
   leaseMs: number,
+  options: { lanes?: readonly JobLane[]; keyCap?: number | null } = {},
 ): Promise<JobRow[]> {
-  return asOperator(db, async (trx) => {
-    const result = await sql<JobRow>`
-      UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${dueIn(leaseMs)},
-             attempts = j.attempts + 1
-        FROM (SELECT practice_id, id FROM jobs
-               WHERE state = 'queued' AND run_at <= now() AND (locked_until IS NULL OR locked_until <= now())
-               ORDER BY run_at, id
-               LIMIT ${limit}
-               FOR UPDATE SKIP LOCKED) AS due
-       WHERE j.practice_id = due.practice_id AND j.id = due.id
-       RETURNING j.*`.execute(trx);
-    return result.rows;
-  });
+  return takeFairly(db, workerId, limit, dueIn(leaseMs), options.lanes ?? JOB_LANES, options.keyCap ?? null);
 }
 
 /** A job's key in the answer of renewLeases. */

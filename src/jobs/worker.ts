@@ -1,18 +1,27 @@
 // Owns the worker loop: it takes due jobs from the queue and runs each with the handler of its kind
-// (a bounded number at a time), and runs periodic tasks on their schedules; which kinds and tasks
-// exist is the composition root's (src/job-catalogue.ts). It wakes
-// when a commit of this process queued a job, or on a NOTIFY from another process's commit, and
-// polls besides for jobs that fall due later. A job that throws is retried with backoff, up to a
-// limit. While a job runs, its lease is renewed every third of the lease (on the database's clock,
-// src/jobs/queue.ts), so a job may run longer than its lease; a worker that dies leaves its jobs to be
-// taken again when their lease runs out, and one that lost a lease learns it and records nothing of
-// that job. Any number of workers can share one database, whatever their clocks say; each should have
-// its own pool (WORKER_DATABASE_POOL_SIZE).
+// (a bounded number at a time in each lane, src/jobs/lanes.ts), and runs periodic tasks on their
+// schedules; which kinds and tasks exist is the composition root's (src/job-catalogue.ts). A lane
+// wakes when a commit of this process queued a job in it, or on a NOTIFY from another process's
+// commit, and polls besides, with backoff while nothing comes, for jobs that fall due later. A job
+// that throws is retried with backoff, up to a limit. While a job runs, its lease is renewed every
+// third of the lease (on the database's clock, src/jobs/queue.ts), so a job may run longer than its
+// lease; a worker that dies leaves its jobs to be taken again when their lease runs out, and one that
+// lost a lease learns it and records nothing of that job. Any number of workers can share one
+// database, whatever their clocks say; each should have its own pool (WORKER_DATABASE_POOL_SIZE).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { randomToken } from '../platform/ids.ts';
 import { JobPayloadError } from './kind.ts';
+import {
+  isJobLane,
+  JOB_LANES,
+  type JobLane,
+  type LanePoller,
+  type LaneSettings,
+  laneLimits,
+  pollLane,
+} from './lanes.ts';
 import {
   failJob,
   isJobLeaseLost,
@@ -29,7 +38,7 @@ export interface WorkerDeps {
   db: Database;
   clock: Clock;
   log: FastifyBaseLogger;
-  settings: { jobConcurrency: number; jobLeaseSeconds: number; jobPollMs: number };
+  settings: LaneSettings & { jobLeaseSeconds: number };
 }
 
 export type JobHandler = (job: JobRow) => Promise<void>;
@@ -132,59 +141,37 @@ export function startWorker(
     }
   };
 
+  const take = (lane: JobLane, limit: number) =>
+    takeDueJobs(deps.db, workerId, limit, leaseMs, {
+      lanes: [lane],
+      keyCap: laneLimits(config, lane).keyCap,
+    });
+  // drain() takes from every lane in one statement, as many as all lanes' slots, each key capped.
   const takeAndRun = async (): Promise<number> => {
-    const jobs = await takeDueJobs(deps.db, workerId, config.jobConcurrency, leaseMs);
+    const limit = JOB_LANES.reduce((sum, lane) => sum + laneLimits(config, lane).concurrency, 0);
+    const keyCap = laneLimits(config, 'webhooks').keyCap;
+    const jobs = await takeDueJobs(deps.db, workerId, limit, leaseMs, { keyCap });
     await Promise.all(jobs.map(runJob));
     return jobs.length;
   };
 
-  // Polling keeps up to jobConcurrency jobs running and takes more as soon as a slot frees, so one
-  // slow job (a receiver taking its full 10 seconds) never holds up the rest of the queue.
-  const inFlight = new Set<Promise<void>>();
-  let wake: (() => void) | undefined;
-  let polling: Promise<void> | undefined;
-  // A signal that arrives while the loop is taking jobs must not be lost: it makes the loop look again.
-  let signalled = false;
-  const signal = () => {
-    signalled = true;
-    wake?.();
-  };
+  // Each lane keeps its own slots full (src/jobs/lanes.ts); a commit that queued a job wakes its lane.
+  const lanes = new Map<JobLane, LanePoller>();
   const unsubscribe: Array<() => unknown> = [];
   if (options.poll !== false) {
+    for (const lane of JOB_LANES) {
+      const limits = laneLimits(config, lane);
+      lanes.set(
+        lane,
+        pollLane({ lane, limits, settings: config, take: (n) => take(lane, n), run: runJob, log }),
+      );
+    }
+    const signal = (lane: unknown) => {
+      if (isJobLane(lane)) lanes.get(lane)?.signal();
+      else for (const poller of lanes.values()) poller.signal();
+    };
     unsubscribe.push(onJobsQueued(signal));
     if (deps.db.listen) unsubscribe.push(deps.db.listen(JOBS_CHANNEL, signal));
-    polling = (async () => {
-      while (!stopped) {
-        const free = config.jobConcurrency - inFlight.size;
-        let taken: JobRow[] = [];
-        if (free > 0) {
-          signalled = false;
-          try {
-            taken = await takeDueJobs(deps.db, workerId, free, leaseMs);
-          } catch (err) {
-            log.warn({ err }, 'taking jobs failed; will retry');
-          }
-        }
-        for (const job of taken) {
-          const run: Promise<void> = runJob(job).finally(() => {
-            inFlight.delete(run);
-            wake?.();
-          });
-          inFlight.add(run);
-        }
-        if (stopped || (free > 0 && taken.length === free) || (signalled && free > 0)) continue;
-        // Nothing more is due, or every slot is busy: wait for the poll interval or a finished job.
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, config.jobPollMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wake = undefined;
-      }
-      await Promise.allSettled([...inFlight]);
-    })();
   }
 
   const timers = options.tasks.map((task) => {
@@ -214,10 +201,9 @@ export function startWorker(
     },
     async stop() {
       stopped = true;
-      wake?.();
       await Promise.all(unsubscribe.map((stop) => stop()));
       for (const timer of timers) clearInterval(timer);
-      await polling;
+      await Promise.all([...lanes.values()].map((poller) => poller.stop()));
       clearInterval(renewal);
       await renewing;
       await Promise.allSettled([...running]);

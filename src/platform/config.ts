@@ -44,7 +44,18 @@ export interface Config {
   /** Delay before the sandbox insurer pays approved benefits (its remittance). */
   remittanceDelayMs: number;
   jobPollMs: number;
+  /** The longest an idle lane waits between takes that find nothing (it doubles from jobPollMs). */
+  jobPollMaxMs: number;
+  /** Claim jobs a worker runs at once (the claims lane). */
   jobConcurrency: number;
+  /** Refuse API requests (503) while a transaction has waited this long for a connection; 0: never. */
+  loadShedConnectionWaitMs: number;
+  /** Refuse API requests (503) while the event loop lags this much; 0: never. */
+  loadShedEventLoopLagMs: number;
+  /** Webhook deliveries a worker runs at once (the webhooks lane). */
+  webhookJobConcurrency: number;
+  /** Deliveries to one endpoint running at once, in all workers. */
+  webhookEndpointConcurrency: number;
   jobLeaseSeconds: number;
   /** 32-byte key (base64 or hex) that encrypts webhook secrets at rest; the sandbox keeps one in DATA_DIR. */
   secretEncryptionKey: Buffer | undefined;
@@ -166,7 +177,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     claimAnswerWindowSeconds: integer(env, 'CLAIM_ANSWER_WINDOW_SECONDS', 900, 1, 7 * 24 * 3600),
     remittanceDelayMs: integer(env, 'REMITTANCE_DELAY_MS', 30_000, 0, 7 * 24 * 3600 * 1000),
     jobPollMs: integer(env, 'JOB_POLL_MS', 200, 10, 60_000),
+    jobPollMaxMs: integer(env, 'JOB_POLL_MAX_MS', 2000, 10, 60_000),
     jobConcurrency: integer(env, 'JOB_CONCURRENCY', 8, 1, 256),
+    // On by default with PostgreSQL; the embedded database runs each statement on the event loop, one
+    // transaction after another, so one slow statement would look like overload (docs/decisions.md).
+    loadShedConnectionWaitMs: integer(env, 'LOAD_SHED_CONNECTION_WAIT_MS', databaseUrl ? 500 : 0, 0, 60_000),
+    loadShedEventLoopLagMs: integer(env, 'LOAD_SHED_EVENT_LOOP_LAG_MS', databaseUrl ? 500 : 0, 0, 60_000),
+    webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 8, 1, 256),
+    webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 3, 1, 64),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
     secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),
     trustProxy: trustProxyOf(env.TRUST_PROXY),

@@ -58,10 +58,13 @@ export async function queueDeliveries(
       created_at: now,
       finished_at: null,
     }));
-    const jobs = deliveries.map((d) => newJobRow(practiceId, DELIVER_JOB, { deliveryId: d.id }, now));
+    // Each job names its endpoint: the webhooks lane caps how many run at once to one endpoint.
+    const jobs = deliveries.map((d) =>
+      newJobRow(practiceId, DELIVER_JOB, { deliveryId: d.id }, now, 0, d.endpoint_id),
+    );
     await insertDeliveriesWithJobs(trx, deliveries, jobs);
     ids.push(...deliveries.map((d) => d.id));
   }
-  if (ids.length > 0) announceQueuedJobs(trx);
+  if (ids.length > 0) announceQueuedJobs(trx, DELIVER_JOB.lane);
   return ids;
 }

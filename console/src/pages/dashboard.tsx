@@ -1,9 +1,11 @@
 // The dashboard: today's claims by status, money claimed against approved and paid, the last 14 days
-// as a chart, and the webhook endpoints that are failing.
+// as a chart, the webhook endpoints that are failing, and the service under load (the job queue per
+// lane, the deepest backlogs, deliveries in flight per endpoint, requests shed).
 import { HorizontalBars, PairedColumns } from '../components/charts.tsx';
 import { Loading, Status, useConsole, useLoad } from '../components/ui.tsx';
 import { dateTime, money, words } from '../format.ts';
 import { href } from '../router.ts';
+import type { ServiceMetrics } from '../types.ts';
 
 const TONE: Record<string, string> = {
   accepted: 'good',
@@ -18,6 +20,7 @@ const TONE: Record<string, string> = {
 export function DashboardPage() {
   const { api, practiceId } = useConsole();
   const loaded = useLoad(() => api.dashboard(practiceId), [practiceId]);
+  const load = useLoad(() => api.metrics(), [practiceId]);
   return (
     <section aria-labelledby="dashboard-title">
       <h1 id="dashboard-title">Dashboard</h1>
@@ -97,6 +100,103 @@ export function DashboardPage() {
           );
         }}
       </Loading>
+      <Loading loaded={load}>{(m) => <ServiceLoad metrics={m} />}</Loading>
     </section>
+  );
+}
+
+/** The whole service, every practice: what the queue holds and what the API refused. */
+function ServiceLoad({ metrics }: { metrics: ServiceMetrics }) {
+  const shed = metrics.requestsShed.connectionWait + metrics.requestsShed.eventLoopLag;
+  return (
+    <>
+      <h2>Service load</h2>
+      <p class="muted">
+        Every practice. Requests shed (answered 503 because this API process was overloaded): {shed}
+        {shed > 0
+          ? ` (${metrics.requestsShed.connectionWait} waiting for the database, ${metrics.requestsShed.eventLoopLag} on event-loop lag)`
+          : ''}
+        ; event-loop lag {metrics.eventLoopLagMs} ms.
+      </p>
+      <table>
+        <caption>Job queue by lane</caption>
+        <thead>
+          <tr>
+            <th scope="col">Lane</th>
+            <th scope="col" class="number">
+              Waiting
+            </th>
+            <th scope="col" class="number">
+              Running
+            </th>
+            <th scope="col" class="number">
+              Slots per worker
+            </th>
+            <th scope="col" class="number">
+              Oldest waiting
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {metrics.lanes.map((lane) => (
+            <tr key={lane.lane}>
+              <td>{words(lane.lane)}</td>
+              <td class="number">{lane.waiting}</td>
+              <td class="number">{lane.running}</td>
+              <td class="number">{lane.slots}</td>
+              <td class="number">
+                {lane.oldestWaitingSeconds === null ? '—' : `${Math.round(lane.oldestWaitingSeconds)} s`}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <div class="two-columns">
+        <table>
+          <caption>Deepest backlogs</caption>
+          <thead>
+            <tr>
+              <th scope="col">Practice</th>
+              <th scope="col">Lane</th>
+              <th scope="col" class="number">
+                Waiting
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {metrics.deepestBacklogs.map((b) => (
+              <tr key={`${b.practiceId}/${b.lane}`}>
+                <td>{b.practiceId}</td>
+                <td>{words(b.lane)}</td>
+                <td class="number">{b.waiting}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <table>
+          <caption>Deliveries in flight per endpoint (at most {metrics.endpointConcurrency} each)</caption>
+          <thead>
+            <tr>
+              <th scope="col">Endpoint</th>
+              <th scope="col" class="number">
+                Running
+              </th>
+              <th scope="col" class="number">
+                Waiting
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {metrics.deliveriesInFlight.map((d) => (
+              <tr key={`${d.practiceId}/${d.endpointId}`}>
+                <td>{d.endpointId}</td>
+                <td class="number">{d.running}</td>
+                <td class="number">{d.waiting}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
   );
 }

@@ -316,10 +316,12 @@ export interface InvoicesTable {
 
 export interface JobsTable {
   attempts: Generated<number>;
+  concurrency_key: Generated<string>;
   created_at: NeverUpdated<Date>;
   finished_at: Date | null;
   id: string;
   kind: string;
+  lane: Generated<string>;
   last_error: string | null;
   locked_by: string | null;
   locked_until: Date | null;

@@ -109,7 +109,7 @@ export const ERROR_CODES = {
     status: 503,
     title: 'Service unavailable',
     description:
-      'The request could not be recorded in the practice audit log or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry.',
+      'The service is overloaded, the request could not be recorded in the practice audit log, or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry.',
   },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 

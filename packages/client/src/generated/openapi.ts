@@ -2111,6 +2111,37 @@ export interface components {
         ReverseRequest: {
             reason?: string | null;
         };
+        /** ServiceMetrics */
+        ServiceMetrics: {
+            /** @enum {string} */
+            object: "service_metrics";
+            lanes: {
+                /** @enum {string} */
+                lane: "claims" | "webhooks";
+                slots: number;
+                waiting: number;
+                running: number;
+                oldestWaitingSeconds: number | null;
+            }[];
+            deepestBacklogs: {
+                practiceId: string;
+                /** @enum {string} */
+                lane: "claims" | "webhooks";
+                waiting: number;
+            }[];
+            deliveriesInFlight: {
+                practiceId: string;
+                endpointId: string;
+                running: number;
+                waiting: number;
+            }[];
+            endpointConcurrency: number;
+            requestsShed: {
+                connectionWait: number;
+                eventLoopLag: number;
+            };
+            eventLoopLagMs: number;
+        };
         /** WebhookAttempt */
         WebhookAttempt: {
             /** @enum {string} */
@@ -2324,7 +2355,7 @@ export interface components {
                 "application/json": components["schemas"]["Problem"];
             };
         };
-        /** @description `service_unavailable`: The request could not be recorded in the practice audit log or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry. */
+        /** @description `service_unavailable`: The service is overloaded, the request could not be recorded in the practice audit log, or the database is unreachable; nothing was done. Wait `Retry-After` seconds and retry. */
         Problem503: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];

@@ -1,0 +1,122 @@
+// Owns the job queue's lanes: claim work ('claims': submissions, insurer answers, remittances,
+// reversals) and webhook deliveries ('webhooks') each run in slots of their own, so a lane whose slots
+// are all held (deliveries waiting 10 seconds on slow receivers) leaves the other free. A job's kind
+// names its lane (src/jobs/kind.ts). In the webhooks lane the jobs of one endpoint (their concurrency
+// key) are capped at WEBHOOK_ENDPOINT_CONCURRENCY running at once, so a slow endpoint fills its own
+// slots only. Each lane is polled by a loop of its own (pollLane), woken by a commit that queued a
+// job in it (in this process, or by NOTIFY from another) and by a job of its own ending; when a take
+// finds nothing it polls again after JOB_POLL_MS, doubling up to JOB_POLL_MAX_MS while nothing comes.
+import type { FastifyBaseLogger } from 'fastify';
+import type { JobRow } from './job-row.ts';
+
+export const JOB_LANES = ['claims', 'webhooks'] as const;
+export type JobLane = (typeof JOB_LANES)[number];
+
+export function isJobLane(value: unknown): value is JobLane {
+  return (JOB_LANES as readonly unknown[]).includes(value);
+}
+
+/** What the lanes are configured by (src/platform/config.ts). */
+export interface LaneSettings {
+  jobConcurrency: number;
+  webhookJobConcurrency: number;
+  webhookEndpointConcurrency: number;
+  jobPollMs: number;
+  jobPollMaxMs: number;
+}
+
+export interface LaneLimits {
+  /** Jobs of the lane one worker runs at once. */
+  concurrency: number;
+  /** Jobs of one concurrency key running at once, in all workers; null for none. */
+  keyCap: number | null;
+}
+
+export function laneLimits(settings: LaneSettings, lane: JobLane): LaneLimits {
+  return lane === 'webhooks'
+    ? { concurrency: settings.webhookJobConcurrency, keyCap: settings.webhookEndpointConcurrency }
+    : { concurrency: settings.jobConcurrency, keyCap: null };
+}
+
+export interface LanePoller {
+  /** A job was queued in this lane: look now. */
+  signal(): void;
+  /** Stops taking jobs; settles once the jobs running have ended. */
+  stop(): Promise<void>;
+  /** Jobs of this lane running now. */
+  readonly running: number;
+}
+
+/**
+ * Keeps up to `limits.concurrency` jobs of the lane running, taking more as soon as a slot frees, so one
+ * slow job never holds up the rest of the lane.
+ */
+export function pollLane(options: {
+  lane: JobLane;
+  limits: LaneLimits;
+  settings: Pick<LaneSettings, 'jobPollMs' | 'jobPollMaxMs'>;
+  take: (limit: number) => Promise<JobRow[]>;
+  run: (job: JobRow) => Promise<void>;
+  log: FastifyBaseLogger;
+}): LanePoller {
+  const { lane, limits, settings, log } = options;
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  // A signal that arrives while the loop is taking jobs must not be lost: it makes the loop look again.
+  let signalled = false;
+  let idleMs = settings.jobPollMs;
+  const signal = () => {
+    signalled = true;
+    idleMs = settings.jobPollMs;
+    wake?.();
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      const free = limits.concurrency - inFlight.size;
+      let taken: JobRow[] = [];
+      if (free > 0) {
+        signalled = false;
+        try {
+          taken = await options.take(free);
+        } catch (err) {
+          log.warn({ err, lane }, 'taking jobs failed; will retry');
+        }
+      }
+      for (const job of taken) {
+        const run: Promise<void> = options.run(job).finally(() => {
+          inFlight.delete(run);
+          wake?.();
+        });
+        inFlight.add(run);
+      }
+      if (stopped || (free > 0 && taken.length === free) || (signalled && free > 0)) continue;
+      // A take that found nothing makes the next wait longer, up to the bound; one that found jobs, or
+      // a signal, brings it back to JOB_POLL_MS.
+      if (taken.length > 0) idleMs = settings.jobPollMs;
+      const waitMs = idleMs;
+      if (free > 0 && taken.length === 0) idleMs = Math.min(idleMs * 2, settings.jobPollMaxMs);
+      // Nothing more is due, or every slot is busy: wait for the poll, a signal or a finished job.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, waitMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
+    }
+    await Promise.allSettled([...inFlight]);
+  })();
+  return {
+    signal,
+    get running() {
+      return inFlight.size;
+    },
+    async stop() {
+      stopped = true;
+      wake?.();
+      await loop;
+    },
+  };
+}

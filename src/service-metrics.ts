@@ -1,0 +1,83 @@
+// What an operator watches of the service under load, in one place: the job queue per lane (waiting,
+// running, the oldest waiting one's age, each lane's slots), the practices with the deepest
+// backlogs, webhook deliveries in flight per endpoint (src/jobs/queue-figures.ts, the database's
+// figures, the same from every process), and this API process's requests shed and event-loop lag
+// (src/platform/http/load-shedding.ts). Served as admin JSON
+// (GET /admin/v1/metrics), shown on the console's dashboard, and as Prometheus text at /metrics
+// (src/metrics-endpoint.ts) behind the same admin token.
+import { type Static, Type } from 'typebox';
+import { defineAdminRoute } from './api/admin-route.ts';
+import type { Deps } from './api/deps.ts';
+import { JOB_LANES, laneLimits } from './jobs/lanes.ts';
+import { queueFigures } from './jobs/queue-figures.ts';
+import type { Trx } from './platform/db/transaction.ts';
+import { Enum, Nullable } from './platform/http/schema.ts';
+
+const Lane = Enum(JOB_LANES);
+const Count = Type.Integer({ minimum: 0 });
+
+export const ServiceMetrics = Type.Object(
+  {
+    object: Type.Literal('service_metrics'),
+    lanes: Type.Array(
+      Type.Object(
+        {
+          lane: Lane,
+          slots: Count,
+          waiting: Count,
+          running: Count,
+          oldestWaitingSeconds: Nullable(Type.Number()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    deepestBacklogs: Type.Array(
+      Type.Object({ practiceId: Type.String(), lane: Lane, waiting: Count }, { additionalProperties: false }),
+    ),
+    deliveriesInFlight: Type.Array(
+      Type.Object(
+        { practiceId: Type.String(), endpointId: Type.String(), running: Count, waiting: Count },
+        { additionalProperties: false },
+      ),
+    ),
+    endpointConcurrency: Count,
+    requestsShed: Type.Object(
+      { connectionWait: Count, eventLoopLag: Count },
+      { additionalProperties: false },
+    ),
+    eventLoopLagMs: Type.Number(),
+  },
+  { title: 'ServiceMetrics', additionalProperties: false },
+);
+export type ServiceMetrics = Static<typeof ServiceMetrics>;
+
+export async function serviceMetrics(trx: Trx, deps: Deps): Promise<ServiceMetrics> {
+  const queue = await queueFigures(trx);
+  const shed = deps.loadShedder.shed;
+  return {
+    object: 'service_metrics',
+    lanes: queue.lanes.map((figures) => ({
+      ...figures,
+      slots: laneLimits(deps.config, figures.lane).concurrency,
+    })),
+    deepestBacklogs: queue.deepestBacklogs,
+    deliveriesInFlight: queue.deliveriesInFlight,
+    endpointConcurrency: deps.config.webhookEndpointConcurrency,
+    requestsShed: { connectionWait: shed.connection_wait, eventLoopLag: shed.event_loop_lag },
+    eventLoopLagMs: Math.round(deps.loadShedder.eventLoopLagMs),
+  };
+}
+
+export const metricsAdminRoutes = [
+  defineAdminRoute({
+    method: 'GET',
+    url: '/metrics',
+    operationId: 'adminGetMetrics',
+    cli: { command: 'metrics get' },
+    summary:
+      'The service under load: job queue per lane, deepest backlogs, deliveries in flight, requests shed',
+    successStatus: 200,
+    response: ServiceMetrics,
+    handler: async ({ trx, deps }) => ({ body: await serviceMetrics(trx, deps) }),
+  }),
+];

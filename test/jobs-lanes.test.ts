@@ -1,0 +1,220 @@
+// Isolation in the job queue: claim work runs in a lane of its own, so a practice whose webhook
+// receivers are slow, with a backlog of deliveries, never holds up another practice's claim; within a
+// lane, a take deals its slots round-robin by practice, so a deep backlog does not take every slot;
+// and deliveries to one endpoint are capped at WEBHOOK_ENDPOINT_CONCURRENCY running at once, counted
+// from the leases in the database (so across worker processes), so a slow endpoint's deliveries never
+// occupy the slots of a healthy endpoint of the same practice.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { type RawBuilder, sql } from 'kysely';
+import { Type } from 'typebox';
+import { jobKind } from '../src/jobs/kind.ts';
+import { newJobRow, retryJob, takeDueJobs } from '../src/jobs/queue.ts';
+import { asOperator } from '../src/platform/db/transaction.ts';
+import { queueDeliveries } from '../src/webhooks/outbox.ts';
+import { apiClient, describeEachBackend, startService, type TestService } from './harness.ts';
+import { addEndpoint, billVisit, Receiver } from './webhooks-fixtures.ts';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until check answers true (a generous bound against hanging, never a judgement of speed). */
+async function eventually(what: string, check: () => Promise<boolean> | boolean): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`never happened: ${what}`);
+    await sleep(25);
+  }
+}
+
+/** A receiver that never answers (the sender gives up after 10 s), counting requests open at once. */
+class StalledReceiver {
+  open = 0;
+  mostOpen = 0;
+  received = 0;
+  readonly #server = http.createServer((req, res) => {
+    this.received += 1;
+    this.open += 1;
+    this.mostOpen = Math.max(this.mostOpen, this.open);
+    res.on('close', () => {
+      this.open -= 1;
+    });
+    req.resume();
+  });
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
+    return this;
+  }
+  url(): string {
+    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}/hook`;
+  }
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}
+
+/** Runs a statement as the operator (the service's own reads and writes across practices). */
+async function asService<R>(svc: TestService, query: RawBuilder<R>): Promise<R[]> {
+  return (await asOperator(svc.db, (trx) => query.execute(trx))).rows;
+}
+
+const TEST_JOB = jobKind('test.lane-work', Type.Object({ n: Type.Number() }));
+
+describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
+  // A service whose worker polls, as in production, and one whose queue the tests take from by hand.
+  let svc: TestService;
+  let quiet: TestService;
+  before(async () => {
+    svc = await startService(backend, {
+      workerPolls: true,
+      env: { WEBHOOK_ENDPOINT_CONCURRENCY: '2', WEBHOOK_JOB_CONCURRENCY: '8', JOB_CONCURRENCY: '8' },
+    });
+    quiet = await startService(backend);
+  });
+  after(async () => {
+    await Promise.all([svc.close(), quiet.close()]);
+  });
+
+  test("a practice's slow endpoint and its backlog of deliveries hold up neither another practice's claim nor a healthy endpoint", async () => {
+    const stalled = await new StalledReceiver().start();
+    const healthy = await Receiver.forService(svc);
+    try {
+      const a = await svc.newPractice();
+      const slowEndpoint = await svc.admin('POST', `/practices/${a.practiceId}/webhook-endpoints`, {
+        url: stalled.url(),
+      });
+      assert.equal(slowEndpoint.status, 201, slowEndpoint.text);
+      const fastEndpoint = await addEndpoint(svc, a.practiceId, healthy);
+      // One visit's events go to both endpoints; then a backlog of 30 more deliveries to the slow one,
+      // queued before anything of the other practice.
+      await billVisit(svc, a);
+      await asOperator(svc.db, async (trx) => {
+        const { rows } = await sql<{ id: string }>`
+          SELECT id FROM events WHERE practice_id = ${a.practiceId} ORDER BY id LIMIT 1`.execute(trx);
+        const wanted = Array.from({ length: 30 }, () => ({
+          endpointId: slowEndpoint.body.id as string,
+          eventId: rows[0]!.id,
+        }));
+        await queueDeliveries(trx, a.practiceId, wanted, svc.clock.now());
+      });
+      await eventually('the slow endpoint holds its two slots', () => stalled.open === 2);
+
+      const b = await svc.newPractice();
+      const visit = await billVisit(svc, b, { claim: true });
+      const api = apiClient(svc, b.key);
+      let outcome = '';
+      await eventually("the other practice's claim reaches its outcome", async () => {
+        const claim = await api('GET', `/invoices/${visit.invoiceId}/claim`);
+        outcome = claim.body.outcome;
+        return outcome !== 'queued';
+      });
+      assert.equal(outcome, 'complete');
+
+      // The healthy endpoint of the slow one's practice got every delivery meanwhile.
+      await eventually('the healthy endpoint gets its deliveries', async () => {
+        const rows = await asService(
+          svc,
+          sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM webhook_deliveries
+           WHERE practice_id = ${a.practiceId} AND endpoint_id = ${fastEndpoint.id} AND state <> 'delivered'`,
+        );
+        return rows[0]!.n === 0 && healthy.requests.length > 0;
+      });
+      // ... while the slow endpoint's deliveries are still queued, most never yet attempted.
+      const waiting = await asService(
+        svc,
+        sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM webhook_deliveries
+         WHERE practice_id = ${a.practiceId} AND endpoint_id = ${slowEndpoint.body.id} AND state = 'pending'
+           AND attempts = 0`,
+      );
+      assert.ok(waiting[0]!.n >= 20, `${waiting[0]!.n} slow deliveries never attempted yet`);
+      assert.equal(stalled.mostOpen, 2, 'never more than the cap of deliveries at the slow endpoint at once');
+    } finally {
+      // The slow endpoint goes away, so the deliveries still running end at once.
+      await stalled.close();
+      await healthy.close();
+      await asService(svc, sql`UPDATE webhook_deliveries SET state = 'cancelled' WHERE state = 'pending'`);
+      await asService(svc, sql`UPDATE jobs SET state = 'done' WHERE state = 'queued'`);
+    }
+  });
+
+  test("a take deals its slots round-robin by practice: a deep backlog leaves room for another practice's job", async () => {
+    const deep = await quiet.newPractice();
+    const other = await quiet.newPractice();
+    const now = quiet.clock.now();
+    await asOperator(quiet.db, async (trx) => {
+      await trx
+        .insertInto('jobs')
+        .values(Array.from({ length: 40 }, (_, n) => newJobRow(deep.practiceId, TEST_JOB, { n }, now)))
+        .execute();
+      // The deep backlog's jobs fell due one after the other, each before the other practice's.
+      await sql`UPDATE jobs SET run_at = now() - make_interval(secs => 100 - (payload ->> 'n')::int)
+                 WHERE practice_id = ${deep.practiceId}`.execute(trx);
+      await trx
+        .insertInto('jobs')
+        .values(newJobRow(other.practiceId, TEST_JOB, { n: 0 }, now))
+        .execute();
+    });
+    const first = await takeDueJobs(quiet.db, 'wrk_fair_1', 4, 60_000, { lanes: ['claims'] });
+    assert.equal(first.length, 4);
+    assert.equal(
+      first.filter((job) => job.practice_id === other.practiceId).length,
+      1,
+      "the other practice's one job is taken, though 40 older ones of the deep backlog wait",
+    );
+    assert.deepEqual(
+      first
+        .filter((job) => job.practice_id === deep.practiceId)
+        .map((job) => job.payload.n as number)
+        .sort((x, y) => x - y),
+      [0, 1, 2],
+      'within a practice the oldest go first',
+    );
+    const second = await takeDueJobs(quiet.db, 'wrk_fair_2', 4, 60_000, { lanes: ['claims'] });
+    assert.deepEqual(
+      second
+        .map((job): [string, number] => [job.practice_id, job.payload.n as number])
+        .sort((x, y) => x[1] - y[1]),
+      [3, 4, 5, 6].map((n) => [deep.practiceId, n]),
+    );
+    // The webhooks lane has none of these.
+    assert.deepEqual(await takeDueJobs(quiet.db, 'wrk_fair_3', 4, 60_000, { lanes: ['webhooks'] }), []);
+    await asService(quiet, sql`UPDATE jobs SET state = 'done' WHERE kind = ${TEST_JOB.name}`);
+  });
+
+  test('the cap per concurrency key counts the jobs running in every worker, and frees with them', async () => {
+    const practice = await quiet.newPractice();
+    const now = quiet.clock.now();
+    await asOperator(quiet.db, async (trx) => {
+      await trx
+        .insertInto('jobs')
+        .values([
+          ...Array.from({ length: 10 }, (_, n) =>
+            newJobRow(practice.practiceId, TEST_JOB, { n }, now, 0, 'slow'),
+          ),
+          ...Array.from({ length: 3 }, (_, n) =>
+            newJobRow(practice.practiceId, TEST_JOB, { n: 100 + n }, now, 0, 'ok'),
+          ),
+        ])
+        .execute();
+    });
+    const byKey = (jobs: { payload: Record<string, unknown> }[]) =>
+      jobs.map((job) => ((job.payload.n as number) >= 100 ? 'ok' : 'slow')).sort();
+    const first = await takeDueJobs(quiet.db, 'wrk_cap_1', 8, 60_000, { lanes: ['claims'], keyCap: 2 });
+    assert.deepEqual(byKey(first), ['ok', 'ok', 'slow', 'slow']);
+    // Another worker (another process) finds both keys at their cap.
+    assert.deepEqual(
+      await takeDueJobs(quiet.db, 'wrk_cap_2', 8, 60_000, { lanes: ['claims'], keyCap: 2 }),
+      [],
+    );
+    // One slow job ends (put back for later): one more of that key may start.
+    const slow = first.find((job) => (job.payload.n as number) < 100)!;
+    await retryJob(quiet.db, slow, 60_000, 'later');
+    const third = await takeDueJobs(quiet.db, 'wrk_cap_2', 8, 60_000, { lanes: ['claims'], keyCap: 2 });
+    assert.deepEqual(byKey(third), ['slow']);
+    await asService(quiet, sql`UPDATE jobs SET state = 'done' WHERE kind = ${TEST_JOB.name}`);
+  });
+});

@@ -1,0 +1,69 @@
+// What an operator watches under load, from the admin API (JSON) and from /metrics (Prometheus text,
+// behind the admin token): per lane the jobs waiting and running and the oldest one's age, the
+// practices with the deepest backlogs, the deliveries in flight per endpoint, and requests shed.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { takeDueJobs } from '../src/jobs/queue.ts';
+import { call, describeEachBackend, startService, type TestService } from './harness.ts';
+import { addEndpoint, billVisit, Receiver } from './webhooks-fixtures.ts';
+
+describeEachBackend('service metrics', (backend) => {
+  let svc: TestService;
+  let receiver: Receiver;
+  before(async () => {
+    svc = await startService(backend, { env: { WEBHOOK_ENDPOINT_CONCURRENCY: '2' } });
+    receiver = await Receiver.forService(svc);
+  });
+  after(async () => {
+    await receiver.close();
+    await svc.close();
+  });
+
+  test('the queue per lane, the deepest backlog and the deliveries in flight per endpoint, as JSON and as Prometheus text', async () => {
+    const busy = await svc.newPractice();
+    const endpoint = await addEndpoint(svc, busy.practiceId, receiver);
+    // Three visits: three invoice.issued events, three deliveries to the one endpoint.
+    for (let i = 0; i < 3; i++) await billVisit(svc, busy);
+    // A worker elsewhere has taken what the endpoint's cap lets run.
+    const taken = await takeDueJobs(svc.db, 'wrk_elsewhere', 8, 60_000, { lanes: ['webhooks'], keyCap: 2 });
+    assert.equal(taken.length, 2);
+
+    const answer = await svc.admin('GET', '/metrics');
+    assert.equal(answer.status, 200, answer.text);
+    const metrics = answer.body;
+    assert.equal(metrics.object, 'service_metrics');
+    const webhooks = metrics.lanes.find((lane: { lane: string }) => lane.lane === 'webhooks');
+    assert.equal(webhooks.running, 2);
+    assert.equal(webhooks.waiting, 1);
+    assert.equal(webhooks.slots, 8);
+    assert.ok(webhooks.oldestWaitingSeconds >= 0);
+    const claims = metrics.lanes.find((lane: { lane: string }) => lane.lane === 'claims');
+    assert.deepEqual([claims.running, claims.waiting], [0, 0]);
+    assert.deepEqual(metrics.deepestBacklogs[0], {
+      practiceId: busy.practiceId,
+      lane: 'webhooks',
+      waiting: 1,
+    });
+    assert.deepEqual(metrics.deliveriesInFlight, [
+      { practiceId: busy.practiceId, endpointId: endpoint.id, running: 2, waiting: 1 },
+    ]);
+    assert.equal(metrics.endpointConcurrency, 2);
+    assert.deepEqual(metrics.requestsShed, { connectionWait: 0, eventLoopLag: 0 });
+
+    const refused = await call(svc.baseUrl, 'GET', '/metrics', {});
+    assert.equal(refused.status, 401);
+    const text = await call(svc.baseUrl, 'GET', '/metrics', { token: svc.adminToken });
+    assert.equal(text.status, 200);
+    assert.match(text.headers.get('content-type') ?? '', /^text\/plain/);
+    assert.match(text.text, /^practice_billing_jobs_running\{lane="webhooks"\} 2$/m);
+    assert.match(text.text, /^practice_billing_jobs_waiting\{lane="webhooks"\} 1$/m);
+    assert.match(
+      text.text,
+      new RegExp(
+        `^practice_billing_webhook_deliveries_in_flight\\{practice="${busy.practiceId}",endpoint="${endpoint.id}"\\} 2$`,
+        'm',
+      ),
+    );
+    assert.match(text.text, /^practice_billing_requests_shed_total\{reason="connection_wait"\} 0$/m);
+  });
+});
