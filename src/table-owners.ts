@@ -149,12 +149,8 @@ export interface CrossOwnerWrite {
   why: string;
 }
 
-/** Writes outside the owner's store, each waiting for the owner to offer the statement. */
-export const CROSS_OWNER_WRITES: CrossOwnerWrite[] = [
-  {
-    name: 'a webhook delivery queued with its job',
-    file: 'src/webhooks/store.ts',
-    writes: ['jobs'],
-    why: 'the delivery and the job that makes it are one statement; the jobs queue has no insert to compose with yet',
-  },
-];
+/**
+ * Writes outside the owner's store, each waiting for the owner to offer the statement. None today: an
+ * owner that shares a statement hands the other a piece of it (insertEventRow, insertJobRows).
+ */
+export const CROSS_OWNER_WRITES: CrossOwnerWrite[] = [];

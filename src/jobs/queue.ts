@@ -5,7 +5,7 @@
 // are the database's time (now()), the one clock every process shares, never a process's own: a
 // worker whose clock runs ahead must not take a job another still runs. The service clock is for what
 // the practice sees (created_at, finished_at, the claim's and the delivery's own times).
-import type { InsertObject, RawBuilder } from 'kysely';
+import type { InsertObject, QueryCreator, RawBuilder } from 'kysely';
 import { sql } from 'kysely';
 import type { Static, TSchema } from 'typebox';
 import type { Database } from '../platform/db/database.ts';
@@ -119,6 +119,14 @@ export function newJobRow<S extends TSchema>(
 /** Wakes the workers of `lane` once this transaction, which inserted job rows, has committed. */
 export function announceQueuedJobs(trx: Trx, lane: JobLane): void {
   afterCommit(trx, laneQueued[lane]);
+}
+
+/**
+ * The insert of job rows (newJobRow), for an owner that queues jobs in the same statement as its own
+ * rows (a WITH): the statement stays one, and the jobs table's name stays here.
+ */
+export function insertJobRows(db: QueryCreator<Tables>, jobs: InsertObject<Tables, 'jobs'>[]) {
+  return db.insertInto('jobs').values(jobs);
 }
 
 /** Enqueues a job due `delayMs` (default 0) from now on the database's clock. */

@@ -13,6 +13,7 @@ import {
   type UpdateObject,
 } from 'kysely';
 import { insertEventRow } from '../events/store.ts';
+import { insertJobRows } from '../jobs/queue.ts';
 import { pastPosition } from '../paging/keyset.ts';
 import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
 import type {
@@ -284,17 +285,16 @@ export async function insertEventFindingEndpoints(
     .execute();
 }
 
-/** Deliveries and the jobs that make them, in one statement (declared in src/table-owners.ts). */
+/** Deliveries and the jobs that make them, in one statement (the jobs' insert is the queue's). */
 export async function insertDeliveriesWithJobs(
   trx: Trx,
   deliveries: Insertable<WebhookDeliveriesTable>[],
   jobs: InsertObject<Tables, 'jobs'>[],
 ): Promise<void> {
-  await trx
-    .with('queued_deliveries', (db) => db.insertInto('webhook_deliveries').values(deliveries))
-    .insertInto('jobs')
-    .values(jobs)
-    .execute();
+  await insertJobRows(
+    trx.with('queued_deliveries', (db) => db.insertInto('webhook_deliveries').values(deliveries)),
+    jobs,
+  ).execute();
 }
 
 /** The delivery with its endpoint and its event, in one statement (declared in src/table-owners.ts). */
