@@ -28,7 +28,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type pg from 'pg';
-import { queryOptionsOf, SENT_WITH_COMMIT_MARK } from './query-options.ts';
+import { queryOptionsOf } from './query-options.ts';
 
 /** A COMMIT that PostgreSQL answered with ROLLBACK: the transaction had failed, nothing was kept. */
 export class TransactionRolledBackError extends Error {
@@ -76,8 +76,7 @@ export class PostgresSession implements DatabaseConnection {
     if (this.#discarded) throw new Error('the connection was closed after its ROLLBACK failed');
     const options = queryOptionsOf(compiled);
     const parameterless = compiled.parameters.length === 0;
-    // A statement ending in the mark is the deprecated way of asking for withCommit (valuesForCommit).
-    const withCommit = options.withCommit === true || compiled.sql.trimEnd().endsWith(SENT_WITH_COMMIT_MARK);
+    const withCommit = options.withCommit === true;
     if (this.#inTransaction && withCommit && parameterless) {
       this.#held.push(compiled.sql);
       return { rows: [] };

@@ -21,12 +21,6 @@ export interface QueryOptions {
   withCommit?: boolean;
 }
 
-/**
- * The comment that ended a statement to be sent with the COMMIT before the withCommit option; still
- * honoured for the deprecated valuesForCommit (src/platform/db/sent-with-commit.ts).
- */
-export const SENT_WITH_COMMIT_MARK = '/* sent with commit */';
-
 const optionsOfQuery = new WeakMap<CompiledQuery, QueryOptions>();
 
 /**

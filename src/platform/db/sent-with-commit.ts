@@ -10,14 +10,12 @@ import {
   createQueryId,
   type OperationNodeSource,
   PostgresQueryCompiler,
-  type RawBuilder,
   type RootOperationNode,
-  sql,
 } from 'kysely';
-import { SENT_WITH_COMMIT_MARK, withQueryOptions } from './query-options.ts';
+import { withQueryOptions } from './query-options.ts';
 import type { Trx } from './transaction.ts';
 
-export type LiteralValue = string | number | boolean | Date | null;
+type LiteralValue = string | number | boolean | Date | null;
 
 function canBeLiteral(value: unknown): value is LiteralValue {
   if (value === null || typeof value === 'boolean') return true;
@@ -58,23 +56,4 @@ export async function sendWithCommit(trx: Trx, query: OperationNodeSource): Prom
     return;
   }
   await trx.executeQuery(withQueryOptions(compiled, { withCommit: true }));
-}
-
-/**
- * @deprecated Use sendWithCommit, which takes the statement as it is written. A statement's values
- * for sending it with the COMMIT: as literals, and `end`, the mark that goes last in its text. When
- * one of them cannot be a literal (text with a NUL) they are all parameters and `end` is empty: the
- * statement is sent on its own, as any other (and refused there).
- */
-export function valuesForCommit<Row extends Record<string, LiteralValue>>(
-  row: Row,
-): { values: { [Column in keyof Row]: RawBuilder<Row[Column]> }; end: RawBuilder<unknown> } {
-  const literals = Object.values(row).every(canBeLiteral);
-  const values = Object.fromEntries(
-    Object.entries(row).map(([column, value]) => [
-      column,
-      literals ? sql.raw(literalText(value)) : sql`${value}`,
-    ]),
-  ) as { [Column in keyof Row]: RawBuilder<Row[Column]> };
-  return { values, end: literals ? sql.raw(SENT_WITH_COMMIT_MARK) : sql`` };
 }
