@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { PERMISSIONS } from '../src/auth/permissions.ts';
 import { call } from './harness.ts';
-import { BIN, childEnv, freePort, NODE, ROOT } from './processes.ts';
+import { BIN, childEnv, freePort, NODE, ROOT, trackChild } from './processes.ts';
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -45,6 +45,7 @@ export async function startServeProcess(options: {
     }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  trackChild(child, 'a `practice-billing serve` process');
   let output = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
     output += chunk;

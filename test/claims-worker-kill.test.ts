@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { billVisit, newPatient, newWorld, type World } from './claims-fixtures.ts';
 import { startService, type TestService } from './harness.ts';
-import { BIN, childEnv, NODE, ROOT } from './processes.ts';
+import { BIN, childEnv, NODE, ROOT, trackChild } from './processes.ts';
 import { sleep } from './webhooks-fixtures.ts';
 
 const FINAL = ['accepted', 'partially_accepted', 'rejected'];
@@ -51,6 +51,7 @@ describe('claims across killed and concurrent worker processes (postgres)', {
       }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    trackChild(child, 'a `practice-billing worker` process');
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       output += chunk;

@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { issuedInvoice, newWorld, payments, sendClaim, type World } from './claims-fixtures.ts';
 import { startService, type TestService } from './harness.ts';
-import { BIN, childEnv, NODE, ROOT } from './processes.ts';
+import { BIN, childEnv, NODE, ROOT, trackChild } from './processes.ts';
 
 describe('practice-billing worker process (postgres)', { skip: !process.env.DATABASE_URL }, () => {
   let svc: TestService;
@@ -47,6 +47,8 @@ describe('practice-billing worker process (postgres)', { skip: !process.env.DATA
       }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+
+    trackChild(child, 'a `practice-billing worker` process');
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       output += chunk;
     });

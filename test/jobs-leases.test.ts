@@ -23,7 +23,7 @@ import {
   sendClaim,
   type World,
 } from './claims-fixtures.ts';
-import { describeEachBackend, startService, TestClock, type TestService } from './harness.ts';
+import { describeEachBackend, noteRunning, startService, TestClock, type TestService } from './harness.ts';
 
 const silent = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -88,8 +88,16 @@ describeEachBackend('job leases', (backend) => {
       },
       { poll: false, tasks: [] },
     );
-    workers.push(started);
-    return started;
+    const stopped = noteRunning('a second in-process job worker');
+    const tracked: Worker = {
+      drain: () => started.drain(),
+      stop: async () => {
+        await started.stop();
+        stopped();
+      },
+    };
+    workers.push(tracked);
+    return tracked;
   }
 
   const sandbox = () => new HeldInsurer((submission) => svc.deps.insurer.submit(submission));

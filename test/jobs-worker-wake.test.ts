@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { issuedInvoice, newWorld, sendClaim, type World } from './claims-fixtures.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
-import { BIN, childEnv, NODE, ROOT } from './processes.ts';
+import { BIN, childEnv, NODE, ROOT, trackChild } from './processes.ts';
 
 const MINUTE_POLL = { JOB_POLL_MS: '60000', INSURER_DELAY_MS: '0', REMITTANCE_DELAY_MS: '0' };
 
@@ -77,6 +77,7 @@ describe('a worker in another process wakes on NOTIFY (postgres)', {
       }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    trackChild(child, 'a `practice-billing worker` process');
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
       output += chunk;
     });

@@ -6,6 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startArgs } from '../scripts/start-args.ts';
+import { noteRunning } from './harness.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 /** The project's pinned Node 24 (the machine's default may be older). */
@@ -109,6 +110,20 @@ process.on('exit', () => {
 });
 
 /**
+ * Tracks a spawned service or worker process: killed when the test process exits, and noted as running
+ * in the current describeEachBackend block until it exits, so a block that ends with it still running
+ * fails (test/harness.ts).
+ */
+export function trackChild(child: ChildProcess, what: string): void {
+  liveChildren.add(child);
+  const stopped = noteRunning(what);
+  child.once('exit', () => {
+    liveChildren.delete(child);
+    stopped();
+  });
+}
+
+/**
  * Starts the service as `npm start` does (`node <flags> src/main.ts`) and waits until its output contains `readyWhen`, or
  * it exits. The caller stops it.
  */
@@ -132,12 +147,11 @@ export async function startServiceProcess(options: {
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
   });
-  liveChildren.add(child);
+  trackChild(child, 'a service process');
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let running = true;
   void exited.then(() => {
     running = false;
-    liveChildren.delete(child);
   });
   const readyWhen = options.readyWhen ?? 'Demo API key';
   const deadline = Date.now() + (options.timeoutMs ?? 90_000);
