@@ -21,6 +21,7 @@ import {
 import { queueDeliveries } from './outbox.ts';
 import {
   type AttemptRow,
+  cancelPendingDeliveries,
   endpointAttempts,
   endpointsTakingEvent,
   eventAttempts,
@@ -376,7 +377,7 @@ export const webhookAdminRoutes = [
     cli: { command: 'webhooks recover' },
     summary: 'Deliver again everything that failed since a time',
     description:
-      'Queues a new delivery for every event whose delivery to this endpoint since `since` failed for good (its retries used up, or cancelled when the endpoint was turned off) and, unless `includeRetrying` is false, every event whose delivery failed and still waits for an automatic retry; none of them delivered since. The answer counts each kind (`failed`, `retrying`). Once a new delivery succeeds, the automatic retry still waiting for that event is cancelled, so the receiver gets it once more, not twice. Enable the endpoint first.',
+      'Queues a new delivery for every event whose delivery to this endpoint since `since` failed for good (its retries used up, or cancelled when the endpoint was turned off) and, unless `includeRetrying` is false, every event whose delivery failed and still waits for an automatic retry; none of them delivered since. The answer counts each kind (`failed`, `retrying`). The automatic retry still waiting for such an event is cancelled: the new delivery takes its place, so the receiver gets the event once more, not twice. Enable the endpoint first.',
     params: EndpointParams,
     body: Type.Object(
       {
@@ -407,6 +408,9 @@ export const webhookAdminRoutes = [
         new Date(body.since),
         body.includeRetrying ?? true,
       );
+      // A retry still waiting is replaced by the new delivery, not doubled by it.
+      const replaced = undelivered.filter((u) => u.retrying).map((u) => u.eventId);
+      await cancelPendingDeliveries(trx, params.practiceId, endpoint.id, replaced, now);
       const ids = await queueDeliveries(
         trx,
         params.practiceId,

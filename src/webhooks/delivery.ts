@@ -21,7 +21,7 @@ import { DELIVER_JOB } from './job-kinds.ts';
 import type { WebhookSender } from './sender.ts';
 import {
   cancelDelivery,
-  cancelOtherDeliveries,
+  cancelPendingDeliveries,
   findDeliveryToAttempt,
   insertAttemptWithCommit,
   updateDeliveryWithCommit,
@@ -154,7 +154,14 @@ async function recordAttempt(ctx: DeliveryContext, trx: Trx, job: JobRow, prepar
   // A success settles the event for this endpoint: another delivery of it still waiting to retry
   // (the automatic one, when this was a manual redelivery or a recovery) is cancelled, not sent again.
   if (ok)
-    await cancelOtherDeliveries(trx, practiceId, endpoint.id, prepared.event.id, prepared.delivery.id, now);
+    await cancelPendingDeliveries(
+      trx,
+      practiceId,
+      endpoint.id,
+      [prepared.event.id],
+      now,
+      prepared.delivery.id,
+    );
   if (disableReason && current.enabled)
     await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
   // The next attempt's time is the delivery's, on the service clock; the job waits as long on the

@@ -155,26 +155,29 @@ export async function undeliveredEventsSince(
 }
 
 /**
- * Cancels the endpoint's other deliveries of the event still pending (waiting to retry or queued),
- * once one delivery of it succeeded: their jobs then find them settled and send nothing.
+ * Cancels the endpoint's deliveries of these events still pending (waiting to retry or queued), but
+ * `exceptId`: once one delivery of an event succeeded, or when a recovery queues a delivery that takes
+ * the place of a retry still waiting. Their jobs then find them settled and send nothing, and an
+ * attempt of theirs already on its way leaves them cancelled (updateDeliveryWithCommit).
  */
-export async function cancelOtherDeliveries(
+export async function cancelPendingDeliveries(
   trx: Trx,
   practiceId: string,
   endpointId: string,
-  eventId: string,
-  deliveredId: string,
+  eventIds: string[],
   now: Date,
+  exceptId?: string,
 ): Promise<void> {
-  await trx
+  if (eventIds.length === 0) return;
+  let update = trx
     .updateTable('webhook_deliveries')
     .set({ state: 'cancelled', finished_at: now, next_attempt_at: null })
     .where('practice_id', '=', practiceId)
     .where('endpoint_id', '=', endpointId)
-    .where('event_id', '=', eventId)
-    .where('state', '=', 'pending')
-    .where('id', '<>', deliveredId)
-    .execute();
+    .where('event_id', 'in', eventIds)
+    .where('state', '=', 'pending');
+  if (exceptId) update = update.where('id', '<>', exceptId);
+  await update.execute();
 }
 
 /** The events about one invoice, in the order they were recorded. */
@@ -352,7 +355,12 @@ export async function insertAttemptWithCommit(
   await sendWithCommit(trx, trx.insertInto('webhook_attempts').values(attempt));
 }
 
-/** The delivery's state after an attempt, a last write of its transaction: it goes with the COMMIT. */
+/**
+ * The delivery's state after an attempt, a last write of its transaction: it goes with the COMMIT. Only
+ * a delivery still pending is changed: one cancelled while the attempt was on its way (another delivery
+ * of its event succeeded, or a recovery took its place) stays cancelled, and its job, should this
+ * attempt have failed, later finds it settled and sends nothing more.
+ */
 export async function updateDeliveryWithCommit(
   trx: Trx,
   practiceId: string,
@@ -365,7 +373,8 @@ export async function updateDeliveryWithCommit(
       .updateTable('webhook_deliveries')
       .set(set)
       .where('practice_id', '=', practiceId)
-      .where('id', '=', deliveryId),
+      .where('id', '=', deliveryId)
+      .where('state', '=', 'pending'),
   );
 }
 

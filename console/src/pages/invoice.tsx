@@ -221,6 +221,7 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
         <ActionForm
           label="Reverse claim"
           submitLabel="Reverse claim"
+          confirm={`Reverse the claim on invoice ${invoice.number}? The insurer is asked to take back what it accepted.`}
           submit={async () => {
             await api.reverseClaim(practiceId, invoice.id, reverseReason.trim());
             after('Reversal sent; waiting for the insurer.')();
