@@ -35,6 +35,23 @@ function olderNode(): string | undefined {
 }
 
 const NODE20 = olderNode();
+let copy: string | undefined;
+
+/**
+ * The package's sources copied under the repository's .tmp, where `npm pack` (its prepack builds
+ * dist/) runs: the repository's own packages/client/dist, which other tests running at the same time
+ * import, is never deleted and rebuilt under them. Under the repository, the copy's build still finds
+ * TypeScript in the root node_modules.
+ */
+function packageCopy(): string {
+  copy = path.join(ROOT, '.tmp', `client-pack-${process.pid}`);
+  fs.rmSync(copy, { recursive: true, force: true });
+  fs.cpSync(PACKAGE, copy, {
+    recursive: true,
+    filter: (from) => !['node_modules', 'dist'].includes(path.basename(from)),
+  });
+  return copy;
+}
 let svc: TestService;
 let work: string;
 let tarball: string;
@@ -44,7 +61,7 @@ before(async () => {
   svc = await startService('pglite');
   work = tempDir('client-package');
   const packed = execFileSync('npm', ['pack', '--silent', '--pack-destination', work], {
-    cwd: PACKAGE,
+    cwd: packageCopy(),
     env: ENV,
     encoding: 'utf8',
   });
@@ -64,6 +81,7 @@ before(async () => {
 after(async () => {
   await svc.close();
   if (work) fs.rmSync(work, { recursive: true, force: true });
+  if (copy) fs.rmSync(copy, { recursive: true, force: true });
 });
 
 test('the tarball holds the build, the declarations, the documents and the licence, and no source', () => {
