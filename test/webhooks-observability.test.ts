@@ -299,4 +299,35 @@ describeEachBackend('webhook delivery log, redelivery and recovery', (backend) =
     assert.deepEqual([twice.body.queued, twice.body.failed, twice.body.retrying], [0, 0, 0]);
     r.assertAllVerified();
   });
+
+  test('a recovery takes the place of the retry still waiting: a receiver still down gets one schedule', async () => {
+    const practice = await svc.newPractice();
+    const r = await receiver();
+    r.reply = () => ({ status: 500 });
+    const ep = await addEndpoint(svc, practice.practiceId, r);
+    const since = svc.clock.now().toISOString();
+    svc.clock.advance(1_000);
+    await billVisit(svc, practice);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 1, 'the first attempt failed and a retry waits 5 seconds');
+    const eventId = r.requests[0]!.webhookId;
+
+    svc.clock.advance(2_000);
+    const recovered = await svc.admin('POST', endpointPath(practice.practiceId, ep.id, '/recover'), {
+      since,
+    });
+    assert.equal(recovered.status, 202, recovered.text);
+    assert.deepEqual([recovered.body.queued, recovered.body.retrying], [1, 1]);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 2, 'the recovered delivery was sent, and failed too');
+
+    // The replaced retry was due 3 s from here, the recovered delivery's own 5 s from here.
+    svc.clock.advance(6_000);
+    await svc.worker.drain();
+    assert.equal(r.requests.length, 3, 'one retry, not one for each delivery');
+    assert.deepEqual(
+      r.requests.map((x) => x.webhookId),
+      [eventId, eventId, eventId],
+    );
+  });
 });
