@@ -9,7 +9,7 @@ import { billingAdminRoutes } from './invoices/admin.ts';
 import { notificationAdminRoutes } from './invoices/notifications.ts';
 import { practiceAdminRoutes } from './practices/admin-routes.ts';
 import { priceAdminRoutes } from './pricing/admin.ts';
-import { metricsAdminRoutes } from './service-metrics.ts';
+import { metricsAdminRoutes } from './service-metrics-routes.ts';
 import { webhookAdminRoutes } from './webhooks/admin.ts';
 
 export const allAdminRoutes: AnyAdminRoute[] = [

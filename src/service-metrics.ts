@@ -3,10 +3,9 @@
 // backlogs, webhook deliveries in flight per endpoint (src/jobs/queue-figures.ts, the database's
 // figures, the same from every process), and this API process's requests shed and event-loop lag
 // (src/platform/http/load-shedding.ts). Served as admin JSON
-// (GET /admin/v1/metrics), shown on the console's dashboard, and as Prometheus text at /metrics
-// (src/metrics-endpoint.ts) behind the same admin token.
+// (GET /admin/v1/metrics, declared in src/service-metrics-routes.ts), shown on the console's dashboard,
+// and as Prometheus text at /metrics (src/metrics-endpoint.ts) behind the same admin token.
 import { type Static, Type } from 'typebox';
-import { defineAdminRoute } from './api/admin-route.ts';
 import type { Deps } from './api/deps.ts';
 import { JOB_LANES, laneLimits } from './jobs/lanes.ts';
 import { queueFigures } from './jobs/queue-figures.ts';
@@ -67,17 +66,3 @@ export async function serviceMetrics(trx: Trx, deps: Deps): Promise<ServiceMetri
     eventLoopLagMs: Math.round(deps.loadShedder.eventLoopLagMs),
   };
 }
-
-export const metricsAdminRoutes = [
-  defineAdminRoute({
-    method: 'GET',
-    url: '/metrics',
-    operationId: 'adminGetMetrics',
-    cli: { command: 'metrics get' },
-    summary:
-      'The service under load: job queue per lane, deepest backlogs, deliveries in flight, requests shed',
-    successStatus: 200,
-    response: ServiceMetrics,
-    handler: async ({ trx, deps }) => ({ body: await serviceMetrics(trx, deps) }),
-  }),
-];

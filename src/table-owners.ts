@@ -96,7 +96,7 @@ export interface CrossOwnerRead {
 export const CROSS_OWNER_READS: CrossOwnerRead[] = [
   {
     name: 'back-office invoice search and dashboard',
-    files: ['src/back-office/invoice-reads.ts', 'src/back-office/dashboard.ts'],
+    files: ['src/back-office/invoice-reads.ts', 'src/back-office/dashboard-reads.ts'],
     reads: [
       'invoices',
       'payments',

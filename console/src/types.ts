@@ -2,7 +2,7 @@
 // server is bundled), so a change to an admin answer fails the console's type check.
 import type { Static } from 'typebox';
 import type { AuditEvent as AuditEventSchema } from '../../src/audit/schemas.ts';
-import type { Dashboard as DashboardSchema } from '../../src/back-office/dashboard.ts';
+import type { Dashboard as DashboardSchema } from '../../src/back-office/dashboard-reads.ts';
 import type { InvoiceDetail as DetailSchema, InvoiceSummary } from '../../src/back-office/invoice-reads.ts';
 import type { ClaimStatus } from '../../src/claims/schemas.ts';
 import type { ApiKey as ApiKeySchema, Client as ClientSchema } from '../../src/clients/schemas.ts';

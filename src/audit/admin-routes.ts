@@ -4,8 +4,8 @@ import { defineAdminRoute } from '../api/admin-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { DateTime, IdParam, PagingQuery } from '../platform/http/schema.ts';
-import * as admin from './events.ts';
 import { AuditEventList } from './schemas.ts';
+import * as admin from './service.ts';
 
 const PracticeParam = IdParam('practiceId', 'Practice id (`org_...`).');
 

@@ -12,7 +12,7 @@ import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { Enum, ListOf, PagingQuery } from '../platform/http/schema.ts';
 import { getPractice, practiceBilling } from '../practices/service.ts';
-import { InvoiceDetail, InvoiceSummary, invoiceDetail, searchInvoices, summaryOf } from './invoice-reads.ts';
+import { InvoiceDetail, InvoiceSummary, invoiceDetail, searchInvoices, summaryOf } from './service.ts';
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const PracticeParam = Type.Object({ practiceId: Id }, { additionalProperties: false });

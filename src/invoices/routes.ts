@@ -13,7 +13,6 @@ import { billEncounter, type ClaimQueuer } from './bill.ts';
 import { closeInvoice } from './closing.ts';
 import { addLine, deleteLine, lineRuleErrors, replaceLine } from './lines.ts';
 import { paymentOf, paymentsOf } from './payments.ts';
-import { ratesFor } from './rates.ts';
 import {
   BillRequest,
   BillResult,
@@ -32,6 +31,7 @@ import {
   issueInvoice,
   listInvoiceRows,
   loadRecords,
+  ratesFor,
   readInvoice,
 } from './service.ts';
 

@@ -25,6 +25,7 @@ import {
 } from './store.ts';
 
 export { listNotifications } from '../notifications/store.ts';
+export { ratesFor } from './rates.ts';
 export { listInvoiceRows, loadRecords } from './store.ts';
 
 export const EDITABLE_STATUSES: readonly InvoiceStatus[] = ['draft', 'amending'];
