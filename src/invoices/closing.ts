@@ -9,6 +9,7 @@ import type { Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
+import { OWING_STATUSES } from './payment-status.ts';
 import type { InvoiceStatus } from './schemas.ts';
 import { readInvoice, touchInvoice } from './service.ts';
 import { type InvoiceRecord, releaseVisits } from './store.ts';
@@ -36,7 +37,8 @@ const RULES: Record<Closing, ClosingRule> = {
     verb: 'marked entered in error',
   },
   written_off: {
-    from: ['issued', 'partially_paid', 'overdue'],
+    // Only money still owing can be written off.
+    from: OWING_STATUSES,
     event: 'invoice.written_off',
     releasesVisits: false,
     verb: 'written off',
