@@ -19,8 +19,12 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { refusedWith } from './support/refusals.ts';
 
 type Practice = TestPractice & { api: Api };
+
+/** A refusal here is also checked to carry its request's id. */
+const SAME_REQUEST = { requestId: true };
 
 function assertReplayOf(replay: Answer, first: Answer): void {
   assert.equal(replay.status, first.status, replay.text);
@@ -28,12 +32,6 @@ function assertReplayOf(replay: Answer, first: Answer): void {
   assert.equal(first.headers.get('idempotent-replayed'), null, 'the first run is not a replay');
   assert.deepEqual(replay.body, first.body);
   assert.equal(replay.headers.get('location'), first.headers.get('location'));
-}
-
-function assertProblem(answer: Answer, status: number, code: string): void {
-  assert.equal(answer.status, status, answer.text);
-  assert.equal(answer.body?.code, code, answer.text);
-  assert.equal(answer.body.requestId, answer.headers.get('x-request-id'));
 }
 
 describeEachBackend('admin idempotency', (backend) => {
@@ -87,14 +85,14 @@ describeEachBackend('admin idempotency', (backend) => {
     const invoiceId = await issuedInvoice();
     const key = uniqueKey();
     assert.equal((await pay(invoiceId, key, 100)).status, 201);
-    assertProblem(await pay(invoiceId, key, 200), 422, 'idempotency_key_reused');
+    refusedWith(await pay(invoiceId, key, 200), 422, 'idempotency_key_reused', undefined, SAME_REQUEST);
     const elsewhere = await svc.admin(
       'POST',
       `/practices/${practice.practiceId}/invoices/${invoiceId}/write-off`,
       { reason: 'uncollectable' },
       key,
     );
-    assertProblem(elsewhere, 422, 'idempotency_key_reused');
+    refusedWith(elsewhere, 422, 'idempotency_key_reused', undefined, SAME_REQUEST);
     assert.equal((await paymentsOf(invoiceId)).length, 1);
     const read = await practice.api('GET', `/invoices/${invoiceId}`);
     assert.equal(read.body.status, 'partially_paid');
@@ -111,7 +109,7 @@ describeEachBackend('admin idempotency', (backend) => {
       assert.equal(fresh.length, 1, answers.map((a) => `${a.status} ${a.text}`).join('\n'));
       const other = answers.find((a) => a !== fresh[0])!;
       if (other.status === 409) {
-        assertProblem(other, 409, 'conflict');
+        refusedWith(other, 409, 'conflict', undefined, SAME_REQUEST);
         conflicts++;
       } else {
         assertReplayOf(other, fresh[0]!);
@@ -123,7 +121,7 @@ describeEachBackend('admin idempotency', (backend) => {
   test('the routes that move money require the header: 400 naming Idempotency-Key', async () => {
     const invoiceId = await issuedInvoice();
     const missing = await pay(invoiceId, undefined);
-    assertProblem(missing, 400, 'invalid_request');
+    refusedWith(missing, 400, 'invalid_request', undefined, SAME_REQUEST);
     assert.deepEqual(
       missing.body.errors.map((e: { field: string }) => e.field),
       ['Idempotency-Key'],
@@ -134,10 +132,10 @@ describeEachBackend('admin idempotency', (backend) => {
       `/admin/v1/practices/${practice.practiceId}/invoices/${invoiceId}/write-off`,
       { token: svc.adminToken, body: { reason: 'uncollectable' } },
     );
-    assertProblem(writeOff, 400, 'invalid_request');
+    refusedWith(writeOff, 400, 'invalid_request', undefined, SAME_REQUEST);
     assert.equal(writeOff.body.errors[0].field, 'Idempotency-Key');
     const tooLong = await pay(invoiceId, 'k'.repeat(256));
-    assertProblem(tooLong, 400, 'invalid_request');
+    refusedWith(tooLong, 400, 'invalid_request', undefined, SAME_REQUEST);
     assert.equal(tooLong.body.errors[0].field, 'Idempotency-Key');
     assert.equal((await paymentsOf(invoiceId)).length, 0);
     assert.equal((await pay(invoiceId, 'k'.repeat(255))).status, 201);
@@ -147,9 +145,9 @@ describeEachBackend('admin idempotency', (backend) => {
     const invoiceId = await issuedInvoice();
     const key = uniqueKey();
     const tooMuch = await pay(invoiceId, key, 1_000_000_000);
-    assertProblem(tooMuch, 422, 'validation_failed');
+    refusedWith(tooMuch, 422, 'validation_failed', undefined, SAME_REQUEST);
     const again = await pay(invoiceId, key, 1_000_000_000);
-    assertProblem(again, 422, 'validation_failed');
+    refusedWith(again, 422, 'validation_failed', undefined, SAME_REQUEST);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     assert.notEqual(again.body.requestId, tooMuch.body.requestId);
     const unknown = uniqueKey();
@@ -160,7 +158,7 @@ describeEachBackend('admin idempotency', (backend) => {
         { invoiceId, amount: 1, method: 'eft' },
         unknown,
       );
-    assertProblem(await nowhere(), 404, 'not_found');
+    refusedWith(await nowhere(), 404, 'not_found', undefined, SAME_REQUEST);
     assert.equal((await nowhere()).headers.get('idempotent-replayed'), 'true');
     assert.equal((await paymentsOf(invoiceId)).length, 0);
     assert.equal((await pay(invoiceId, uniqueKey())).status, 201);
@@ -342,7 +340,7 @@ describeEachBackend('admin idempotency', (backend) => {
       assertNotStored(await storedRecord(key), issued.body.key, 'pbk_');
       const keysAfter = await listed(path);
       const repeat = await svc.admin('POST', path, {}, key);
-      assertProblem(repeat, 422, 'unprocessable');
+      refusedWith(repeat, 422, 'unprocessable', undefined, SAME_REQUEST);
       assert.match(repeat.body.detail, /SECRET_ENCRYPTION_KEY/);
       assert.equal(repeat.headers.get('idempotent-replayed'), 'true');
       assert.deepEqual(await listed(path), keysAfter, 'the repeat issued no key');
@@ -352,7 +350,13 @@ describeEachBackend('admin idempotency', (backend) => {
       const sealedKey = uniqueKey();
       assert.equal((await svc.admin('POST', path, {}, sealedKey)).status, 201);
       deps.secrets = new SecretBox(randomBytes(32));
-      assertProblem(await svc.admin('POST', path, {}, sealedKey), 422, 'unprocessable');
+      refusedWith(
+        await svc.admin('POST', path, {}, sealedKey),
+        422,
+        'unprocessable',
+        undefined,
+        SAME_REQUEST,
+      );
     } finally {
       deps.secrets = box;
     }

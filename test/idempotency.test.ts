@@ -19,8 +19,12 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { refusedWith } from './support/refusals.ts';
 
 type Fault = (entry: AuditEntry) => Promise<void> | void;
+
+/** A refusal here is also checked to carry its request's id. */
+const SAME_REQUEST = { requestId: true };
 
 /** A superuser connection to the test's database: PGlite's own, or a new one to PostgreSQL. */
 function superuser(svc: TestService): { db: Database; close: () => Promise<void> } {
@@ -41,12 +45,6 @@ async function asSuperuser(svc: TestService, fn: (db: Database) => Promise<void>
 /** A date `days` after the service clock's today (UTC), as YYYY-MM-DD. */
 function dayFromNow(svc: TestService, days: number): string {
   return new Date(svc.clock.now().getTime() + days * 86_400_000).toISOString().slice(0, 10);
-}
-
-function assertProblem(answer: Answer, status: number, code: string): void {
-  assert.equal(answer.status, status, answer.text);
-  assert.equal(answer.body?.code, code, answer.text);
-  assert.equal(answer.body.requestId, answer.headers.get('x-request-id'));
 }
 
 function assertFresh(answer: Answer): void {
@@ -103,7 +101,7 @@ describeEachBackend('idempotency', (backend) => {
     const created = answers.filter((a) => a.status === 201);
     for (const a of answers) {
       assert.ok(a.status === 201 || a.status === 409, `unexpected ${a.status}: ${a.text}`);
-      if (a.status === 409) assertProblem(a, 409, 'conflict');
+      if (a.status === 409) refusedWith(a, 409, 'conflict', undefined, SAME_REQUEST);
     }
     const originals = created.filter((a) => a.headers.get('idempotent-replayed') !== 'true');
     assert.equal(originals.length, 1, 'exactly one request did the work');
@@ -134,7 +132,7 @@ describeEachBackend('idempotency', (backend) => {
       const second = await api('POST', '/patients', { body, idempotencyKey: idem });
       const elapsed = performance.now() - started;
       clearTimeout(unstick);
-      assertProblem(second, 409, 'conflict');
+      refusedWith(second, 409, 'conflict', undefined, SAME_REQUEST);
       assert.ok(elapsed < 1000, `the 409 took ${Math.round(elapsed)} ms`);
       // counted against the client's own allowance, like every answer it gets
       assert.equal(second.headers.get('x-ratelimit-limit'), String(svc.deps.config.rateLimitPerMinute));
@@ -177,7 +175,7 @@ describeEachBackend('idempotency', (backend) => {
       });
       const elapsed = performance.now() - started;
       clearTimeout(unstick);
-      assertProblem(second, 409, 'conflict');
+      refusedWith(second, 409, 'conflict', undefined, SAME_REQUEST);
       assert.ok(elapsed < 1000, `the 409 took ${Math.round(elapsed)} ms`);
       // counted against the client's own allowance, like every answer it gets
       assert.equal(second.headers.get('x-ratelimit-limit'), String(svc.deps.config.rateLimitPerMinute));
@@ -202,7 +200,7 @@ describeEachBackend('idempotency', (backend) => {
   test('the key is required and at most 255 characters', async () => {
     const api = apiClient(svc, (await svc.newPractice()).key);
     const missing = await api('POST', '/patients', { body: patientBody() });
-    assertProblem(missing, 400, 'invalid_request');
+    refusedWith(missing, 400, 'invalid_request', undefined, SAME_REQUEST);
     assert.ok(
       missing.body.errors.some((e: { field: string }) => e.field === 'Idempotency-Key'),
       missing.text,
@@ -211,7 +209,7 @@ describeEachBackend('idempotency', (backend) => {
       body: patientBody(),
       idempotencyKey: 'k'.repeat(256),
     });
-    assertProblem(tooLong, 400, 'invalid_request');
+    refusedWith(tooLong, 400, 'invalid_request', undefined, SAME_REQUEST);
     assert.ok(
       tooLong.body.errors.some((e: { field: string }) => e.field === 'Idempotency-Key'),
       tooLong.text,
@@ -228,9 +226,9 @@ describeEachBackend('idempotency', (backend) => {
       body: { ...body, lastName: 'Other' },
       idempotencyKey: idem,
     });
-    assertProblem(otherBody, 422, 'idempotency_key_reused');
+    refusedWith(otherBody, 422, 'idempotency_key_reused', undefined, SAME_REQUEST);
     const otherTarget = await api('POST', '/patients?via=retry', { body, idempotencyKey: idem });
-    assertProblem(otherTarget, 422, 'idempotency_key_reused');
+    refusedWith(otherTarget, 422, 'idempotency_key_reused', undefined, SAME_REQUEST);
   });
 
   test('key order and white space of the body do not change the fingerprint', async () => {
@@ -279,10 +277,10 @@ describeEachBackend('idempotency', (backend) => {
     const idem = uniqueKey();
     const dup = patientBody({ lastName: 'Other', externalId: existing.body.externalId });
     const first = await api('POST', '/patients', { body: dup, idempotencyKey: idem });
-    assertProblem(first, 409, 'duplicate');
+    refusedWith(first, 409, 'duplicate', undefined, SAME_REQUEST);
     assert.match(first.body.detail, new RegExp(existing.body.id));
     const replay = await api('POST', '/patients', { body: dup, idempotencyKey: idem });
-    assertProblem(replay, 409, 'duplicate');
+    refusedWith(replay, 409, 'duplicate', undefined, SAME_REQUEST);
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.equal(replay.body.detail, first.body.detail);
     assert.notEqual(replay.body.requestId, first.body.requestId);
@@ -292,10 +290,10 @@ describeEachBackend('idempotency', (backend) => {
     const future = patientBody({ birthDate: dayFromNow(svc, 2) });
     const key422 = uniqueKey();
     const refused = await api('POST', '/patients', { body: future, idempotencyKey: key422 });
-    assertProblem(refused, 422, 'validation_failed');
+    refusedWith(refused, 422, 'validation_failed', undefined, SAME_REQUEST);
     svc.clock.advance(3 * 86_400_000);
     const replayed = await api('POST', '/patients', { body: future, idempotencyKey: key422 });
-    assertProblem(replayed, 422, 'validation_failed');
+    refusedWith(replayed, 422, 'validation_failed', undefined, SAME_REQUEST);
     assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(replayed.body.errors, refused.body.errors);
     assert.notEqual(replayed.body.requestId, refused.body.requestId);
@@ -309,10 +307,12 @@ describeEachBackend('idempotency', (backend) => {
 
     const k401 = uniqueKey();
     await svc.admin('POST', `/clients/${practice.clientId}/suspend`);
-    assertProblem(
+    refusedWith(
       await api('POST', '/patients', { body: good, idempotencyKey: k401 }),
       401,
       'unauthenticated',
+      undefined,
+      SAME_REQUEST,
     );
     await svc.admin('POST', `/clients/${practice.clientId}/resume`);
     assertFresh(await api('POST', '/patients', { body: good, idempotencyKey: k401 }));
@@ -323,7 +323,7 @@ describeEachBackend('idempotency', (backend) => {
       headers: { 'content-type': 'text/plain' },
       idempotencyKey: k415,
     });
-    assertProblem(as415, 415, 'unsupported_media_type');
+    refusedWith(as415, 415, 'unsupported_media_type', undefined, SAME_REQUEST);
     assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: k415 }));
 
     const k413 = uniqueKey();
@@ -331,7 +331,7 @@ describeEachBackend('idempotency', (backend) => {
       body: { ...patientBody(), prefix: 'x'.repeat(300 * 1024) },
       idempotencyKey: k413,
     });
-    assertProblem(huge, 413, 'payload_too_large');
+    refusedWith(huge, 413, 'payload_too_large', undefined, SAME_REQUEST);
     assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: k413 }));
 
     const k422 = uniqueKey();
@@ -339,7 +339,7 @@ describeEachBackend('idempotency', (backend) => {
       body: { ...patientBody(), lastName: undefined, givenNames: [] },
       idempotencyKey: k422,
     });
-    assertProblem(invalid, 422, 'validation_failed');
+    refusedWith(invalid, 422, 'validation_failed', undefined, SAME_REQUEST);
     assertFresh(await api('POST', '/patients', { body: patientBody(), idempotencyKey: k422 }));
 
     const k503 = uniqueKey();
@@ -349,7 +349,7 @@ describeEachBackend('idempotency', (backend) => {
     };
     try {
       const down = await api('POST', '/patients', { body: body503, idempotencyKey: k503 });
-      assertProblem(down, 503, 'service_unavailable');
+      refusedWith(down, 503, 'service_unavailable', undefined, SAME_REQUEST);
       assert.ok(down.headers.get('retry-after'));
     } finally {
       fault = undefined;
@@ -406,7 +406,13 @@ describeEachBackend('idempotency', (backend) => {
       });
       await isLocked;
       const started = performance.now();
-      assertProblem(await api('POST', '/patients', { body, idempotencyKey: idem }), 409, 'conflict');
+      refusedWith(
+        await api('POST', '/patients', { body, idempotencyKey: idem }),
+        409,
+        'conflict',
+        undefined,
+        SAME_REQUEST,
+      );
       assert.ok(performance.now() - started < 5_000, 'answered without waiting for the holder');
       release();
       await holding;

@@ -16,25 +16,11 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { refusedWith } from './support/refusals.ts';
 
 const PUBLIC_BASE = 'https://billing.example.test';
-
-function assertProblem(answer: Answer, status: number, code: string): void {
-  assert.equal(answer.status, status, answer.text);
-  assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
-  const b = answer.body;
-  assert.equal(b.code, code, answer.text);
-  assert.equal(b.status, status);
-  assert.equal(b.type, `${PUBLIC_BASE}/errors#${code.replaceAll('_', '-')}`);
-  assert.equal(typeof b.title, 'string');
-  assert.ok(b.title.length > 0);
-  assert.equal(typeof b.detail, 'string');
-  assert.ok(b.detail.length > 0);
-  assert.ok(b.requestId, 'requestId is set');
-  assert.equal(b.requestId, answer.headers.get('x-request-id'));
-  const allowed = ['type', 'title', 'status', 'detail', 'code', 'requestId', 'errors'];
-  for (const k of Object.keys(b)) assert.ok(allowed.includes(k), `unexpected Problem field ${k}`);
-}
+/** Every refusal here is checked as a whole Problem document, against the contract. */
+const WHOLE_PROBLEM = { problemBase: PUBLIC_BASE };
 
 /** Sends bytes as they are (for requests fetch would not send) and reads the one answer. */
 function rawAnswer(svc: TestService, request: string): Promise<Answer> {
@@ -86,14 +72,14 @@ describeEachBackend('HTTP contract', (backend) => {
 
   test('an error answer is a Problem whose type links the code, hyphenated, on the errors page', async () => {
     const missing = await api('GET', '/patients/pat_0000000000000000000000');
-    assertProblem(missing, 404, 'not_found');
+    refusedWith(missing, 404, 'not_found', undefined, WHOLE_PROBLEM);
     const invalid = await api('POST', '/patients', {
       body: patientBody({ lastName: '' }),
       idempotencyKey: uniqueKey(),
     });
-    assertProblem(invalid, 422, 'validation_failed');
+    refusedWith(invalid, 422, 'validation_failed', undefined, WHOLE_PROBLEM);
     const unauthenticated = await call(svc.baseUrl, 'GET', '/api/v1/patients/pat_x');
-    assertProblem(unauthenticated, 401, 'unauthenticated');
+    refusedWith(unauthenticated, 401, 'unauthenticated', undefined, WHOLE_PROBLEM);
     assert.notEqual(missing.body.requestId, invalid.body.requestId);
   });
 
@@ -123,12 +109,24 @@ describeEachBackend('HTTP contract', (backend) => {
   });
 
   test('an unknown path answers 404 not_found, in and outside /api/v1', async () => {
-    assertProblem(await api('GET', '/no-such-thing'), 404, 'not_found');
-    assertProblem(await api('GET', '/patients/pat_x/no-such-thing'), 404, 'not_found');
-    assertProblem(await call(svc.baseUrl, 'GET', '/nowhere'), 404, 'not_found');
+    refusedWith(await api('GET', '/no-such-thing'), 404, 'not_found', undefined, WHOLE_PROBLEM);
+    refusedWith(
+      await api('GET', '/patients/pat_x/no-such-thing'),
+      404,
+      'not_found',
+      undefined,
+      WHOLE_PROBLEM,
+    );
+    refusedWith(await call(svc.baseUrl, 'GET', '/nowhere'), 404, 'not_found', undefined, WHOLE_PROBLEM);
     // paths the router itself refuses still answer Problems
-    assertProblem(await api('GET', `/patients/pat_${'a'.repeat(300)}`), 404, 'not_found');
-    assertProblem(await api('GET', '/patients/%E0%A4%A'), 400, 'invalid_request');
+    refusedWith(
+      await api('GET', `/patients/pat_${'a'.repeat(300)}`),
+      404,
+      'not_found',
+      undefined,
+      WHOLE_PROBLEM,
+    );
+    refusedWith(await api('GET', '/patients/%E0%A4%A'), 400, 'invalid_request', undefined, WHOLE_PROBLEM);
   });
 
   test('a request line or headers over 16 KB answer 431 headers_too_large as a Problem with X-Request-Id', async () => {
@@ -140,7 +138,7 @@ describeEachBackend('HTTP contract', (backend) => {
       await rawAnswer(svc, `GET /api/v1/patients?q=${'a'.repeat(17_000)} HTTP/1.1\r\nHost: x\r\n\r\n`),
     ];
     for (const answer of answers) {
-      assertProblem(answer, 431, 'headers_too_large');
+      refusedWith(answer, 431, 'headers_too_large', undefined, WHOLE_PROBLEM);
       assert.match(answer.body.requestId, /^req_/);
     }
     assert.notEqual(answers[0]!.body.requestId, answers[1]!.body.requestId);
@@ -148,31 +146,37 @@ describeEachBackend('HTTP contract', (backend) => {
 
   test('a known method no route serves answers 405 with Allow, with or without a body', async () => {
     const bodiless = await api('QUERY', '/patients');
-    assertProblem(bodiless, 405, 'method_not_allowed');
+    refusedWith(bodiless, 405, 'method_not_allowed', undefined, WHOLE_PROBLEM);
     assert.ok((bodiless.headers.get('allow') ?? '').split(/,\s*/).includes('GET'), bodiless.text);
     const withBody = await api('QUERY', '/patients', { rawBody: '{"lastName":' });
-    assertProblem(withBody, 405, 'method_not_allowed');
-    assertProblem(await api('QUERY', '/no-such-thing'), 404, 'not_found');
+    refusedWith(withBody, 405, 'method_not_allowed', undefined, WHOLE_PROBLEM);
+    refusedWith(await api('QUERY', '/no-such-thing'), 404, 'not_found', undefined, WHOLE_PROBLEM);
   });
 
   test('an id of any length answers 401 without a valid key, and 404 with one', async () => {
     for (const length of [201, 1000, 8000]) {
       const path = `/api/v1/patients/pat_${'a'.repeat(length)}`;
-      assertProblem(await call(svc.baseUrl, 'GET', path), 401, 'unauthenticated');
-      assertProblem(await call(svc.baseUrl, 'GET', path, { token: 'pbk_wrong' }), 401, 'unauthenticated');
-      assertProblem(await api('GET', path.slice('/api/v1'.length)), 404, 'not_found');
+      refusedWith(await call(svc.baseUrl, 'GET', path), 401, 'unauthenticated', undefined, WHOLE_PROBLEM);
+      refusedWith(
+        await call(svc.baseUrl, 'GET', path, { token: 'pbk_wrong' }),
+        401,
+        'unauthenticated',
+        undefined,
+        WHOLE_PROBLEM,
+      );
+      refusedWith(await api('GET', path.slice('/api/v1'.length)), 404, 'not_found', undefined, WHOLE_PROBLEM);
     }
   });
 
   test('a method the path does not accept answers 405 with Allow naming the accepted ones', async () => {
     const onList = await api('DELETE', '/patients');
-    assertProblem(onList, 405, 'method_not_allowed');
+    refusedWith(onList, 405, 'method_not_allowed', undefined, WHOLE_PROBLEM);
     const allowList = (onList.headers.get('allow') ?? '').split(/,\s*/);
     assert.ok(allowList.includes('GET') && allowList.includes('POST'), onList.headers.get('allow') ?? '');
     assert.ok(!allowList.includes('DELETE'));
 
     const onOne = await api('PUT', '/patients/pat_0000000000000000000000', { body: patientBody() });
-    assertProblem(onOne, 405, 'method_not_allowed');
+    refusedWith(onOne, 405, 'method_not_allowed', undefined, WHOLE_PROBLEM);
     const allowOne = (onOne.headers.get('allow') ?? '').split(/,\s*/);
     assert.ok(allowOne.includes('GET') && allowOne.includes('PATCH'), onOne.headers.get('allow') ?? '');
     assert.ok(!allowOne.includes('PUT') && !allowOne.includes('POST'));
@@ -185,19 +189,19 @@ describeEachBackend('HTTP contract', (backend) => {
         headers: { 'content-type': type },
         idempotencyKey: uniqueKey(),
       });
-      assertProblem(answer, 415, 'unsupported_media_type');
+      refusedWith(answer, 415, 'unsupported_media_type', undefined, WHOLE_PROBLEM);
     }
     const patch = await api('PATCH', '/patients/pat_0000000000000000000000', {
       rawBody: '{"lastName":"X"}',
       headers: { 'content-type': 'text/plain' },
     });
-    assertProblem(patch, 415, 'unsupported_media_type');
+    refusedWith(patch, 415, 'unsupported_media_type', undefined, WHOLE_PROBLEM);
   });
 
   test('a body that is not JSON answers 400 invalid_request', async () => {
     for (const raw of ['{"givenNames": [', "{'lastName': 'X'}", 'lastName=X']) {
       const answer = await api('POST', '/patients', { rawBody: raw, idempotencyKey: uniqueKey() });
-      assertProblem(answer, 400, 'invalid_request');
+      refusedWith(answer, 400, 'invalid_request', undefined, WHOLE_PROBLEM);
     }
   });
 
@@ -209,7 +213,7 @@ describeEachBackend('HTTP contract', (backend) => {
       addresses: [{ city: 'Durban', planet: 'Earth' }],
     };
     const answer = await api('POST', '/patients', { body, idempotencyKey: uniqueKey() });
-    assertProblem(answer, 422, 'validation_failed');
+    refusedWith(answer, 422, 'validation_failed', undefined, WHOLE_PROBLEM);
     assert.deepEqual(fieldsOf(answer), {
       nickname: 'invalid',
       'externalId.assigner': 'invalid',
@@ -229,7 +233,7 @@ describeEachBackend('HTTP contract', (backend) => {
       externalId: { system: 'urn:test:mrn', value: 'x'.repeat(101) },
     };
     const answer = await api('POST', '/patients', { body, idempotencyKey: uniqueKey() });
-    assertProblem(answer, 422, 'validation_failed');
+    refusedWith(answer, 422, 'validation_failed', undefined, WHOLE_PROBLEM);
     assert.deepEqual(fieldsOf(answer), {
       'givenNames.0': 'invalid',
       lastName: 'required',
@@ -244,22 +248,22 @@ describeEachBackend('HTTP contract', (backend) => {
 
   test('a missing or malformed query parameter or header answers 400 naming it', async () => {
     const noId = await api('GET', '/patients?externalSystem=urn%3Atest%3Amrn');
-    assertProblem(noId, 400, 'invalid_request');
+    refusedWith(noId, 400, 'invalid_request', undefined, WHOLE_PROBLEM);
     assert.deepEqual(fieldsOf(noId), { externalId: 'required' });
 
     const neither = await api('GET', '/patients');
-    assertProblem(neither, 400, 'invalid_request');
+    refusedWith(neither, 400, 'invalid_request', undefined, WHOLE_PROBLEM);
     assert.deepEqual(fieldsOf(neither), { externalSystem: 'required', externalId: 'required' });
 
     const tooLong = await api('GET', `/patients?externalSystem=urn%3Ax&externalId=${'9'.repeat(101)}`);
-    assertProblem(tooLong, 400, 'invalid_request');
+    refusedWith(tooLong, 400, 'invalid_request', undefined, WHOLE_PROBLEM);
     assert.deepEqual(fieldsOf(tooLong), { externalId: 'invalid' });
 
     const longKey = await api('POST', '/patients', {
       body: patientBody(),
       idempotencyKey: 'k'.repeat(256),
     });
-    assertProblem(longKey, 400, 'invalid_request');
+    refusedWith(longKey, 400, 'invalid_request', undefined, WHOLE_PROBLEM);
     assert.deepEqual(fieldsOf(longKey), { 'Idempotency-Key': 'invalid' });
     const okKey = await api('POST', '/patients', { body: patientBody(), idempotencyKey: 'k'.repeat(255) });
     assert.equal(okKey.status, 201, okKey.text);
