@@ -151,6 +151,7 @@ export interface CrossOwnerWrite {
 
 /**
  * Writes outside the owner's store, each waiting for the owner to offer the statement. None today: an
- * owner that shares a statement hands the other a piece of it (insertEventRow, insertJobRows).
+ * owner that shares a statement hands the other a piece of it (insertEventRow for the outbox,
+ * insertJobRows for a delivery's job, renumberInvoiceNotifications for the invoice number's statement).
  */
 export const CROSS_OWNER_WRITES: CrossOwnerWrite[] = [];

@@ -43,7 +43,7 @@ export async function assignInvoiceNumber(
       WHERE i.practice_id = ${practiceId} AND i.id = ${invoiceId}
       RETURNING i.number
     ),
-    told AS (${renumberInvoiceNotifications(practiceId, invoiceId, provisional)})
+    told AS (${renumberInvoiceNotifications(practiceId, invoiceId, provisional, 'n')})
     SELECT number FROM numbered`.execute(trx);
   return result.rows[0]!.number;
 }
