@@ -8,8 +8,11 @@
 //
 // The seed is fixed (DEFAULT_SEED), so every run sends the same requests, and printed at the start.
 // FUZZ_SEED=<seed> runs another seed; a failure prints its seed and fast-check's path, and
-// FUZZ_SEED=<seed> FUZZ_PATH=<path> replays just the failing batch (the records it acts on are made
-// afresh, so their ids differ, but the requests built for them are the same). FUZZ_RUNS sets the
+// FUZZ_SEED=<seed> FUZZ_PATH=<path> replays just the failing batch against fresh data (the records it
+// acts on are made afresh, so their ids differ, but the requests built for them are the same). The
+// batches before it are not replayed, so a failure that depends on what earlier batches changed (a
+// record they updated, deleted or used up) may not recur that way: run the whole seed again with
+// FUZZ_SEED=<seed> alone. FUZZ_RUNS sets the
 // number of requests, FUZZ_VERBOSE=1 prints the count of each operation's answers by status.
 //
 // Each database gets the full count (10,000 by default): PGlite is fast enough for that in CI.
