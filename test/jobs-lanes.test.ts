@@ -33,12 +33,15 @@ class StalledReceiver {
   open = 0;
   mostOpen = 0;
   received = 0;
+  /** Requests that ended: the sender gave up (10 s) or the receiver closed. */
+  ended = 0;
   readonly #server = http.createServer((req, res) => {
     this.received += 1;
     this.open += 1;
     this.mostOpen = Math.max(this.mostOpen, this.open);
     res.on('close', () => {
       this.open -= 1;
+      this.ended += 1;
     });
     req.resume();
   });
@@ -69,12 +72,60 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
   before(async () => {
     svc = await startService(backend, {
       workerPolls: true,
-      env: { WEBHOOK_ENDPOINT_CONCURRENCY: '2', WEBHOOK_JOB_CONCURRENCY: '8', JOB_CONCURRENCY: '8' },
+      env: { WEBHOOK_ENDPOINT_CONCURRENCY: '2', WEBHOOK_JOB_CONCURRENCY: '4', JOB_CONCURRENCY: '4' },
     });
     quiet = await startService(backend);
   });
   after(async () => {
     await Promise.all([svc.close(), quiet.close()]);
+  });
+
+  test("a webhooks lane whose every slot is held by stalled deliveries leaves another practice's claim free", async () => {
+    // Two stalled endpoints at the cap of 2 each hold all 4 slots of the webhooks lane, with a backlog
+    // behind them; were deliveries and claims to share slots, the claim would wait for a delivery to
+    // give up (10 s), so it must reach its outcome while none of the stalled requests has ended.
+    const stalled = [await new StalledReceiver().start(), await new StalledReceiver().start()];
+    const open = () => stalled.reduce((sum, receiver) => sum + receiver.open, 0);
+    const ended = () => stalled.reduce((sum, receiver) => sum + receiver.ended, 0);
+    try {
+      const a = await svc.newPractice();
+      const endpointIds: string[] = [];
+      for (const receiver of stalled) {
+        const endpoint = await svc.admin('POST', `/practices/${a.practiceId}/webhook-endpoints`, {
+          url: receiver.url(),
+        });
+        assert.equal(endpoint.status, 201, endpoint.text);
+        endpointIds.push(endpoint.body.id as string);
+      }
+      await billVisit(svc, a);
+      await asOperator(svc.db, async (trx) => {
+        const { rows } = await sql<{ id: string }>`
+          SELECT id FROM events WHERE practice_id = ${a.practiceId} ORDER BY id LIMIT 1`.execute(trx);
+        const wanted = endpointIds.flatMap((endpointId) =>
+          Array.from({ length: 10 }, () => ({ endpointId, eventId: rows[0]!.id })),
+        );
+        await queueDeliveries(trx, a.practiceId, wanted, svc.clock.now());
+      });
+      await eventually('the stalled endpoints hold every slot of the webhooks lane', () => open() === 4);
+
+      const b = await svc.newPractice();
+      const visit = await billVisit(svc, b, { claim: true });
+      const api = apiClient(svc, b.key);
+      let outcome = '';
+      await eventually("the other practice's claim reaches its outcome", async () => {
+        const claim = await api('GET', `/invoices/${visit.invoiceId}/claim`);
+        outcome = claim.body.outcome;
+        return outcome !== 'queued';
+      });
+      const [openAtOutcome, endedAtOutcome] = [open(), ended()];
+      assert.equal(outcome, 'complete');
+      assert.equal(openAtOutcome, 4, 'the whole webhooks lane was still held by the stalled deliveries');
+      assert.equal(endedAtOutcome, 0, 'the claim needed no delivery to give up its slot');
+    } finally {
+      await Promise.all(stalled.map((receiver) => receiver.close()));
+      await asService(svc, sql`UPDATE webhook_deliveries SET state = 'cancelled' WHERE state = 'pending'`);
+      await asService(svc, sql`UPDATE jobs SET state = 'done' WHERE state = 'queued'`);
+    }
   });
 
   test("a practice's slow endpoint and its backlog of deliveries hold up neither another practice's claim nor a healthy endpoint", async () => {
