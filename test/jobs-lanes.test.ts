@@ -268,4 +268,21 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
     assert.deepEqual(byKey(third), ['slow']);
     await asService(quiet, sql`UPDATE jobs SET state = 'done' WHERE kind = ${TEST_JOB.name}`);
   });
+
+  test('a job runs in one of the lanes: the database refuses any other', async () => {
+    const practice = await quiet.newPractice();
+    const row = {
+      ...newJobRow(practice.practiceId, TEST_JOB, { n: 0 }, quiet.clock.now()),
+      lane: 'elsewhere',
+    };
+    await assert.rejects(
+      asOperator(quiet.db, (trx) =>
+        trx
+          .insertInto('jobs')
+          .values(row as never)
+          .execute(),
+      ),
+      /check constraint|violates/i,
+    );
+  });
 });
