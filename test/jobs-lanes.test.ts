@@ -14,6 +14,7 @@ import { jobKind } from '../src/jobs/kind.ts';
 import { newJobRow, retryJob, takeDueJobs } from '../src/jobs/queue.ts';
 import { asOperator } from '../src/platform/db/transaction.ts';
 import { queueDeliveries } from '../src/webhooks/outbox.ts';
+import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/sender.ts';
 import { apiClient, describeEachBackend, startService, type TestService } from './harness.ts';
 import { addEndpoint, billVisit, Receiver } from './webhooks-fixtures.ts';
 
@@ -140,6 +141,7 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
       const fastEndpoint = await addEndpoint(svc, a.practiceId, healthy);
       // One visit's events go to both endpoints; then a backlog of 30 more deliveries to the slow one,
       // queued before anything of the other practice.
+      const startedAt = Date.now();
       await billVisit(svc, a);
       await asOperator(svc.db, async (trx) => {
         const { rows } = await sql<{ id: string }>`
@@ -173,15 +175,25 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
         );
         return rows[0]!.n === 0 && healthy.requests.length > 0;
       });
-      // ... while the slow endpoint's deliveries are still queued, most never yet attempted.
-      const waiting = await asService(
+      // ... while the slow endpoint's deliveries are all still pending (it never answers, so an attempt
+      // only ends when the sender gives up, and goes to its retry), and it has been sent no more than
+      // its cap of 2 at a time allows: each of its slots holds a request for DELIVERY_TIMEOUT_MS, so
+      // within the time elapsed a slot started at most one request per DELIVERY_TIMEOUT_MS, plus one.
+      const elapsedMs = Date.now() - startedAt;
+      const slow = await asService(
         svc,
-        sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM webhook_deliveries
-         WHERE practice_id = ${a.practiceId} AND endpoint_id = ${slowEndpoint.body.id} AND state = 'pending'
-           AND attempts = 0`,
+        sql<{ total: number; pending: number }>`
+        SELECT count(*)::int AS total, count(*) FILTER (WHERE state = 'pending')::int AS pending
+          FROM webhook_deliveries
+         WHERE practice_id = ${a.practiceId} AND endpoint_id = ${slowEndpoint.body.id}`,
       );
-      assert.ok(waiting[0]!.n >= 20, `${waiting[0]!.n} slow deliveries never attempted yet`);
+      assert.ok(slow[0]!.total > 30);
+      assert.equal(slow[0]!.pending, slow[0]!.total, 'every slow delivery is still pending');
+      const mostRequests = 2 * (Math.floor(elapsedMs / DELIVERY_TIMEOUT_MS) + 1);
+      assert.ok(
+        stalled.received <= mostRequests,
+        `${stalled.received} requests reached the slow endpoint in ${elapsedMs} ms; its cap allows ${mostRequests}`,
+      );
       assert.equal(stalled.mostOpen, 2, 'never more than the cap of deliveries at the slow endpoint at once');
     } finally {
       // The slow endpoint goes away, so the deliveries still running end at once.
