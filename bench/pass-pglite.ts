@@ -9,7 +9,7 @@ import path from 'node:path';
 import { startBaseline } from './baseline.ts';
 import { pgliteTarget } from './bulk-sql.ts';
 import { onCleanup } from './cleanup.ts';
-import { isolationOnly, isolationScenarios } from './isolation.ts';
+import { isolationOnly, isolationScenarios, noteShedding, SHEDDING_ENV } from './isolation.ts';
 import {
   claimScenario,
   claimVisitsNeeded,
@@ -97,6 +97,11 @@ export async function pglitePass(ctx: PassContext): Promise<void> {
       await pagingScenario(ctx, '10k', settings.smallInvoices, plan, service, baseline, seeded.practice.key);
     if (settings.only !== 'requests') {
       await claimScenario(ctx, service, adminToken, seeded, claimEncounters);
+      // Shedding is off by default here; the isolation scenarios judge it, so they run on the same
+      // data directory with its bounds set.
+      await service.stop();
+      noteShedding(ctx);
+      service = await startService({ ...spec, env: SHEDDING_ENV });
       await isolationScenarios(ctx, service, adminToken);
     }
   } finally {

@@ -3,7 +3,8 @@
 // (`practice-billing serve`) and the worker (`practice-billing worker`) as two processes with the
 // same flags. With the bench's settings: a free
 // PORT, ADMIN_TOKEN, LOG_LEVEL=warn, no insurer or remittance delay, a short job poll, private webhook
-// addresses allowed, and either DATABASE_URL (+ SECRET_ENCRYPTION_KEY) or an embedded DATA_DIR.
+// addresses allowed, and either DATABASE_URL (+ SECRET_ENCRYPTION_KEY) or an embedded DATA_DIR, and
+// whatever more the spec's env sets.
 // Start-up time is measured from spawn to the first 200 from /healthz.
 import { randomBytes } from 'node:crypto';
 import { startArgs } from '../scripts/start-args.ts';
@@ -17,6 +18,8 @@ export interface ServiceSpec {
   nodeArgs?: string[];
   /** PostgreSQL only: run the worker as a process of its own beside the API. */
   separateWorker?: boolean;
+  /** More environment for the service, e.g. the load-shedding bounds. */
+  env?: Record<string, string>;
 }
 
 export interface RunningService {
@@ -43,6 +46,7 @@ export async function startService(spec: ServiceSpec, timeoutMs = 120_000): Prom
     ...('url' in spec.database
       ? { DATABASE_URL: spec.database.url, SECRET_ENCRYPTION_KEY: randomBytes(32).toString('hex') }
       : { DATA_DIR: spec.database.dataDir }),
+    ...spec.env,
   });
   const nodeArgs = [...(spec.nodeArgs ?? []), ...startArgs()];
   const separate = spec.separateWorker === true && 'url' in spec.database;

@@ -76,12 +76,13 @@ export function judge(passes: PassResult[]): TargetResult[] {
     add(
       `overload at 3× capacity: successes p99 ≤ ${ISOLATION_TARGETS.overloadSuccessP99Ms} ms, every refusal 503 with Retry-After, nothing lost, full throughput back within ${ISOLATION_TARGETS.recoveryMs / 1000} s`,
       over
-        ? `${over.overload.offeredRate}/s offered: p99 ${over.overload.billP99Ms} ms, ${over.overload.billsSent - over.overload.billsOk} refused (${Object.keys(over.otherRefusals).length === 0 ? 'all 503 with Retry-After' : JSON.stringify(over.otherRefusals)}), ${over.lost} lost, back in ${over.recoveryMs} ms`
+        ? `${over.overload.offeredRate}/s offered: p99 ${over.overload.billP99Ms} ms, ${over.overload.billsSent - over.overload.billsOk} refused (${Object.keys(over.otherRefusals).length === 0 ? 'all 503 with Retry-After' : JSON.stringify(over.otherRefusals)}), ${over.lost} lost, back ${over.recoveryMs === null ? 'never' : `in ${over.recoveryMs} ms`}`
         : '-',
       over
         ? over.overload.billP99Ms <= ISOLATION_TARGETS.overloadSuccessP99Ms &&
             Object.keys(over.otherRefusals).length === 0 &&
             over.lost === 0 &&
+            over.recoveryMs !== null &&
             over.recoveryMs <= ISOLATION_TARGETS.recoveryMs
         : undefined,
     );

@@ -14,6 +14,7 @@ import { jobKind } from '../src/jobs/kind.ts';
 import { newJobRow, retryJob, takeDueJobs } from '../src/jobs/queue.ts';
 import { asOperator } from '../src/platform/db/transaction.ts';
 import { queueDeliveries } from '../src/webhooks/outbox.ts';
+import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/sender.ts';
 import { apiClient, describeEachBackend, startService, type TestService } from './harness.ts';
 import { addEndpoint, billVisit, Receiver } from './webhooks-fixtures.ts';
 
@@ -33,12 +34,15 @@ class StalledReceiver {
   open = 0;
   mostOpen = 0;
   received = 0;
+  /** Requests that ended: the sender gave up (10 s) or the receiver closed. */
+  ended = 0;
   readonly #server = http.createServer((req, res) => {
     this.received += 1;
     this.open += 1;
     this.mostOpen = Math.max(this.mostOpen, this.open);
     res.on('close', () => {
       this.open -= 1;
+      this.ended += 1;
     });
     req.resume();
   });
@@ -69,12 +73,60 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
   before(async () => {
     svc = await startService(backend, {
       workerPolls: true,
-      env: { WEBHOOK_ENDPOINT_CONCURRENCY: '2', WEBHOOK_JOB_CONCURRENCY: '8', JOB_CONCURRENCY: '8' },
+      env: { WEBHOOK_ENDPOINT_CONCURRENCY: '2', WEBHOOK_JOB_CONCURRENCY: '4', JOB_CONCURRENCY: '4' },
     });
     quiet = await startService(backend);
   });
   after(async () => {
     await Promise.all([svc.close(), quiet.close()]);
+  });
+
+  test("a webhooks lane whose every slot is held by stalled deliveries leaves another practice's claim free", async () => {
+    // Two stalled endpoints at the cap of 2 each hold all 4 slots of the webhooks lane, with a backlog
+    // behind them; were deliveries and claims to share slots, the claim would wait for a delivery to
+    // give up (10 s), so it must reach its outcome while none of the stalled requests has ended.
+    const stalled = [await new StalledReceiver().start(), await new StalledReceiver().start()];
+    const open = () => stalled.reduce((sum, receiver) => sum + receiver.open, 0);
+    const ended = () => stalled.reduce((sum, receiver) => sum + receiver.ended, 0);
+    try {
+      const a = await svc.newPractice();
+      const endpointIds: string[] = [];
+      for (const receiver of stalled) {
+        const endpoint = await svc.admin('POST', `/practices/${a.practiceId}/webhook-endpoints`, {
+          url: receiver.url(),
+        });
+        assert.equal(endpoint.status, 201, endpoint.text);
+        endpointIds.push(endpoint.body.id as string);
+      }
+      await billVisit(svc, a);
+      await asOperator(svc.db, async (trx) => {
+        const { rows } = await sql<{ id: string }>`
+          SELECT id FROM events WHERE practice_id = ${a.practiceId} ORDER BY id LIMIT 1`.execute(trx);
+        const wanted = endpointIds.flatMap((endpointId) =>
+          Array.from({ length: 10 }, () => ({ endpointId, eventId: rows[0]!.id })),
+        );
+        await queueDeliveries(trx, a.practiceId, wanted, svc.clock.now());
+      });
+      await eventually('the stalled endpoints hold every slot of the webhooks lane', () => open() === 4);
+
+      const b = await svc.newPractice();
+      const visit = await billVisit(svc, b, { claim: true });
+      const api = apiClient(svc, b.key);
+      let outcome = '';
+      await eventually("the other practice's claim reaches its outcome", async () => {
+        const claim = await api('GET', `/invoices/${visit.invoiceId}/claim`);
+        outcome = claim.body.outcome;
+        return outcome !== 'queued';
+      });
+      const [openAtOutcome, endedAtOutcome] = [open(), ended()];
+      assert.equal(outcome, 'complete');
+      assert.equal(openAtOutcome, 4, 'the whole webhooks lane was still held by the stalled deliveries');
+      assert.equal(endedAtOutcome, 0, 'the claim needed no delivery to give up its slot');
+    } finally {
+      await Promise.all(stalled.map((receiver) => receiver.close()));
+      await asService(svc, sql`UPDATE webhook_deliveries SET state = 'cancelled' WHERE state = 'pending'`);
+      await asService(svc, sql`UPDATE jobs SET state = 'done' WHERE state = 'queued'`);
+    }
   });
 
   test("a practice's slow endpoint and its backlog of deliveries hold up neither another practice's claim nor a healthy endpoint", async () => {
@@ -89,6 +141,7 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
       const fastEndpoint = await addEndpoint(svc, a.practiceId, healthy);
       // One visit's events go to both endpoints; then a backlog of 30 more deliveries to the slow one,
       // queued before anything of the other practice.
+      const startedAt = Date.now();
       await billVisit(svc, a);
       await asOperator(svc.db, async (trx) => {
         const { rows } = await sql<{ id: string }>`
@@ -122,15 +175,25 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
         );
         return rows[0]!.n === 0 && healthy.requests.length > 0;
       });
-      // ... while the slow endpoint's deliveries are still queued, most never yet attempted.
-      const waiting = await asService(
+      // ... while the slow endpoint's deliveries are all still pending (it never answers, so an attempt
+      // only ends when the sender gives up, and goes to its retry), and it has been sent no more than
+      // its cap of 2 at a time allows: each of its slots holds a request for DELIVERY_TIMEOUT_MS, so
+      // within the time elapsed a slot started at most one request per DELIVERY_TIMEOUT_MS, plus one.
+      const elapsedMs = Date.now() - startedAt;
+      const slow = await asService(
         svc,
-        sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM webhook_deliveries
-         WHERE practice_id = ${a.practiceId} AND endpoint_id = ${slowEndpoint.body.id} AND state = 'pending'
-           AND attempts = 0`,
+        sql<{ total: number; pending: number }>`
+        SELECT count(*)::int AS total, count(*) FILTER (WHERE state = 'pending')::int AS pending
+          FROM webhook_deliveries
+         WHERE practice_id = ${a.practiceId} AND endpoint_id = ${slowEndpoint.body.id}`,
       );
-      assert.ok(waiting[0]!.n >= 20, `${waiting[0]!.n} slow deliveries never attempted yet`);
+      assert.ok(slow[0]!.total > 30);
+      assert.equal(slow[0]!.pending, slow[0]!.total, 'every slow delivery is still pending');
+      const mostRequests = 2 * (Math.floor(elapsedMs / DELIVERY_TIMEOUT_MS) + 1);
+      assert.ok(
+        stalled.received <= mostRequests,
+        `${stalled.received} requests reached the slow endpoint in ${elapsedMs} ms; its cap allows ${mostRequests}`,
+      );
       assert.equal(stalled.mostOpen, 2, 'never more than the cap of deliveries at the slow endpoint at once');
     } finally {
       // The slow endpoint goes away, so the deliveries still running end at once.
@@ -216,5 +279,22 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
     const third = await takeDueJobs(quiet.db, 'wrk_cap_2', 8, 60_000, { lanes: ['claims'], keyCap: 2 });
     assert.deepEqual(byKey(third), ['slow']);
     await asService(quiet, sql`UPDATE jobs SET state = 'done' WHERE kind = ${TEST_JOB.name}`);
+  });
+
+  test('a job runs in one of the lanes: the database refuses any other', async () => {
+    const practice = await quiet.newPractice();
+    const row = {
+      ...newJobRow(practice.practiceId, TEST_JOB, { n: 0 }, quiet.clock.now()),
+      lane: 'elsewhere',
+    };
+    await assert.rejects(
+      asOperator(quiet.db, (trx) =>
+        trx
+          .insertInto('jobs')
+          .values(row as never)
+          .execute(),
+      ),
+      /check constraint|violates/i,
+    );
   });
 });

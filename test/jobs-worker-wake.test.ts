@@ -5,6 +5,9 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
+import type { FastifyBaseLogger } from 'fastify';
+import type { JobRow } from '../src/jobs/job-row.ts';
+import { pollLane } from '../src/jobs/lanes.ts';
 import { issuedInvoice, newWorld, sendClaim, type World } from './claims-fixtures.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 import { BIN, childEnv, NODE, ROOT, trackChild } from './processes.ts';
@@ -21,6 +24,51 @@ async function answeredWithin(w: World, invoiceId: string, ms: number, why: () =
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+test('a lane whose job ends while a take is on its way takes again at once, not at its next poll', {
+  timeout: 30_000,
+}, async () => {
+  // Polls a minute apart, so only the job's ending can bring the third take within the test's bound.
+  const takes: ((jobs: JobRow[]) => void)[] = [];
+  let tookAgain!: () => void;
+  const thirdTake = new Promise<void>((resolve) => {
+    tookAgain = resolve;
+  });
+  let endJob!: () => void;
+  const jobEnded = new Promise<void>((resolve) => {
+    endJob = resolve;
+  });
+  const lane = pollLane({
+    lane: 'claims',
+    limits: { concurrency: 2, keyCap: null },
+    settings: { jobPollMs: 60_000, jobPollMaxMs: 60_000 },
+    take: () => {
+      if (takes.length === 2) tookAgain();
+      return new Promise<JobRow[]>((resolve) => takes.push(resolve));
+    },
+    run: () => jobEnded,
+    log: { warn() {} } as unknown as FastifyBaseLogger,
+  });
+  try {
+    const until = async (n: number) => {
+      while (takes.length < n) await new Promise((resolve) => setImmediate(resolve));
+    };
+    await until(1);
+    takes[0]!([{ id: 'job_1' } as JobRow]);
+    // One of two slots taken: the lane waits for its poll, or a signal.
+    lane.signal();
+    await until(2);
+    // The job ends while the second take is on its way, which then finds nothing.
+    endJob();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(lane.running, 0);
+    takes[1]!([]);
+    await thirdTake;
+  } finally {
+    takes.at(-1)?.([]);
+    await lane.stop();
+  }
+});
 
 describeEachBackend('worker wakes on a queued job', (backend) => {
   let svc: TestService;

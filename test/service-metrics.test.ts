@@ -11,7 +11,14 @@ describeEachBackend('service metrics', (backend) => {
   let svc: TestService;
   let receiver: Receiver;
   before(async () => {
-    svc = await startService(backend, { env: { WEBHOOK_ENDPOINT_CONCURRENCY: '2' } });
+    // Shedding on event-loop lag only at a bound no real lag reaches: a test sets the reading.
+    svc = await startService(backend, {
+      env: {
+        WEBHOOK_ENDPOINT_CONCURRENCY: '2',
+        LOAD_SHED_CONNECTION_WAIT_MS: '0',
+        LOAD_SHED_EVENT_LOOP_LAG_MS: '60000',
+      },
+    });
     receiver = await Receiver.forService(svc);
   });
   after(async () => {
@@ -52,6 +59,9 @@ describeEachBackend('service metrics', (backend) => {
 
     const refused = await call(svc.baseUrl, 'GET', '/metrics', {});
     assert.equal(refused.status, 401);
+    const wrongToken = await call(svc.baseUrl, 'GET', '/metrics', { token: `${svc.adminToken}x` });
+    assert.equal(wrongToken.status, 401, 'a wrong admin token is refused');
+    assert.doesNotMatch(wrongToken.text, /practice_billing_/);
     const text = await call(svc.baseUrl, 'GET', '/metrics', { token: svc.adminToken });
     assert.equal(text.status, 200);
     assert.match(text.headers.get('content-type') ?? '', /^text\/plain/);
@@ -65,5 +75,28 @@ describeEachBackend('service metrics', (backend) => {
       ),
     );
     assert.match(text.text, /^practice_billing_requests_shed_total\{reason="connection_wait"\} 0$/m);
+  });
+
+  test('a shed request is counted, in the JSON and in the Prometheus text', async () => {
+    const practice = await svc.newPractice();
+    const shedder = svc.deps.loadShedder;
+    const shedBefore = (await svc.admin('GET', '/metrics')).body.requestsShed.eventLoopLag as number;
+    try {
+      shedder.readLagWith(() => 60_000);
+      const shed = await call(svc.baseUrl, 'GET', '/api/v1/patients', { token: practice.key });
+      assert.equal(shed.status, 503, shed.text);
+    } finally {
+      shedder.readLagWith(null);
+    }
+    const shedAfter = (await svc.admin('GET', '/metrics')).body.requestsShed;
+    assert.equal(shedAfter.eventLoopLag, shedBefore + 1);
+    const text = await call(svc.baseUrl, 'GET', '/metrics', { token: svc.adminToken });
+    assert.match(
+      text.text,
+      new RegExp(
+        `^practice_billing_requests_shed_total\\{reason="event_loop_lag"\\} ${shedBefore + 1}$`,
+        'm',
+      ),
+    );
   });
 });

@@ -4,8 +4,11 @@
 // names its lane (src/jobs/kind.ts). In the webhooks lane the jobs of one endpoint (their concurrency
 // key) are capped at WEBHOOK_ENDPOINT_CONCURRENCY running at once, so a slow endpoint fills its own
 // slots only. Each lane is polled by a loop of its own (pollLane), woken by a commit that queued a
-// job in it (in this process, or by NOTIFY from another) and by a job of its own ending; when a take
-// finds nothing it polls again after JOB_POLL_MS, doubling up to JOB_POLL_MAX_MS while nothing comes.
+// job in it (in this process, or by NOTIFY from another) and by a job of its own ending, even one that
+// ends while a take is on its way; when a take finds nothing it polls again after JOB_POLL_MS,
+// doubling up to JOB_POLL_MAX_MS while nothing comes. A take that finds nothing because the due jobs
+// were locked by another worker's take, or their key is at its cap, counts as finding nothing: the
+// statement does not tell these apart from an empty lane.
 import type { FastifyBaseLogger } from 'fastify';
 import type { JobRow } from './job-row.ts';
 
@@ -86,6 +89,9 @@ export function pollLane(options: {
       for (const job of taken) {
         const run: Promise<void> = options.run(job).finally(() => {
           inFlight.delete(run);
+          // A slot (and perhaps a key's cap) freed: look again at once, also when this lands while a
+          // take is on its way (no wake to call then).
+          signalled = true;
           wake?.();
         });
         inFlight.add(run);

@@ -4,8 +4,8 @@
 //   jobs_lane_queue, one index probe per group (a skip scan), never the whole backlog;
 // - in each group it locks, FOR UPDATE SKIP LOCKED, the oldest due and free jobs, as many as the group
 //   may start: for a keyed group (a webhook endpoint's deliveries) the cap less the jobs of that key
-//   already running under a lease, in any process (counted along jobs_held); each locked row set is one
-//   practice's;
+//   already running under a lease, in any process (counted along jobs_held); each group's locking
+//   subquery touches one practice's rows, though the statement as a whole locks rows of many;
 // - it then deals the slots round-robin by practice: each practice's jobs are numbered from the count
 //   it already has running in the lane, and the lowest numbers win, so a practice with a deep backlog
 //   takes its turn after one that has nothing running, whatever their jobs' ages;

@@ -321,7 +321,7 @@ export interface JobsTable {
   finished_at: Date | null;
   id: string;
   kind: string;
-  lane: Generated<string>;
+  lane: Generated<'claims' | 'webhooks'>;
   last_error: string | null;
   locked_by: string | null;
   locked_until: Date | null;

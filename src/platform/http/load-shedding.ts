@@ -4,7 +4,10 @@
 // 503 service_unavailable with Retry-After at once, before authentication, idempotency or any
 // database work, so that nothing of it was done and a retry is always safe. Each refusal is logged and
 // counted by its reason. 429 stays the per-client rate limit (docs/decisions.md). The event loop's lag
-// is sampled by a timer: how late it fired.
+// is sampled by a timer (how late it fired) and judged over a window: the highest sample of the last
+// LAG_WINDOW_MS, so one late timer keeps counting for a while rather than until the next sample. How
+// the lag is read can be replaced (readLagWith), for a caller that must not depend on how busy the
+// machine is, such as a test, or for another monitor.
 import { performance } from 'node:perf_hooks';
 import type { FastifyRequest } from 'fastify';
 import { longestConnectionWaitMs } from '../db/connection-waits.ts';
@@ -23,13 +26,18 @@ export type ShedReason = 'connection_wait' | 'event_loop_lag';
 /** How often the event loop's lag is sampled. */
 const LAG_SAMPLE_MS = 50;
 
+/** The lag is the highest sample of this last stretch of time. */
+export const LAG_WINDOW_MS = 1000;
+
 /** Seconds a refused caller is asked to wait. */
 export const SHED_RETRY_AFTER_SECONDS = 1;
 
 export class LoadShedder {
   /** Requests refused, by reason, since the process started. */
   readonly shed: Record<ShedReason, number> = { connection_wait: 0, event_loop_lag: 0 };
-  #lagMs = 0;
+  /** The lag samples of the last LAG_WINDOW_MS, oldest first. */
+  readonly #samples: { at: number; lagMs: number }[] = [];
+  #readLag: (() => number) | null = null;
   #timer: NodeJS.Timeout | undefined;
   readonly #db: Database;
   readonly #settings: LoadSheddingSettings;
@@ -45,7 +53,8 @@ export class LoadShedder {
     let expected = performance.now() + LAG_SAMPLE_MS;
     this.#timer = setInterval(() => {
       const now = performance.now();
-      this.#lagMs = Math.max(0, now - expected);
+      this.#samples.push({ at: now, lagMs: Math.max(0, now - expected) });
+      while (this.#samples[0]!.at < now - LAG_WINDOW_MS) this.#samples.shift();
       expected = now + LAG_SAMPLE_MS;
     }, LAG_SAMPLE_MS);
     this.#timer.unref();
@@ -56,15 +65,24 @@ export class LoadShedder {
     this.#timer = undefined;
   }
 
-  /** The event loop's lag at its latest sample, in milliseconds. */
+  /** The event loop's lag in milliseconds: the highest sample of the last LAG_WINDOW_MS. */
   get eventLoopLagMs(): number {
-    return this.#lagMs;
+    if (this.#readLag) return this.#readLag();
+    const since = performance.now() - LAG_WINDOW_MS;
+    let highest = 0;
+    for (const sample of this.#samples) if (sample.at >= since) highest = Math.max(highest, sample.lagMs);
+    return highest;
+  }
+
+  /** Replaces how the event loop's lag is read (milliseconds); null goes back to the sampler's window. */
+  readLagWith(read: (() => number) | null): void {
+    this.#readLag = read;
   }
 
   /** Why a request arriving now is to be refused, or null to serve it. */
   reasonToShed(): ShedReason | null {
     const { loadShedConnectionWaitMs: waitBound, loadShedEventLoopLagMs: lagBound } = this.#settings;
-    if (lagBound > 0 && this.#lagMs >= lagBound) return 'event_loop_lag';
+    if (lagBound > 0 && this.eventLoopLagMs >= lagBound) return 'event_loop_lag';
     if (waitBound > 0 && longestConnectionWaitMs(this.#db) >= waitBound) return 'connection_wait';
     return null;
   }
@@ -77,7 +95,7 @@ export class LoadShedder {
     request.log.warn(
       {
         reason,
-        eventLoopLagMs: Math.round(this.#lagMs),
+        eventLoopLagMs: Math.round(this.eventLoopLagMs),
         connectionWaitMs: Math.round(longestConnectionWaitMs(this.#db)),
       },
       'request shed: the service is overloaded',
