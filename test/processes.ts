@@ -36,7 +36,10 @@ export function removeDataDir(dir: string): void {
   fs.rmSync(`${dir}.lock`, { recursive: true, force: true });
 }
 
-/** The test's environment without anything that would point a child at another database or server. */
+/**
+ * The test's environment without anything that would point a child at another database or server, and
+ * with load shedding off.
+ */
 export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of [
@@ -53,7 +56,17 @@ export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   ]) {
     delete env[name];
   }
-  return { ...env, LOG_LEVEL: 'warn', INSURER_DELAY_MS: '0', ...extra };
+  // Load shedding is off in child services as in the harness's (test/harness.ts): on a busy test machine a
+  // slow connection or a late timer would turn a test's request into a 503. test/load-shedding.test.ts
+  // turns it on.
+  return {
+    ...env,
+    LOG_LEVEL: 'warn',
+    INSURER_DELAY_MS: '0',
+    LOAD_SHED_CONNECTION_WAIT_MS: '0',
+    LOAD_SHED_EVENT_LOOP_LAG_MS: '0',
+    ...extra,
+  };
 }
 
 export interface Finished {

@@ -40,8 +40,7 @@ let copy: string | undefined;
 /**
  * The package's sources copied under the repository's .tmp, where `npm pack` (its prepack builds
  * dist/) runs: the repository's own packages/client/dist, which other tests running at the same time
- * import, is never deleted and rebuilt under them. Under the repository, the copy's build still finds
- * TypeScript in the root node_modules.
+ * import, is never deleted and rebuilt under them.
  */
 function packageCopy(): string {
   copy = path.join(ROOT, '.tmp', `client-pack-${process.pid}`);
@@ -50,6 +49,8 @@ function packageCopy(): string {
     recursive: true,
     filter: (from) => !['node_modules', 'dist'].includes(path.basename(from)),
   });
+  // The package's own dev dependencies (its TypeScript, whose build script it resolves), as in place.
+  fs.symlinkSync(path.join(PACKAGE, 'node_modules'), path.join(copy, 'node_modules'));
   return copy;
 }
 let svc: TestService;
