@@ -13,6 +13,9 @@ export function idempotencyKey(): string {
   return `bench-${randomBytes(12).toString('hex')}`;
 }
 
+/** Set-up calls shed with 503 are retried after their Retry-After, as an integrator's client does. */
+const SHED_RETRIES = 20;
+
 export async function call(
   baseUrl: string,
   method: string,
@@ -21,13 +24,21 @@ export async function call(
 ): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (options.token) headers.authorization = `Bearer ${options.token}`;
+  // One key for every retry, so a retried create is never made twice.
   if (options.idempotent) headers['idempotency-key'] = idempotencyKey();
   if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers,
-    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-  });
+  let response: Response;
+  for (let attempt = 0; ; attempt++) {
+    response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers,
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    });
+    const retryAfter = Number(response.headers.get('retry-after') ?? Number.NaN);
+    if (response.status !== 503 || !(retryAfter >= 0) || attempt >= SHED_RETRIES) break;
+    await response.arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, Math.max(retryAfter, 0.1) * 1000));
+  }
   const text = await response.text();
   let body: unknown;
   try {
