@@ -1,6 +1,6 @@
 // What the claim operations refuse, and why: an invoice that is not claim-ready (422 business_rule
 // naming what to fix), a claim in the wrong status for the operation, amending while a claim is in
-// flight, a coverage of another patient (422 naming coverageId), and a claim that does not exist. Bill
+// flight or accepted, a coverage of another patient (422 naming coverageId), and a claim that does not exist. Bill
 // with issue and submitClaim queues the claim, or says why it did not and still makes the invoice.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -156,8 +156,8 @@ describeEachBackend('claim refusals', (backend) => {
     await assertStatusEvents(svc, invoiceId, 4);
   });
 
-  test('amend is refused while the claim is submitting or reversing, and allowed once answered', async () => {
-    // Partially accepted claims: the remittance leaves the invoice partially paid, which can be amended.
+  test('amend is refused while the claim is submitting, reversing or partially accepted, and allowed once reversed', async () => {
+    // Partially accepted claims: the remittance leaves the invoice partially paid.
     const procedures = [
       { code: '0190', dx: ['J06.9'] },
       { code: '0191', dx: ['W19.9'] },
@@ -178,7 +178,11 @@ describeEachBackend('claim refusals', (backend) => {
     assertBusinessRule(await post(partial.invoiceId, 'amend'), /claim that is reversing/);
     await svc.worker.drain();
     assert.equal((await readClaim(w, partial.invoiceId)).status, 'partially_accepted');
-    assert.equal((await invoiceAction(w, partial.invoiceId, 'amend')).status, 'amending');
+    assertBusinessRule(
+      await post(partial.invoiceId, 'amend'),
+      /claim that is partially_accepted; reverse it first/,
+    );
+    assert.equal((await getInvoice(w, partial.invoiceId)).status, 'partially_paid');
   });
 
   test('resubmitting a partially accepted claim checks the invoice and the coverage like a claim does', async () => {
@@ -194,10 +198,18 @@ describeEachBackend('claim refusals', (backend) => {
     assert.equal(refused.status, 422, refused.text);
     assert.equal(refused.body.errors[0].field, 'coverageId');
 
-    await invoiceAction(w, invoiceId, 'amend');
-    assertBusinessRule(await post(invoiceId, 'claim/resubmit'), /is amending/);
+    // The patient pays the rest: a balanced invoice is not claimed again, and the claim says so.
+    const invoice = await getInvoice(w, invoiceId);
+    const paid = await svc.admin('POST', `/practices/${w.practiceId}/payments`, {
+      invoiceId,
+      amount: invoice.balanceDue,
+      method: 'card',
+    });
+    assert.equal(paid.status, 201, paid.text);
+    assertBusinessRule(await post(invoiceId, 'claim/resubmit'), /is balanced/);
     const claim = await readClaim(w, invoiceId);
     assert.equal(claim.status, 'partially_accepted', 'nothing was reversed');
+    assert.equal(claim.resubmittable, false);
     await assertStatusEvents(svc, invoiceId, 2);
   });
 

@@ -1,7 +1,7 @@
 // The invoice state table and its neighbours: issue (draft or amending only; the patient is told and
-// invoice.issued written), amend (issued, partially paid or overdue), payments recorded through the admin
-// API (partially_paid, balanced, payment.created, never more than the balance), GET payments, and the
-// scheduled job marking unpaid invoices past their due date overdue.
+// invoice.issued written), amend (issued, partially paid, overdue or balanced, with its claim settled),
+// payments recorded through the admin API (partially_paid, balanced, payment.created, never more than
+// the balance), GET payments, and the scheduled job marking unpaid invoices past their due date overdue.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { markOverdueInvoices } from '../src/invoices/overdue.ts';
@@ -206,19 +206,26 @@ describeEachBackend('invoice states', (backend) => {
     assert.equal(reissued.body.balanceDue, net - 5000);
   });
 
-  test('amend is refused while a claim is submitting or reversing', async () => {
+  test('amend is refused while a claim is submitting, reversing or accepted, and allowed once it is settled', async () => {
     const invoice = await billedInvoice(svc, practice, { issue: true });
     const claimStatus = (status: string | null) =>
       asOps(svc, (trx) =>
         trx.updateTable('invoices').set({ claim_status: status }).where('id', '=', invoice.id).execute(),
       );
-    for (const status of ['submitting', 'reversing']) {
+    for (const [status, next] of [
+      ['submitting', /wait for the insurer's answer/],
+      ['reversing', /wait for the insurer's answer/],
+      ['accepted', /reverse it first/],
+      ['partially_accepted', /reverse it first/],
+      ['reversal_failed', /reverse it first/],
+    ] as const) {
       await claimStatus(status);
       const refused = await amend(invoice.id);
       refusedWith(refused, 422, 'business_rule');
-      assert.match(refused.body.detail, new RegExp(status));
+      assert.match(refused.body.detail, new RegExp(`claim that is ${status}; `));
+      assert.match(refused.body.detail, next);
     }
-    await claimStatus('accepted');
+    await claimStatus('rejected');
     assert.equal((await amend(invoice.id)).body.status, 'amending');
   });
 

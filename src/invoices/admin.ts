@@ -82,7 +82,7 @@ const CLOSINGS: Array<{
     operationId: 'adminCancelInvoice',
     summary: 'Cancel an invoice nothing was paid on',
     description:
-      'As the public `POST /invoices/{id}/cancel`: a draft, issued, overdue or amending invoice with no payments and no open or accepted claim becomes `cancelled`; its visits can be billed again; `invoice.cancelled` is sent.',
+      'As the public `POST /invoices/{id}/cancel`: a draft, issued, overdue, amending or balanced invoice with no payments and no open or accepted claim becomes `cancelled`; its visits can be billed again; `invoice.cancelled` is sent.',
   },
   {
     action: 'entered-in-error',

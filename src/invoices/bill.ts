@@ -20,7 +20,7 @@ import type { PracticeBilling } from '../practices/service.ts';
 import { invoiceTotals, lineSubtotal, lineTotal } from './money.ts';
 import { ratesFor } from './rates.ts';
 import type { BillRequest, BillResult } from './schemas.ts';
-import { invoiceOf, issueInvoice, readInvoice } from './service.ts';
+import { dueDateFrom, invoiceOf, issueInvoice, readInvoice } from './service.ts';
 import { assignInvoiceNumber, type InvoiceRecord, insertInvoice, liveInvoiceOfEncounter } from './store.ts';
 
 const NOT_BILLED = ['not_done', 'entered_in_error'];
@@ -36,12 +36,6 @@ export type ClaimQueuer = (
   request: { coverageId: string | null; placeOfServiceCode: string | null },
   now: Date,
 ) => Promise<{ queued: true } | { queued: false; reason: string }>;
-
-function addDays(date: string, days: number): string {
-  const d = new Date(`${date}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + days);
-  return d.toISOString().slice(0, 10);
-}
 
 export async function billEncounter(
   trx: Trx,
@@ -178,6 +172,8 @@ async function billedLines(
       subtotal,
       total: lineTotal(subtotal, []),
       pricing_source: rate?.pricingSource ?? null,
+      // No rate: priced 0 until someone sets the price; the invoice cannot be issued before.
+      unpriced: rate === undefined,
       diagnoses: JSON.stringify(
         lineDiagnoses.map((d, i) => ({
           system: d.system,
@@ -230,7 +226,7 @@ async function insertDraftInvoice(
       place_of_service_code: request.placeOfServiceCode ?? null,
       recipient_name: draft.recipientName,
       date: draft.today,
-      due_date: addDays(draft.today, billing.paymentTermsDays),
+      due_date: dueDateFrom(draft.today, billing),
       currency: billing.currency,
       total_net: totals.totalNet,
       total_gross: totals.totalGross,

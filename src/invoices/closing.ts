@@ -1,9 +1,10 @@
 // Owns the ways an invoice stops being collected: cancelled (a draft or an issued invoice nothing was
-// paid on, billed by mistake or no longer wanted), entered in error (it should never have existed)
-// and written off (the practice gives up the balance). Cancelling or marking in error releases the
-// invoice's visits so they can be billed again; a write-off keeps them billed. Each records why and
-// when and writes its event. A claim the insurer is working on, or has accepted, must be settled
-// (waited for, or reversed) first, so no insurer money is left on a closed invoice.
+// paid on, a zero-total one included, billed by mistake or no longer wanted), entered in error (it
+// should never have existed) and written off (the practice gives up the balance). Cancelling or
+// marking in error releases the invoice's visits so they can be billed again; a write-off keeps them
+// billed. Each records why and when and writes its event. A claim the insurer is working on, or has
+// accepted, must be settled (waited for, or reversed) first, so no insurer money is left on a closed
+// invoice; money the patient paid must be refunded first, except by a write-off.
 import type { EventType } from '../events/schemas.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
@@ -11,7 +12,7 @@ import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
 import { OWING_STATUSES } from './payment-status.ts';
 import type { InvoiceStatus } from './schemas.ts';
-import { readInvoice, touchInvoice } from './service.ts';
+import { readInvoice, touchInvoice, unsettledClaimReason } from './service.ts';
 import { type InvoiceRecord, releaseVisits } from './store.ts';
 
 export type Closing = 'cancelled' | 'entered_in_error' | 'written_off';
@@ -25,13 +26,14 @@ interface ClosingRule {
 
 const RULES: Record<Closing, ClosingRule> = {
   cancelled: {
-    from: ['draft', 'issued', 'overdue', 'amending'],
+    // balanced: an invoice for 0 (nothing paid, checked below) is balanced as soon as it is issued.
+    from: ['draft', 'issued', 'overdue', 'amending', 'balanced'],
     event: 'invoice.cancelled',
     releasesVisits: true,
     verb: 'cancelled',
   },
   entered_in_error: {
-    from: ['draft', 'issued', 'overdue', 'amending'],
+    from: ['draft', 'issued', 'overdue', 'amending', 'balanced'],
     event: 'invoice.entered_in_error',
     releasesVisits: true,
     verb: 'marked entered in error',
@@ -45,31 +47,26 @@ const RULES: Record<Closing, ClosingRule> = {
   },
 };
 
-/** Claim statuses that leave no insurer business open on the invoice. */
-const SETTLED_CLAIM: readonly (string | null)[] = [null, 'rejected', 'reversed'];
-
 function refusal(record: InvoiceRecord, closing: Closing): string | null {
   const invoice = record.invoice;
   const rule = RULES[closing];
+  const owing = Number(invoice.balance_due) > 0 && OWING_STATUSES.includes(invoice.status as InvoiceStatus);
   if (!rule.from.includes(invoice.status as InvoiceStatus)) {
     const instead =
-      closing !== 'written_off' && Number(invoice.amount_paid) > 0 && Number(invoice.balance_due) > 0
-        ? ' It has payments: write its balance off instead.'
+      closing !== 'written_off' && Number(invoice.amount_paid) > 0 && owing
+        ? ' It has payments: record a refund of them first, or write its balance off instead.'
         : '';
     return `Invoice ${invoice.number} is ${invoice.status}; only an invoice that is ${rule.from.join(', ')} can be ${rule.verb}.${instead}`;
   }
+  // The insurer's answer first: reversing the claim also takes back what the insurer paid.
+  const claimReason = unsettledClaimReason(invoice);
+  if (claimReason) return claimReason;
   if (closing !== 'written_off' && Number(invoice.amount_paid) !== 0) {
-    return `Invoice ${invoice.number} has ${invoice.amount_paid} paid on it; an invoice with payments cannot be ${rule.verb} (write its balance off instead).`;
+    const instead = owing ? ', or write its balance off instead' : '';
+    return `Invoice ${invoice.number} has ${invoice.amount_paid} paid on it; an invoice with payments cannot be ${rule.verb}: record a refund of them first${instead}.`;
   }
   if (closing === 'written_off' && Number(invoice.balance_due) <= 0) {
     return `Invoice ${invoice.number} has no balance to write off.`;
-  }
-  if (!SETTLED_CLAIM.includes(invoice.claim_status)) {
-    const next =
-      invoice.claim_status === 'submitting' || invoice.claim_status === 'reversing'
-        ? "wait for the insurer's answer"
-        : 'reverse it first';
-    return `Invoice ${invoice.number} has a claim that is ${invoice.claim_status}; ${next}.`;
   }
   return null;
 }

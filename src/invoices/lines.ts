@@ -172,6 +172,8 @@ export async function resolveLine(
       modifierCodes.map((m) => percentages.get(m)!),
     ),
     pricing_source: request.pricingSource ?? null,
+    // A price given through the API is meant, 0 included.
+    unpriced: false,
     diagnoses: diagnoses.map((d, i) => ({
       system: d.system,
       code: d.code,

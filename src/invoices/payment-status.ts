@@ -27,8 +27,11 @@ export function openStatus(money: InvoiceMoney, today: string): InvoiceStatus {
   return 'issued';
 }
 
-/** Why a change that leaves the invoice for less than was paid on it is refused, or null. */
+/**
+ * Why a change that leaves the invoice for less than was paid on it (a line change, or issuing it
+ * again at another VAT rate) is refused, or null.
+ */
 export function overpaymentReason(money: InvoiceMoney, number: string): string | null {
   if (money.amountPaid <= money.totalGross) return null;
-  return `Invoice ${number} would be for ${money.totalGross} but ${money.amountPaid} is paid on it; the service keeps no credit balance, so a change may not bring the total below what was paid.`;
+  return `Invoice ${number} would be for ${money.totalGross} but ${money.amountPaid} is paid on it; the service keeps no credit balance, so a change may not bring the total below what was paid. Record a refund of at least ${money.amountPaid - money.totalGross} first.`;
 }

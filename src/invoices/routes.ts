@@ -317,7 +317,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       operationId: 'issueInvoice',
       summary: 'Issue a draft or amending invoice',
       description:
-        'The patient is told (a notification is recorded) and `invoice.issued` is sent. Any other status answers 422 `business_rule`.',
+        "The patient is told (a notification is recorded) and `invoice.issued` is sent. A draft is dated the practice's date of issue and due `paymentTermsDays` later; an amended invoice keeps its date and due date. Refused with 422 `business_rule` for any other status, for an invoice with a line no rate was found for (the detail names each; set its price, 0 included, or delete it), and when the total at today's VAT rate would fall below what was paid (record a refund first).",
       tag: 'Invoices',
       permission: 'INVOICES:UPDATE',
       resourceType: 'invoice',
@@ -339,7 +339,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       operationId: 'amendInvoice',
       summary: 'Reopen an issued invoice for changes',
       description:
-        'An issued, partially paid or overdue invoice becomes amending, in which lines can change; issue it again when done. Refused with 422 `business_rule` while its claim is submitting or reversing.',
+        'An issued, partially paid, overdue or balanced invoice becomes amending, in which lines can change; issue it again when done (payments stay; its total may not fall below what was paid). Refused with 422 `business_rule` while its claim is submitting or reversing (wait for the answer), or accepted, partially accepted or its reversal failed (reverse the claim first).',
       tag: 'Invoices',
       permission: 'INVOICES:UPDATE',
       resourceType: 'invoice',
@@ -361,7 +361,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       operationId: 'cancelInvoice',
       summary: 'Cancel an invoice nothing was paid on',
       description:
-        'A draft, issued, overdue or amending invoice with no payments, and no claim the insurer is working on or has accepted (reverse it first), becomes `cancelled` with the reason; its visits are released so they can be billed again, and `invoice.cancelled` is sent. Anything else answers 422 `business_rule` saying why. An invoice with payments can be written off by the practice instead.',
+        'A draft, issued, overdue, amending or balanced invoice with no payments (an invoice for 0 is balanced), and no claim the insurer is working on or has accepted (reverse it first), becomes `cancelled` with the reason; its visits are released so they can be billed again, and `invoice.cancelled` is sent. Anything else answers 422 `business_rule` saying why. Payments are refunded first, or the balance written off by the practice instead.',
       tag: 'Invoices',
       permission: 'INVOICES:UPDATE',
       resourceType: 'invoice',

@@ -1,7 +1,8 @@
 // Owns the invoice's life: reading it, keeping its totals equal to the sum of its parts, issuing
 // (draft or amending → issued; the patient is told through a recorded notification and the
-// invoice.issued event) and reopening for amendment. Every change locks the invoice and stamps it
-// with its transaction's change time (src/platform/db/change-feed.ts).
+// invoice.issued event) and reopening for amendment (any issued invoice whose claim is settled). Every
+// change locks the invoice and stamps it with its transaction's change time
+// (src/platform/db/change-feed.ts).
 import type { Updateable } from 'kysely';
 import { insertNotification } from '../notifications/store.ts';
 import { dateIn } from '../platform/clock.ts';
@@ -13,7 +14,7 @@ import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
 import { invoiceTotals } from './money.ts';
-import { OPEN_STATUSES, OWING_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
+import { type InvoiceMoney, OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
 import {
   findInvoice,
@@ -30,6 +31,29 @@ export { listInvoiceRows, loadRecords } from './store.ts';
 
 export const EDITABLE_STATUSES: readonly InvoiceStatus[] = ['draft', 'amending'];
 export const CLAIM_IN_FLIGHT = ['submitting', 'reversing'];
+/** Claim statuses that leave no insurer business open on the invoice. */
+const SETTLED_CLAIM: readonly (string | null)[] = [null, 'rejected', 'reversed'];
+
+/**
+ * Why the invoice's claim stops it being changed or closed, or null: a claim the insurer is working
+ * on must be waited for, and one it accepted (in part, or whose reversal failed) must be reversed
+ * first, so the insurer never holds an answer or money for lines that are no longer the invoice's.
+ */
+export function unsettledClaimReason(invoice: InvoiceRow): string | null {
+  const status = invoice.claim_status;
+  if (SETTLED_CLAIM.includes(status)) return null;
+  const next = CLAIM_IN_FLIGHT.includes(status!)
+    ? "wait for the insurer's answer"
+    : 'reverse it first (POST /invoices/{invoiceId}/claim/reverse)';
+  return `Invoice ${invoice.number} has a claim that is ${status}; ${next}.`;
+}
+
+/** The due date of an invoice dated `date` (YYYY-MM-DD): the practice's payment terms later. */
+export function dueDateFrom(date: string, billing: PracticeBilling): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + billing.paymentTermsDays);
+  return d.toISOString().slice(0, 10);
+}
 
 export function invoiceOf(record: InvoiceRecord): Invoice {
   const i = record.invoice;
@@ -133,9 +157,28 @@ export async function touchInvoice(
 /** Refuses (422 business_rule) a line change that leaves the invoice for less than was paid on it. */
 export async function touchInvoiceLines(trx: Trx, billing: PracticeBilling, invoiceId: string) {
   const touched = await touchInvoice(trx, billing, invoiceId, {}, { retotal: true });
-  const reason = overpaymentReason(touched, touched.number);
-  if (reason) throw new AppError('business_rule', reason);
+  refuseOverpayment(touched, touched.number);
   return touched;
+}
+
+function refuseOverpayment(money: InvoiceMoney, number: string): void {
+  const reason = overpaymentReason(money, number);
+  if (reason) throw new AppError('business_rule', reason);
+}
+
+/**
+ * Refuses (422 business_rule, naming each) lines whose price is still to be set: bill found no rate
+ * for their procedure and no one has priced them since. A line priced 0 through the API is issued.
+ */
+function refuseUnpricedLines(record: InvoiceRecord): void {
+  const unpriced = record.lines.flatMap((line, index) =>
+    line.unpriced ? [`line ${index + 1} (${line.code}, ${line.id})`] : [],
+  );
+  if (unpriced.length === 0) return;
+  throw new AppError(
+    'business_rule',
+    `Invoice ${record.invoice.number} has lines no rate was found for: ${unpriced.join(', ')}. Set each one's price (PUT the line; unitPrice 0 for no charge) or delete it before issuing.`,
+  );
 }
 
 export function requireEditable(record: InvoiceRecord): void {
@@ -172,13 +215,28 @@ export async function issueInvoice(
       `Invoice ${record.invoice.number} has no lines; add one before issuing it.`,
     );
   }
+  refuseUnpricedLines(record);
+  const lineTotals = record.lines.map((line) => Number(line.total));
+  // Issuing totals the lines at the VAT rate of today: the new total may not fall below what was paid.
+  refuseOverpayment(
+    {
+      totalGross: invoiceTotals(lineTotals, billing.vatRateBasisPoints).totalGross,
+      amountPaid: Number(record.invoice.amount_paid),
+      dueDate: record.invoice.due_date,
+    },
+    record.invoice.number,
+  );
+  const today = dateIn(billing.timezone, now);
+  // A draft is dated the day it is issued; an amended invoice issued again keeps its date and due date.
+  const dated =
+    record.invoice.status === 'draft' ? { date: today, due_date: dueDateFrom(today, billing) } : {};
   // Re-issuing an amended invoice keeps what was paid on it: its status follows from its money.
   const touched = await touchInvoice(
     trx,
     billing,
     invoiceId,
-    { status: 'issued', issued_at: now },
-    { settleOn: dateIn(billing.timezone, now), retotal: record.lines.map((line) => Number(line.total)) },
+    { status: 'issued', issued_at: now, ...dated },
+    { settleOn: today, retotal: lineTotals },
   );
   const issued: InvoiceRecord = { ...record, invoice: touched.row };
   await insertNotification(trx, {
@@ -202,18 +260,14 @@ export async function amendInvoice(
   invoiceId: string,
 ): Promise<InvoiceRecord> {
   const record = await readInvoice(trx, billing.id, invoiceId, true);
-  if (!OWING_STATUSES.includes(record.invoice.status as InvoiceStatus)) {
+  if (!OPEN_STATUSES.includes(record.invoice.status as InvoiceStatus)) {
     throw new AppError(
       'business_rule',
-      `Invoice ${record.invoice.number} is ${record.invoice.status}; only an issued, partially paid or overdue invoice can be reopened.`,
+      `Invoice ${record.invoice.number} is ${record.invoice.status}; only an issued, partially paid, overdue or balanced invoice can be reopened.`,
     );
   }
-  if (record.invoice.claim_status && CLAIM_IN_FLIGHT.includes(record.invoice.claim_status)) {
-    throw new AppError(
-      'business_rule',
-      `Invoice ${record.invoice.number} has a claim that is ${record.invoice.claim_status}; wait for the insurer's answer before amending.`,
-    );
-  }
+  const claimReason = unsettledClaimReason(record.invoice);
+  if (claimReason) throw new AppError('business_rule', `${claimReason} Then amend.`);
   await touchInvoice(trx, billing, invoiceId, { status: 'amending' });
   return readInvoice(trx, billing.id, invoiceId);
 }

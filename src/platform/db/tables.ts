@@ -277,6 +277,7 @@ export interface InvoiceLinesTable {
   system: string | null;
   total: number;
   unit_price: number;
+  unpriced: Generated<boolean>;
 }
 
 export interface InvoicesTable {

@@ -55,7 +55,10 @@ export class Invoices {
     );
   }
 
-  /** Reopens an issued invoice so that its lines can change. */
+  /**
+   * Reopens an issued invoice (paid in full included) so that its lines can change; its claim must be
+   * settled first (none, rejected or reversed).
+   */
   amend(invoiceId: string, options?: RequestOptions): Promise<Invoice> {
     return this.#http.call(
       'post',
@@ -66,8 +69,8 @@ export class Invoices {
   }
 
   /**
-   * Cancels an invoice nothing was paid on (draft, issued, overdue or amending, no open or accepted
-   * claim), with the reason; its visits can be billed again. Anything else is a 422.
+   * Cancels an invoice nothing was paid on (draft, issued, overdue, amending, or balanced for 0; no
+   * open or accepted claim), with the reason; its visits can be billed again. Anything else is a 422.
    */
   cancel(invoiceId: string, body: CancelInvoiceRequest, options?: RequestOptions): Promise<Invoice> {
     return this.#http.call(
