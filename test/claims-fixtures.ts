@@ -74,6 +74,12 @@ export interface Procedure {
   dx: string[];
 }
 
+/** Two lines: the second's primary diagnosis is an external cause, so the sandbox denies it. */
+export const W19_SECOND_LINE: Procedure[] = [
+  { code: '0190', dx: ['J06.9'] },
+  { code: '0191', dx: ['W19.9', 'J06.9'] },
+];
+
 const STANDARD: Procedure[] = [
   { code: '0190', dx: ['J06.9'] },
   { code: '0191', dx: ['I10'] },
@@ -166,7 +172,7 @@ export function assertClaimShape(claim: Json, invoiceStatus = 'issued'): void {
   assert.equal(claim.outcome, OUTCOME[claim.status], `outcome of ${claim.status}`);
   assert.equal(
     claim.resubmittable,
-    ['rejected', 'reversed'].includes(claim.status) &&
+    ['rejected', 'reversed', 'partially_accepted'].includes(claim.status) &&
       ['issued', 'partially_paid', 'overdue'].includes(invoiceStatus),
     'resubmittable',
   );

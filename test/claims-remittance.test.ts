@@ -1,7 +1,8 @@
 // The insurer's remittance: after an acceptance the approved benefits are paid as one insurer payment
 // (GET /invoices/{id}/payments), moving the invoice to balanced or partially_paid and writing
-// payment.created; a rejection pays nothing, a reversal before the remittance stops it, a confirmed
-// reversal takes the insurer's payments back, and a resubmission is paid its benefits once.
+// payment.created; a rejection pays nothing, a reversal before the remittance stops it (one that fails
+// does not: the acceptance stands and is paid), a confirmed reversal takes the insurer's payments back,
+// and a resubmission is paid its benefits once.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import {
@@ -14,15 +15,12 @@ import {
   newWorld,
   payments,
   readClaim,
+  runDueJobsOf,
   sendClaim,
+  W19_SECOND_LINE,
   type World,
 } from './claims-fixtures.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
-
-const W19_SECOND_LINE = [
-  { code: '0190', dx: ['J06.9'] },
-  { code: '0191', dx: ['W19.9', 'J06.9'] },
-];
 
 function benefits(claim: { items: Array<{ decision: string; benefit: number | null }> }): number {
   return claim.items.reduce((sum, i) => sum + (i.decision === 'denied' ? 0 : (i.benefit ?? 0)), 0);
@@ -218,5 +216,40 @@ describeEachBackend('claim remittance after a delay', (backend) => {
     assert.deepEqual(await payments(w, invoiceId), []);
     assert.equal((await getInvoice(w, invoiceId)).status, 'issued');
     assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 0);
+  });
+
+  test('a reversal that fails before the remittance leaves the acceptance to be paid', async () => {
+    const { invoiceId, invoice } = await issuedInvoice(w, { coverage: { memberNumber: 'REVFAIL-81' } });
+    assert.equal((await claimAndDrain(w, invoiceId)).status, 'accepted');
+    await sendClaim(w, invoiceId, 'claim/reverse');
+    await svc.worker.drain();
+    assert.equal((await readClaim(w, invoiceId)).status, 'reversal_failed');
+    assert.deepEqual(await payments(w, invoiceId), [], 'not paid yet');
+    svc.clock.advance(30_000);
+    await svc.worker.drain();
+    assert.deepEqual(
+      (await payments(w, invoiceId)).map((p) => [p.source, p.amount]),
+      [['insurer', invoice.totalGross]],
+    );
+    assert.equal((await getInvoice(w, invoiceId)).status, 'balanced');
+    assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 1);
+  });
+
+  test('a remittance due while the claim is reversing waits for the reversal, and is paid once it fails', async () => {
+    const { invoiceId, invoice } = await issuedInvoice(w, { coverage: { memberNumber: 'REVFAIL-82' } });
+    assert.equal((await claimAndDrain(w, invoiceId)).status, 'accepted');
+    await sendClaim(w, invoiceId, 'claim/reverse');
+    svc.clock.advance(30_000);
+    assert.equal(await runDueJobsOf(svc, 'insurer.remittance'), 1, 'the remittance came due first');
+    assert.equal((await readClaim(w, invoiceId)).status, 'reversing');
+    assert.deepEqual(await payments(w, invoiceId), [], 'nothing is paid while the reversal runs');
+    await svc.worker.drain();
+    assert.equal((await readClaim(w, invoiceId)).status, 'reversal_failed');
+    svc.clock.advance(60_000);
+    await svc.worker.drain();
+    assert.deepEqual(
+      (await payments(w, invoiceId)).map((p) => p.amount),
+      [invoice.totalGross],
+    );
   });
 });

@@ -174,7 +174,7 @@ export async function invoiceDetail(
     patient: { id: patient.id, name: nameOf(patient.given_names, patient.last_name) },
     coverages: coverages.map((c) => coverageOf(c, today)),
     payments: payments.map(paymentOf),
-    claim: claim ? await readClaim(trx, practiceId, invoiceId) : null,
+    claim: claim ? await readClaim(trx, billing, invoiceId, now) : null,
     events: events.map((e) => ({
       id: e.id,
       type: e.type,

@@ -32,7 +32,7 @@ export interface ClaimJobContext {
   remittanceDelayMs: number | null;
 }
 
-/** How long a remittance waits before trying again while its invoice is being amended. */
+/** How long a remittance waits before trying again while its invoice is being amended or its claim reversed. */
 export const REMITTANCE_RETRY_MS = 60_000;
 
 /** Delays between attempts at an insurer that did not answer. */
@@ -295,8 +295,15 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
 }
 
 /**
+ * Claim statuses in which the insurer still stands by the acceptance the remittance pays: accepted in
+ * whole or in part, or a reversal of it that failed (the acceptance stands, so does its money).
+ */
+const REMITTED_STATUSES: readonly string[] = ['accepted', 'partially_accepted', 'reversal_failed'];
+
+/**
  * Pays the approved benefits of an accepted claim as the insurer's payment on the invoice, net of what
- * the insurer already paid on it (a confirmed reversal takes the insurer's payments back).
+ * the insurer already paid on it (a confirmed reversal takes the insurer's payments back). While a
+ * reversal is under way the payment waits for its end: paid if it fails, never if it is confirmed.
  */
 export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
   const { claimId, submissionId } = checkedPayload(CLAIM_JOBS.remittance, job.payload);
@@ -304,11 +311,11 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
   await inPractice(ctx.db, practiceId, async (trx) => {
     const now = ctx.now();
     const claim = await findClaim(trx, practiceId, claimId);
-    if (
-      claim &&
-      claim.submission_id === submissionId &&
-      (claim.status === 'accepted' || claim.status === 'partially_accepted')
-    ) {
+    if (claim?.submission_id === submissionId && claim.status === 'reversing') {
+      await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, 'the claim is being reversed');
+      return;
+    }
+    if (claim && claim.submission_id === submissionId && REMITTED_STATUSES.includes(claim.status)) {
       const items = await claimItems(trx, practiceId, claimId);
       const benefit = items.reduce(
         (sum, i) => sum + (i.decision === 'denied' ? 0 : Number(i.benefit ?? 0)),

@@ -59,8 +59,8 @@ export const claimRoutes = [
     successStatus: 200,
     response: Claim,
     errorStatuses: [401, 403, 404, 429, 500, 503],
-    handler: async ({ trx, practiceId, params }) => ({
-      body: await readClaim(trx, practiceId, params.invoiceId),
+    handler: async ({ trx, practiceId, params, now }) => ({
+      body: await readClaim(trx, await practiceBilling(trx, practiceId), params.invoiceId, now),
       resource: { id: params.invoiceId },
     }),
   }),
@@ -70,7 +70,7 @@ export const claimRoutes = [
     operationId: 'resubmitClaim',
     summary: 'Send a rejected, reversed or partially accepted claim again',
     description:
-      "A rejected or reversed claim is sent again as a correction built from the invoice's current lines. A partially accepted claim is reversed first (status reversing) so accepted lines are not paid twice, then sent again by itself.",
+      "Allowed when the claim's `resubmittable` is true (a body naming another coverage is checked as for a claim); else 422 `business_rule` saying why. A rejected or reversed claim is sent again as a correction built from the invoice's current lines. A partially accepted claim is reversed first (status reversing) so accepted lines are not paid twice, then sent again by itself.",
     tag: 'Claims',
     permission: 'CLAIMS:EXECUTE',
     resourceType: 'claim',

@@ -30,7 +30,10 @@ export const Claim = Type.Object(
         description: "The insurer's reason when the claim or its reversal failed, or why it was not sent.",
       }),
     ),
-    resubmittable: Type.Boolean({ description: 'True when the claim was rejected or reversed.' }),
+    resubmittable: Type.Boolean({
+      description:
+        'True exactly when `POST .../claim/resubmit` without a body would be accepted now: the claim is rejected, reversed or partially accepted, and the invoice is claim-ready (issued, partially paid or overdue, with lines that each have a primary diagnosis, and a coverage).',
+    }),
     reversible: Type.Boolean({
       description: 'True when the insurer accepted some or all of it, or a reversal failed.',
     }),

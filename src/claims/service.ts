@@ -1,7 +1,8 @@
 // Owns the claim lifecycle on our side. A claim is sent (submitting), the insurer's answer makes it
 // accepted, partially_accepted or rejected; a reversal goes reversing → reversed or reversal_failed;
 // a resubmission of a rejected or reversed claim is sent again from the invoice's current lines, and
-// one of a partially accepted claim is reversed first, then sent by itself. Every status change
+// one of a partially accepted claim is reversed first, then sent by itself. One rule (`resubmission`)
+// decides both whether resubmit is accepted and what the claim's `resubmittable` says. Every status change
 // updates the invoice's claimStatus and writes claim.status_changed in the same transaction; the
 // insurer is called only by background jobs enqueued in that transaction.
 import type { Static } from 'typebox';
@@ -45,12 +46,14 @@ const OUTCOME_OF: Record<ClaimStatus, Claim['outcome']> = {
   rejected: 'error',
   reversal_failed: 'error',
 };
-const RESUBMITTABLE: readonly string[] = ['rejected', 'reversed'];
+/** Claim statuses resubmit takes: a partially accepted claim is reversed first, then sent again. */
+const RESUBMITTABLE: readonly string[] = ['rejected', 'reversed', 'partially_accepted'];
 const REVERSIBLE: readonly string[] = ['accepted', 'partially_accepted', 'reversal_failed'];
 
 /**
- * The claim as the API shows it. `invoiceClaimable` says whether the invoice's status lets it be
- * claimed again, so `resubmittable` is true only when a resubmission would be accepted.
+ * The claim as the API shows it. `invoiceClaimable` says whether the invoice could be claimed now
+ * under the claim's coverage (`claimReadiness`), so `resubmittable` is the rule the resubmit action
+ * applies (`resubmission`): true exactly when a resubmission without a body would be accepted.
  */
 export function claimOf(row: ClaimRow, items: ClaimItemRow[], invoiceClaimable: boolean): Claim {
   const status = row.status as ClaimStatus;
@@ -78,15 +81,17 @@ export function claimOf(row: ClaimRow, items: ClaimItemRow[], invoiceClaimable: 
   };
 }
 
-export async function readClaim(trx: Trx, practiceId: string, invoiceId: string): Promise<Claim> {
-  const record = await readInvoice(trx, practiceId, invoiceId);
-  const claim = await findClaimOfInvoice(trx, practiceId, invoiceId);
+export async function readClaim(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  now: Date,
+): Promise<Claim> {
+  const record = await readInvoice(trx, billing.id, invoiceId);
+  const claim = await findClaimOfInvoice(trx, billing.id, invoiceId);
   if (!claim) throw notFound('Claim');
-  return claimOf(
-    claim,
-    await claimItems(trx, practiceId, claim.id),
-    OWING_STATUSES.includes(record.invoice.status as InvoiceStatus),
-  );
+  const readiness = await claimReadiness(trx, billing, record, {}, claim.coverage_id, now);
+  return claimOf(claim, await claimItems(trx, billing.id, claim.id), readiness.ready);
 }
 
 /** Changes a claim's status with its event and the invoice's claimStatus, in the caller's transaction. */
@@ -202,10 +207,10 @@ export async function sendClaim(
   const record = created ?? (await readInvoice(trx, billing.id, invoiceId, true));
   const existing = created ? undefined : await findClaimOfInvoice(trx, billing.id, invoiceId, true);
   if (existing) {
-    const next = RESUBMITTABLE.includes(existing.status)
-      ? 'resubmit it'
-      : REVERSIBLE.includes(existing.status)
-        ? 'reverse it, or resubmit'
+    const next = REVERSIBLE.includes(existing.status)
+      ? 'reverse it, or resubmit'
+      : RESUBMITTABLE.includes(existing.status)
+        ? 'resubmit it'
         : 'wait for the insurer to answer';
     throw new AppError(
       'business_rule',
@@ -257,6 +262,28 @@ export async function queueClaimFromBill(
   }
 }
 
+/**
+ * Whether the claim can be resubmitted now with this request, and under which coverage: the claim is
+ * rejected, reversed or partially accepted, and the invoice is claim-ready as for a first claim. The
+ * claim's `resubmittable` field (`claimOf`) is this rule applied to an empty request.
+ */
+async function resubmission(
+  trx: Trx,
+  billing: PracticeBilling,
+  record: InvoiceRecord,
+  claim: ClaimRow,
+  request: ClaimRequest,
+  now: Date,
+): Promise<{ ready: true; coverage: CoverageRow } | { ready: false; reason: string }> {
+  if (!RESUBMITTABLE.includes(claim.status)) {
+    return {
+      ready: false,
+      reason: `The claim is ${claim.status}; only a rejected, reversed or partially accepted claim can be resubmitted.`,
+    };
+  }
+  return claimReadiness(trx, billing, record, request, claim.coverage_id, now);
+}
+
 export async function resubmitClaim(
   trx: Trx,
   billing: PracticeBilling,
@@ -268,12 +295,12 @@ export async function resubmitClaim(
   const claim = await findClaimOfInvoice(trx, billing.id, invoiceId, true);
   if (!claim)
     throw new AppError('business_rule', `Invoice ${record.invoice.number} has no claim yet; send it first.`);
+  const readiness = await resubmission(trx, billing, record, claim, request, now);
+  if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
   if (claim.status === 'partially_accepted') {
     // Accepted lines must not be billed twice: reverse first, then send again by itself, under the
-    // coverage and place of service this request names (the invoice must be claim-ready now, and
-    // cannot be amended while the claim is reversing).
-    const readiness = await claimReadiness(trx, billing, record, request, claim.coverage_id, now);
-    if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
+    // coverage and place of service this request names (the invoice cannot be amended while the
+    // claim is reversing).
     return startReversal(
       trx,
       billing,
@@ -286,14 +313,6 @@ export async function resubmitClaim(
       'Resubmission of a partially accepted claim',
     );
   }
-  if (!RESUBMITTABLE.includes(claim.status)) {
-    throw new AppError(
-      'business_rule',
-      `The claim is ${claim.status}; only a rejected, reversed or partially accepted claim can be resubmitted.`,
-    );
-  }
-  const readiness = await claimReadiness(trx, billing, record, request, claim.coverage_id, now);
-  if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
   const updated = await setClaimStatus(
     trx,
     billing,

@@ -1,6 +1,6 @@
 // The claim as the API shows it (claimOf in src/claims/service.ts) without a database: the outcome of
-// each status, when a claim may be resubmitted (rejected or reversed, and only while the invoice can
-// be claimed) or reversed (accepted, partially accepted or a failed reversal), and its items as numbers.
+// each status, when a claim may be resubmitted (rejected, reversed or partially accepted, and only
+// while the invoice can be claimed) or reversed (accepted, partially accepted or a failed reversal), and its items as numbers.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CLAIM_STATUSES, type ClaimStatus } from '../../src/claims/schemas.ts';
@@ -35,7 +35,7 @@ const EXPECTED: Record<ClaimStatus, { outcome: string; resubmittable: boolean; r
   reversing: { outcome: 'queued', resubmittable: false, reversible: false },
   accepted: { outcome: 'complete', resubmittable: false, reversible: true },
   reversed: { outcome: 'complete', resubmittable: true, reversible: false },
-  partially_accepted: { outcome: 'partial', resubmittable: false, reversible: true },
+  partially_accepted: { outcome: 'partial', resubmittable: true, reversible: true },
   rejected: { outcome: 'error', resubmittable: true, reversible: false },
   reversal_failed: { outcome: 'error', resubmittable: false, reversible: true },
 };
@@ -86,7 +86,7 @@ describe('claim rules', () => {
         warnings: [],
       },
     ];
-    assert.deepEqual(claimOf(row('partially_accepted'), items, true), {
+    assert.deepEqual(claimOf(row('partially_accepted'), items, false), {
       object: 'claim',
       id: 'clm_1',
       invoiceId: 'inv_1',

@@ -20,8 +20,13 @@ import type { Claim, InvoiceDetail } from '../types.ts';
 const IN_FLIGHT = ['submitting', 'reversing'];
 const EDITABLE = ['draft', 'amending'];
 const OPEN = ['issued', 'partially_paid', 'overdue'];
-/** Statuses the service may cancel or mark entered in error (it refuses when a payment or claim stands in the way). */
-const CLOSABLE = ['draft', 'amending', 'issued', 'overdue'];
+/** Statuses the service reopens for changes (it refuses while the claim is not settled). */
+const AMENDABLE = [...OPEN, 'balanced'];
+/**
+ * Statuses the service may cancel or mark entered in error (it refuses when a payment or claim stands
+ * in the way); balanced only for an invoice for 0, nothing paid.
+ */
+const CLOSABLE = ['draft', 'amending', 'issued', 'overdue', 'balanced'];
 
 export function InvoicePage({ invoiceId }: { invoiceId: string }) {
   const { api, practiceId } = useConsole();
@@ -180,6 +185,8 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
     reload();
   };
   const canClaim = OPEN.includes(invoice.status);
+  const closable =
+    CLOSABLE.includes(invoice.status) && (invoice.status !== 'balanced' || invoice.amountPaid === 0);
   return (
     <section class="panel" aria-labelledby="actions-title">
       <h2 id="actions-title">Fix and send</h2>
@@ -193,7 +200,7 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
             done={after('Invoice issued.')}
           />
         ) : null}
-        {OPEN.includes(invoice.status) ? (
+        {AMENDABLE.includes(invoice.status) ? (
           <Action
             label="Reopen for changes (amend)"
             run={() => api.amendInvoice(practiceId, invoice.id)}
@@ -208,7 +215,7 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
             done={after('Claim sent; waiting for the insurer.')}
           />
         ) : null}
-        {claim && (claim.resubmittable || claim.status === 'partially_accepted') ? (
+        {claim?.resubmittable ? (
           <Action
             kind="primary"
             label="Resubmit claim"
@@ -321,7 +328,7 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
           </Field>
         </ActionForm>
       ) : null}
-      {CLOSABLE.includes(invoice.status) ? (
+      {closable ? (
         <ActionForm
           label="Entered in error"
           submitLabel="Mark entered in error"
@@ -337,7 +344,7 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
           </Field>
         </ActionForm>
       ) : null}
-      {CLOSABLE.includes(invoice.status) ? (
+      {closable ? (
         <ActionForm
           label="Cancel invoice"
           submitLabel="Cancel invoice"

@@ -320,7 +320,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a draft or amending invoice
-         * @description The patient is told (a notification is recorded) and `invoice.issued` is sent. Any other status answers 422 `business_rule`.
+         * @description The patient is told (a notification is recorded) and `invoice.issued` is sent. A draft is dated the practice's date of issue and due `paymentTermsDays` later; an amended invoice keeps its date and due date. Refused with 422 `business_rule` for any other status, for an invoice with a line no rate was found for (the detail names each; set its price, 0 included, or delete it), and when the total at today's VAT rate would fall below what was paid (record a refund first).
          */
         post: operations["issueInvoice"];
         delete?: never;
@@ -340,7 +340,7 @@ export interface paths {
         put?: never;
         /**
          * Reopen an issued invoice for changes
-         * @description An issued, partially paid or overdue invoice becomes amending, in which lines can change; issue it again when done. Refused with 422 `business_rule` while its claim is submitting or reversing.
+         * @description An issued, partially paid, overdue or balanced invoice becomes amending, in which lines can change; issue it again when done (payments stay; its total may not fall below what was paid). Refused with 422 `business_rule` while its claim is submitting or reversing (wait for the answer), or accepted, partially accepted or its reversal failed (reverse the claim first).
          */
         post: operations["amendInvoice"];
         delete?: never;
@@ -360,7 +360,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel an invoice nothing was paid on
-         * @description A draft, issued, overdue or amending invoice with no payments, and no claim the insurer is working on or has accepted (reverse it first), becomes `cancelled` with the reason; its visits are released so they can be billed again, and `invoice.cancelled` is sent. Anything else answers 422 `business_rule` saying why. An invoice with payments can be written off by the practice instead.
+         * @description A draft, issued, overdue, amending or balanced invoice with no payments (an invoice for 0 is balanced), and no claim the insurer is working on or has accepted (reverse it first), becomes `cancelled` with the reason; its visits are released so they can be billed again, and `invoice.cancelled` is sent. Anything else answers 422 `business_rule` saying why. Payments are refunded first, or the balance written off by the practice instead.
          */
         post: operations["cancelInvoice"];
         delete?: never;
@@ -421,7 +421,7 @@ export interface paths {
         put?: never;
         /**
          * Send a rejected, reversed or partially accepted claim again
-         * @description A rejected or reversed claim is sent again as a correction built from the invoice's current lines. A partially accepted claim is reversed first (status reversing) so accepted lines are not paid twice, then sent again by itself.
+         * @description Allowed when the claim's `resubmittable` is true (a body naming another coverage is checked as for a claim); else 422 `business_rule` saying why. A rejected or reversed claim is sent again as a correction built from the invoice's current lines. A partially accepted claim is reversed first (status reversing) so accepted lines are not paid twice, then sent again by itself.
          */
         post: operations["resubmitClaim"];
         delete?: never;
@@ -853,7 +853,7 @@ export interface components {
             outcome: "queued" | "complete" | "partial" | "error";
             /** @description The insurer's reason when the claim or its reversal failed, or why it was not sent. */
             message: string | null;
-            /** @description True when the claim was rejected or reversed. */
+            /** @description True exactly when `POST .../claim/resubmit` without a body would be accepted now: the claim is rejected, reversed or partially accepted, and the invoice is claim-ready (issued, partially paid or overdue, with lines that each have a primary diagnosis, and a coverage). */
             resubmittable: boolean;
             /** @description True when the insurer accepted some or all of it, or a reversal failed. */
             reversible: boolean;
