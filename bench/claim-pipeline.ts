@@ -9,7 +9,7 @@
 //   end to end          bill request sent → accepted webhook received, per claim; one not done within
 //                       the drain counts as infinitely late (null in the JSON, "> drain" in the table)
 import { Pool } from 'undici';
-import { mapConcurrent } from './api.ts';
+import { call, mapConcurrent } from './api.ts';
 import { percentile, round } from './stats.ts';
 import type { Receiver } from './webhook-receiver.ts';
 
@@ -186,13 +186,13 @@ export async function runClaimPipeline(options: ClaimOptions): Promise<ClaimResu
       billFailures[reason] = (billFailures[reason] ?? 0) + 1;
     }
     const queued = ok.filter((b) => b.claimQueued);
-    // Read every claim back: only those that reached accepted count.
+    // Read every claim back: only those that reached accepted count. A read shed with 503 is retried
+    // after its Retry-After, as an integrator's client does, so shedding is never taken for a loss.
     const statuses = await mapConcurrent(queued, 8, async (b) => {
-      const response = await fetch(`${options.baseUrl}/api/v1/invoices/${b.invoiceId}/claim`, {
-        headers: { authorization: `Bearer ${b.key}` },
+      const answer = await call(options.baseUrl, 'GET', `/api/v1/invoices/${b.invoiceId}/claim`, {
+        token: b.key,
       });
-      const claim = (await response.json()) as { status?: string };
-      return claim.status ?? `http_${response.status}`;
+      return answer.status === 200 ? (answer.body as { status: string }).status : `http_${answer.status}`;
     });
     const otherOutcomes: Record<string, number> = {};
     const accepted: { bill: Bill; arrival: number | undefined }[] = [];

@@ -11,7 +11,7 @@
 //                    whole second in which claims reached their outcome (answer webhook received) at
 //                    90 % or more of the capacity is the time full throughput took to return.
 // Load shedding is what the overload judges, and it is off by default on the embedded database, so the
-// scenarios run on a service with the shedding bounds set explicitly (SHEDDING_ENV, PostgreSQL's
+// scenarios run on a service with the shedding bounds set explicitly (sheddingEnv, PostgreSQL's
 // defaults): the embedded pass starts one for them.
 // Visits are recorded through the public API (createVisit), so both passes run the scenarios on the
 // running service.
@@ -52,8 +52,19 @@ export const ISOLATION = {
   drainMs: count('BENCH_ISOLATION_DRAIN_S', 180) * 1000,
 };
 
-/** The load-shedding bounds the isolation scenarios run with, on both databases. */
-export const SHEDDING_ENV = { LOAD_SHED_CONNECTION_WAIT_MS: '500', LOAD_SHED_EVENT_LOOP_LAG_MS: '500' };
+/**
+ * The load-shedding bounds the isolation scenarios run with: PostgreSQL's defaults (the in-flight
+ * limit twice the default pool of 10), and on the embedded database, where shedding is off by
+ * default, the same bounds with an in-flight limit of 4, since its one session runs one transaction
+ * at a time.
+ */
+export function sheddingEnv(database: ServiceSpec['database']): Record<string, string> {
+  return {
+    LOAD_SHED_CONNECTION_WAIT_MS: '500',
+    LOAD_SHED_EVENT_LOOP_LAG_MS: '500',
+    LOAD_SHED_MAX_IN_FLIGHT: 'url' in database ? '20' : '4',
+  };
+}
 
 /** Full throughput: claims reaching their outcome at this share of the capacity, per second. */
 const FULL_THROUGHPUT = 0.9;
@@ -328,12 +339,12 @@ export async function isolationOnly(
   spec: Omit<ServiceSpec, 'adminToken' | 'jobPollMs' | 'env'>,
 ): Promise<void> {
   const adminToken = `adm_bench_${randomBytes(12).toString('hex')}`;
-  noteShedding(ctx);
+  noteShedding(ctx, spec.database);
   const service = await startService({
     ...spec,
     adminToken,
     jobPollMs: ctx.settings.jobPollMs,
-    env: SHEDDING_ENV,
+    env: sheddingEnv(spec.database),
   });
   try {
     await isolationScenarios(ctx, service, adminToken);
@@ -343,9 +354,9 @@ export async function isolationOnly(
 }
 
 /** Says in the run's notes which shedding bounds the isolation scenarios ran with. */
-export function noteShedding(ctx: PassContext): void {
+export function noteShedding(ctx: PassContext, database: ServiceSpec['database']): void {
   ctx.result.notes.push(
-    `isolation scenarios: load shedding bounds set explicitly (${Object.entries(SHEDDING_ENV)
+    `isolation scenarios: load shedding bounds set explicitly (${Object.entries(sheddingEnv(database))
       .map(([name, value]) => `${name}=${value}`)
       .join(', ')}); on the embedded database shedding is off by default`,
   );

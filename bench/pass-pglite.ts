@@ -9,7 +9,7 @@ import path from 'node:path';
 import { startBaseline } from './baseline.ts';
 import { pgliteTarget } from './bulk-sql.ts';
 import { onCleanup } from './cleanup.ts';
-import { isolationOnly, isolationScenarios, noteShedding, SHEDDING_ENV } from './isolation.ts';
+import { isolationOnly, isolationScenarios, noteShedding, sheddingEnv } from './isolation.ts';
 import {
   claimScenario,
   claimVisitsNeeded,
@@ -100,8 +100,8 @@ export async function pglitePass(ctx: PassContext): Promise<void> {
       // Shedding is off by default here; the isolation scenarios judge it, so they run on the same
       // data directory with its bounds set.
       await service.stop();
-      noteShedding(ctx);
-      service = await startService({ ...spec, env: SHEDDING_ENV });
+      noteShedding(ctx, spec.database);
+      service = await startService({ ...spec, env: sheddingEnv(spec.database) });
       await isolationScenarios(ctx, service, adminToken);
     }
   } finally {

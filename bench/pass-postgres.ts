@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { startBaseline } from './baseline.ts';
 import { postgresTarget } from './bulk-sql.ts';
-import { isolationOnly, isolationScenarios, noteShedding, SHEDDING_ENV } from './isolation.ts';
+import { isolationOnly, isolationScenarios, noteShedding, sheddingEnv } from './isolation.ts';
 import {
   claimScenario,
   claimVisitsNeeded,
@@ -58,7 +58,7 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       : 'the service ran as one process (npm start: the API and the worker)',
   );
   const adminToken = `adm_bench_${randomBytes(12).toString('hex')}`;
-  if (settings.only === undefined || settings.only === 'claims') noteShedding(ctx);
+  if (settings.only === undefined || settings.only === 'claims') noteShedding(ctx, { url: serviceDb.url });
   try {
     const service = await startService({
       database: { url: serviceDb.url },
@@ -66,7 +66,7 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       jobPollMs: settings.jobPollMs,
       separateWorker: settings.separateWorker,
       // PostgreSQL's defaults, set explicitly as the isolation scenarios judge them.
-      env: SHEDDING_ENV,
+      env: sheddingEnv({ url: serviceDb.url }),
       ...(settings.cpuProfDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`] } : {}),
     });
     ctx.result.start = { firstStartMs: service.startMs };

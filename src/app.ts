@@ -141,7 +141,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       // Before anything else: an overloaded service refuses at once, having done nothing.
       deps.loadShedder.start();
       api.addHook('onClose', async () => deps.loadShedder.stop());
-      api.addHook('onRequest', deps.loadShedder.refuseWhenOverloaded);
+      api.addHook('onRequest', deps.loadShedder.admit);
+      api.addHook('preValidation', deps.loadShedder.resume);
       registerApiScope(api, deps, apiRoutes);
     },
     { prefix: '/api/v1' },

@@ -55,6 +55,22 @@ export async function prometheusText(
   });
   shed.inc({ reason: 'connection_wait' }, metrics.requestsShed.connectionWait);
   shed.inc({ reason: 'event_loop_lag' }, metrics.requestsShed.eventLoopLag);
+  shed.inc({ reason: 'in_flight_limit' }, metrics.requestsShed.inFlightLimit);
+  gauge('api_requests_in_flight', 'API requests this process is serving now.').set(
+    metrics.requestsInFlight.running,
+  );
+  gauge('api_requests_in_flight_limit', 'API requests in flight past which this process sheds; 0: none.').set(
+    metrics.requestsInFlight.limit,
+  );
+  new Counter({
+    name: 'practice_billing_first_connection_waits_total',
+    help: "API requests whose first transaction had its connection (this process's).",
+    registers,
+  }).inc(metrics.firstConnectionWait.requests);
+  gauge(
+    'first_connection_wait_longest_seconds',
+    "The longest an API request waited for its first transaction's connection (this process's).",
+  ).set(metrics.firstConnectionWait.longestMs / 1000);
   gauge('event_loop_lag_seconds', "This process's event-loop lag at its latest sample.").set(
     metrics.eventLoopLagMs / 1000,
   );

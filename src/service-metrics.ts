@@ -1,8 +1,8 @@
 // What an operator watches of the service under load, in one place: the job queue per lane (waiting,
 // running, the oldest waiting one's age, each lane's slots), the practices with the deepest
 // backlogs, webhook deliveries in flight per endpoint (src/jobs/queue-figures.ts, the database's
-// figures, the same from every process), and this API process's requests shed and event-loop lag
-// (src/platform/http/load-shedding.ts). Served as admin JSON
+// figures, the same from every process), and this API process's requests shed, requests in flight,
+// first connections' waits and event-loop lag (src/platform/http/load-shedding.ts). Served as admin JSON
 // (GET /admin/v1/metrics, declared in src/service-metrics-routes.ts), shown on the console's dashboard,
 // and as Prometheus text at /metrics (src/metrics-endpoint.ts) behind the same admin token.
 import { type Static, Type } from 'typebox';
@@ -41,7 +41,25 @@ export const ServiceMetrics = Type.Object(
     ),
     endpointConcurrency: Count,
     requestsShed: Type.Object(
-      { connectionWait: Count, eventLoopLag: Count },
+      { connectionWait: Count, eventLoopLag: Count, inFlightLimit: Count },
+      { additionalProperties: false },
+    ),
+    requestsInFlight: Type.Object(
+      {
+        running: Count,
+        peak: Type.Integer({ minimum: 0, description: 'The most at once since the process started.' }),
+        limit: Type.Integer({ minimum: 0, description: 'Past it requests are shed; 0: no limit.' }),
+      },
+      { additionalProperties: false },
+    ),
+    firstConnectionWait: Type.Object(
+      {
+        requests: Type.Integer({
+          minimum: 0,
+          description: 'API requests whose first transaction had its connection, since the process started.',
+        }),
+        longestMs: Type.Number({ description: 'The longest any of them waited for it, in milliseconds.' }),
+      },
       { additionalProperties: false },
     ),
     eventLoopLagMs: Type.Number(),
@@ -62,7 +80,20 @@ export async function serviceMetrics(trx: Trx, deps: Deps): Promise<ServiceMetri
     deepestBacklogs: queue.deepestBacklogs,
     deliveriesInFlight: queue.deliveriesInFlight,
     endpointConcurrency: deps.config.webhookEndpointConcurrency,
-    requestsShed: { connectionWait: shed.connection_wait, eventLoopLag: shed.event_loop_lag },
+    requestsShed: {
+      connectionWait: shed.connection_wait,
+      eventLoopLag: shed.event_loop_lag,
+      inFlightLimit: shed.in_flight_limit,
+    },
+    requestsInFlight: {
+      running: deps.loadShedder.inFlight,
+      peak: deps.loadShedder.peakInFlight,
+      limit: deps.loadShedder.maxInFlight,
+    },
+    firstConnectionWait: {
+      requests: deps.loadShedder.firstConnectionWaits.requests,
+      longestMs: Math.round(deps.loadShedder.firstConnectionWaits.longestMs * 10) / 10,
+    },
     eventLoopLagMs: Math.round(deps.loadShedder.eventLoopLagMs),
   };
 }

@@ -309,6 +309,7 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     // Off unless a test turns it on: a loaded test machine must not make other tests' requests 503.
     LOAD_SHED_CONNECTION_WAIT_MS: '0',
     LOAD_SHED_EVENT_LOOP_LAG_MS: '0',
+    LOAD_SHED_MAX_IN_FLIGHT: '0',
     ...options.env,
   });
   if (!db) {

@@ -1,13 +1,15 @@
-// Load shedding in front of the public API: while work has waited longer than the bound for a
-// database connection, or the event loop lags past its bound, a request is answered 503
-// service_unavailable with Retry-After at once, before authentication, idempotency or any database
-// work, so nothing of it was done: the same request with the same Idempotency-Key afterwards is
-// served as new, not replayed. Each refusal is counted. The client package waits out the Retry-After
-// and its retry succeeds.
+// Load shedding in front of the public API. A request is answered 503 service_unavailable with
+// Retry-After, having done nothing, while the event loop lags past its bound, while as many requests
+// as the in-flight limit are being served, or when its first connection would wait the bound or more:
+// predicted on arrival, or reached while it waits. The same request with the same Idempotency-Key
+// afterwards is served as new, not replayed, and creates one record. Each refusal is counted, and how
+// long served requests waited for their first connection is read from the service's own metrics,
+// never from the test's clock. Connections are held by open transactions of the test's own, and the
+// lag is set through readLagWith, so nothing depends on how busy the machine is. The client package
+// waits out the Retry-After and its retry succeeds.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import { longestConnectionWaitMs } from '../src/platform/db/connection-waits.ts';
 import { asOperator } from '../src/platform/db/transaction.ts';
 import {
   call,
@@ -31,48 +33,75 @@ async function eventually(what: string, check: () => boolean): Promise<void> {
 }
 
 const POOL_SIZE = 2;
+const IN_FLIGHT_LIMIT = 4;
+/** The capped service's bound: long, so that only a stalled machine makes its admitted requests 503. */
+const CAPPED_BOUND_MS = 5000;
+
+/** A bound no request reaches while the test holds nothing: only held connections make waits. */
+const BOUND_MS = 1000;
 
 describeEachBackend('load shedding', (backend) => {
   // One service sheds on connection waits only, the other on event-loop lag only, so that neither
   // reason turns up in the other's test.
   let svc: TestService;
   let lagging: TestService;
+  let capped: TestService;
   before(async () => {
     svc = await startService(backend, {
       poolSize: POOL_SIZE,
-      env: { LOAD_SHED_CONNECTION_WAIT_MS: '20', LOAD_SHED_EVENT_LOOP_LAG_MS: '0' },
+      env: { LOAD_SHED_CONNECTION_WAIT_MS: String(BOUND_MS), LOAD_SHED_EVENT_LOOP_LAG_MS: '0' },
     });
     lagging = await startService(backend, {
       env: { LOAD_SHED_CONNECTION_WAIT_MS: '0', LOAD_SHED_EVENT_LOOP_LAG_MS: '200' },
     });
+    capped = await startService(backend, {
+      poolSize: POOL_SIZE,
+      env: {
+        LOAD_SHED_CONNECTION_WAIT_MS: String(CAPPED_BOUND_MS),
+        LOAD_SHED_EVENT_LOOP_LAG_MS: '0',
+        LOAD_SHED_MAX_IN_FLIGHT: String(IN_FLIGHT_LIMIT),
+      },
+    });
   });
   after(async () => {
-    await Promise.all([svc.close(), lagging.close()]);
+    await Promise.all([svc.close(), lagging.close(), capped.close()]);
   });
 
-  /**
-   * Holds every connection of the service's database in open transactions, and queues one more
-   * transaction behind them until it has waited past the bound; answers how to let them all go.
-   */
-  async function saturate(): Promise<() => Promise<void>> {
+  /** Holds every connection of service's database in open transactions until the answer is called. */
+  async function holdConnections(service: TestService): Promise<() => Promise<void>> {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
     let holding = 0;
-    const holders = Array.from({ length: backend === 'postgres' ? POOL_SIZE : 1 }, () =>
-      asOperator(svc.db, async (trx) => {
+    const holders = Array.from({ length: service.db.connections.size }, () =>
+      asOperator(service.db, async (trx) => {
         await sql`SELECT 1`.execute(trx);
         holding += 1;
         await gate;
       }),
     );
     await eventually('every connection is held', () => holding === holders.length);
-    const waiting = asOperator(svc.db, (trx) => sql`SELECT 1`.execute(trx));
-    await eventually('a transaction has waited past the bound', () => longestConnectionWaitMs(svc.db) >= 25);
     return async () => {
       release();
-      await Promise.all([...holders, waiting]);
+      await Promise.all(holders);
+    };
+  }
+
+  /**
+   * Holds every connection of the service's database in open transactions, and queues one more
+   * transaction behind them until it has waited past the bound; answers how to let them all go.
+   */
+  async function saturate(): Promise<() => Promise<void>> {
+    const letGo = await holdConnections(svc);
+    const waiting = asOperator(svc.db, (trx) => sql`SELECT 1`.execute(trx));
+    await eventually(
+      'a transaction has waited past the bound',
+      () => svc.db.connections.longestWaitMs() > BOUND_MS,
+    );
+    return async () => {
+      await letGo();
+      await waiting;
     };
   }
 
@@ -179,5 +208,112 @@ describeEachBackend('load shedding', (backend) => {
     assert.equal(patient.lastName, body.lastName);
     assert.equal(svc.deps.loadShedder.shed.connection_wait, shedBefore + 1);
     assert.equal((await patients(practice.key, body)).length, 1);
+  });
+  test('an admitted request whose first connection would wait past the bound is refused, having done nothing, and its retry with the key creates one record', async () => {
+    const practice = await svc.newPractice();
+    const key = uniqueKey();
+    const body = patientBody();
+    const shedBefore = svc.deps.loadShedder.shed.connection_wait;
+    const letGo = await holdConnections(svc);
+    let answer: Awaited<ReturnType<typeof call>>;
+    try {
+      // Nobody waits yet and a wait is not predicted to reach the bound: the request is admitted, and
+      // refused only by its own wait for a connection (predicted, or reaching the bound).
+      const connections = svc.db.connections;
+      assert.ok(connections.longestWaitMs() < BOUND_MS && connections.predictedWaitMs() < BOUND_MS);
+      // Answered while every connection is still held: it never had one.
+      answer = await call(svc.baseUrl, 'POST', '/api/v1/patients', {
+        token: practice.key,
+        idempotencyKey: key,
+        body,
+      });
+    } finally {
+      await letGo();
+    }
+    assert.equal(answer.status, 503, answer.text);
+    assert.equal(answer.headers.get('retry-after'), '1');
+    assert.equal(answer.body.code, 'service_unavailable');
+    assert.equal(svc.deps.loadShedder.shed.connection_wait, shedBefore + 1, 'the refusal is counted');
+
+    assert.deepEqual(await patients(practice.key, body), [], 'no patient was created');
+    const again = await call(svc.baseUrl, 'POST', '/api/v1/patients', {
+      token: practice.key,
+      idempotencyKey: key,
+      body,
+    });
+    assert.equal(again.status, 201, again.text);
+    assert.equal(again.headers.get('idempotent-replayed'), null, 'served as new: the key was never used');
+    assert.equal((await patients(practice.key, body)).length, 1);
+  });
+
+  test('under a burst past the in-flight limit, each answer was served having waited less than the bound for its first connection, or is a 503 that changed nothing; retried with their keys the refused ones create one record each', async () => {
+    const practice = await capped.newPractice();
+    const metrics = async () => (await capped.admin('GET', '/metrics')).body;
+    const before = await metrics();
+    const requests = Array.from({ length: 3 * IN_FLIGHT_LIMIT }, () => ({
+      key: uniqueKey(),
+      body: patientBody(),
+    }));
+    const post = ({ key, body }: (typeof requests)[number]) =>
+      call(capped.baseUrl, 'POST', '/api/v1/patients', { token: practice.key, idempotencyKey: key, body });
+
+    const letGo = await holdConnections(capped);
+    let answered = 0;
+    const pending = requests.map((request) =>
+      post(request).finally(() => {
+        answered += 1;
+      }),
+    );
+    try {
+      // The admitted requests wait for a connection, which the test holds: only refusals come back.
+      await eventually(
+        'every request past the limit is answered',
+        () => answered >= requests.length - IN_FLIGHT_LIMIT,
+      );
+    } finally {
+      await letGo();
+    }
+    const answers = await Promise.all(pending);
+    const after = await metrics();
+
+    const served = answers.filter((answer) => answer.status === 201);
+    const refused = answers.filter((answer) => answer.status !== 201);
+    for (const answer of refused) {
+      assert.equal(answer.status, 503, answer.text);
+      assert.equal(answer.headers.get('retry-after'), '1');
+      assert.equal(answer.body.code, 'service_unavailable');
+    }
+    const shedSince = (reason: 'connectionWait' | 'eventLoopLag' | 'inFlightLimit') =>
+      after.requestsShed[reason] - before.requestsShed[reason];
+    assert.equal(
+      shedSince('inFlightLimit') + shedSince('connectionWait') + shedSince('eventLoopLag'),
+      refused.length,
+      'every refusal is counted by its reason',
+    );
+    assert.ok(shedSince('inFlightLimit') >= 1, 'requests past the limit were refused');
+    assert.equal(after.requestsInFlight.limit, IN_FLIGHT_LIMIT);
+    assert.ok(after.requestsInFlight.peak <= IN_FLIGHT_LIMIT, 'never more in flight than the limit');
+    assert.equal(after.requestsInFlight.running, 0);
+    assert.ok(served.length >= 1 && served.length <= IN_FLIGHT_LIMIT, `served ${served.length}`);
+    // From the service's own figures: each served request had its first connection, no refused one did,
+    // and none waited the bound for it.
+    assert.equal(after.firstConnectionWait.requests - before.firstConnectionWait.requests, served.length);
+    assert.ok(
+      after.firstConnectionWait.longestMs < CAPPED_BOUND_MS,
+      `${after.firstConnectionWait.longestMs}`,
+    );
+
+    // Nothing of a refused request was done; each served one created its patient once.
+    for (const [i, request] of requests.entries()) {
+      const expected = answers[i]!.status === 201 ? 1 : 0;
+      assert.equal((await patients(practice.key, request.body, capped)).length, expected);
+    }
+    for (const [i, request] of requests.entries()) {
+      if (answers[i]!.status === 201) continue;
+      const again = await post(request);
+      assert.equal(again.status, 201, again.text);
+      assert.equal(again.headers.get('idempotent-replayed'), null, 'served as new: the key was never used');
+      assert.equal((await patients(practice.key, request.body, capped)).length, 1);
+    }
   });
 });

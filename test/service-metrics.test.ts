@@ -1,6 +1,6 @@
 // What an operator watches under load, from the admin API (JSON) and from /metrics (Prometheus text,
 // behind the admin token): per lane the jobs waiting and running and the oldest one's age, the
-// practices with the deepest backlogs, the deliveries in flight per endpoint, and requests shed.
+// practices with the deepest backlogs, the deliveries in flight per endpoint, requests shed and in flight.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { takeDueJobs } from '../src/jobs/queue.ts';
@@ -17,6 +17,7 @@ describeEachBackend('service metrics', (backend) => {
         WEBHOOK_ENDPOINT_CONCURRENCY: '2',
         LOAD_SHED_CONNECTION_WAIT_MS: '0',
         LOAD_SHED_EVENT_LOOP_LAG_MS: '60000',
+        LOAD_SHED_MAX_IN_FLIGHT: '50',
       },
     });
     receiver = await Receiver.forService(svc);
@@ -55,7 +56,8 @@ describeEachBackend('service metrics', (backend) => {
       { practiceId: busy.practiceId, endpointId: endpoint.id, running: 2, waiting: 1 },
     ]);
     assert.equal(metrics.endpointConcurrency, 2);
-    assert.deepEqual(metrics.requestsShed, { connectionWait: 0, eventLoopLag: 0 });
+    assert.deepEqual(metrics.requestsShed, { connectionWait: 0, eventLoopLag: 0, inFlightLimit: 0 });
+    assert.deepEqual(metrics.requestsInFlight, { running: 0, peak: 1, limit: 50 });
 
     const refused = await call(svc.baseUrl, 'GET', '/metrics', {});
     assert.equal(refused.status, 401);
@@ -75,6 +77,8 @@ describeEachBackend('service metrics', (backend) => {
       ),
     );
     assert.match(text.text, /^practice_billing_requests_shed_total\{reason="connection_wait"\} 0$/m);
+    assert.match(text.text, /^practice_billing_requests_shed_total\{reason="in_flight_limit"\} 0$/m);
+    assert.match(text.text, /^practice_billing_api_requests_in_flight_limit 50$/m);
   });
 
   test('a shed request is counted, in the JSON and in the Prometheus text', async () => {

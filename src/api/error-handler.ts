@@ -5,10 +5,13 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { AuditUnavailableError } from '../platform/audit-log.ts';
 import { isDatabaseUnavailable } from '../platform/db/transaction.ts';
 import { AppError, fieldErrors, invalidParameters, problemOf } from '../platform/http/errors.ts';
+import { RequestShed } from '../platform/http/load-shedding.ts';
 import type { RefuseUnrouted } from '../platform/http/not-found.ts';
 import { toFieldErrors } from '../platform/http/validation.ts';
 
 function toAppError(error: FastifyError | Error, request: FastifyRequest): AppError {
+  // Shed before any work: nothing to record, and no connection to spend on recording it.
+  if (error instanceof RequestShed) request.auditState?.shed();
   if (error instanceof AppError) return error;
   const fe = error as FastifyError;
   if (fe.validation) {
@@ -86,7 +89,7 @@ export function installErrorHandler(
         : toAppError(error, request);
     if (appError.code === 'internal_error') {
       request.log.error({ err: error }, 'unhandled error');
-    } else if (appError.code === 'service_unavailable') {
+    } else if (appError.code === 'service_unavailable' && !(error instanceof RequestShed)) {
       request.log.warn({ err: error }, 'answered 503');
     }
     if (request.auditState) request.auditState.problemCode = appError.code;

@@ -25,9 +25,10 @@ export type RefusedKey = CallerIdentity & { reason: AuthRefusalReason };
 
 /**
  * Where the row stands: still to write; written (inside the work's transaction, or alone); its write
- * failed (the answer became 503 and must not be retried); or held until the answer has been sent.
+ * failed (the answer became 503 and must not be retried); none, the request was shed; or held until
+ * the answer has been sent.
  */
-type Progress = 'open' | 'written' | 'failed' | 'after-answer';
+type Progress = 'open' | 'written' | 'failed' | 'shed' | 'after-answer';
 
 export class RequestAudit {
   outcome: string | null = null;
@@ -54,6 +55,11 @@ export class RequestAudit {
 
   failed(): void {
     this.#progress = 'failed';
+  }
+
+  /** The request was shed before any work (load shedding): like one refused before it was known, no row. */
+  shed(): void {
+    this.#progress = 'shed';
   }
 
   /** The row for `who`, the request answered `status`. */

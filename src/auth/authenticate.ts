@@ -4,6 +4,7 @@
 // always decided by the database. Never logs or returns the key itself.
 import { sql } from 'kysely';
 import type { Clock } from '../platform/clock.ts';
+import { asBookkeeping } from '../platform/db/connection-waits.ts';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';
 import { parseApiKey, secretMatches } from './api-keys.ts';
@@ -68,14 +69,14 @@ interface KeyRow {
 /**
  * One key's row, through the operator-owned look-up function (migration 0006). On PostgreSQL it is a
  * single statement outside any transaction; the embedded database has one connection whose open
- * transaction a bare statement would join, so there it runs in a transaction of its own.
+ * transaction a bare statement would join, so there it runs in a transaction of its own. Bookkeeping
+ * before the request's work: load shedding bounds its wait for a connection, as it bounds the work's.
  */
 async function lookUpKey(db: Database, keyId: string): Promise<KeyRow | undefined> {
   const query = sql<KeyRow>`SELECT * FROM api_key_for_request(${keyId})`;
-  const result =
-    db.kind === 'postgres'
-      ? await query.execute(db.kysely)
-      : await asOperator(db, (trx) => query.execute(trx));
+  const result = await asBookkeeping(() =>
+    db.kind === 'postgres' ? query.execute(db.kysely) : asOperator(db, (trx) => query.execute(trx)),
+  );
   return result.rows[0];
 }
 
@@ -88,14 +89,16 @@ export const LAST_USED_STEP_MS = 60_000;
  * hand is stamped first, so this process's next requests in that minute write nothing; the UPDATE's
  * own condition keeps other processes from writing it again within the minute. Not a column migration
  * 0012 watches, so no process forgets its keys for it. A failed write loses one timestamp and never
- * the request.
+ * the request (but a write shed by load shedding means the request's own work is shed next).
  */
 async function noteUse(db: Database, row: KeyRow, now: Date): Promise<void> {
   if (row.last_used_at && now.getTime() - row.last_used_at.getTime() < LAST_USED_STEP_MS) return;
   row.last_used_at = now;
   const due = new Date(now.getTime() - LAST_USED_STEP_MS);
   try {
-    await asOperator(db, (trx) => stampKeyUse(trx, row.practice_id, row.key_id, now, due));
+    await asBookkeeping(() =>
+      asOperator(db, (trx) => stampKeyUse(trx, row.practice_id, row.key_id, now, due)),
+    );
   } catch {
     // Only the usage stamp is lost; the next request after a minute writes it again.
   }

@@ -52,6 +52,8 @@ export interface Config {
   loadShedConnectionWaitMs: number;
   /** Refuse API requests (503) while the event loop lags this much; 0: never. */
   loadShedEventLoopLagMs: number;
+  /** Refuse API requests (503) while this many are in flight; 0: never. */
+  loadShedMaxInFlight: number;
   /** Webhook deliveries a worker runs at once (the webhooks lane). */
   webhookJobConcurrency: number;
   /** Deliveries to one endpoint running at once, in all workers. */
@@ -127,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST || '127.0.0.1';
   const databaseUrl = env.DATABASE_URL || undefined;
+  const databasePoolSize = integer(env, 'DATABASE_POOL_SIZE', 10, 1, 500);
   const databaseListenUrl = env.DATABASE_LISTEN_URL || undefined;
   if (databaseListenUrl && !databaseUrl) {
     throw new ConfigError(
@@ -160,7 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     insurerDelayMs: integer(env, 'INSURER_DELAY_MS', 1000, 0, 600_000),
     embeddedSharedBuffersMb: integer(env, 'EMBEDDED_SHARED_BUFFERS_MB', 16, 1, 4096),
-    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 500),
+    databasePoolSize,
     workerDatabasePoolSize: integer(env, 'WORKER_DATABASE_POOL_SIZE', 8, 1, 500),
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
     preparedStatements: flag(env, 'DATABASE_PREPARED_STATEMENTS', true),
@@ -183,6 +186,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // transaction after another, so one slow statement would look like overload (docs/decisions.md).
     loadShedConnectionWaitMs: integer(env, 'LOAD_SHED_CONNECTION_WAIT_MS', databaseUrl ? 500 : 0, 0, 60_000),
     loadShedEventLoopLagMs: integer(env, 'LOAD_SHED_EVENT_LOOP_LAG_MS', databaseUrl ? 500 : 0, 0, 60_000),
+    // Twice the API's connections: a request holds one for part of its life only (docs/decisions.md).
+    loadShedMaxInFlight: integer(
+      env,
+      'LOAD_SHED_MAX_IN_FLIGHT',
+      databaseUrl ? 2 * databasePoolSize : 0,
+      0,
+      100_000,
+    ),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 8, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 3, 1, 64),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),

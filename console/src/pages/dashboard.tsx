@@ -107,16 +107,21 @@ export function DashboardPage() {
 
 /** The whole service, every practice: what the queue holds and what the API refused. */
 function ServiceLoad({ metrics }: { metrics: ServiceMetrics }) {
-  const shed = metrics.requestsShed.connectionWait + metrics.requestsShed.eventLoopLag;
+  const { connectionWait, eventLoopLag, inFlightLimit } = metrics.requestsShed;
+  const shed = connectionWait + eventLoopLag + inFlightLimit;
+  const inFlight = metrics.requestsInFlight;
   return (
     <>
       <h2>Service load</h2>
       <p class="muted">
         Every practice. Requests shed (answered 503 because this API process was overloaded): {shed}
         {shed > 0
-          ? ` (${metrics.requestsShed.connectionWait} waiting for the database, ${metrics.requestsShed.eventLoopLag} on event-loop lag)`
+          ? ` (${connectionWait} waiting for the database, ${eventLoopLag} on event-loop lag, ${inFlightLimit} past the in-flight limit)`
           : ''}
-        ; event-loop lag {metrics.eventLoopLagMs} ms.
+        ; requests in flight {inFlight.running}
+        {inFlight.limit > 0 ? ` of ${inFlight.limit}` : ''} (at most {inFlight.peak}); longest wait for a
+        first connection {metrics.firstConnectionWait.longestMs} ms; event-loop lag {metrics.eventLoopLagMs}{' '}
+        ms.
       </p>
       <table>
         <caption>Job queue by lane</caption>

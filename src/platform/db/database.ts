@@ -5,6 +5,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
+import { ConnectionGate } from './connection-waits.ts';
 import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn, quoted } from './listen.ts';
 import { PostgresSessionDialect } from './postgres-session.ts';
 import type { Tables } from './tables.ts';
@@ -16,6 +17,11 @@ export type DatabaseKind = 'postgres' | 'pglite';
 export interface Database {
   kind: DatabaseKind;
   kysely: Kysely<Tables>;
+  /**
+   * The queue for this database's connections (src/platform/db/connection-waits.ts): every statement
+   * of kysely and poolQuery takes a place in it first.
+   */
+  connections: ConnectionGate;
   /**
    * Calls onSignal with the payload of every NOTIFY on channel, and with undefined whenever listening
    * starts or starts again (signals may have been missed meanwhile); onLost when it stops working,
@@ -97,12 +103,16 @@ export function openPostgres(options: PostgresOptions): Database {
   });
   // How each statement travels (prepared, held for the COMMIT, joined with BEGIN) is decided in one
   // place, per statement: src/platform/db/postgres-session.ts.
+  const connections = new ConnectionGate(options.poolSize);
   const kysely = new Kysely<Tables>({
-    dialect: new PostgresSessionDialect(pool, { preparedStatements: options.preparedStatements === true }),
+    dialect: connections.dialect(
+      new PostgresSessionDialect(pool, { preparedStatements: options.preparedStatements === true }),
+    ),
   });
   return {
     kind: 'postgres',
     kysely,
+    connections,
     listen: (channel, onSignal, onLost) =>
       listenOn(
         {
@@ -117,11 +127,13 @@ export function openPostgres(options: PostgresOptions): Database {
         onLost,
       ),
     poolQuery: ({ name, text, values }) =>
-      pool.query({
-        ...(name && options.preparedStatements ? { name } : {}),
-        text,
-        ...(values ? { values } : {}),
-      }),
+      connections.using(() =>
+        pool.query({
+          ...(name && options.preparedStatements ? { name } : {}),
+          text,
+          ...(values ? { values } : {}),
+        }),
+      ),
     close: () => kysely.destroy(),
   };
 }
@@ -203,10 +215,13 @@ export async function openPglite(options: PgliteOptions): Promise<Database & { p
     parsers: pgliteParsers,
     startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${options.sharedBuffersMb ?? 16}MB`],
   });
-  const kysely = new Kysely<Tables>({ dialect: new PGliteDialect({ pglite }) });
+  // One session: one transaction at a time.
+  const connections = new ConnectionGate(1);
+  const kysely = new Kysely<Tables>({ dialect: connections.dialect(new PGliteDialect({ pglite })) });
   return {
     kind: 'pglite',
     kysely,
+    connections,
     pglite,
     listen: (channel, onSignal) => listenInSession(pglite, kysely, channel, onSignal),
     async close() {

@@ -6,7 +6,6 @@
 import { createHash } from 'node:crypto';
 import { type RawBuilder, sql, type Transaction } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
-import { awaitConnection } from './connection-waits.ts';
 import type { Database } from './database.ts';
 import type { Tables } from './tables.ts';
 
@@ -33,16 +32,11 @@ async function inTransaction<T>(
   fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
   let used: Trx | undefined;
-  const connected = awaitConnection(db);
-  const result = await db.kysely
-    .transaction()
-    .execute(async (trx) => {
-      connected();
-      used = trx;
-      const settings = await frame.execute(trx);
-      return fn(trx, settings.rows[0]?.locked !== false);
-    })
-    .finally(connected);
+  const result = await db.kysely.transaction().execute(async (trx) => {
+    used = trx;
+    const settings = await frame.execute(trx);
+    return fn(trx, settings.rows[0]?.locked !== false);
+  });
   const hooks = used && afterCommitHooks.get(used);
   if (hooks) {
     for (const hook of hooks) {

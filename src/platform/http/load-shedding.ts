@@ -1,27 +1,39 @@
-// Owns load shedding in front of the public API: when a request would wait longer than a bound for a
-// database connection (the longest current wait for one already lasts that long,
-// src/platform/db/connection-waits.ts), or the event loop lags past a bound, the request is answered
-// 503 service_unavailable with Retry-After at once, before authentication, idempotency or any
-// database work, so that nothing of it was done and a retry is always safe. Each refusal is logged and
-// counted by its reason. 429 stays the per-client rate limit (docs/decisions.md). The event loop's lag
-// is sampled by a timer (how late it fired) and judged over a window: the highest sample of the last
-// LAG_WINDOW_MS, so one late timer keeps counting for a while rather than until the next sample. How
-// the lag is read can be replaced (readLagWith), for a caller that must not depend on how busy the
-// machine is, such as a test, or for another monitor.
+// Owns load shedding in front of the public API. A request is answered 503 service_unavailable with
+// Retry-After, having done nothing (no transaction started, no Idempotency-Key taken, no audit row),
+// so that a retry is always safe, when:
+//  - it arrives while the event loop lags past a bound (event_loop_lag);
+//  - it arrives while as many requests as the in-flight limit are being served (in_flight_limit): a
+//    concurrency limiter, which bounds the queue for connections and so every later wait too;
+//  - its first connection would wait the connection-wait bound or more (connection_wait): refused on
+//    arrival while a newcomer's wait is predicted that long (the queue ahead of it at the recent hold
+//    time) or a current wait already lasts that long; and otherwise, through its FirstConnectionBound
+//    (src/platform/db/connection-waits.ts), by each wait before its first transaction has a
+//    connection, predicted or reached. From its first transaction on, a request's waits are never
+//    cut: it may have done work by then.
+// Each refusal is logged and counted by its reason; requests in flight and how long first connections
+// waited are counted for the operator (src/service-metrics.ts). 429 stays the per-client rate limit
+// (docs/decisions.md). The event loop's lag is sampled by a timer (how late it fired) and judged over a
+// window: the highest sample of the last LAG_WINDOW_MS, so one late timer keeps counting for a while
+// rather than until the next sample. How the lag is read can be replaced (readLagWith), for a caller
+// that must not depend on how busy the machine is, such as a test, or for another monitor.
+import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
-import type { FastifyRequest } from 'fastify';
-import { longestConnectionWaitMs } from '../db/connection-waits.ts';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { FirstConnectionBound, type RefusedWait, runWithConnectionBound } from '../db/connection-waits.ts';
 import type { Database } from '../db/database.ts';
 import { AppError } from './errors.ts';
 
 export interface LoadSheddingSettings {
-  /** Refuse while a transaction has waited this long for a connection (0: never). */
+  /** Refuse when a request's first connection would wait this long (0: never). */
   loadShedConnectionWaitMs: number;
   /** Refuse while the event loop lags this much (0: never). */
   loadShedEventLoopLagMs: number;
+  /** Refuse while this many requests are in flight (0: never). */
+  loadShedMaxInFlight: number;
 }
 
-export type ShedReason = 'connection_wait' | 'event_loop_lag';
+export const SHED_REASONS = ['connection_wait', 'event_loop_lag', 'in_flight_limit'] as const;
+export type ShedReason = (typeof SHED_REASONS)[number];
 
 /** How often the event loop's lag is sampled. */
 const LAG_SAMPLE_MS = 50;
@@ -32,19 +44,59 @@ export const LAG_WINDOW_MS = 1000;
 /** Seconds a refused caller is asked to wait. */
 export const SHED_RETRY_AFTER_SECONDS = 1;
 
+/** The refusal of a shed request: a 503 that says nothing was done. */
+export class RequestShed extends AppError {
+  readonly reason: ShedReason;
+
+  constructor(reason: ShedReason) {
+    super(
+      'service_unavailable',
+      'The service is overloaded and did not start this request; nothing was done. Retry after the seconds in Retry-After.',
+      { headers: { 'retry-after': String(SHED_RETRY_AFTER_SECONDS) } },
+    );
+    this.reason = reason;
+  }
+}
+
+/** How long requests waited for their first connection (those that had one), since the process started. */
+export interface FirstConnectionWaits {
+  requests: number;
+  longestMs: number;
+}
+
 export class LoadShedder {
   /** Requests refused, by reason, since the process started. */
-  readonly shed: Record<ShedReason, number> = { connection_wait: 0, event_loop_lag: 0 };
+  readonly shed: Record<ShedReason, number> = { connection_wait: 0, event_loop_lag: 0, in_flight_limit: 0 };
+  readonly firstConnectionWaits: FirstConnectionWaits = { requests: 0, longestMs: 0 };
+  #inFlight = 0;
+  #peakInFlight = 0;
   /** The lag samples of the last LAG_WINDOW_MS, oldest first. */
   readonly #samples: { at: number; lagMs: number }[] = [];
   #readLag: (() => number) | null = null;
   #timer: NodeJS.Timeout | undefined;
+  /** Each admitted request's async context, entered again once its body has been read. */
+  readonly #contexts = new WeakMap<FastifyRequest, AsyncResource>();
   readonly #db: Database;
   readonly #settings: LoadSheddingSettings;
 
   constructor(db: Database, settings: LoadSheddingSettings) {
     this.#db = db;
     this.#settings = settings;
+  }
+
+  /** The most requests in flight at once: 0 when there is no limit. */
+  get maxInFlight(): number {
+    return this.#settings.loadShedMaxInFlight;
+  }
+
+  /** Requests admitted and not yet answered. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** The most requests ever in flight at once since the process started. */
+  get peakInFlight(): number {
+    return this.#peakInFlight;
   }
 
   /** Starts sampling the event loop's lag (when a bound is set); stop() ends it. */
@@ -83,27 +135,79 @@ export class LoadShedder {
   reasonToShed(): ShedReason | null {
     const { loadShedConnectionWaitMs: waitBound, loadShedEventLoopLagMs: lagBound } = this.#settings;
     if (lagBound > 0 && this.eventLoopLagMs >= lagBound) return 'event_loop_lag';
-    if (waitBound > 0 && longestConnectionWaitMs(this.#db) >= waitBound) return 'connection_wait';
+    if (this.maxInFlight > 0 && this.#inFlight >= this.maxInFlight) return 'in_flight_limit';
+    const connections = this.#db.connections;
+    if (
+      waitBound > 0 &&
+      (connections.predictedWaitMs() >= waitBound || connections.longestWaitMs() >= waitBound)
+    ) {
+      return 'connection_wait';
+    }
     return null;
   }
 
-  /** An onRequest hook: throws the 503 for a request to be refused, after logging and counting it. */
-  readonly refuseWhenOverloaded = async (request: FastifyRequest): Promise<void> => {
+  /**
+   * An onRequest hook (the first of the API): refuses an overloaded request with its 503, or admits
+   * it: counted in flight until its answer is out (or its caller has gone), and run under the bound on
+   * its first connection.
+   */
+  readonly admit = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
     const reason = this.reasonToShed();
-    if (!reason) return;
+    if (reason) {
+      done(this.#refuse(request, reason, {}));
+      return;
+    }
+    this.#inFlight += 1;
+    this.#peakInFlight = Math.max(this.#peakInFlight, this.#inFlight);
+    reply.raw.once('close', () => {
+      this.#inFlight -= 1;
+    });
+    const boundMs = this.#settings.loadShedConnectionWaitMs;
+    if (boundMs <= 0) {
+      done();
+      return;
+    }
+    const bound = new FirstConnectionBound(
+      boundMs,
+      (why) => this.#refuse(request, 'connection_wait', why),
+      (waitedMs) => {
+        this.firstConnectionWaits.requests += 1;
+        this.firstConnectionWaits.longestMs = Math.max(this.firstConnectionWaits.longestMs, waitedMs);
+      },
+    );
+    runWithConnectionBound(bound, () => {
+      const context = new AsyncResource('practice-billing:api-request');
+      this.#contexts.set(request, context);
+      context.runInAsyncScope(done);
+    });
+  };
+
+  /**
+   * A preValidation hook: reading the body leaves the request's async context (the stream's events
+   * run in the socket's), so the bound would be lost for the handler; this enters it again.
+   */
+  readonly resume = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    const context = this.#contexts.get(request);
+    if (context) context.runInAsyncScope(done);
+    else done();
+  };
+
+  /** The refusal of a request, logged and counted. */
+  #refuse(request: FastifyRequest, reason: ShedReason, wait: Partial<RefusedWait>): RequestShed {
     this.shed[reason] += 1;
+    const connections = this.#db.connections;
     request.log.warn(
       {
         reason,
         eventLoopLagMs: Math.round(this.eventLoopLagMs),
-        connectionWaitMs: Math.round(longestConnectionWaitMs(this.#db)),
+        requestsInFlight: this.#inFlight,
+        connectionWaiters: connections.waiters,
+        longestConnectionWaitMs: Math.round(connections.longestWaitMs()),
+        predictedConnectionWaitMs: Math.round(wait.predictedMs ?? connections.predictedWaitMs()),
+        ...(wait.waitedMs !== undefined ? { waitedMs: Math.round(wait.waitedMs) } : {}),
       },
       'request shed: the service is overloaded',
     );
-    throw new AppError(
-      'service_unavailable',
-      'The service is overloaded and did not start this request; nothing was done. Retry after the seconds in Retry-After.',
-      { headers: { 'retry-after': String(SHED_RETRY_AFTER_SECONDS) } },
-    );
-  };
+    return new RequestShed(reason);
+  }
 }

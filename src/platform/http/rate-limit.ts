@@ -13,6 +13,7 @@ import type { FastifyReply } from 'fastify';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Trx } from '../db/transaction.ts';
 import { AppError } from './errors.ts';
+import { RequestShed } from './load-shedding.ts';
 
 interface PoolQuery {
   name?: string;
@@ -172,6 +173,8 @@ export class RateLimits {
       query: (query) => {
         if (Date.now() < skipUntil) return Promise.reject(new Error('the rate-limit store failed lately'));
         return withTimeout(store.query(query), timeoutMs).catch((error: unknown) => {
+          // The request was shed while waiting for a connection: the store is fine.
+          if (error instanceof RequestShed) throw error;
           skipUntil = Date.now() + retryAfterMs;
           failures += 1;
           if (Date.now() - toldAt >= 60_000) {

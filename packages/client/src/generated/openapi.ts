@@ -2139,6 +2139,20 @@ export interface components {
             requestsShed: {
                 connectionWait: number;
                 eventLoopLag: number;
+                inFlightLimit: number;
+            };
+            requestsInFlight: {
+                running: number;
+                /** @description The most at once since the process started. */
+                peak: number;
+                /** @description Past it requests are shed; 0: no limit. */
+                limit: number;
+            };
+            firstConnectionWait: {
+                /** @description API requests whose first transaction had its connection, since the process started. */
+                requests: number;
+                /** @description The longest any of them waited for it, in milliseconds. */
+                longestMs: number;
             };
             eventLoopLagMs: number;
         };
