@@ -163,12 +163,12 @@ describeEachBackend('payments and refunds from the integration', (backend) => {
     );
   });
 
-  test('each needs its own permission: PAYMENTS:CREATE to pay, PAYMENTS:REFUND to refund', async () => {
+  test('each needs its own permission: PAYMENTS:CREATE to pay, REFUNDS:CREATE to refund', async () => {
     const { invoiceId } = await issuedInvoice(w);
-    const others = PERMISSIONS.filter((p) => p !== 'PAYMENTS:CREATE' && p !== 'PAYMENTS:REFUND');
+    const others = PERMISSIONS.filter((p) => p !== 'PAYMENTS:CREATE' && p !== 'REFUNDS:CREATE');
     const neither = await keyWith(others);
     const payer = await keyWith(['PAYMENTS:CREATE']);
-    const refunder = await keyWith(['PAYMENTS:REFUND']);
+    const refunder = await keyWith(['REFUNDS:CREATE']);
     const paymentBody = { body: { amount: 500, method: 'cash' } };
     const refundBody = { body: { amount: 100, method: 'cash', reason: 'Overcharged' } };
     for (const api of [neither, refunder]) {

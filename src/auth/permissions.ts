@@ -19,7 +19,7 @@ export const PERMISSIONS = [
   'PRACTITIONERS:READ',
   'EVENTS:READ',
   'PAYMENTS:CREATE',
-  'PAYMENTS:REFUND',
+  'REFUNDS:CREATE',
 ] as const;
 
 export type Permission = (typeof PERMISSIONS)[number];

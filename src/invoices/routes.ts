@@ -472,9 +472,9 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       operationId: 'recordInvoiceRefund',
       summary: 'Record a refund given back to the patient',
       description:
-        "Needs `PAYMENTS:REFUND`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund (else 422 `business_rule`). `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.",
+        "Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund (else 422 `business_rule`). `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.",
       tag: 'Invoices',
-      permission: 'PAYMENTS:REFUND',
+      permission: 'REFUNDS:CREATE',
       creates: true,
       resourceType: 'refund',
       params: InvoiceParam,

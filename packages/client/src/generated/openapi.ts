@@ -428,7 +428,7 @@ export interface paths {
         put?: never;
         /**
          * Record a refund given back to the patient
-         * @description Needs `PAYMENTS:REFUND`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund (else 422 `business_rule`). `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.
+         * @description Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund (else 422 `business_rule`). `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.
          */
         post: operations["recordInvoiceRefund"];
         delete?: never;
@@ -987,7 +987,7 @@ export interface components {
         /** ClientRequest */
         ClientRequest: {
             name: string;
-            permissions: ("PATIENTS:CREATE" | "PATIENTS:READ" | "PATIENTS:UPDATE" | "ENCOUNTERS:CREATE" | "ENCOUNTERS:READ" | "INVOICES:CREATE" | "INVOICES:READ" | "INVOICES:UPDATE" | "CLAIMS:READ" | "CLAIMS:EXECUTE" | "CLAIMS:SUBMIT" | "CODE_SYSTEMS:READ" | "CODE_SYSTEMS:CREATE" | "CODE_SYSTEMS:UPDATE" | "PATIENT_COVERAGE:READ" | "PATIENT_COVERAGE:CREATE" | "PRACTITIONERS:READ" | "EVENTS:READ" | "PAYMENTS:CREATE" | "PAYMENTS:REFUND")[];
+            permissions: ("PATIENTS:CREATE" | "PATIENTS:READ" | "PATIENTS:UPDATE" | "ENCOUNTERS:CREATE" | "ENCOUNTERS:READ" | "INVOICES:CREATE" | "INVOICES:READ" | "INVOICES:UPDATE" | "CLAIMS:READ" | "CLAIMS:EXECUTE" | "CLAIMS:SUBMIT" | "CODE_SYSTEMS:READ" | "CODE_SYSTEMS:CREATE" | "CODE_SYSTEMS:UPDATE" | "PATIENT_COVERAGE:READ" | "PATIENT_COVERAGE:CREATE" | "PRACTITIONERS:READ" | "EVENTS:READ" | "PAYMENTS:CREATE" | "REFUNDS:CREATE")[];
             allowedIps?: string[];
             rateLimitPerMinute?: number | null;
         };

@@ -106,7 +106,7 @@ export class Invoices {
   }
 
   /**
-   * Records money given back to the patient (needs PAYMENTS:REFUND): never more than the patient
+   * Records money given back to the patient (needs REFUNDS:CREATE): never more than the patient
    * paid on the invoice net of earlier refunds (422). The invoice's amountPaid goes down and its
    * status follows. Sent with an Idempotency-Key, like every create.
    */
