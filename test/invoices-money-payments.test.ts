@@ -230,7 +230,7 @@ describeEachBackend('payments and refunds from the integration', (backend) => {
     assert.equal((await getInvoice(w, invoiceId)).amountPaid, 200);
   });
 
-  test('a refund lowers amountPaid and raises balanceDue: balanced → partially_paid → issued, never beyond what was paid', async () => {
+  test('a refund lowers amountPaid and raises balanceDue: balanced → partially_paid → issued, never beyond what was paid; refunded in full, it can be cancelled', async () => {
     const { invoiceId, invoice } = await issuedInvoice(w);
     assert.equal((await pay(invoiceId, { amount: invoice.totalGross })).status, 201);
     assert.equal((await getInvoice(w, invoiceId)).status, 'balanced');
@@ -283,6 +283,12 @@ describeEachBackend('payments and refunds from the integration', (backend) => {
       ),
       [invoice.totalGross],
     );
+    // everything paid was given back: nothing is paid, so the invoice can be cancelled
+    const cancelled = await w.api('POST', `/invoices/${invoiceId}/cancel`, {
+      body: { reason: 'Billed in error' },
+    });
+    assert.equal(cancelled.status, 200, cancelled.text);
+    assert.equal(cancelled.body.status, 'cancelled');
   });
 
   test('a refund after the due date leaves an unpaid invoice overdue; one while amending lets the total come down', async () => {
