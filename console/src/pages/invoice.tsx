@@ -132,67 +132,68 @@ function InvoiceView({ detail, reload }: { detail: InvoiceDetail; reload: () => 
       <CoverageSection detail={detail} reload={reload} />
 
       <h2>Payments</h2>
-      {detail.payments.length === 0 ? (
-        <p>No payment yet.</p>
-      ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Received</th>
-              <th scope="col">From</th>
-              <th scope="col">Method</th>
-              <th scope="col">Reference</th>
-              <th scope="col" class="number">
-                Amount
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {detail.payments.map((p) => (
-              <tr key={p.id}>
-                <td>{dateTime(p.receivedAt)}</td>
-                <td>{p.source}</td>
-                <td>{p.method}</td>
-                <td>{p.reference ?? '—'}</td>
-                <td class="number">{fmt(p.amount)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <MoneyTable
+        rows={detail.payments}
+        none="No payment yet."
+        columns={['Received', 'From', 'Method', 'Reference']}
+        cells={(p) => [dateTime(p.receivedAt), p.source, p.method, p.reference ?? '—']}
+        fmt={fmt}
+      />
 
       <h2>Refunds</h2>
-      {detail.refunds.length === 0 ? (
-        <p>No refund.</p>
-      ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Given back</th>
-              <th scope="col">Method</th>
-              <th scope="col">Reference</th>
-              <th scope="col">Reason</th>
-              <th scope="col" class="number">
-                Amount
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {detail.refunds.map((r) => (
-              <tr key={r.id}>
-                <td>{dateTime(r.refundedAt)}</td>
-                <td>{r.method}</td>
-                <td>{r.reference ?? '—'}</td>
-                <td>{r.reason}</td>
-                <td class="number">{fmt(r.amount)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <MoneyTable
+        rows={detail.refunds}
+        none="No refund."
+        columns={['Given back', 'Method', 'Reference', 'Reason']}
+        cells={(r) => [dateTime(r.refundedAt), r.method, r.reference ?? '—', r.reason]}
+        fmt={fmt}
+      />
 
       <EventsSection detail={detail} reload={reload} />
     </>
+  );
+}
+
+/** Money moved on the invoice (payments or refunds), one row each with its amount last; `none` when there is none. */
+function MoneyTable<T extends { id: string; amount: number }>({
+  rows,
+  none,
+  columns,
+  cells,
+  fmt,
+}: {
+  rows: T[];
+  none: string;
+  columns: string[];
+  cells: (row: T) => string[];
+  fmt: (v: number | null) => string;
+}) {
+  if (rows.length === 0) return <p>{none}</p>;
+  return (
+    <table>
+      <thead>
+        <tr>
+          {columns.map((c) => (
+            <th key={c} scope="col">
+              {c}
+            </th>
+          ))}
+          <th scope="col" class="number">
+            Amount
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => (
+          <tr key={row.id}>
+            {cells(row).map((cell, i) => (
+              <td key={columns[i]}>{cell}</td>
+            ))}
+            <td class="number">{fmt(row.amount)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 
