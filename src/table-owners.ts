@@ -75,7 +75,7 @@ export const TABLE_OWNERS: Record<string, TableOwner> = {
   },
   invoices: {
     stores: ['src/invoices/store.ts'],
-    tables: ['invoices', 'invoice_lines', 'invoice_encounters', 'invoice_clocks', 'payments'],
+    tables: ['invoices', 'invoice_lines', 'invoice_encounters', 'invoice_clocks', 'payments', 'refunds'],
   },
   claims: { stores: ['src/claims/store.ts'], tables: ['claims', 'claim_items'] },
 };

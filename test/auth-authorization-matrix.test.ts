@@ -46,6 +46,8 @@ const BODIES: Record<string, (f: Fixture) => unknown> = {
   resubmitClaim: (f) => ({ coverageId: f.coverageId }),
   reverseClaim: () => ({}),
   cancelInvoice: () => ({ reason: 'Matrix' }),
+  recordInvoicePayment: () => ({ amount: 100, method: 'card' }),
+  recordInvoiceRefund: () => ({ amount: 100, method: 'card', reason: 'Matrix' }),
   createCodeSystem: () => ({ name: `Matrix ${randomBytes(3).toString('hex')}`, usage: ['procedure'] }),
   replaceCodeSystem: () => ({ name: `Matrix ${randomBytes(3).toString('hex')}`, usage: ['procedure'] }),
   addCodeConcept: () => ({ code: `M${randomBytes(3).toString('hex')}`, display: 'Matrix concept' }),
@@ -117,8 +119,19 @@ async function recordsOf(svc: TestService, practice: TestPractice): Promise<Fixt
   });
   assert.equal(concept.status, 201, concept.text);
   const patient = await api('GET', `/patients/${patientId}`);
-  // An issued invoice of its own, so that the practice has an event (invoice.issued).
-  await billedInvoice(svc, { ...practice, api }, { patientId, issue: true });
+  // An issued invoice of its own, so that the practice has an event (invoice.issued), paid and part
+  // refunded so that it has a payment and a refund.
+  const issued = await billedInvoice(svc, { ...practice, api }, { patientId, issue: true });
+  const payment = await api('POST', `/invoices/${issued.id}/payments`, {
+    body: { amount: 1000, method: 'card' },
+    idempotencyKey: uniqueKey(),
+  });
+  assert.equal(payment.status, 201, payment.text);
+  const refund = await api('POST', `/invoices/${issued.id}/refunds`, {
+    body: { amount: 100, method: 'card', reason: 'Matrix' },
+    idempotencyKey: uniqueKey(),
+  });
+  assert.equal(refund.status, 201, refund.text);
   // Listed once the feed's safe high-water mark has passed it: a read or two later.
   let events = await api('GET', '/events?type=invoice.issued');
   for (let i = 0; i < 500 && events.status === 200 && events.body.data.length === 0; i++) {
@@ -139,6 +152,8 @@ async function recordsOf(svc: TestService, practice: TestPractice): Promise<Fixt
     codeSystemId: system.body.id,
     conceptId: concept.body.id,
     eventId: events.body.data[0].id,
+    paymentId: payment.body.id,
+    refundId: refund.body.id,
     externalSystem: patient.body.externalId.system,
     externalId: patient.body.externalId.value,
     start: new Date(end.getTime() - 1_200_000).toISOString(),

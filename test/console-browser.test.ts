@@ -2,7 +2,7 @@
 // CHROMIUM_PATH: test/support/browser.ts, driven by playwright-core) against the real service with its
 // worker running: sign in with the admin token, find the rejected claim, correct the member number and
 // resubmit, see the insurer accept it, redeliver a webhook that failed (a 204 shows as delivered),
-// write off and mark entered in error (each destructive action asks first; a declined confirmation
+// record a payment and then a refund, write off and mark entered in error (each destructive action asks first; a declined confirmation
 // does nothing), see that a message about one invoice does not follow to the next, filter the audit
 // log, and visit every page. A screenshot of each page goes to .tmp/console-screenshots/.
 //
@@ -322,6 +322,25 @@ test('a payment recorded from the invoice page balances it', async () => {
   const payments = await w.api('GET', `/invoices/${invoiceId}/payments`);
   assert.equal(payments.body.data.filter((p: Json) => p.reference === 'POS-77').length, 1);
   await shot('08-invoice-paid');
+});
+
+test('a refund recorded from the paid invoice page, after a confirmation, makes it owe that amount again', async () => {
+  await page.getByLabel(/Refund amount/).fill('10.00');
+  await page.getByLabel('Paid back by').selectOption('cash');
+  await page.getByLabel('Reason for the refund').fill('Consultation fee reduced');
+  await page.getByRole('button', { name: 'Record refund' }).click();
+  await confirmed(/give back|given back/);
+  await page.getByRole('heading', { name: /Invoice .* partially paid/ }).waitFor();
+  await page.getByRole('cell', { name: 'Consultation fee reduced' }).waitFor();
+  const invoiceId = /\/invoices\/(inv_\w+)/.exec(page.url())?.[1];
+  assert.ok(invoiceId, page.url());
+  const refunds = await w.api('GET', `/invoices/${invoiceId}/refunds`);
+  assert.deepEqual(
+    refunds.body.data.map((r: Json) => [r.amount, r.method, r.reason]),
+    [[1000, 'cash', 'Consultation fee reduced']],
+  );
+  assert.equal((await w.api('GET', `/invoices/${invoiceId}`)).body.balanceDue, 1000);
+  await shot('08b-invoice-refunded');
 });
 
 test('a draft invoice is cancelled with a reason', async () => {

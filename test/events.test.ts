@@ -66,6 +66,31 @@ describeEachBackend('events list', (backend) => {
     assert.equal(foreign.status, 404);
   });
 
+  test('a payment and a refund recorded by the integration: delivered and listed with which payment and refund', async () => {
+    const practice = await svc.newPractice();
+    await addEndpoint(svc, practice.practiceId, receiver);
+    const visit = await billVisit(svc, practice);
+    const client = sdkClient(svc.baseUrl, practice.key);
+    const payment = await client.invoices.recordPayment(visit.invoiceId, { amount: 3000, method: 'card' });
+    const refund = await client.invoices.recordRefund(visit.invoiceId, {
+      amount: 1000,
+      method: 'card',
+      reason: 'Overcharged',
+    });
+    receiver.requests.length = 0;
+    await svc.worker.drain();
+    const events = await listed(() => client.events.list({ type: ['payment.created', 'refund.created'] }), 2);
+    assert.deepEqual(types(events), ['payment.created', 'refund.created']);
+    const [paid, refunded] = events;
+    assert.ok(paid?.type === 'payment.created' && refunded?.type === 'refund.created');
+    assert.deepEqual(paid.data.payment, { id: payment.id, amount: 3000, currency: 'ZAR', source: 'patient' });
+    assert.deepEqual(refunded.data.refund, { id: refund.id, amount: 1000, currency: 'ZAR' });
+    assert.equal(refunded.data.id, visit.invoiceId);
+    const delivered = new Map(receiver.hits().map((r) => [r.payload.id as string, r.payload]));
+    for (const event of events)
+      assert.deepEqual(delivered.get(event.id), event, 'the same body as the webhook');
+  });
+
   test('type (repeatable), createdSince, after and paging', async () => {
     const practice = await svc.newPractice();
     const client = sdkClient(svc.baseUrl, practice.key);

@@ -1,5 +1,5 @@
 // The shared contract suites (authentication, permission, add-on, tenant isolation, Idempotency-Key)
-// for every billing route. Routes that can succeed only once per record (bill a visit, issue, amend,
+// for every billing route, payments and refunds included. Routes that can succeed only once per record (bill a visit, issue, amend,
 // delete a line) act on a pool: each request the suites send moves on to the next unused record,
 // while a request the suite points at another practice's (or a made-up) id keeps that id.
 import { randomBytes } from 'node:crypto';
@@ -76,6 +76,21 @@ async function linePool(svc: TestService, practice: TestPractice): Promise<Fixtu
     ids.push(added.body.lineItems.at(-1).id);
   }
   return { invoiceId: invoice.id, lineItemId: ids[0]!, lineItemIdPool: ids.join(',') };
+}
+
+/** An issued invoice with a payment of 5000 and a refund of 100 on it, so both can be read and more taken. */
+async function paidInvoice(svc: TestService, practice: TestPractice): Promise<Fixture> {
+  const p = withApi(svc, practice);
+  const invoice = await billedInvoice(svc, p, { issue: true });
+  const payment = await p.api('POST', `/invoices/${invoice.id}/payments`, {
+    body: { amount: 5000, method: 'card' },
+    idempotencyKey: uniqueKey(),
+  });
+  const refund = await p.api('POST', `/invoices/${invoice.id}/refunds`, {
+    body: { amount: 100, method: 'card', reason: 'Contract' },
+    idempotencyKey: uniqueKey(),
+  });
+  return { invoiceId: invoice.id, paymentId: payment.body.id, refundId: refund.body.id };
 }
 
 const nonce = () => randomBytes(3).toString('hex');
@@ -189,6 +204,50 @@ const routes: RouteCase[] = [
     status: 200,
     prepare: oneInvoice,
     idParam: 'invoiceId',
+  },
+  {
+    method: 'POST',
+    path: (f) => `/invoices/${f.invoiceId}/payments`,
+    permission: 'PAYMENTS:CREATE',
+    status: 201,
+    creates: true,
+    body: () => ({ amount: 1, method: 'card', reference: nonce() }),
+    prepare: paidInvoice,
+    idParam: 'invoiceId',
+  },
+  {
+    method: 'GET',
+    path: (f) => `/invoices/${f.invoiceId}/payments/${f.paymentId}`,
+    permission: 'INVOICES:READ',
+    status: 200,
+    prepare: paidInvoice,
+    idParam: 'paymentId',
+  },
+  {
+    method: 'POST',
+    path: (f) => `/invoices/${f.invoiceId}/refunds`,
+    permission: 'REFUNDS:CREATE',
+    status: 201,
+    creates: true,
+    body: () => ({ amount: 1, method: 'card', reason: 'Contract', reference: nonce() }),
+    prepare: paidInvoice,
+    idParam: 'invoiceId',
+  },
+  {
+    method: 'GET',
+    path: (f) => `/invoices/${f.invoiceId}/refunds`,
+    permission: 'INVOICES:READ',
+    status: 200,
+    prepare: paidInvoice,
+    idParam: 'invoiceId',
+  },
+  {
+    method: 'GET',
+    path: (f) => `/invoices/${f.invoiceId}/refunds/${f.refundId}`,
+    permission: 'INVOICES:READ',
+    status: 200,
+    prepare: paidInvoice,
+    idParam: 'refundId',
   },
 ];
 

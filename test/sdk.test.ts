@@ -101,6 +101,56 @@ describeEachBackend('client package against the service', (backend) => {
     assert.equal((await client.invoices.get(billed.invoice.id)).status, 'cancelled');
   });
 
+  test('a payment and a refund recorded through the client, read back, and a refusal naming the amount', async () => {
+    const practice = await svc.newPractice();
+    const client = sdkClient(svc.baseUrl, practice.key);
+    const encounter = await visitBody(client, practice.practitionerId);
+    const { invoice } = await client.encounters.bill(encounter.id, { issue: true });
+    const key = `sdk-pay-${randomBytes(4).toString('hex')}`;
+    const payment = await client.invoices.recordPayment(
+      invoice.id,
+      { amount: invoice.totalGross, method: 'card', reference: 'slip 7' },
+      { idempotencyKey: key },
+    );
+    assert.equal(payment.object, 'payment');
+    const again = await client.invoices.recordPayment(
+      invoice.id,
+      { amount: invoice.totalGross, method: 'card', reference: 'slip 7' },
+      { idempotencyKey: key },
+    );
+    assert.equal(again.id, payment.id, 'the same key replays the payment');
+    assert.deepEqual(await client.invoices.getPayment(invoice.id, payment.id), payment);
+    assert.equal((await client.invoices.get(invoice.id)).status, 'balanced');
+
+    const refund = await client.invoices.recordRefund(invoice.id, {
+      amount: 1000,
+      method: 'card',
+      reason: 'Charged twice',
+    });
+    assert.equal(refund.object, 'refund');
+    assert.deepEqual(await client.invoices.getRefund(invoice.id, refund.id), refund);
+    assert.deepEqual(
+      (await client.invoices.refunds(invoice.id).toArray()).map((r) => r.id),
+      [refund.id],
+    );
+    const after = await client.invoices.get(invoice.id);
+    assert.equal(after.status, 'partially_paid');
+    assert.equal(after.balanceDue, 1000);
+
+    const refused = await client.invoices
+      .recordRefund(invoice.id, { amount: invoice.totalGross, method: 'card', reason: 'Too much' })
+      .then(
+        () => assert.fail('an over-refund is refused'),
+        (error: unknown) => error,
+      );
+    assert.ok(refused instanceof ProblemError);
+    assert.equal(refused.status, 422);
+    assert.deepEqual(
+      refused.errors.map((e) => e.field),
+      ['amount'],
+    );
+  });
+
   test('for await walks every page of invoices.list, oldest change first, with the filters kept', async () => {
     const practice = await svc.newPractice();
     const client = sdkClient(svc.baseUrl, practice.key);

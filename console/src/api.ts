@@ -271,6 +271,15 @@ export class AdminApi {
     return this.#call<unknown>('POST', `${this.#practice(practiceId)}/payments`, { body, idempotencyKey });
   }
 
+  /** Records a refund; `idempotencyKey` is the form's action key, kept across the operator's retries. */
+  recordRefund(
+    practiceId: string,
+    body: { invoiceId: string; amount: number; method: string; reference?: string; reason: string },
+    idempotencyKey: string,
+  ) {
+    return this.#call<unknown>('POST', `${this.#practice(practiceId)}/refunds`, { body, idempotencyKey });
+  }
+
   listEndpoints(practiceId: string) {
     return this.#call<Page<Endpoint>>('GET', `${this.#practice(practiceId)}/webhook-endpoints`);
   }

@@ -18,6 +18,8 @@ export const PERMISSIONS = [
   'PATIENT_COVERAGE:CREATE',
   'PRACTITIONERS:READ',
   'EVENTS:READ',
+  'PAYMENTS:CREATE',
+  'REFUNDS:CREATE',
 ] as const;
 
 export type Permission = (typeof PERMISSIONS)[number];

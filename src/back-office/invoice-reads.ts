@@ -1,5 +1,5 @@
 // Owns what the operator reads about invoices: the searchable list (newest change first, keyset paged)
-// and one invoice with everything around it (patient, coverages, payments, claim, events and their
+// and one invoice with everything around it (patient, coverages, payments, refunds, claim, events and their
 // webhook attempts). Read-only; the rules live in the invoice and claim services.
 import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
@@ -10,7 +10,8 @@ import { Coverage } from '../insurance/schemas.ts';
 import { coverageOf } from '../insurance/service.ts';
 import { listCoverages } from '../insurance/store.ts';
 import { paymentOf, paymentsOf } from '../invoices/payments.ts';
-import { INVOICE_STATUSES, Invoice, Payment } from '../invoices/schemas.ts';
+import { refundOf, refundsOf } from '../invoices/refunds.ts';
+import { INVOICE_STATUSES, Invoice, Payment, Refund } from '../invoices/schemas.ts';
 import { invoiceOf, readInvoice } from '../invoices/service.ts';
 import { pastPosition } from '../paging/keyset.ts';
 import { findPatient } from '../patients/store.ts';
@@ -58,6 +59,7 @@ export const InvoiceDetail = Type.Object(
     patient: Type.Object({ id: Type.String(), name: Type.String() }, { additionalProperties: false }),
     coverages: Type.Array(Coverage),
     payments: Type.Array(Payment),
+    refunds: Type.Array(Refund, { description: 'Money given back to the patient, oldest first.' }),
     claim: Nullable(Claim),
     events: Type.Array(InvoiceEvent, { description: 'Events about this invoice, oldest first.' }),
     deliveries: Type.Array(Attempt, {
@@ -165,6 +167,7 @@ export async function invoiceDetail(
   const today = dateIn(billing.timezone, now);
   const coverages = await listCoverages(trx, practiceId, patient.id);
   const payments = await paymentsOf(trx, practiceId, invoiceId);
+  const refunds = await refundsOf(trx, practiceId, invoiceId);
   const claim = await findClaimOfInvoice(trx, practiceId, invoiceId);
   const events = await eventsOfInvoice(trx, practiceId, invoiceId);
   const attempts = events.length === 0 ? [] : await invoiceEventAttempts(trx, practiceId, invoiceId);
@@ -174,6 +177,7 @@ export async function invoiceDetail(
     patient: { id: patient.id, name: nameOf(patient.given_names, patient.last_name) },
     coverages: coverages.map((c) => coverageOf(c, today)),
     payments: payments.map(paymentOf),
+    refunds: refunds.map(refundOf),
     claim: claim ? await readClaim(trx, billing, invoiceId, now) : null,
     events: events.map((e) => ({
       id: e.id,

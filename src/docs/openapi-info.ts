@@ -51,7 +51,8 @@ export function openApiInfo() {
       { name: 'Encounters', description: 'Record visits with their diagnoses and procedures.' },
       {
         name: 'Invoices',
-        description: 'Bill visits, change lines, read prices, issue, amend and follow payments.',
+        description:
+          'Bill visits, change lines, read prices, issue, amend, and record and follow payments and refunds.',
       },
       {
         name: 'Claims',
@@ -70,7 +71,7 @@ export function openApiInfo() {
       {
         name: 'Admin',
         description:
-          "Operator API: practices, practitioners, clients, keys and the audit log. Every POST takes an `Idempotency-Key` held by the operator (apart from every client's), with the public API's replay rules; recording a payment and writing an invoice off require it.",
+          "Operator API: practices, practitioners, clients, keys and the audit log. Every POST takes an `Idempotency-Key` held by the operator (apart from every client's), with the public API's replay rules; recording a payment or a refund and writing an invoice off require it.",
       },
     ],
   };

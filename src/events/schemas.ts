@@ -1,6 +1,6 @@
 // Owns the shape of an event as the public API shows it: the very body a webhook delivery carries,
 // built once here for both. `data` names the invoice (the contract fixes `object`, `id` and `url`); a
-// claim or payment event adds which claim (and its new status) or which payment it is about.
+// claim, payment or refund event adds which claim (and its new status), payment or refund it is about.
 import { Type } from 'typebox';
 import type { EventDetail } from '../platform/db/column-types.ts';
 import { DateTime, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
@@ -12,6 +12,7 @@ export const EVENT_TYPES = [
   'invoice.written_off',
   'claim.status_changed',
   'payment.created',
+  'refund.created',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -23,7 +24,7 @@ export const Event = Type.Object(
     data: Type.Object(
       {
         object: Enum(['invoice'], {
-          description: 'Kind of record changed; claim and payment events name their invoice.',
+          description: 'Kind of record changed; claim, payment and refund events name their invoice.',
         }),
         id: Type.String(),
         url: Nullable(Type.String({ description: 'Where to read the record with the API key.' })),
@@ -58,11 +59,25 @@ export const Event = Type.Object(
             },
           ),
         ),
+        refund: Type.Optional(
+          Type.Object(
+            {
+              id: Type.String({ description: 'The refund recorded.' }),
+              amount: Type.Number({ description: 'What was given back, in the invoice currency.' }),
+              currency: Type.String(),
+            },
+            {
+              additionalProperties: false,
+              description:
+                'On `refund.created` only: which refund, so that two are told apart without a read.',
+            },
+          ),
+        ),
       },
       {
         additionalProperties: false,
         description:
-          '`object`, `id` and `url` name the invoice, as the contract fixes; a claim or payment event adds `claim` or `payment`.',
+          '`object`, `id` and `url` name the invoice, as the contract fixes; a claim, payment or refund event adds `claim`, `payment` or `refund`.',
       },
     ),
   },
@@ -77,7 +92,7 @@ export interface EventRecord {
   occurred_at: Date;
   object_type: string;
   object_id: string;
-  /** What a claim or payment event says about its claim or payment (null for invoice events). */
+  /** What a claim, payment or refund event says about its claim, payment or refund (null for invoice events). */
   detail: EventDetail | null;
 }
 
@@ -93,6 +108,7 @@ export function eventBody(event: EventRecord, baseUrl: string) {
       url: `${baseUrl}/api/v1/invoices/${event.object_id}`,
       ...(event.detail?.claim ? { claim: event.detail.claim } : {}),
       ...(event.detail?.payment ? { payment: event.detail.payment } : {}),
+      ...(event.detail?.refund ? { refund: event.detail.refund } : {}),
     },
   };
 }

@@ -1,13 +1,13 @@
 // The operator's side of billing: a practice's billing settings (VAT rate, payment terms, invoice
-// number prefix), recording payments received, and closing an invoice (cancel, mark entered in
+// number prefix), recording payments received and refunds given, and closing an invoice (cancel, mark entered in
 // error, write off) through the same rules as the public API.
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
-import { Nullable } from '../platform/http/schema.ts';
 import { getPractice, practiceBilling, updateBillingSettings } from '../practices/service.ts';
 import { type Closing, closeInvoice } from './closing.ts';
-import { paymentOf, recordPayment } from './payments.ts';
-import { CloseInvoiceRequest, Invoice, Payment } from './schemas.ts';
+import { invoiceFieldError, paymentOf, recordPayment } from './payments.ts';
+import { recordRefund, refundOf } from './refunds.ts';
+import { CloseInvoiceRequest, Invoice, Payment, PaymentFields, Refund, RefundFields } from './schemas.ts';
 import { invoiceOf } from './service.ts';
 
 const PracticeParam = Type.Object(
@@ -36,16 +36,17 @@ export const BillingSettings = Type.Object(
   { additionalProperties: false },
 );
 
-const PaymentRequest = Type.Object(
+const InvoiceId = Type.String({ minLength: 1, maxLength: 100 });
+
+const AdminRefundRequest = Type.Object(
+  { invoiceId: InvoiceId, ...RefundFields },
+  { additionalProperties: false },
+);
+
+const AdminPaymentRequest = Type.Object(
   {
-    invoiceId: Type.String({ minLength: 1, maxLength: 100 }),
-    amount: Type.Integer({
-      minimum: 1,
-      maximum: 9007199254740991,
-      description: 'Minor units; at most the balance due.',
-    }),
-    method: Type.String({ minLength: 1, maxLength: 30, description: 'e.g. cash, card, eft.' }),
-    reference: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
+    invoiceId: InvoiceId,
+    ...PaymentFields,
     source: Type.Optional(
       Type.Union([Type.Literal('patient'), Type.Literal('insurer')], { default: 'patient' }),
     ),
@@ -172,7 +173,7 @@ export const billingAdminRoutes = [
     description:
       'Moves the invoice to partially_paid, or balanced once fully paid, and sends `payment.created`. Only an issued, partially paid or overdue invoice takes payments; the amount cannot exceed the balance due.',
     params: PracticeParam,
-    body: PaymentRequest,
+    body: AdminPaymentRequest,
     successStatus: 201,
     response: Payment,
     movesMoney: true,
@@ -182,6 +183,30 @@ export const billingAdminRoutes = [
       return {
         body: paymentOf(row),
         audit: { practiceId: params.practiceId, resourceType: 'payment', resourceId: row.id },
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'POST',
+    url: '/practices/:practiceId/refunds',
+    operationId: 'adminRecordRefund',
+    cli: { command: 'refunds record' },
+    summary: 'Record a refund given back to the patient',
+    description:
+      "As the public `POST /invoices/{id}/refunds`: never more than the patient paid on the invoice net of earlier refunds; lowers the invoice's amount paid, so its status follows (a balanced invoice owes the refunded amount again), and sends `refund.created`.",
+    params: PracticeParam,
+    body: AdminRefundRequest,
+    successStatus: 201,
+    response: Refund,
+    movesMoney: true,
+    handler: async ({ trx, params, body, now }) => {
+      await getPractice(trx, params.practiceId);
+      const { invoiceId, ...refund } = body;
+      const billing = await practiceBilling(trx, params.practiceId);
+      const row = await recordRefund(trx, billing, invoiceId, refund, now).catch(invoiceFieldError);
+      return {
+        body: refundOf(row),
+        audit: { practiceId: params.practiceId, resourceType: 'refund', resourceId: row.id },
       };
     },
   }),

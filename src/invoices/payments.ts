@@ -11,9 +11,14 @@ import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
 import { OWING_STATUSES } from './payment-status.ts';
-import type { InvoiceStatus, Payment } from './schemas.ts';
+import {
+  type InvoiceStatus,
+  type Payment,
+  RECEIVED_AT_MAX_AGE_DAYS,
+  RECEIVED_AT_SKEW_MINUTES,
+} from './schemas.ts';
 import { lockInvoice, readInvoice, touchInvoice } from './service.ts';
-import { type InvoiceRow, insertPayment, insurerPaid, listPayments } from './store.ts';
+import { findPayment, type InvoiceRow, insertPayment, insurerPaid, listPayments } from './store.ts';
 
 export function paymentOf(row: Selectable<PaymentsTable>): Payment {
   return {
@@ -35,23 +40,49 @@ export interface PaymentRequest {
   method: string;
   reference?: string | null | undefined;
   source?: 'patient' | 'insurer' | undefined;
+  /** When the money was received (date-time); default now. */
+  receivedAt?: string | undefined;
+}
+
+const MINUTE_MS = 60_000;
+
+/** When the payment was received: `receivedAt` if given and within its bounds (else 422 on it), or now. */
+function receivedAtOf(request: PaymentRequest, now: Date): Date {
+  if (request.receivedAt === undefined) return now;
+  const at = new Date(request.receivedAt);
+  const latest = now.getTime() + RECEIVED_AT_SKEW_MINUTES * MINUTE_MS;
+  const earliest = now.getTime() - RECEIVED_AT_MAX_AGE_DAYS * 24 * 60 * MINUTE_MS;
+  if (Number.isNaN(at.getTime()) || at.getTime() > latest || at.getTime() < earliest) {
+    throw fieldErrors([
+      {
+        field: 'receivedAt',
+        code: 'invalid',
+        message: `receivedAt must be at most ${RECEIVED_AT_SKEW_MINUTES} minutes ahead of the service's clock (${now.toISOString()}) and at most ${RECEIVED_AT_MAX_AGE_DAYS} days back`,
+      },
+    ]);
+  }
+  return at;
+}
+
+/** For a body that names its invoice (the operator's): an invoice not found is a wrong `invoiceId`. */
+export function invoiceFieldError(error: unknown): never {
+  if (error instanceof AppError && error.code === 'not_found') {
+    throw fieldErrors([
+      { field: 'invoiceId', code: 'invalid', message: 'invoiceId is not an invoice of this practice' },
+    ]);
+  }
+  throw error;
 }
 
 export async function recordPayment(trx: Trx, billing: PracticeBilling, request: PaymentRequest, now: Date) {
-  const invoice = await lockInvoice(trx, billing.id, request.invoiceId).catch((error: unknown) => {
-    if (error instanceof AppError && error.code === 'not_found') {
-      throw fieldErrors([
-        { field: 'invoiceId', code: 'invalid', message: 'invoiceId is not an invoice of this practice' },
-      ]);
-    }
-    throw error;
-  });
+  const invoice = await lockInvoice(trx, billing.id, request.invoiceId).catch(invoiceFieldError);
   return recordPaymentOn(trx, billing, invoice, request, now);
 }
 
 /**
  * Records a payment on an invoice whose row the caller has locked in this transaction: refused
- * (422) unless the invoice takes payments and the amount is within its balance.
+ * (422) unless the invoice takes payments, the amount is within its balance and `receivedAt` is
+ * within its bounds.
  */
 export async function recordPaymentOn(
   trx: Trx,
@@ -66,13 +97,21 @@ export async function recordPaymentOn(
       `Invoice ${invoice.number} is ${invoice.status}; only an issued, partially paid or overdue invoice takes payments.`,
     );
   }
+  const receivedAt = receivedAtOf(request, now);
   const balance = Number(invoice.balance_due);
   if (request.amount > balance) {
     throw fieldErrors([
       { field: 'amount', code: 'invalid', message: `amount is more than the balance due (${balance})` },
     ]);
   }
-  return writePayment(trx, billing, invoice, { ...request, source: request.source ?? 'patient' }, now);
+  return writePayment(
+    trx,
+    billing,
+    invoice,
+    { ...request, source: request.source ?? 'patient' },
+    receivedAt,
+    now,
+  );
 }
 
 /** Inserts the payment, moves the invoice's amount paid and status with it, and writes payment.created. */
@@ -81,6 +120,7 @@ async function writePayment(
   billing: PracticeBilling,
   invoice: InvoiceRow,
   payment: PaymentRequest & { source: 'patient' | 'insurer' },
+  receivedAt: Date,
   now: Date,
 ) {
   const row = await insertPayment(trx, {
@@ -92,7 +132,7 @@ async function writePayment(
     method: payment.method,
     source: payment.source,
     reference: payment.reference ?? null,
-    received_at: now,
+    received_at: receivedAt,
   });
   await touchInvoice(
     trx,
@@ -127,10 +167,19 @@ export async function takeBackInsurerPayments(
     invoice,
     { invoiceId, amount: -paid, method: 'reversal', reference, source: 'insurer' },
     now,
+    now,
   );
 }
 
 export async function paymentsOf(trx: Trx, practiceId: string, invoiceId: string) {
   await readInvoice(trx, practiceId, invoiceId);
   return listPayments(trx, practiceId, invoiceId);
+}
+
+/** One payment of an invoice; 404 when the invoice or the payment on it is not found. */
+export async function paymentOn(trx: Trx, practiceId: string, invoiceId: string, paymentId: string) {
+  await readInvoice(trx, practiceId, invoiceId);
+  const row = await findPayment(trx, practiceId, invoiceId, paymentId);
+  if (!row) throw new AppError('not_found', 'Payment was not found.');
+  return row;
 }

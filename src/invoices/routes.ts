@@ -1,5 +1,5 @@
 // Declares the invoice operations of the public API: bill a visit, read and list invoices, change
-// lines, read a line's rates, issue, amend, cancel and read payments.
+// lines, read a line's rates, issue, amend, cancel, and record and read payments and refunds.
 import { Type } from 'typebox';
 import { defineApiRoute } from '../api/api-route.ts';
 import type { Permission } from '../auth/permissions.ts';
@@ -12,7 +12,8 @@ import { practiceBilling } from '../practices/service.ts';
 import { billEncounter, type ClaimQueuer } from './bill.ts';
 import { closeInvoice } from './closing.ts';
 import { addLine, deleteLine, lineRuleErrors, replaceLine } from './lines.ts';
-import { paymentOf, paymentsOf } from './payments.ts';
+import { paymentOf, paymentOn, paymentsOf, recordPaymentOn } from './payments.ts';
+import { recordRefund, refundOf, refundOn, refundsOf } from './refunds.ts';
 import {
   BillRequest,
   BillResult,
@@ -22,8 +23,13 @@ import {
   InvoiceLine,
   InvoiceList,
   LineItemRequest,
+  Payment,
   PaymentList,
+  PaymentRequest,
   RateList,
+  Refund,
+  RefundList,
+  RefundRequest,
 } from './schemas.ts';
 import {
   amendInvoice,
@@ -31,6 +37,7 @@ import {
   issueInvoice,
   listInvoiceRows,
   loadRecords,
+  lockInvoice,
   ratesFor,
   readInvoice,
 } from './service.ts';
@@ -40,6 +47,20 @@ const LineParams = Type.Object(
   {
     invoiceId: Type.String({ minLength: 1, maxLength: 100 }),
     lineItemId: Type.String({ minLength: 1, maxLength: 100 }),
+  },
+  { additionalProperties: false },
+);
+const PaymentParams = Type.Object(
+  {
+    invoiceId: Type.String({ minLength: 1, maxLength: 100 }),
+    paymentId: Type.String({ minLength: 1, maxLength: 100 }),
+  },
+  { additionalProperties: false },
+);
+const RefundParams = Type.Object(
+  {
+    invoiceId: Type.String({ minLength: 1, maxLength: 100 }),
+    refundId: Type.String({ minLength: 1, maxLength: 100 }),
   },
   { additionalProperties: false },
 );
@@ -398,6 +419,113 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
         return {
           body: wholeList(rows.map(paymentOf)),
         };
+      },
+    }),
+    defineApiRoute({
+      method: 'POST',
+      url: '/invoices/:invoiceId/payments',
+      operationId: 'recordInvoicePayment',
+      summary: 'Record a payment received',
+      description:
+        "Money the practice received from the patient (a card payment at the desk, cash, a transfer). Only an issued, partially paid or overdue invoice takes payments (else 422 `business_rule`); the amount may not exceed the balance due (422 naming `amount`). The invoice becomes partially_paid, or balanced once fully paid, and `payment.created` is sent. The rules are the operator's `POST /admin/v1/practices/{id}/payments`.",
+      tag: 'Invoices',
+      permission: 'PAYMENTS:CREATE',
+      creates: true,
+      resourceType: 'payment',
+      params: InvoiceParam,
+      body: PaymentRequest,
+      successStatus: 201,
+      response: Payment,
+      errorStatuses: WRITE_ERRORS,
+      handler: async ({ trx, practiceId, params, body, now }) => {
+        const billing = await billingFor(trx, practiceId);
+        const invoice = await lockInvoice(trx, practiceId, params.invoiceId);
+        const row = await recordPaymentOn(trx, billing, invoice, { ...body, invoiceId: invoice.id }, now);
+        return {
+          body: paymentOf(row),
+          location: `/api/v1/invoices/${row.invoice_id}/payments/${row.id}`,
+          resource: { id: row.id },
+        };
+      },
+    }),
+    defineApiRoute({
+      method: 'GET',
+      url: '/invoices/:invoiceId/payments/:paymentId',
+      operationId: 'getInvoicePayment',
+      summary: 'Read one payment of an invoice',
+      description: 'The address `POST /invoices/{invoiceId}/payments` answers in `Location`.',
+      tag: 'Invoices',
+      permission: 'INVOICES:READ',
+      resourceType: 'payment',
+      params: PaymentParams,
+      successStatus: 200,
+      response: Payment,
+      errorStatuses: READ_ERRORS,
+      handler: async ({ trx, practiceId, params }) => {
+        const row = await paymentOn(trx, practiceId, params.invoiceId, params.paymentId);
+        return { body: paymentOf(row), resource: { id: row.id } };
+      },
+    }),
+    defineApiRoute({
+      method: 'POST',
+      url: '/invoices/:invoiceId/refunds',
+      operationId: 'recordInvoiceRefund',
+      summary: 'Record a refund given back to the patient',
+      description:
+        "Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund (else 422 `business_rule`). `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.",
+      tag: 'Invoices',
+      permission: 'REFUNDS:CREATE',
+      creates: true,
+      resourceType: 'refund',
+      params: InvoiceParam,
+      body: RefundRequest,
+      successStatus: 201,
+      response: Refund,
+      errorStatuses: WRITE_ERRORS,
+      handler: async ({ trx, practiceId, params, body, now }) => {
+        const billing = await billingFor(trx, practiceId);
+        const row = await recordRefund(trx, billing, params.invoiceId, body, now);
+        return {
+          body: refundOf(row),
+          location: `/api/v1/invoices/${row.invoice_id}/refunds/${row.id}`,
+          resource: { id: row.id },
+        };
+      },
+    }),
+    defineApiRoute({
+      method: 'GET',
+      url: '/invoices/:invoiceId/refunds',
+      operationId: 'listInvoiceRefunds',
+      summary: 'Refunds given on an invoice',
+      description: 'Oldest first.',
+      tag: 'Invoices',
+      permission: 'INVOICES:READ',
+      resourceType: 'invoice',
+      params: InvoiceParam,
+      successStatus: 200,
+      response: RefundList,
+      errorStatuses: READ_ERRORS,
+      handler: async ({ trx, practiceId, params }) => {
+        const rows = await refundsOf(trx, practiceId, params.invoiceId);
+        return { body: wholeList(rows.map(refundOf)) };
+      },
+    }),
+    defineApiRoute({
+      method: 'GET',
+      url: '/invoices/:invoiceId/refunds/:refundId',
+      operationId: 'getInvoiceRefund',
+      summary: 'Read one refund of an invoice',
+      description: 'The address `POST /invoices/{invoiceId}/refunds` answers in `Location`.',
+      tag: 'Invoices',
+      permission: 'INVOICES:READ',
+      resourceType: 'refund',
+      params: RefundParams,
+      successStatus: 200,
+      response: Refund,
+      errorStatuses: READ_ERRORS,
+      handler: async ({ trx, practiceId, params }) => {
+        const row = await refundOn(trx, practiceId, params.invoiceId, params.refundId);
+        return { body: refundOf(row), resource: { id: row.id } };
       },
     }),
   ];

@@ -1,4 +1,4 @@
-// Owns the Invoice, line, LineItemRequest, BillRequest, BillResult, Rate and Payment shapes.
+// Owns the Invoice, line, LineItemRequest, BillRequest, BillResult, Rate, Payment and Refund shapes.
 import { type Static, Type } from 'typebox';
 import { CalendarDate, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
 import { PRICING_SOURCES, RATE_SOURCES } from './rates.ts';
@@ -210,3 +210,73 @@ export const Payment = Type.Object(
 );
 export type Payment = Static<typeof Payment>;
 export const PaymentList = ListOf(Payment, 'PaymentList');
+
+/** How far ahead of the service clock a payment's `receivedAt` may be (the caller's clock runs fast). */
+export const RECEIVED_AT_SKEW_MINUTES = 5;
+/** How far back a payment's `receivedAt` may be. */
+export const RECEIVED_AT_MAX_AGE_DAYS = 366;
+
+const PositiveAmount = (description: string) =>
+  Type.Integer({ minimum: 1, maximum: 9007199254740991, description });
+const MoneyMethod = Type.String({ minLength: 1, maxLength: 30, description: 'e.g. cash, card, eft.' });
+const MoneyReference = Type.Optional(
+  Nullable(
+    Type.String({ minLength: 1, maxLength: 100, description: 'e.g. the card slip or bank reference.' }),
+  ),
+);
+
+/** The fields of a payment received, as the public API and the operator record one. */
+export const PaymentFields = {
+  amount: PositiveAmount('Minor units; at most the balance due.'),
+  method: MoneyMethod,
+  reference: MoneyReference,
+  receivedAt: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description: `When the money was received; default now. At most ${RECEIVED_AT_SKEW_MINUTES} minutes ahead of the service's clock and at most ${RECEIVED_AT_MAX_AGE_DAYS} days back.`,
+    }),
+  ),
+};
+
+export const PaymentRequest = Type.Object(PaymentFields, {
+  additionalProperties: false,
+  title: 'PaymentRequest',
+});
+export type PaymentRequest = Static<typeof PaymentRequest>;
+
+/** The fields of a refund, as the public API and the operator record one. */
+export const RefundFields = {
+  amount: PositiveAmount(
+    'Minor units; at most what the patient paid on the invoice, net of earlier refunds.',
+  ),
+  method: MoneyMethod,
+  reference: MoneyReference,
+  reason: Type.String({
+    minLength: 1,
+    maxLength: 500,
+    description: 'Why the money was given back, in words a person reads later.',
+  }),
+};
+
+export const RefundRequest = Type.Object(RefundFields, {
+  additionalProperties: false,
+  title: 'RefundRequest',
+});
+export type RefundRequest = Static<typeof RefundRequest>;
+
+export const Refund = Type.Object(
+  {
+    object: Type.Literal('refund'),
+    id: Type.String(),
+    invoiceId: Type.String(),
+    amount: Amount,
+    currency: Type.String(),
+    method: Type.String(),
+    reference: Nullable(Type.String()),
+    reason: Type.String(),
+    refundedAt: Type.String({ format: 'date-time' }),
+  },
+  { title: 'Refund' },
+);
+export type Refund = Static<typeof Refund>;
+export const RefundList = ListOf(Refund, 'RefundList');

@@ -1,10 +1,11 @@
-// Owns the invoice tables: invoices, their lines and visits, and the per-practice invoice numbering.
+// Owns the invoice tables: invoices, their lines and visits, the per-practice invoice numbering, and
+// the payments and refunds on an invoice.
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import { renumberInvoiceNotifications } from '../notifications/store.ts';
 import { pastPosition } from '../paging/keyset.ts';
 import { safeHighWaterMark } from '../platform/db/change-feed.ts';
 import { childRows } from '../platform/db/child-rows.ts';
-import type { InvoiceLinesTable, InvoicesTable, PaymentsTable } from '../platform/db/tables.ts';
+import type { InvoiceLinesTable, InvoicesTable, PaymentsTable, RefundsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { practiceTimezoneOf } from '../practices/store.ts';
 import type { InvoiceStatus } from './schemas.ts';
@@ -292,6 +293,42 @@ export async function insurerPaid(trx: Trx, practiceId: string, invoiceId: strin
     .where('source', '=', 'insurer')
     .executeTakeFirstOrThrow();
   return Number(row.total);
+}
+
+export async function findPayment(trx: Trx, practiceId: string, invoiceId: string, paymentId: string) {
+  return trx
+    .selectFrom('payments')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId)
+    .where('id', '=', paymentId)
+    .executeTakeFirst();
+}
+
+export async function insertRefund(trx: Trx, refund: Insertable<RefundsTable>) {
+  return trx.insertInto('refunds').values(refund).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findRefund(trx: Trx, practiceId: string, invoiceId: string, refundId: string) {
+  return trx
+    .selectFrom('refunds')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId)
+    .where('id', '=', refundId)
+    .executeTakeFirst();
+}
+
+/** An invoice's refunds, oldest first. */
+export async function listRefunds(trx: Trx, practiceId: string, invoiceId: string) {
+  return trx
+    .selectFrom('refunds')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId)
+    .orderBy('refunded_at')
+    .orderBy('id')
+    .execute();
 }
 
 /** An invoice's payments, oldest first. */

@@ -22,6 +22,7 @@ export const ID_PREFIXES = {
   plan: 'pln',
   scheme: 'sch',
   payment: 'pay',
+  refund: 'rfd',
   notification: 'ntf',
   price: 'prc',
   webhookEndpoint: 'whe',

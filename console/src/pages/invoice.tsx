@@ -1,4 +1,4 @@
-// One invoice: its lines with where each price came from, payments, its claim line by line with each
+// One invoice: its lines with where each price came from, payments and refunds, its claim line by line with each
 // decision and reason, the patient's coverages, the events about it and their webhook deliveries, and
 // the actions that fix and send it.
 import { useEffect, useState } from 'preact/hooks';
@@ -22,6 +22,8 @@ const EDITABLE = ['draft', 'amending'];
 const OPEN = ['issued', 'partially_paid', 'overdue'];
 /** Statuses the service reopens for changes (it refuses while the claim is not settled). */
 const AMENDABLE = [...OPEN, 'balanced'];
+/** Statuses that take a refund, while something the patient paid is left to give back. */
+const REFUNDABLE = ['issued', 'partially_paid', 'overdue', 'balanced', 'amending'];
 /**
  * Statuses the service may cancel or mark entered in error (it refuses when a payment or claim stands
  * in the way); balanced only for an invoice for 0, nothing paid.
@@ -135,36 +137,100 @@ function InvoiceView({ detail, reload }: { detail: InvoiceDetail; reload: () => 
       <CoverageSection detail={detail} reload={reload} />
 
       <h2>Payments</h2>
-      {detail.payments.length === 0 ? (
-        <p>No payment yet.</p>
-      ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Received</th>
-              <th scope="col">From</th>
-              <th scope="col">Method</th>
-              <th scope="col">Reference</th>
-              <th scope="col" class="number">
-                Amount
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {detail.payments.map((p) => (
-              <tr key={p.id}>
-                <td>{dateTime(p.receivedAt)}</td>
-                <td>{p.source}</td>
-                <td>{p.method}</td>
-                <td>{p.reference ?? '—'}</td>
-                <td class="number">{fmt(p.amount)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <MoneyTable
+        rows={detail.payments}
+        none="No payment yet."
+        columns={['Received', 'From', 'Method', 'Reference']}
+        cells={(p) => [dateTime(p.receivedAt), p.source, p.method, p.reference ?? '—']}
+        fmt={fmt}
+      />
+
+      <h2>Refunds</h2>
+      <MoneyTable
+        rows={detail.refunds}
+        none="No refund."
+        columns={['Given back', 'Method', 'Reference', 'Reason']}
+        cells={(r) => [dateTime(r.refundedAt), r.method, r.reference ?? '—', r.reason]}
+        fmt={fmt}
+      />
 
       <EventsSection detail={detail} reload={reload} />
+    </>
+  );
+}
+
+/** Money moved on the invoice (payments or refunds), one row each with its amount last; `none` when there is none. */
+function MoneyTable<T extends { id: string; amount: number }>({
+  rows,
+  none,
+  columns,
+  cells,
+  fmt,
+}: {
+  rows: T[];
+  none: string;
+  columns: string[];
+  cells: (row: T) => string[];
+  fmt: (v: number | null) => string;
+}) {
+  if (rows.length === 0) return <p>{none}</p>;
+  return (
+    <table>
+      <thead>
+        <tr>
+          {columns.map((c) => (
+            <th key={c} scope="col">
+              {c}
+            </th>
+          ))}
+          <th scope="col" class="number">
+            Amount
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => (
+          <tr key={row.id}>
+            {cells(row).map((cell, i) => (
+              <td key={columns[i]}>{cell}</td>
+            ))}
+            <td class="number">{fmt(row.amount)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** The amount (in major units, as typed) and the method of money received or given back. */
+function AmountAndMethod({
+  labels,
+  value,
+  onChange,
+}: {
+  labels: [amount: string, method: string];
+  value: { amount: string; method: string };
+  onChange: (change: { amount?: string; method?: string }) => void;
+}) {
+  return (
+    <>
+      <Field label={labels[0]}>
+        <input
+          type="number"
+          min="0.01"
+          step="0.01"
+          required
+          value={value.amount}
+          onInput={(e) => onChange({ amount: e.currentTarget.value })}
+        />
+      </Field>
+      <Field label={labels[1]}>
+        <select value={value.method} onChange={(e) => onChange({ method: e.currentTarget.value })}>
+          <option value="eft">EFT</option>
+          <option value="card">Card</option>
+          <option value="cash">Cash</option>
+        </select>
+      </Field>
     </>
   );
 }
@@ -179,6 +245,8 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
   const [writeOffKey] = useState(() => new ActionKey());
   const [payment, setPayment] = useState({ amount: '', method: 'eft', reference: '', source: 'patient' });
   const [paymentKey] = useState(() => new ActionKey());
+  const [refund, setRefund] = useState({ amount: '', method: 'eft', reference: '', reason: '' });
+  const [refundKey] = useState(() => new ActionKey());
   const [done, setDone] = useState('');
   const after = (message: string) => () => {
     setDone(message);
@@ -264,26 +332,11 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
             after('Payment recorded.')();
           }}
         >
-          <Field label={`Amount (${invoice.currency})`}>
-            <input
-              type="number"
-              min="0.01"
-              step="0.01"
-              required
-              value={payment.amount}
-              onInput={(e) => setPayment({ ...payment, amount: e.currentTarget.value })}
-            />
-          </Field>
-          <Field label="Method">
-            <select
-              value={payment.method}
-              onChange={(e) => setPayment({ ...payment, method: e.currentTarget.value })}
-            >
-              <option value="eft">EFT</option>
-              <option value="card">Card</option>
-              <option value="cash">Cash</option>
-            </select>
-          </Field>
+          <AmountAndMethod
+            labels={[`Amount (${invoice.currency})`, 'Method']}
+            value={payment}
+            onChange={(change) => setPayment({ ...payment, ...change })}
+          />
           <Field label="From">
             <select
               value={payment.source}
@@ -297,6 +350,52 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
             <input
               value={payment.reference}
               onInput={(e) => setPayment({ ...payment, reference: e.currentTarget.value })}
+            />
+          </Field>
+        </ActionForm>
+      ) : null}
+      {REFUNDABLE.includes(invoice.status) && invoice.amountPaid > 0 ? (
+        <ActionForm
+          label="Record a refund"
+          submitLabel="Record refund"
+          confirm={`Record money given back to the patient on invoice ${invoice.number}? The invoice owes that amount again.`}
+          submit={async () => {
+            const body = {
+              invoiceId: invoice.id,
+              amount: Math.round(Number(refund.amount) * 100),
+              method: refund.method,
+              reason: refund.reason.trim(),
+              ...(refund.reference.trim() ? { reference: refund.reference.trim() } : {}),
+            };
+            // As a payment: the same refund submitted again after a failure that may hide an act keeps
+            // its key, so the service replays it instead of giving the money back twice.
+            try {
+              await api.recordRefund(practiceId, body, refundKey.for(body));
+            } catch (error) {
+              refundKey.failed(error);
+              throw error;
+            }
+            refundKey.done();
+            setRefund({ ...refund, amount: '', reference: '', reason: '' });
+            after('Refund recorded.')();
+          }}
+        >
+          <AmountAndMethod
+            labels={[`Refund amount (${invoice.currency})`, 'Paid back by']}
+            value={refund}
+            onChange={(change) => setRefund({ ...refund, ...change })}
+          />
+          <Field label="Refund slip or transfer number">
+            <input
+              value={refund.reference}
+              onInput={(e) => setRefund({ ...refund, reference: e.currentTarget.value })}
+            />
+          </Field>
+          <Field label="Reason for the refund">
+            <input
+              required
+              value={refund.reason}
+              onInput={(e) => setRefund({ ...refund, reason: e.currentTarget.value })}
             />
           </Field>
         </ActionForm>

@@ -58,7 +58,10 @@ export type InvoicesQuery = QueryOf<Op<'listInvoices'>>;
 export type LineItem = ResultOf<Op<'getLineItem'>>;
 export type LineItemRequest = BodyOf<Op<'addLineItem'>>;
 export type Rate = ListItem<ResultOf<Op<'listLineItemRates'>>>;
-export type Payment = ListItem<ResultOf<Op<'listInvoicePayments'>>>;
+export type Payment = ResultOf<Op<'getInvoicePayment'>>;
+export type PaymentRequest = BodyOf<Op<'recordInvoicePayment'>>;
+export type Refund = ResultOf<Op<'getInvoiceRefund'>>;
+export type RefundRequest = BodyOf<Op<'recordInvoiceRefund'>>;
 export type Claim = ResultOf<Op<'getClaim'>>;
 export type ClaimRequest = BodyOf<Op<'sendClaim'>>;
 export type ClaimReversalRequest = BodyOf<Op<'reverseClaim'>>;
@@ -73,11 +76,11 @@ export type DeletedCodeConcept = ResultOf<Op<'deleteCodeConcept'>>;
 type AnyEvent = ResultOf<Op<'getEvent'>>;
 type EventData = AnyEvent['data'];
 /** What every event's `data` holds: the invoice it is about (`object`, `id`, `url`). */
-export type InvoiceRef = Omit<EventData, 'claim' | 'payment'>;
+export type InvoiceRef = Omit<EventData, 'claim' | 'payment' | 'refund'>;
 type EventOf<T extends AnyEvent['type'], D> = Omit<AnyEvent, 'type' | 'data'> & { type: T; data: D };
 /** invoice.issued, invoice.cancelled, invoice.entered_in_error, invoice.written_off. */
 export type InvoiceEvent = EventOf<
-  Exclude<AnyEvent['type'], 'claim.status_changed' | 'payment.created'>,
+  Exclude<AnyEvent['type'], 'claim.status_changed' | 'payment.created' | 'refund.created'>,
   InvoiceRef
 >;
 /**
@@ -96,8 +99,17 @@ export type PaymentCreatedEvent = EventOf<
   'payment.created',
   InvoiceRef & { payment?: NonNullable<EventData['payment']> }
 >;
+/**
+ * refund.created: the invoice, and which refund (id, amount, currency). Every server that sends this
+ * event carries `refund`; it is optional in the type as the other details are, since the API's one
+ * event shape has it optional.
+ */
+export type RefundCreatedEvent = EventOf<
+  'refund.created',
+  InvoiceRef & { refund?: NonNullable<EventData['refund']> }
+>;
 /** An event (an item of the events list, or a webhook body), discriminated on `type`. */
-export type Event = InvoiceEvent | ClaimStatusChangedEvent | PaymentCreatedEvent;
+export type Event = InvoiceEvent | ClaimStatusChangedEvent | PaymentCreatedEvent | RefundCreatedEvent;
 export type EventType = Event['type'];
 export type EventsQuery = QueryOf<Op<'listEvents'>>;
 

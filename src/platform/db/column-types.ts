@@ -46,8 +46,9 @@ export interface ClaimNote {
   description: string;
 }
 
-/** events.detail: what a claim or payment event says about its claim or payment. */
+/** events.detail: what a claim, payment or refund event says about its claim, payment or refund. */
 export interface EventDetail {
   claim?: { id: string; status: string };
   payment?: { id: string; amount: number; currency: string; source: 'patient' | 'insurer' };
+  refund?: { id: string; amount: number; currency: string };
 }

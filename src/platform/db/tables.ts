@@ -443,6 +443,18 @@ export interface RateLimitsTable {
   points: Generated<number>;
 }
 
+export interface RefundsTable {
+  amount: number;
+  currency: string;
+  id: string;
+  invoice_id: string;
+  method: string;
+  practice_id: string;
+  reason: string;
+  reference: string | null;
+  refunded_at: Date;
+}
+
 export interface SandboxInsurerMessagesTable {
   answer: JSONColumnType<object>;
   kind: string;
@@ -541,6 +553,7 @@ export interface Tables {
   practices: PracticesTable;
   practitioners: PractitionersTable;
   rate_limits: RateLimitsTable;
+  refunds: RefundsTable;
   sandbox_insurer_messages: SandboxInsurerMessagesTable;
   service_settings: ServiceSettingsTable;
   tariff_modifiers: TariffModifiersTable;

@@ -382,6 +382,74 @@ export interface paths {
          */
         get: operations["listInvoicePayments"];
         put?: never;
+        /**
+         * Record a payment received
+         * @description Money the practice received from the patient (a card payment at the desk, cash, a transfer). Only an issued, partially paid or overdue invoice takes payments (else 422 `business_rule`); the amount may not exceed the balance due (422 naming `amount`). The invoice becomes partially_paid, or balanced once fully paid, and `payment.created` is sent. The rules are the operator's `POST /admin/v1/practices/{id}/payments`.
+         */
+        post: operations["recordInvoicePayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invoices/{invoiceId}/payments/{paymentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one payment of an invoice
+         * @description The address `POST /invoices/{invoiceId}/payments` answers in `Location`.
+         */
+        get: operations["getInvoicePayment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invoices/{invoiceId}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Refunds given on an invoice
+         * @description Oldest first.
+         */
+        get: operations["listInvoiceRefunds"];
+        put?: never;
+        /**
+         * Record a refund given back to the patient
+         * @description Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund (else 422 `business_rule`). `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.
+         */
+        post: operations["recordInvoiceRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invoices/{invoiceId}/refunds/{refundId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one refund of an invoice
+         * @description The address `POST /invoices/{invoiceId}/refunds` answers in `Location`.
+         */
+        get: operations["getInvoiceRefund"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -919,7 +987,7 @@ export interface components {
         /** ClientRequest */
         ClientRequest: {
             name: string;
-            permissions: ("PATIENTS:CREATE" | "PATIENTS:READ" | "PATIENTS:UPDATE" | "ENCOUNTERS:CREATE" | "ENCOUNTERS:READ" | "INVOICES:CREATE" | "INVOICES:READ" | "INVOICES:UPDATE" | "CLAIMS:READ" | "CLAIMS:EXECUTE" | "CLAIMS:SUBMIT" | "CODE_SYSTEMS:READ" | "CODE_SYSTEMS:CREATE" | "CODE_SYSTEMS:UPDATE" | "PATIENT_COVERAGE:READ" | "PATIENT_COVERAGE:CREATE" | "PRACTITIONERS:READ" | "EVENTS:READ")[];
+            permissions: ("PATIENTS:CREATE" | "PATIENTS:READ" | "PATIENTS:UPDATE" | "ENCOUNTERS:CREATE" | "ENCOUNTERS:READ" | "INVOICES:CREATE" | "INVOICES:READ" | "INVOICES:UPDATE" | "CLAIMS:READ" | "CLAIMS:EXECUTE" | "CLAIMS:SUBMIT" | "CODE_SYSTEMS:READ" | "CODE_SYSTEMS:CREATE" | "CODE_SYSTEMS:UPDATE" | "PATIENT_COVERAGE:READ" | "PATIENT_COVERAGE:CREATE" | "PRACTITIONERS:READ" | "EVENTS:READ" | "PAYMENTS:CREATE" | "REFUNDS:CREATE")[];
             allowedIps?: string[];
             rateLimitPerMinute?: number | null;
         };
@@ -1270,13 +1338,13 @@ export interface components {
             /** @description Unique per event; the `webhook-id` of its deliveries. */
             id: string;
             /** @enum {string} */
-            type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created";
+            type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created";
             /** Format: date-time */
             occurredAt: string;
-            /** @description `object`, `id` and `url` name the invoice, as the contract fixes; a claim or payment event adds `claim` or `payment`. */
+            /** @description `object`, `id` and `url` name the invoice, as the contract fixes; a claim, payment or refund event adds `claim`, `payment` or `refund`. */
             data: {
                 /**
-                 * @description Kind of record changed; claim and payment events name their invoice.
+                 * @description Kind of record changed; claim, payment and refund events name their invoice.
                  * @enum {string}
                  */
                 object: "invoice";
@@ -1299,6 +1367,14 @@ export interface components {
                     currency: string;
                     /** @enum {string} */
                     source: "patient" | "insurer";
+                };
+                /** @description On `refund.created` only: which refund, so that two are told apart without a read. */
+                refund?: {
+                    /** @description The refund recorded. */
+                    id: string;
+                    /** @description What was given back, in the invoice currency. */
+                    amount: number;
+                    currency: string;
                 };
             };
         };
@@ -1515,6 +1591,8 @@ export interface components {
             };
             coverages: components["schemas"]["Coverage"][];
             payments: components["schemas"]["Payment"][];
+            /** @description Money given back to the patient, oldest first. */
+            refunds: components["schemas"]["Refund"][];
             claim: components["schemas"]["Claim"] | null;
             /** @description Events about this invoice, oldest first. */
             events: {
@@ -1915,6 +1993,20 @@ export interface components {
             hasMore: boolean;
             nextCursor: string | null;
         };
+        /** PaymentRequest */
+        PaymentRequest: {
+            /** @description Minor units; at most the balance due. */
+            amount: number;
+            /** @description e.g. cash, card, eft. */
+            method: string;
+            /** @description e.g. the card slip or bank reference. */
+            reference?: string | null;
+            /**
+             * Format: date-time
+             * @description When the money was received; default now. At most 5 minutes ahead of the service's clock and at most 366 days back.
+             */
+            receivedAt?: string;
+        };
         /** Practice */
         Practice: {
             /** @enum {string} */
@@ -2107,6 +2199,39 @@ export interface components {
             hasMore: boolean;
             nextCursor: string | null;
         };
+        /** Refund */
+        Refund: {
+            /** @enum {string} */
+            object: "refund";
+            id: string;
+            invoiceId: string;
+            amount: number;
+            currency: string;
+            method: string;
+            reference: string | null;
+            reason: string;
+            /** Format: date-time */
+            refundedAt: string;
+        };
+        /** RefundList */
+        RefundList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["Refund"][];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** RefundRequest */
+        RefundRequest: {
+            /** @description Minor units; at most what the patient paid on the invoice, net of earlier refunds. */
+            amount: number;
+            /** @description e.g. cash, card, eft. */
+            method: string;
+            /** @description e.g. the card slip or bank reference. */
+            reference?: string | null;
+            /** @description Why the money was given back, in words a person reads later. */
+            reason: string;
+        };
         /** ReverseRequest */
         ReverseRequest: {
             reason?: string | null;
@@ -2218,7 +2343,7 @@ export interface components {
             /** @description https URL reaching a public address (http and private addresses only with WEBHOOK_ALLOW_PRIVATE). */
             url: string;
             /** @description Event types to send; none or empty = all. */
-            eventTypes?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created")[];
+            eventTypes?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
         };
         /** WebhookEventAttemptList */
         WebhookEventAttemptList: {
@@ -3466,6 +3591,215 @@ export interface operations {
             503: components["responses"]["Problem503"];
         };
     };
+    recordInvoicePayment: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
+                "idempotency-key": string;
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Invoice id (`inv_...`). */
+                invoiceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PaymentRequest"];
+            };
+        };
+        responses: {
+            /** @description Created: a Payment. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Payment"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getInvoicePayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                invoiceId: string;
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: a Payment. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Payment"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    listInvoiceRefunds: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Invoice id (`inv_...`). */
+                invoiceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: a RefundList. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RefundList"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    recordInvoiceRefund: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Required. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
+                "idempotency-key": string;
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Invoice id (`inv_...`). */
+                invoiceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundRequest"];
+            };
+        };
+        responses: {
+            /** @description Created: a Refund. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getInvoiceRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                invoiceId: string;
+                refundId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: a Refund. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
     getClaim: {
         parameters: {
             query?: never;
@@ -4017,7 +4351,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Event types to keep; repeat the parameter for several. */
-                type?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created")[];
+                type?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
                 createdSince?: string;
                 /** @description Id of the last event received: the list starts after it. */
                 after?: string;

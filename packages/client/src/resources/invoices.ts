@@ -1,4 +1,4 @@
-// Invoices, their lines, the rates known for a line and the payments received.
+// Invoices, their lines, the rates known for a line, the payments received and the refunds given.
 import type { Http, RequestOptions } from '../http.ts';
 import { PageList } from '../paging.ts';
 import type {
@@ -9,7 +9,10 @@ import type {
   LineItemRequest,
   ListPage,
   Payment,
+  PaymentRequest,
   Rate,
+  Refund,
+  RefundRequest,
 } from '../types.ts';
 
 export class Invoices {
@@ -78,6 +81,66 @@ export class Invoices {
       '/api/v1/invoices/{invoiceId}/cancel',
       { params: { invoiceId }, body, creates: false },
       options,
+    );
+  }
+
+  /**
+   * Records money received from the patient (needs PAYMENTS:CREATE): the invoice becomes
+   * partially_paid, or balanced once fully paid. Only an issued, partially paid or overdue invoice
+   * takes a payment, and never above its balance due (422). Sent with an Idempotency-Key, so a retry
+   * replays the first answer instead of paying twice.
+   */
+  recordPayment(invoiceId: string, body: PaymentRequest, options?: RequestOptions): Promise<Payment> {
+    return this.#http.call(
+      'post',
+      '/api/v1/invoices/{invoiceId}/payments',
+      { params: { invoiceId }, body, creates: true },
+      options,
+    );
+  }
+
+  getPayment(invoiceId: string, paymentId: string, options?: RequestOptions): Promise<Payment> {
+    return this.#http.call(
+      'get',
+      '/api/v1/invoices/{invoiceId}/payments/{paymentId}',
+      { params: { invoiceId, paymentId }, creates: false },
+      options,
+    );
+  }
+
+  /**
+   * Records money given back to the patient (needs REFUNDS:CREATE): never more than the patient
+   * paid on the invoice net of earlier refunds (422). The invoice's amountPaid goes down and its
+   * status follows. Sent with an Idempotency-Key, like every create.
+   */
+  recordRefund(invoiceId: string, body: RefundRequest, options?: RequestOptions): Promise<Refund> {
+    return this.#http.call(
+      'post',
+      '/api/v1/invoices/{invoiceId}/refunds',
+      { params: { invoiceId }, body, creates: true },
+      options,
+    );
+  }
+
+  getRefund(invoiceId: string, refundId: string, options?: RequestOptions): Promise<Refund> {
+    return this.#http.call(
+      'get',
+      '/api/v1/invoices/{invoiceId}/refunds/{refundId}',
+      { params: { invoiceId, refundId }, creates: false },
+      options,
+    );
+  }
+
+  /** The refunds given on the invoice, oldest first. */
+  refunds(invoiceId: string, options?: RequestOptions): PageList<Refund> {
+    return new PageList(
+      async () =>
+        (await this.#http.call(
+          'get',
+          '/api/v1/invoices/{invoiceId}/refunds',
+          { params: { invoiceId }, creates: false },
+          options,
+        )) as ListPage<Refund>,
     );
   }
 
