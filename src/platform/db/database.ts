@@ -2,11 +2,12 @@
 // a lock file. Everything else reaches the database only through transaction.ts.
 import fs from 'node:fs';
 import type { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn, quoted } from './listen.ts';
 import { PostgresSessionDialect } from './postgres-session.ts';
+import { CountedPgliteDialect, countRoundTrip } from './statement-counts.ts';
 import type { Tables } from './tables.ts';
 
 export { TransactionRolledBackError } from './postgres-session.ts';
@@ -116,12 +117,14 @@ export function openPostgres(options: PostgresOptions): Database {
         onSignal,
         onLost,
       ),
-    poolQuery: ({ name, text, values }) =>
-      pool.query({
+    poolQuery: ({ name, text, values }) => {
+      countRoundTrip(1);
+      return pool.query({
         ...(name && options.preparedStatements ? { name } : {}),
         text,
         ...(values ? { values } : {}),
-      }),
+      });
+    },
     close: () => kysely.destroy(),
   };
 }
@@ -203,7 +206,7 @@ export async function openPglite(options: PgliteOptions): Promise<Database & { p
     parsers: pgliteParsers,
     startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${options.sharedBuffersMb ?? 16}MB`],
   });
-  const kysely = new Kysely<Tables>({ dialect: new PGliteDialect({ pglite }) });
+  const kysely = new Kysely<Tables>({ dialect: new CountedPgliteDialect({ pglite }) });
   return {
     kind: 'pglite',
     kysely,

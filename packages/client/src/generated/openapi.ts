@@ -2141,6 +2141,12 @@ export interface components {
                 eventLoopLag: number;
             };
             eventLoopLagMs: number;
+            /** @description What this process has sent to the database since it started: statements (BEGIN and COMMIT included), round trips, and transactions. */
+            database: {
+                statements: number;
+                roundTrips: number;
+                transactions: number;
+            };
         };
         /** WebhookAttempt */
         WebhookAttempt: {
