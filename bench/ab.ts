@@ -21,16 +21,17 @@ export interface RoundResult {
   otherResponses: number;
   errors: number;
   statusCodes: Record<string, number>;
-  /** The database work of the round's answers (when the target counts it). */
+  /** The database work of the round's requests (when the target counts it), and how many were sent. */
   counts?: DbCounts;
+  sent?: number;
   /** Who used the CPU during the round (measured rounds). */
   cpu?: CpuUse;
 }
 
-/** Measures around one round: begun just before it, ended with the number of answers it got. */
+/** Measures around one round: begun just before it, ended with the number of requests it sent. */
 export interface RoundProbe {
   begin(): Promise<void>;
-  end(answers: number): Promise<{ counts?: DbCounts; cpu?: CpuUse }>;
+  end(sent: number): Promise<{ counts?: DbCounts; sent?: number; cpu?: CpuUse }>;
 }
 
 export interface TargetSummary {
@@ -82,7 +83,7 @@ async function once(
   const statusCodes = Object.fromEntries(
     Object.entries(result.statusCodeStats ?? {}).map(([code, stat]) => [code, stat.count]),
   );
-  const extras = probe ? await probe.end(result['2xx'] + result.non2xx) : {};
+  const extras = probe ? await probe.end(result.requests.sent) : {};
   return {
     ...extras,
     target,
@@ -145,10 +146,10 @@ export async function runAb(
   for (const target of ['service', 'baseline'] as const) {
     const counted = of(target).filter((r) => r.counts);
     if (counted.length === 0) continue;
-    const answers = counted.reduce((n, r) => n + r.okResponses + r.otherResponses, 0);
+    const sent = counted.reduce((n, r) => n + (r.sent ?? 0), 0);
     perRequest[target] = per(
       counted.reduce((sum, r) => plus(sum, r.counts!), ZERO),
-      answers,
+      sent,
     );
   }
   return {

@@ -60,6 +60,8 @@ export function recordWindow(ctx: PassContext, cpu: CpuUse): CpuUse {
   return cpu;
 }
 
+const SETTLE_MS = 1_000;
+
 function roundProbe(
   ctx: PassContext,
   baseline: RunningBaseline,
@@ -75,8 +77,10 @@ function roundProbe(
         window = await CpuWindow.open({ ...ctx.cpu, label: `${scenario.key} round ${round} ${target}` });
         window.begin();
       },
-      async end() {
+      async end(sent) {
         window!.end();
+        // Requests still in flight when the load generator stopped finish their database work.
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
         const after = await read();
         const cpu = recordWindow(ctx, await window!.close());
         const counts =
@@ -85,7 +89,7 @@ function roundProbe(
               ? ctx.counter!.difference(before, after)
               : minus(after, before)
             : undefined;
-        return { cpu, ...(counts ? { counts } : {}) };
+        return { cpu, ...(counts ? { counts, sent } : {}) };
       },
     };
   };
