@@ -31,7 +31,7 @@ import { type PassContext, watchService } from './pass-steps.ts';
 import { registerWebhook } from './provision.ts';
 import { practiceWithVisits } from './seed-api.ts';
 import { type RunningService, type ServiceSpec, startService } from './service.ts';
-import { STEPS, stepLoad, stepRates } from './step-load.ts';
+import { stepLoad, stepRates } from './step-load.ts';
 import { startReceiver } from './webhook-receiver.ts';
 
 function count(name: string, fallback: number): number {
@@ -231,7 +231,7 @@ export async function overloadScenario(
           const made = await more(n);
           return made.encounterIds.map((encounterId) => ({ encounterId, key: made.practice.key }));
         },
-        stepRates(STEPS.start[ctx.result.database]),
+        stepRates(ctx.result.database),
       );
       capacity = steps?.claimsPerSec ?? 0;
       capacitySource = 'a step load of its own';

@@ -204,8 +204,11 @@ export async function analyze(ctx: PassContext, sql: SqlTarget, baseline?: Runni
 }
 
 export function claimVisitsNeeded(settings: Settings, database: PassName): number {
-  const steps = stepRates(STEPS.start[database]).reduce((sum, rate) => sum + rate * STEPS.seconds, 0);
-  const latency = LATENCY_SHARES.reduce((sum, share) => sum + share * STEPS.max * settings.latencySeconds, 0);
+  const steps = stepRates(database).reduce((sum, rate) => sum + rate * STEPS.seconds, 0);
+  const latency = LATENCY_SHARES.reduce(
+    (sum, share) => sum + share * STEPS.max[database] * settings.latencySeconds,
+    0,
+  );
   return Math.round(settings.claimWarmup.rate * settings.claimWarmup.seconds + steps + latency) + 100;
 }
 
@@ -330,13 +333,7 @@ export async function claimScenario(
   const receiver = await startReceiver();
   try {
     await registerWebhook(service.baseUrl, adminToken, seeded.practice.practiceId, receiver.url);
-    const capacity = await stepLoad(
-      ctx,
-      service.baseUrl,
-      receiver,
-      visits,
-      stepRates(STEPS.start[ctx.result.database]),
-    );
+    const capacity = await stepLoad(ctx, service.baseUrl, receiver, visits, stepRates(ctx.result.database));
     if (!capacity) return undefined;
     ctx.result.capacity = capacity;
     noteRss(ctx, service);

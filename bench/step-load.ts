@@ -1,5 +1,5 @@
 // Owns finding the claim pipeline's capacity by a step load, and measuring a claim run's CPU:
-//   step load    the offered claim rate is raised step by step (BENCH_STEP_START, × BENCH_STEP_FACTOR,
+//   step load    the offered claim rate is raised step by step (from BENCH_STEP_START, × BENCH_STEP_FACTOR,
 //                BENCH_STEP_S each, up to BENCH_STEP_MAX) until completions (the claim's answer webhook
 //                received) stop following it: fewer than 90 % of the offered rate completed within the
 //                step. Each step starts on an empty queue (the one before drained). The capacity is the
@@ -17,6 +17,7 @@ import {
 import { type CpuUse, CpuWindow } from './cpu-window.ts';
 import type { PassContext } from './pass-steps.ts';
 import { recordWindow } from './pass-steps.ts';
+import type { PassName } from './settings.ts';
 import { round } from './stats.ts';
 import type { Receiver } from './webhook-receiver.ts';
 
@@ -48,7 +49,8 @@ export const STEPS = {
   start: { postgres: number('BENCH_STEP_START', 30), pglite: number('BENCH_STEP_START', 8) },
   factor: number('BENCH_STEP_FACTOR', 1.25),
   seconds: number('BENCH_STEP_S', 6),
-  max: number('BENCH_STEP_MAX', 400),
+  /** The embedded database runs on one thread: its steps stop lower (its visits are loaded in advance). */
+  max: { postgres: number('BENCH_STEP_MAX', 400), pglite: number('BENCH_STEP_MAX', 100) },
   drainMs: number('BENCH_STEP_DRAIN_S', 20) * 1000,
 };
 
@@ -60,10 +62,11 @@ function number(name: string, fallback: number): number {
   return value;
 }
 
-/** The offered rates of a full step load, from `start` up to the maximum. */
-export function stepRates(start: number): number[] {
+/** The offered rates of a full step load on a database, from its start up to its maximum. */
+export function stepRates(database: PassName): number[] {
   const rates: number[] = [];
-  for (let rate = start; rate <= STEPS.max; rate *= STEPS.factor) rates.push(Math.round(rate));
+  for (let rate = STEPS.start[database]; rate <= STEPS.max[database]; rate *= STEPS.factor)
+    rates.push(Math.round(rate));
   return rates;
 }
 

@@ -94,10 +94,10 @@ describe('the quiet-machine rule', () => {
 });
 
 test('the step load rises from its start by its factor up to its maximum', () => {
-  const rates = stepRates(30);
-  assert.equal(rates[0], 30);
+  const rates = stepRates('postgres');
+  assert.equal(rates[0], STEPS.start.postgres);
   assert.ok(rates.every((rate, i) => i === 0 || rate > rates[i - 1]!));
-  assert.ok(rates.at(-1)! <= STEPS.max && rates.at(-1)! * STEPS.factor > STEPS.max);
+  assert.ok(rates.at(-1)! <= STEPS.max.postgres && rates.at(-1)! * STEPS.factor > STEPS.max.postgres);
 });
 
 test('/proc is read as CPU milliseconds', () => {
