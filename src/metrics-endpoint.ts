@@ -62,7 +62,7 @@ export async function prometheusText(
     new Counter({ name: `practice_billing_db_${name}_total`, help, registers }).inc(value);
   counter(
     'statements',
-    'Statements this process has sent to the database, BEGIN, COMMIT and ROLLBACK included.',
+    'SQL statements this process has sent to the database, BEGIN, COMMIT and ROLLBACK not included.',
     metrics.database.statements,
   );
   counter('round_trips', 'Round trips this process has made to the database.', metrics.database.roundTrips);

@@ -56,7 +56,7 @@ export const ServiceMetrics = Type.Object(
       {
         additionalProperties: false,
         description:
-          'What this process has sent to the database since it started: statements (BEGIN and COMMIT included), round trips, and transactions.',
+          'What this process has sent to the database since it started: SQL statements (BEGIN, COMMIT and ROLLBACK not counted among them), round trips, and transactions.',
       },
     ),
   },

@@ -13,6 +13,7 @@ import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
 import type { Tables } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
+import { followOnLease, takeFollowOns } from './follow-on.ts';
 import type { JobRow } from './job-row.ts';
 import { checkedPayload, type JobKind } from './kind.ts';
 import { JOB_LANES, type JobLane } from './lanes.ts';
@@ -88,8 +89,11 @@ function dueIn(delayMs: number): RawBuilder<Date> {
 /**
  * The row of a new job, due `delayMs` from now on the database's clock, its payload checked against
  * its kind, for a caller that inserts it in a statement of its own (several jobs, or jobs with the rows
- * they work on); that caller then calls announceQueuedJobs in the same transaction. Jobs that name one
- * concurrencyKey (a delivery names its endpoint) share their lane's cap on how many run at once.
+ * they work on); that caller then calls announceQueuedJobs in the same transaction with the rows it
+ * inserted. Jobs that name one concurrencyKey (a delivery names its endpoint) share their lane's cap on
+ * how many run at once. Queued from inside a running job and due at once, it may be leased to that
+ * job's worker as a follow-on (src/jobs/follow-on.ts), with `handoff`, what the job would otherwise
+ * read again.
  */
 export function newJobRow<S extends TSchema>(
   practiceId: string,
@@ -98,27 +102,57 @@ export function newJobRow<S extends TSchema>(
   now: Date,
   delayMs = 0,
   concurrencyKey = '',
+  handoff?: unknown,
 ): InsertObject<Tables, 'jobs'> & { id: string } {
   checkedPayload(kind, payload);
-  return {
+  const id = newId('job');
+  const lease = followOnLease(kind.lane, concurrencyKey, delayMs);
+  const insert = {
     practice_id: practiceId,
-    id: newId('job'),
+    id,
     kind: kind.name,
     lane: kind.lane,
     concurrency_key: concurrencyKey,
     payload: JSON.stringify(payload),
     run_at: dueIn(delayMs),
     created_at: now,
-    locked_by: null,
-    locked_until: null,
+    locked_by: lease?.locked_by ?? null,
+    locked_until: lease ? dueIn(lease.leaseMs) : null,
+    ...(lease ? { attempts: lease.attempts } : {}),
     last_error: null,
     finished_at: null,
   };
+  lease?.claim(
+    insert,
+    {
+      practice_id: practiceId,
+      id,
+      kind: kind.name,
+      lane: kind.lane,
+      concurrency_key: concurrencyKey,
+      payload: payload as Record<string, unknown>,
+      run_at: now,
+      created_at: now,
+      locked_by: lease.locked_by,
+      locked_until: new Date(now.getTime() + lease.leaseMs),
+      attempts: lease.attempts,
+      state: 'queued',
+      last_error: null,
+      finished_at: null,
+    },
+    handoff,
+  );
+  return insert;
 }
 
-/** Wakes the workers of `lane` once this transaction, which inserted job rows, has committed. */
-export function announceQueuedJobs(trx: Trx, lane: JobLane): void {
-  afterCommit(trx, laneQueued[lane]);
+/**
+ * Once this transaction, which inserted job rows of `lane`, has committed: its follow-on jobs go to
+ * the worker that leased them, and the lane's workers are woken for the rest.
+ */
+export function announceQueuedJobs(trx: Trx, lane: JobLane, inserted: readonly object[]): void {
+  const { hand, others } = takeFollowOns(inserted);
+  if (hand) afterCommit(trx, hand);
+  if (others) afterCommit(trx, laneQueued[lane]);
 }
 
 /**
@@ -140,7 +174,7 @@ export async function enqueueJob<S extends TSchema>(
 ): Promise<string> {
   const row = newJobRow(practiceId, kind, payload, now, delayMs);
   await trx.insertInto('jobs').values(row).execute();
-  announceQueuedJobs(trx, kind.lane);
+  announceQueuedJobs(trx, kind.lane, [row]);
   return row.id;
 }
 

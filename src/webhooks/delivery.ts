@@ -7,6 +7,7 @@
 // disabled and the practice told.
 import { Webhook } from 'standardwebhooks';
 import { type EventRecord, eventBody } from '../events/schemas.ts';
+import { handedOverWith } from '../jobs/follow-on.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
 import { insertNotification } from '../notifications/store.ts';
@@ -62,13 +63,27 @@ export function signatureHeader(secrets: string[], eventId: string, at: Date, bo
 export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<void> {
   const { deliveryId } = checkedPayload(DELIVER_JOB, job.payload);
   const practiceId = job.practice_id;
-  const prepared = await inPractice(ctx.db, practiceId, (trx) => prepareAttempt(ctx, trx, job, deliveryId));
+  // A follow-on job comes with what the transaction that queued it read (its delivery pending, its
+  // endpoint enabled); a job taken from the queue reads it.
+  const prepared =
+    (handedOverWith(job) as PreparedAttempt | undefined) ??
+    (await inPractice(ctx.db, practiceId, (trx) => prepareAttempt(ctx, trx, job, deliveryId)));
   if (!prepared) return;
   const sent = await sendAttempt(ctx, prepared);
   await inPractice(ctx.db, practiceId, (trx) => recordAttempt(ctx, trx, job, prepared, sent));
 }
 
-type Prepared = Exclude<Awaited<ReturnType<typeof prepareAttempt>>, undefined>;
+/** What an attempt is made from: the delivery, its endpoint's address and secrets, and its event. */
+export interface PreparedAttempt {
+  delivery: { id: string; attempts: number };
+  endpoint: Pick<
+    EndpointRow,
+    'id' | 'url' | 'secret_encrypted' | 'previous_secret_encrypted' | 'previous_secret_expires_at'
+  >;
+  event: EventRecord;
+}
+
+type Prepared = PreparedAttempt;
 type Sent = Awaited<ReturnType<typeof sendAttempt>>;
 
 /**
@@ -76,7 +91,12 @@ type Sent = Awaited<ReturnType<typeof sendAttempt>>;
  * delivery is no longer pending or its endpoint is gone) or the delivery is cancelled (the endpoint
  * is disabled).
  */
-async function prepareAttempt(ctx: DeliveryContext, trx: Trx, job: JobRow, deliveryId: string) {
+async function prepareAttempt(
+  ctx: DeliveryContext,
+  trx: Trx,
+  job: JobRow,
+  deliveryId: string,
+): Promise<PreparedAttempt | undefined> {
   const practiceId = job.practice_id;
   const found = await findDeliveryToAttempt(trx, practiceId, deliveryId);
   if (found?.state !== 'pending' || found.endpoint_found === null) {

@@ -279,7 +279,7 @@ export async function insertEventFindingEndpoints(
   return trx
     .with('recorded_event', (db) => insertEventRow(db, event))
     .selectFrom('webhook_endpoints')
-    .select('id')
+    .select(['id', 'url', 'secret_encrypted', 'previous_secret_encrypted', 'previous_secret_expires_at'])
     .where('practice_id', '=', practiceId)
     .where('enabled', '=', true)
     .where(takesEventType(type))

@@ -44,6 +44,11 @@ const MAX_NAMED_STATEMENT_LENGTH = 8000;
 
 type PgResult = pg.QueryResult<Record<string, unknown>>;
 
+/** BEGIN, COMMIT and ROLLBACK: counted as transactions and round trips, not as statements. */
+function isTransactionControl(text: string): boolean {
+  return text === 'BEGIN' || text === 'COMMIT' || text === 'ROLLBACK' || text.startsWith('start transaction');
+}
+
 /** pg answers a message of several statements with one result each: the last is the message's. */
 function lastOf(answer: PgResult | PgResult[]): PgResult {
   return Array.isArray(answer) ? answer[answer.length - 1]! : answer;
@@ -150,7 +155,7 @@ export class PostgresSession implements DatabaseConnection {
 
   /** Statements without parameters, in one simple-protocol message; a transaction begins with the first. */
   #sendText(statements: string[]): Promise<PgResult | PgResult[]> {
-    countRoundTrip(statements.length);
+    countRoundTrip(statements.filter((text) => !isTransactionControl(text)).length);
     if (statements[0] === 'BEGIN' || statements[0]!.startsWith('start transaction')) countTransaction();
     return this.#client.query(statements.join(';\n')) as unknown as Promise<PgResult | PgResult[]>;
   }

@@ -1,5 +1,6 @@
-// Owns this process's count of what it sends to the database: statements (BEGIN, COMMIT and ROLLBACK
-// included; a message of several statements counts each), round trips (a message sent and its answer
+// Owns this process's count of what it sends to the database: statements (a message of several
+// statements counts each; BEGIN, COMMIT and ROLLBACK are not statements here, they count as
+// transactions and round trips), round trips (a message sent and its answer
 // awaited; in the embedded database, a call into it) and transactions (counted when their BEGIN
 // reaches the database: a transaction that ends before its first statement sends nothing and is not
 // counted). The drivers count as they send (src/platform/db/postgres-session.ts for PostgreSQL,
@@ -60,17 +61,17 @@ class CountingPgliteDriver implements Driver {
 
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     countTransaction();
-    countRoundTrip(1);
+    countRoundTrip(0);
     return this.#driver.beginTransaction(connection, settings);
   }
 
   commitTransaction(connection: DatabaseConnection): Promise<void> {
-    countRoundTrip(1);
+    countRoundTrip(0);
     return this.#driver.commitTransaction(connection);
   }
 
   rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    countRoundTrip(1);
+    countRoundTrip(0);
     return this.#driver.rollbackTransaction(connection);
   }
 

@@ -2141,7 +2141,7 @@ export interface components {
                 eventLoopLag: number;
             };
             eventLoopLagMs: number;
-            /** @description What this process has sent to the database since it started: statements (BEGIN and COMMIT included), round trips, and transactions. */
+            /** @description What this process has sent to the database since it started: SQL statements (BEGIN, COMMIT and ROLLBACK not counted among them), round trips, and transactions. */
             database: {
                 statements: number;
                 roundTrips: number;
