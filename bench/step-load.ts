@@ -2,9 +2,10 @@
 //   step load    the offered claim rate is raised step by step (from BENCH_STEP_START, × BENCH_STEP_FACTOR,
 //                BENCH_STEP_S each, up to BENCH_STEP_MAX) until completions (the claim's answer webhook
 //                received) stop following it: fewer than 90 % of the offered rate completed within the
-//                step. Each step starts on an empty queue (the one before drained). The capacity is the
-//                highest completion rate of any step.
-//   CPU          during each step's sending, the utime + stime (from /proc) of the API, the worker and
+//                step's window (its sending, less the first second, while the pipeline fills). Each
+//                step starts on an empty queue (the one before drained). The capacity is the highest
+//                completion rate of any step.
+//   CPU          during each step's window, the utime + stime (from /proc) of the API, the worker and
 //                the PostgreSQL backends serving the service's database, ÷ the claims completed in
 //                that window: CPU ms per claim. "At saturation" is the first step that did not follow.
 import {
@@ -20,6 +21,9 @@ import { recordWindow } from './pass-steps.ts';
 import type { PassName } from './settings.ts';
 import { round } from './stats.ts';
 import type { Receiver } from './webhook-receiver.ts';
+
+/** A window opens this long after the first send, once the pipeline has filled. */
+const RAMP_MS = 1_000;
 
 /** Completions follow the offered rate while at least this share of it completes. */
 export const FOLLOWING = 0.9;
@@ -77,24 +81,33 @@ export async function measuredClaims(
   options: Omit<ClaimOptions, 'window'>,
 ): Promise<MeasuredClaims> {
   const window = await CpuWindow.open({ ...ctx.cpu, label });
-  let begunAt = 0;
+  let begunAt: number | undefined;
   let endedAt = 0;
+  let ramp: NodeJS.Timeout | undefined;
+  const begin = () => {
+    begunAt = performance.now();
+    window.begin();
+  };
   let run: ClaimResult;
   try {
     run = await runClaimPipeline({
       ...options,
       window: {
+        // The window opens once the pipeline has filled: its first claims complete a latency later.
         begin: () => {
-          begunAt = performance.now();
-          window.begin();
+          ramp = setTimeout(begin, RAMP_MS);
         },
         end: () => {
+          clearTimeout(ramp);
+          if (begunAt === undefined) begin();
           endedAt = performance.now();
           window.end();
         },
       },
     });
   } catch (error) {
+    clearTimeout(ramp);
+    if (begunAt === undefined) begin();
     window.end();
     await window.close().catch(() => {});
     throw error;
@@ -102,8 +115,8 @@ export async function measuredClaims(
   const cpu = recordWindow(ctx, await window.close());
   const completed = queuedClaims(run)
     .map((claim) => answerArrival(options.receiver, claim.invoiceId))
-    .filter((at) => at !== undefined && at >= begunAt && at <= endedAt).length;
-  const seconds = (endedAt - begunAt) / 1000;
+    .filter((at) => at !== undefined && at >= begunAt! && at <= endedAt).length;
+  const seconds = (endedAt - begunAt!) / 1000;
   const perClaim = (ms: number) => round(ms / completed, 2);
   return {
     run,
