@@ -70,7 +70,7 @@ function number(name: string, fallback: number): number {
 export function stepRates(database: PassName): number[] {
   const rates: number[] = [];
   for (let rate = STEPS.start[database]; rate <= STEPS.max[database]; rate *= STEPS.factor)
-    rates.push(Math.round(rate));
+    if (Math.round(rate) !== rates.at(-1)) rates.push(Math.round(rate));
   return rates;
 }
 
