@@ -198,21 +198,35 @@ export async function liveInvoiceOfEncounter(trx: Trx, practiceId: string, encou
 }
 
 /** Inserts an invoice of one visit with its lines; answers it as written (locked by this transaction). */
+/** A new invoice with its visit and its lines, in one statement; answers them as inserted. */
 export async function insertInvoice(
   trx: Trx,
   invoice: Insertable<InvoicesTable>,
   encounterId: string,
   lines: Insertable<InvoiceLinesTable>[],
 ): Promise<InvoiceRecord> {
-  const row = await trx.insertInto('invoices').values(invoice).returningAll().executeTakeFirstOrThrow();
-  await trx
-    .insertInto('invoice_encounters')
-    .values({ practice_id: invoice.practice_id, invoice_id: invoice.id, encounter_id: encounterId })
-    .execute();
-  const lineRows =
-    lines.length > 0 ? await trx.insertInto('invoice_lines').values(lines).returningAll().execute() : [];
-  lineRows.sort((a, b) => a.position - b.position);
-  return { invoice: row, lines: lineRows, encounterIds: [encounterId] };
+  const link = { practice_id: invoice.practice_id, invoice_id: invoice.id, encounter_id: encounterId };
+  const withInvoice = trx
+    .with('new_invoice', (db) => db.insertInto('invoices').values(invoice).returningAll())
+    .with('new_link', (db) => db.insertInto('invoice_encounters').values(link));
+  const row =
+    lines.length > 0
+      ? await withInvoice
+          .with('new_lines', (db) => db.insertInto('invoice_lines').values(lines).returningAll())
+          .selectFrom('new_invoice')
+          .selectAll()
+          .select(
+            sql<LineRow[]>`(SELECT jsonb_agg(to_jsonb(l) ORDER BY l.position) FROM new_lines l)`.as(
+              'record_lines',
+            ),
+          )
+          .executeTakeFirstOrThrow()
+      : {
+          ...(await withInvoice.selectFrom('new_invoice').selectAll().executeTakeFirstOrThrow()),
+          record_lines: [] as LineRow[],
+        };
+  const { record_lines: lineRows, ...inserted } = row;
+  return { invoice: inserted, lines: lineRows, encounterIds: [encounterId] };
 }
 
 export async function insertLine(trx: Trx, line: Insertable<InvoiceLinesTable>): Promise<void> {
