@@ -297,6 +297,26 @@ export async function insertPayment(trx: Trx, payment: Insertable<PaymentsTable>
 }
 
 /** What the insurer has paid on the invoice, net of what was taken back. */
+/**
+ * The invoice's row, locked until commit, with what the insurer has paid on it and not taken back
+ * (`insurer_paid`), in one statement; undefined when there is none.
+ */
+export async function lockInvoiceRowWithInsurerPaid(trx: Trx, practiceId: string, id: string) {
+  return trx
+    .selectFrom('invoices')
+    .selectAll()
+    .select(
+      sql<number>`(SELECT coalesce(sum(p.amount), 0) FROM payments p
+        WHERE p.practice_id = invoices.practice_id AND p.invoice_id = invoices.id AND p.source = 'insurer')`.as(
+        'insurer_paid',
+      ),
+    )
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
 export async function insurerPaid(trx: Trx, practiceId: string, invoiceId: string): Promise<number> {
   const row = await trx
     .selectFrom('payments')
