@@ -100,7 +100,11 @@ export async function touchInvoice(
   billing: PracticeBilling,
   invoiceId: string,
   set: Updateable<InvoicesTable> = {},
-  { settleOn, retotal = false }: { settleOn?: string; retotal?: boolean | readonly number[] } = {},
+  {
+    settleOn,
+    retotal = false,
+    held,
+  }: { settleOn?: string; retotal?: boolean | readonly number[]; held?: InvoiceRow } = {},
 ) {
   const changedAt = await stampChange(trx);
   const totals =
@@ -110,11 +114,27 @@ export async function touchInvoice(
           retotal === true ? await lineTotals(trx, billing.id, invoiceId) : [...retotal],
           billing.vatRateBasisPoints,
         );
-  const row = await updateInvoice(trx, billing.id, invoiceId, {
+  const changes: Updateable<InvoicesTable> = {
     ...set,
     ...(totals ? { total_net: totals.totalNet, total_gross: totals.totalGross } : {}),
     updated_at: changedAt,
-  });
+  };
+  // The row as this transaction holds it locked: its status after the change is known before the
+  // change, so the change is one statement.
+  if (held && settleOn !== undefined) {
+    const after = { ...held, ...changes } as InvoiceRow;
+    if (OPEN_STATUSES.includes(after.status as InvoiceStatus)) {
+      changes.status = openStatus(
+        {
+          totalGross: Number(after.total_gross),
+          amountPaid: Number(after.amount_paid),
+          dueDate: after.due_date,
+        },
+        settleOn,
+      );
+    }
+  }
+  const row = await updateInvoice(trx, billing.id, invoiceId, changes);
   const money = {
     totalGross: Number(row.total_gross),
     amountPaid: Number(row.amount_paid),
@@ -166,21 +186,38 @@ export async function issueInvoice(
       `Invoice ${record.invoice.number} is ${record.invoice.status}; only a draft or amending invoice can be issued.`,
     );
   }
-  if (record.lines.length === 0) {
-    throw new AppError(
-      'business_rule',
-      `Invoice ${record.invoice.number} has no lines; add one before issuing it.`,
-    );
-  }
+  const refusal = issueRefusal(record.invoice.number, record.lines.length);
+  if (refusal) throw new AppError('business_rule', refusal);
   // Re-issuing an amended invoice keeps what was paid on it: its status follows from its money.
   const touched = await touchInvoice(
     trx,
     billing,
     invoiceId,
     { status: 'issued', issued_at: now },
-    { settleOn: dateIn(billing.timezone, now), retotal: record.lines.map((line) => Number(line.total)) },
+    {
+      settleOn: dateIn(billing.timezone, now),
+      retotal: record.lines.map((line) => Number(line.total)),
+      ...(held ? { held: held.invoice } : {}),
+    },
   );
   const issued: InvoiceRecord = { ...record, invoice: touched.row };
+  await announceIssued(trx, billing, issued, now);
+  return issued;
+}
+
+/** Why an editable invoice with this many lines cannot be issued, or null. */
+export function issueRefusal(number: string, lineCount: number): string | null {
+  return lineCount === 0 ? `Invoice ${number} has no lines; add one before issuing it.` : null;
+}
+
+/** What issuing an invoice tells: the patient's notification and the invoice.issued event. */
+export async function announceIssued(
+  trx: Trx,
+  billing: PracticeBilling,
+  issued: InvoiceRecord,
+  now: Date,
+): Promise<void> {
+  const invoiceId = issued.invoice.id;
   await insertNotification(trx, {
     practice_id: billing.id,
     id: newId('notification'),
@@ -193,7 +230,6 @@ export async function issueInvoice(
     created_at: now,
   });
   await recordEvent(trx, billing.id, 'invoice.issued', { type: 'invoice', id: invoiceId }, now);
-  return issued;
 }
 
 export async function amendInvoice(

@@ -35,49 +35,59 @@ export function onJobsQueued(wake: (lane: JobLane | undefined) => void): () => v
   return () => inProcessWorkers.delete(wake);
 }
 
-// One NOTIFY at a time per database and lane, and one more for everything queued while it was on
+// One NOTIFY at a time per database and payload, and one more for everything queued while it was on
 // its way.
-const notifying = new WeakMap<Database, Map<JobLane, { again: boolean }>>();
+const notifying = new WeakMap<Database, Map<string, { again: boolean }>>();
 
-function notifyOtherProcesses(db: Database, lane: JobLane): void {
-  let lanes = notifying.get(db);
-  if (!lanes) {
-    lanes = new Map();
-    notifying.set(db, lanes);
+/** NOTIFY with the lane as payload, or an empty payload (every lane) for jobs of several lanes. */
+function notifyOtherProcesses(db: Database, payload: JobLane | ''): void {
+  let pending = notifying.get(db);
+  if (!pending) {
+    pending = new Map();
+    notifying.set(db, pending);
   }
-  const current = lanes.get(lane);
+  const current = pending.get(payload);
   if (current) {
     current.again = true;
     return;
   }
   const state = { again: false };
-  lanes.set(lane, state);
-  sql`SELECT pg_notify(${JOBS_CHANNEL}, ${lane})`
+  pending.set(payload, state);
+  sql`SELECT pg_notify(${JOBS_CHANNEL}, ${payload})`
     .execute(db.kysely)
     .catch(() => {})
     .finally(() => {
-      lanes.delete(lane);
-      if (state.again) notifyOtherProcesses(db, lane);
+      pending.delete(payload);
+      if (state.again) notifyOtherProcesses(db, payload);
     });
 }
 
 /**
  * After the commit (never inside the transaction, so no worker looks before the job is visible):
- * wakes this process's worker, or, when this process runs none, the workers listening on PostgreSQL;
- * the NOTIFY's payload names the lane.
+ * wakes this process's worker, or, when this process runs none, the workers listening on PostgreSQL
+ * with one NOTIFY, whose payload names the lane (empty when jobs of several lanes were queued).
  */
-function jobsQueued(db: Database, lane: JobLane): void {
+function jobsQueued(db: Database, lanes: readonly JobLane[]): void {
   if (inProcessWorkers.size > 0) {
-    for (const wake of inProcessWorkers) wake(lane);
+    for (const wake of inProcessWorkers) for (const lane of lanes) wake(lane);
   } else if (db.kind === 'postgres') {
-    notifyOtherProcesses(db, lane);
+    notifyOtherProcesses(db, lanes.length === 1 ? lanes[0]! : '');
   }
 }
 
-// One hook per lane, so a transaction that queued many jobs of a lane wakes its workers once.
-const laneQueued = Object.fromEntries(
-  JOB_LANES.map((lane) => [lane, (db: Database) => jobsQueued(db, lane)]),
-) as Record<JobLane, (db: Database) => void>;
+// The lanes each transaction queued jobs in: it wakes their workers once, after it commits.
+const lanesQueued = new WeakMap<Trx, Set<JobLane>>();
+
+function wakeLaneAfterCommit(trx: Trx, lane: JobLane): void {
+  let lanes = lanesQueued.get(trx);
+  if (!lanes) {
+    const queued = new Set<JobLane>();
+    lanesQueued.set(trx, queued);
+    afterCommit(trx, (db) => jobsQueued(db, [...queued]));
+    lanes = queued;
+  }
+  lanes.add(lane);
+}
 
 /** The database's time `delayMs` from now (whole milliseconds): when a job falls due. */
 function dueIn(delayMs: number): RawBuilder<Date> {
@@ -152,7 +162,7 @@ export function newJobRow<S extends TSchema>(
 export function announceQueuedJobs(trx: Trx, lane: JobLane, inserted: readonly object[]): void {
   const { hand, others } = takeFollowOns(inserted);
   if (hand) afterCommit(trx, hand);
-  if (others) afterCommit(trx, laneQueued[lane]);
+  if (others) wakeLaneAfterCommit(trx, lane);
 }
 
 /**

@@ -22,7 +22,6 @@ import { DELIVER_JOB } from './job-kinds.ts';
 import type { WebhookSender } from './sender.ts';
 import {
   cancelDelivery,
-  cancelPendingDeliveries,
   findDeliveryToAttempt,
   insertAttemptWithCommit,
   updateDeliveryWithCommit,
@@ -171,17 +170,6 @@ async function recordAttempt(ctx: DeliveryContext, trx: Trx, job: JobRow, prepar
       updated_at: now,
     });
   }
-  // A success settles the event for this endpoint: another delivery of it still waiting to retry
-  // (the automatic one, when this was a manual redelivery or a recovery) is cancelled, not sent again.
-  if (ok)
-    await cancelPendingDeliveries(
-      trx,
-      practiceId,
-      endpoint.id,
-      [prepared.event.id],
-      now,
-      prepared.delivery.id,
-    );
   if (disableReason && current.enabled)
     await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
   // The next attempt's time is the delivery's, on the service clock; the job waits as long on the
@@ -278,13 +266,21 @@ async function writeAttemptAndState(
     error: result.error,
     next_attempt_at: next,
   });
-  await updateDeliveryWithCommit(trx, practiceId, delivery.id, {
-    attempts: attemptNumber,
-    last_status: result.statusCode,
-    state: ok ? ('delivered' as const) : next ? ('pending' as const) : ('failed' as const),
-    next_attempt_at: next,
-    finished_at: next ? null : now,
-  });
+  // A success settles the event for this endpoint: another delivery of it still waiting to retry
+  // (the automatic one, when this was a manual redelivery or a recovery) is cancelled, not sent again.
+  await updateDeliveryWithCommit(
+    trx,
+    practiceId,
+    delivery.id,
+    {
+      attempts: attemptNumber,
+      last_status: result.statusCode,
+      state: ok ? ('delivered' as const) : next ? ('pending' as const) : ('failed' as const),
+      next_attempt_at: next,
+      finished_at: next ? null : now,
+    },
+    ok ? { endpointId: endpoint.id, eventId: event.id, now } : undefined,
+  );
 }
 
 /** How long lastSuccessAt may lag while an endpoint keeps succeeding. */
