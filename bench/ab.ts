@@ -3,6 +3,8 @@
 // whatever else the shared machine is doing falls on both alike. Summaries are medians over rounds;
 // the ratio is the median of the per-round service/baseline throughput ratios.
 import autocannon from 'autocannon';
+import type { CpuUse } from './cpu-window.ts';
+import { type DbCounts, per, plus, ZERO } from './db-counts.ts';
 import type { Scenario } from './scenarios.ts';
 import { median, round } from './stats.ts';
 
@@ -19,6 +21,17 @@ export interface RoundResult {
   otherResponses: number;
   errors: number;
   statusCodes: Record<string, number>;
+  /** The database work of the round's requests (when the target counts it), and how many were sent. */
+  counts?: DbCounts;
+  sent?: number;
+  /** Who used the CPU during the round (measured rounds). */
+  cpu?: CpuUse;
+}
+
+/** Measures around one round: begun just before it, ended with the number of requests it sent. */
+export interface RoundProbe {
+  begin(): Promise<void>;
+  end(sent: number): Promise<{ counts?: DbCounts; sent?: number; cpu?: CpuUse }>;
 }
 
 export interface TargetSummary {
@@ -37,6 +50,8 @@ export interface AbResult {
   ratio: number;
   /** Non-2xx answers and socket errors over all measured rounds, per target. */
   failures: Record<TargetName, number>;
+  /** Statements, round trips and transactions per answer over the measured rounds, per target that counts. */
+  perRequest: Partial<Record<TargetName, DbCounts>>;
 }
 
 export interface AbOptions {
@@ -45,6 +60,7 @@ export interface AbOptions {
   roundSeconds: number;
   rounds: number;
   log: (line: string) => void;
+  probe?: (target: TargetName, round: number) => RoundProbe;
 }
 
 async function once(
@@ -54,7 +70,9 @@ async function once(
   seconds: number,
   connections: number,
   roundNumber: number,
+  probe?: RoundProbe,
 ): Promise<RoundResult> {
+  await probe?.begin();
   const result = await autocannon({
     url,
     connections,
@@ -65,7 +83,9 @@ async function once(
   const statusCodes = Object.fromEntries(
     Object.entries(result.statusCodeStats ?? {}).map(([code, stat]) => [code, stat.count]),
   );
+  const extras = probe ? await probe.end(result.requests.sent) : {};
   return {
+    ...extras,
     target,
     round: roundNumber,
     reqPerSec: round(result['2xx'] / result.duration, 1),
@@ -101,7 +121,15 @@ export async function runAb(
   }
   for (let i = 1; i <= options.rounds; i++) {
     for (const target of ['service', 'baseline'] as const) {
-      const r = await once(scenario, target, urls[target], options.roundSeconds, options.connections, i);
+      const r = await once(
+        scenario,
+        target,
+        urls[target],
+        options.roundSeconds,
+        options.connections,
+        i,
+        options.probe?.(target, i),
+      );
       options.log(describe(r));
       all.push(r);
     }
@@ -114,6 +142,16 @@ export async function runAb(
     return a.reqPerSec / b.reqPerSec;
   });
   const failures = (target: TargetName) => of(target).reduce((n, r) => n + r.otherResponses + r.errors, 0);
+  const perRequest: Partial<Record<TargetName, DbCounts>> = {};
+  for (const target of ['service', 'baseline'] as const) {
+    const counted = of(target).filter((r) => r.counts);
+    if (counted.length === 0) continue;
+    const sent = counted.reduce((n, r) => n + (r.sent ?? 0), 0);
+    perRequest[target] = per(
+      counted.reduce((sum, r) => plus(sum, r.counts!), ZERO),
+      sent,
+    );
+  }
   return {
     key: scenario.key,
     title: scenario.title,
@@ -122,5 +160,6 @@ export async function runAb(
     baseline: summary(of('baseline')),
     ratio: round(median(ratios), 3),
     failures: { service: failures('service'), baseline: failures('baseline') },
+    perRequest,
   };
 }

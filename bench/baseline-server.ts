@@ -1,51 +1,90 @@
-// The BASELINE server, run as its own child process: bare Fastify and a database driver doing exactly
-// the database work of each measured scenario and nothing else, on tables of the same shape as the
-// service's (same columns, keys, indexes and foreign keys to practices/patients), on its own database:
-// PostgreSQL through a pg pool of the service's size, or PGlite in its own temporary data directory.
-//   GET  /api/v1/patients/:id          select by primary key + one audit insert, one transaction
-//   POST /api/v1/patients              insert + one audit insert + the stored answer, one transaction
-//   GET  /api/v1/patients?externalSystem&externalId   select by the indexed column + audit insert
+// The BASELINE server, run as its own child process: bare Fastify and a database driver doing the
+// database work of each measured scenario the way a careful hand-written handler does it, and nothing
+// else, on tables of the same shape as the service's (same columns, keys, indexes and foreign keys to
+// practices/patients), on its own database: PostgreSQL through a pg pool of the service's size, every
+// statement prepared once per connection, or PGlite in its own temporary data directory.
+//   GET  /api/v1/patients/:id          one statement: the row by primary key and its audit row
+//                                      (a data-modifying WITH), one round trip
+//   POST /api/v1/patients              one transaction: the Idempotency-Key's advisory lock with the
+//                                      stored-answer look-up, the row, then the audit row and the
+//                                      stored answer in one statement (three, and BEGIN and COMMIT)
+//   GET  /api/v1/patients?externalSystem&externalId   as GET by id, by the indexed column
 //   GET  /api/v1/invoices?updatedSince&cursor         keyset page (limit 50, ORDER BY updated_at, id), then
 //                                                     the page's lines and visits (two queries)
 //                                                     + audit insert
-// No authentication, validation, idempotency checks or row-level security: that is the service's overhead
-// being measured. Seeding endpoints under /_bench copy the service's data shape. The process exits when
-// its stdin closes (the bench died) or on SIGTERM.
+// No authentication, validation, rate limits or row-level security: that is the service's overhead being
+// measured. It counts what it sends as the service counts it (GET /_bench/counts), for the report's
+// statements per request beside the service's: statements that do work, round trips (BEGIN and
+// COMMIT included), and transactions begun with BEGIN (a statement on its own is not one). Seeding endpoints under /_bench copy the
+// service's data shape. The process exits when its stdin closes (the bench died) or on SIGTERM.
 // Env: BASELINE_PORT, BASELINE_DATABASE_URL (PostgreSQL) or BASELINE_DATA_DIR (PGlite), BASELINE_POOL_SIZE.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { PGlite } from '@electric-sql/pglite';
 import Fastify from 'fastify';
 import pg from 'pg';
 
 type Row = Record<string, unknown>;
-type Query = (text: string, params?: unknown[]) => Promise<Row[]>;
+/** A statement; `name` prepares it once per connection (PostgreSQL). */
+type Query = (text: string, params?: unknown[], name?: string) => Promise<Row[]>;
+
+interface Counts {
+  statements: number;
+  roundTrips: number;
+  transactions: number;
+}
 
 interface Db {
   /** Runs fn in one transaction (BEGIN ... COMMIT, ROLLBACK on error). */
   tx<T>(fn: (query: Query) => Promise<T>): Promise<T>;
-  /** Runs a script of several statements outside a transaction. */
+  /** One statement on its own (its own transaction). */
+  one: Query;
+  /** Runs a script of several statements outside a transaction (seeding only, not counted). */
   exec(script: string): Promise<void>;
+  counts: Counts;
   close(): Promise<void>;
+}
+
+function newCounts(): Counts {
+  return { statements: 0, roundTrips: 0, transactions: 0 };
 }
 
 function postgresDb(url: string, poolSize: number): Db {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   pool.on('error', () => {});
+  const counts = newCounts();
+  const on =
+    (client: pg.Pool | pg.PoolClient): Query =>
+    async (text, params, name) => {
+      counts.statements += 1;
+      counts.roundTrips += 1;
+      const result = await client.query(
+        name ? { name, text, values: params ?? [] } : { text, values: params ?? [] },
+      );
+      return result.rows as Row[];
+    };
+  /** BEGIN, COMMIT and ROLLBACK: a round trip each, counted as the service counts them, not as statements. */
+  const control = async (client: pg.PoolClient, text: string) => {
+    counts.roundTrips += 1;
+    await client.query(text);
+  };
   return {
+    counts,
     async tx(fn) {
       const client = await pool.connect();
+      counts.transactions += 1;
       try {
-        await client.query('BEGIN');
-        const result = await fn(async (text, params) => (await client.query(text, params)).rows as Row[]);
-        await client.query('COMMIT');
+        await control(client, 'BEGIN');
+        const result = await fn(on(client));
+        await control(client, 'COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
+        await control(client, 'ROLLBACK').catch(() => {});
         throw error;
       } finally {
         client.release();
       }
     },
+    one: (text, params, name) => on(pool)(text, params, name),
     async exec(script) {
       await pool.query(script);
     },
@@ -55,10 +94,27 @@ function postgresDb(url: string, poolSize: number): Db {
 
 async function pgliteDb(dataDir: string): Promise<Db> {
   const pglite = await PGlite.create({ dataDir });
+  const counts = newCounts();
   return {
-    // PGlite has one connection: its transaction() runs transactions one at a time.
-    tx: (fn) =>
-      pglite.transaction((t) => fn(async (text, params) => (await t.query<Row>(text, params)).rows)),
+    counts,
+    // PGlite has one connection: its transaction() runs transactions one at a time, BEGIN and COMMIT
+    // each a call of their own.
+    tx: (fn) => {
+      counts.transactions += 1;
+      counts.roundTrips += 2;
+      return pglite.transaction((t) =>
+        fn(async (text, params) => {
+          counts.statements += 1;
+          counts.roundTrips += 1;
+          return (await t.query<Row>(text, params)).rows;
+        }),
+      );
+    },
+    async one(text, params) {
+      counts.statements += 1;
+      counts.roundTrips += 1;
+      return (await pglite.query<Row>(text, params)).rows;
+    },
     async exec(script) {
       await pglite.exec(script);
     },
@@ -182,9 +238,43 @@ CREATE TABLE IF NOT EXISTS invoice_lines (
 CREATE INDEX IF NOT EXISTS invoice_lines_invoice ON invoice_lines (practice_id, invoice_id, position);
 `;
 
-const AUDIT_INSERT = `INSERT INTO audit_events (practice_id, actor, client_id, key_id, performer_id, source_ip,
-  method, route, status, outcome, reason, resource_type, resource_id, patient_id, request_id, idempotency_key)
+const AUDIT_COLUMNS = `practice_id, actor, client_id, key_id, performer_id, source_ip, method, route, status,
+  outcome, reason, resource_type, resource_id, patient_id, request_id, idempotency_key`;
+
+const AUDIT_INSERT = `INSERT INTO audit_events (${AUDIT_COLUMNS})
   VALUES ($1, 'client', 'cli_baseline', 'key_baseline', NULL, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10, $11)`;
+
+/** A read and its audit row in one statement: $1 practice, $2 source IP, $3 route, $4 request id, $5.. the look-up. */
+function readAndAudit(route: string, where: string): string {
+  return `WITH found AS (SELECT * FROM patients WHERE practice_id = $1 AND ${where}),
+    audited AS (
+      INSERT INTO audit_events (${AUDIT_COLUMNS})
+      SELECT $1, 'client', 'cli_baseline', 'key_baseline', NULL, $2, 'GET', '${route}',
+        CASE WHEN EXISTS (SELECT 1 FROM found) THEN 200 ELSE 404 END,
+        CASE WHEN EXISTS (SELECT 1 FROM found) THEN 'succeeded' ELSE 'refused' END, NULL, 'patient',
+        (SELECT id FROM found ORDER BY created_at, id LIMIT 1), (SELECT id FROM found ORDER BY created_at, id LIMIT 1),
+        $3, NULL)
+    SELECT * FROM found ORDER BY created_at, id`;
+}
+
+const GET_PATIENT = readAndAudit('/api/v1/patients/:patientId', 'id = $4');
+const FIND_PATIENT = readAndAudit('/api/v1/patients', 'external_system = $4 AND external_value = $5');
+
+/** The Idempotency-Key's advisory lock (held to the commit) with its stored answer, if any. */
+const LOCK_AND_LOOK_UP = `SELECT pg_advisory_xact_lock(hashtextextended($1 || ' ' || $2, 0)) AS locked,
+  (SELECT row_to_json(a) FROM (SELECT status, body, fingerprint FROM idempotency_answers
+    WHERE practice_id = $1 AND key = $2) a) AS stored`;
+
+const INSERT_PATIENT = `INSERT INTO patients (practice_id, id, prefix, given_names, last_name, gender, birth_date,
+    identifiers, external_system, external_value, contact_points, addresses, created_at, updated_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now(), now())
+  ON CONFLICT (practice_id, external_system, external_value) WHERE external_system IS NOT NULL DO NOTHING
+  RETURNING *`;
+
+/** The audit row and the stored answer in one statement. */
+const AUDIT_AND_STORE = `WITH audited AS (${AUDIT_INSERT})
+  INSERT INTO idempotency_answers (practice_id, key, fingerprint, status, body)
+  VALUES ($1, $11, $12, $5, $13)`;
 
 function token(): string {
   return randomBytes(16).toString('base64url');
@@ -202,29 +292,17 @@ async function main() {
   const app = Fastify({ logger: false });
 
   const audit = (query: Query, values: unknown[]) =>
-    query(AUDIT_INSERT, [practiceId, '127.0.0.1', ...values]);
+    query(AUDIT_INSERT, [practiceId, '127.0.0.1', ...values], 'audit');
 
   app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/_bench/counts', async () => db.counts);
 
   app.get<{ Params: { id: string } }>('/api/v1/patients/:id', async (request, reply) => {
-    const rows = await db.tx(async (query) => {
-      const found = await query('SELECT * FROM patients WHERE practice_id = $1 AND id = $2', [
-        practiceId,
-        request.params.id,
-      ]);
-      await audit(query, [
-        'GET',
-        '/api/v1/patients/:patientId',
-        found.length ? 200 : 404,
-        found.length ? 'succeeded' : 'refused',
-        'patient',
-        request.params.id,
-        found.length ? request.params.id : null,
-        `req_${token()}`,
-        null,
-      ]);
-      return found;
-    });
+    const rows = await db.one(
+      GET_PATIENT,
+      [practiceId, '127.0.0.1', `req_${token()}`, request.params.id],
+      'get_patient',
+    );
     if (rows.length === 0) return reply.code(404).send({ code: 'not_found' });
     return rows[0];
   });
@@ -233,14 +311,14 @@ async function main() {
     const body = request.body;
     const externalId = body.externalId as { system: string; value: string } | undefined;
     const id = `pat_${token()}`;
-    const key = String(request.headers['idempotency-key'] ?? '');
-    const rows = await db.tx(async (query) => {
+    const key = String(request.headers['idempotency-key'] ?? id);
+    const fingerprint = createHash('sha256').update(JSON.stringify(body)).digest('base64url');
+    const answer = await db.tx(async (query) => {
+      const [lookUp] = await query(LOCK_AND_LOOK_UP, [practiceId, key], 'lock_and_look_up');
+      const stored = lookUp?.stored as { status: number; body: string } | null;
+      if (stored) return { status: stored.status, body: JSON.parse(stored.body) as unknown };
       const inserted = await query(
-        `INSERT INTO patients (practice_id, id, prefix, given_names, last_name, gender, birth_date, identifiers,
-           external_system, external_value, contact_points, addresses, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now(), now())
-         ON CONFLICT (practice_id, external_system, external_value) WHERE external_system IS NOT NULL DO NOTHING
-         RETURNING *`,
+        INSERT_PATIENT,
         [
           practiceId,
           id,
@@ -255,58 +333,43 @@ async function main() {
           JSON.stringify(body.contactPoints ?? []),
           JSON.stringify(body.addresses ?? []),
         ],
+        'insert_patient',
       );
-      await audit(query, [
-        'POST',
-        '/api/v1/patients',
-        inserted.length ? 201 : 409,
-        inserted.length ? 'succeeded' : 'refused',
-        'patient',
-        id,
-        inserted.length ? id : null,
-        `req_${token()}`,
-        key,
-      ]);
+      const status = inserted.length ? 201 : 409;
+      const answerBody = inserted[0] ?? { code: 'duplicate' };
       // The service stores every creating answer for replay under its Idempotency-Key; so does this.
       await query(
-        `INSERT INTO idempotency_answers (practice_id, key, fingerprint, status, body) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (practice_id, key) DO NOTHING`,
+        AUDIT_AND_STORE,
         [
           practiceId,
-          key || id,
-          String(body.lastName ?? ''),
-          inserted.length ? 201 : 409,
-          JSON.stringify(inserted[0] ?? {}),
+          '127.0.0.1',
+          'POST',
+          '/api/v1/patients',
+          status,
+          inserted.length ? 'succeeded' : 'refused',
+          'patient',
+          id,
+          inserted.length ? id : null,
+          `req_${token()}`,
+          key,
+          fingerprint,
+          JSON.stringify(answerBody),
         ],
+        'audit_and_store',
       );
-      return inserted;
+      return { status, body: answerBody };
     });
-    if (rows.length === 0) return reply.code(409).send({ code: 'duplicate' });
-    return reply.code(201).send(rows[0]);
+    return reply.code(answer.status).send(answer.body);
   });
 
   app.get<{ Querystring: { externalSystem: string; externalId: string } }>(
     '/api/v1/patients',
     async (request) => {
-      const rows = await db.tx(async (query) => {
-        const found = await query(
-          `SELECT * FROM patients WHERE practice_id = $1 AND external_system = $2 AND external_value = $3
-           ORDER BY created_at, id`,
-          [practiceId, request.query.externalSystem, request.query.externalId],
-        );
-        await audit(query, [
-          'GET',
-          '/api/v1/patients',
-          200,
-          'succeeded',
-          'patient',
-          found[0]?.id ?? null,
-          found[0]?.id ?? null,
-          `req_${token()}`,
-          null,
-        ]);
-        return found;
-      });
+      const rows = await db.one(
+        FIND_PATIENT,
+        [practiceId, '127.0.0.1', `req_${token()}`, request.query.externalSystem, request.query.externalId],
+        'find_patient',
+      );
       return { object: 'list', data: rows, hasMore: false, nextCursor: null };
     },
   );
@@ -326,20 +389,24 @@ async function main() {
                  AND (updated_at > $3 OR (updated_at = $3 AND id > $4))
                ORDER BY updated_at, id LIMIT $5`,
               [practiceId, since, after[0], after[1], limit + 1],
+              'invoice_page_after',
             )
           : await query(
               `SELECT * FROM invoices WHERE practice_id = $1 AND updated_at > $2 ORDER BY updated_at, id LIMIT $3`,
               [practiceId, since, limit + 1],
+              'invoice_page_first',
             );
         // As the service: each invoice's lines and visits, two queries for the whole page.
         const ids = page.map((r) => r.id as string);
         const lines = await query(
           `SELECT * FROM invoice_lines WHERE practice_id = $1 AND invoice_id = ANY($2) ORDER BY invoice_id, position`,
           [practiceId, ids],
+          'invoice_page_lines',
         );
         const visits = await query(
           `SELECT invoice_id, encounter_id FROM invoice_encounters WHERE practice_id = $1 AND invoice_id = ANY($2)`,
           [practiceId, ids],
+          'invoice_page_visits',
         );
         for (const invoice of page) {
           invoice.lineItems = lines.filter((l) => l.invoice_id === invoice.id);
@@ -457,6 +524,12 @@ async function main() {
     await db.exec('ANALYZE invoices');
     await db.exec('ANALYZE invoice_lines');
     await db.exec('ANALYZE invoice_encounters');
+    return { ok: true };
+  });
+
+  // Statistics for the planner once seeding is done, as the service's database gets them.
+  app.post('/_bench/analyze', async () => {
+    await db.exec('ANALYZE');
     return { ok: true };
   });
 

@@ -3,6 +3,7 @@
 // seeding it with copies of the service's practice, patients and invoices.
 import { expect } from './api.ts';
 import { type Child, cleanEnv, freePort, spawnChild, waitFor200 } from './children.ts';
+import type { DbCounts } from './db-counts.ts';
 import type { LoadedPatient } from './seed-api.ts';
 
 export interface RunningBaseline {
@@ -18,6 +19,10 @@ export interface RunningBaseline {
     stepMs: number;
     patientIds: string[];
   }): Promise<void>;
+  /** ANALYZE the baseline's database once seeded. */
+  analyze(): Promise<void>;
+  /** The statements, round trips and transactions it has sent since it started. */
+  counts(): Promise<DbCounts>;
   stop(): Promise<number | null>;
 }
 
@@ -59,6 +64,10 @@ export async function startBaseline(
         await post('/_bench/invoices', { ...spec, from, to: Math.min(spec.to, from + chunk - 1) });
       }
     },
+    analyze: async () => {
+      await post('/_bench/analyze', {});
+    },
+    counts: async () => (await expect(200, baseUrl, 'GET', '/_bench/counts')).body as DbCounts,
     stop: () => child.stop(),
   };
 }

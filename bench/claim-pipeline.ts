@@ -33,6 +33,8 @@ export interface ClaimOptions {
   drainTimeoutMs: number;
   connections?: number;
   log: (line: string) => void;
+  /** Told when the measured phase's first bill is sent and when its sending ends (synchronously). */
+  window?: { begin(): void; end(): void };
 }
 
 interface Bill {
@@ -84,6 +86,7 @@ async function drive(
   pool: Pool,
   phase: ClaimPhase,
   encounters: ClaimVisit[],
+  window?: ClaimOptions['window'],
 ): Promise<{ bills: Bill[]; startedAt: number; lastSendAt: number }> {
   const bills: Bill[] = [];
   const planned = Math.min(encounters.length, Math.round(phase.rate * phase.seconds));
@@ -128,6 +131,7 @@ async function drive(
       });
     pending.push(request);
   };
+  window?.begin();
   const startedAt = performance.now();
   let lastSendAt = startedAt;
   let next = 0;
@@ -141,6 +145,7 @@ async function drive(
     }
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
+  window?.end();
   await Promise.all(pending);
   return { bills, startedAt, lastSendAt };
 }
@@ -176,7 +181,7 @@ export async function runClaimPipeline(options: ClaimOptions): Promise<ClaimResu
     options.log(`claims warm-up: ${warm.bills.length} bills sent`);
 
     const measuredIds = options.visits.slice(warmCount);
-    const { bills, startedAt, lastSendAt } = await drive(pool, options.measured, measuredIds);
+    const { bills, startedAt, lastSendAt } = await drive(pool, options.measured, measuredIds, options.window);
     const drainMs = await drain(options.receiver, bills, options.drainTimeoutMs);
 
     const ok = bills.filter((b) => b.status === 201 && b.invoiceId);

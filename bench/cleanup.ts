@@ -29,6 +29,11 @@ export function untrackPid(pid: number): void {
   livePids.delete(pid);
 }
 
+/** The child processes running now (the service, its worker, the baseline). */
+export function trackedPids(): number[] {
+  return [...livePids];
+}
+
 /** Runs every registered step, newest first; a failing step is reported and the rest still run. */
 export function runCleanup(): Promise<void> {
   cleaning ??= (async () => {

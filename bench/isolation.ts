@@ -3,7 +3,8 @@
 //                    follow the contract slowly (one answers 200 after BENCH_NOISY_DELAY_MS, one never
 //                    answers, so each attempt times out at 10 s) while practice B bills and claims at a
 //                    steady rate; for B, bill sent → claim's answer webhook received: p50 and max.
-//   overload         three times the claim capacity measured in this pass (or BENCH_OVERLOAD_RATE),
+//   overload         three times the claim capacity the step load measured in this pass (bench/step-load.ts;
+//                    a step load of its own when the pass ran none; or BENCH_OVERLOAD_RATE),
 //                    offered for BENCH_OVERLOAD_S: the answers that succeed (p99), every other answer
 //                    a 503 with Retry-After, then every accepted bill's claim reaches its outcome and
 //                    its webhook (nothing lost); then the capacity itself is offered for
@@ -26,10 +27,11 @@ import {
   runClaimPipeline,
 } from './claim-pipeline.ts';
 import { onCleanup } from './cleanup.ts';
-import type { PassContext } from './pass-steps.ts';
-import { type Practice, provisionPractice, registerWebhook } from './provision.ts';
-import { addCoverages, createPatients, createVisit } from './seed-api.ts';
+import { type PassContext, watchService } from './pass-steps.ts';
+import { registerWebhook } from './provision.ts';
+import { practiceWithVisits } from './seed-api.ts';
 import { type RunningService, type ServiceSpec, startService } from './service.ts';
+import { stepLoad, stepRates } from './step-load.ts';
 import { startReceiver } from './webhook-receiver.ts';
 
 function count(name: string, fallback: number): number {
@@ -84,7 +86,10 @@ export interface NoisyNeighbourResult {
 }
 
 export interface OverloadResult {
+  /** The claim capacity the overload is three times, claims/s. */
   capacity: number;
+  /** Where that capacity comes from. */
+  capacitySource: string;
   overload: ClaimResult;
   /** Refusals that were not a 503 with Retry-After, by status. */
   otherRefusals: Record<string, number>;
@@ -111,27 +116,6 @@ export function throughputBackMs(arrivals: number[], from: number, perSecond: nu
     if (inSecond >= perSecond) return Math.round(start + 1000 - from);
   }
   return null;
-}
-
-/** A practice with covered patients; answers `visits` new visits of it. */
-async function practiceWithVisits(
-  service: RunningService,
-  adminToken: string,
-  visits: number,
-): Promise<{ practice: Practice; encounterIds: string[] }> {
-  const practice = await provisionPractice(service.baseUrl, adminToken);
-  const covered = await createPatients(service.baseUrl, practice.key, Math.min(20, Math.max(1, visits)));
-  await addCoverages(
-    service.baseUrl,
-    practice.key,
-    covered.map((p) => p.id),
-  );
-  const encounterIds = await mapConcurrent(
-    Array.from({ length: visits }, (_, i) => covered[i % covered.length]!.id),
-    16,
-    (patientId) => createVisit(service.baseUrl, practice.key, patientId, practice.practitionerId),
-  );
-  return { practice, encounterIds };
 }
 
 /** Receivers that follow the contract slowly: /slow answers 200 after delayMs, /never never answers. */
@@ -184,7 +168,7 @@ export async function noisyNeighbourScenario(
     // A: two endpoints that follow the contract slowly, and a backlog of deliveries to them (each
     // issued bill is one invoice.issued event, delivered to both).
     const bills = Math.ceil(s.noisyDeliveries / 2);
-    const a = await practiceWithVisits(service, adminToken, bills);
+    const a = await practiceWithVisits(service.baseUrl, adminToken, bills);
     for (const path of ['/slow', '/never'])
       await expect(
         201,
@@ -207,7 +191,7 @@ export async function noisyNeighbourScenario(
     ctx.log(`noisy neighbour: practice A has ${queued} deliveries queued or running to its slow receivers`);
 
     // B bills and claims meanwhile.
-    const b = await practiceWithVisits(service, adminToken, s.noisyClaims);
+    const b = await practiceWithVisits(service.baseUrl, adminToken, s.noisyClaims);
     await registerWebhook(service.baseUrl, adminToken, b.practice.practiceId, receiver.url);
     const claims = await runClaimPipeline({
       baseUrl: service.baseUrl,
@@ -238,29 +222,31 @@ export async function overloadScenario(
   adminToken: string,
 ): Promise<OverloadResult | undefined> {
   const s = ISOLATION;
-  const measured = ctx.result.claims?.sustainedClaimsPerSec;
+  const measured = ctx.result.capacity?.claimsPerSec;
   const receiver = await startReceiver();
   try {
     let capacity = measured ?? 0;
     const more = async (n: number) => {
-      const made = await practiceWithVisits(service, adminToken, n);
+      const made = await practiceWithVisits(service.baseUrl, adminToken, n);
       await registerWebhook(service.baseUrl, adminToken, made.practice.practiceId, receiver.url);
       return made;
     };
+    let capacitySource = s.overloadRate ? 'BENCH_OVERLOAD_RATE ÷ 3' : 'the step load of this pass';
     if (s.overloadRate === 0 && !capacity) {
-      // No capacity measured in this pass: measure it here.
-      const probe = await more(Math.round(ctx.settings.claimRate * ctx.settings.claimSeconds) + 10);
-      const probed = await runClaimPipeline({
-        baseUrl: service.baseUrl,
-        visits: probe.encounterIds.map((encounterId) => ({ encounterId, key: probe.practice.key })),
+      // No capacity measured in this pass: a step load of its own, on new practices.
+      const steps = await stepLoad(
+        ctx,
+        service.baseUrl,
         receiver,
-        warmup: { rate: ctx.settings.claimRate, seconds: 0 },
-        measured: { rate: ctx.settings.claimRate, seconds: ctx.settings.claimSeconds },
-        drainTimeoutMs: ctx.settings.claimDrainMs,
-        connections: ctx.settings.connections,
-        log: ctx.log,
-      });
-      capacity = probed.sustainedClaimsPerSec || probed.overallClaimsPerSec;
+        async (n) => {
+          const made = await more(n);
+          return made.encounterIds.map((encounterId) => ({ encounterId, key: made.practice.key }));
+        },
+        stepRates(ctx.result.database),
+      );
+      capacity = steps?.claimsPerSec ?? 0;
+      capacitySource = 'a step load of its own';
+      if (!ctx.result.capacity && steps) ctx.result.capacity = steps;
     }
     if (s.overloadRate) capacity = s.overloadRate / 3;
     const rate = s.overloadRate || Math.max(1, Math.round(3 * capacity));
@@ -274,7 +260,9 @@ export async function overloadScenario(
     }
     const { practice, encounterIds: visits } = await more(overloadVisits + recoveryVisits);
     const key = practice.key;
-    ctx.log(`overload: ${rate}/s offered for ${s.overloadSeconds} s (capacity ${capacity}/s)`);
+    ctx.log(
+      `overload: ${rate}/s offered for ${s.overloadSeconds} s (capacity ${capacity}/s, from ${capacitySource})`,
+    );
     const overload = await runClaimPipeline({
       baseUrl: service.baseUrl,
       visits: visits.slice(0, overloadVisits).map((encounterId) => ({ encounterId, key })),
@@ -310,6 +298,7 @@ export async function overloadScenario(
       .filter((at): at is number => at !== undefined && at >= overloadEndedAt);
     const result: OverloadResult = {
       capacity,
+      capacitySource,
       overload,
       otherRefusals,
       lost,
@@ -347,6 +336,15 @@ export async function isolationOnly(
     env: sheddingEnv(spec.database),
   });
   try {
+    const url = 'url' in spec.database ? new URL(spec.database.url) : undefined;
+    await watchService(
+      ctx,
+      service,
+      adminToken,
+      url && ctx.settings.databaseUrl
+        ? { adminUrl: ctx.settings.databaseUrl, serviceDatabase: url.pathname.slice(1) }
+        : undefined,
+    );
     await isolationScenarios(ctx, service, adminToken);
   } finally {
     await service.stop();

@@ -11,6 +11,7 @@ import { pgliteTarget } from './bulk-sql.ts';
 import { onCleanup } from './cleanup.ts';
 import { isolationOnly, isolationScenarios, noteShedding, sheddingEnv } from './isolation.ts';
 import {
+  analyze,
   claimScenario,
   claimVisitsNeeded,
   invoicePlan,
@@ -20,6 +21,7 @@ import {
   pagingScenario,
   patientScenarios,
   seedThroughApi,
+  watchService,
 } from './pass-steps.ts';
 import { type RunningService, startService } from './service.ts';
 import { median } from './stats.ts';
@@ -65,7 +67,13 @@ export async function pglitePass(ctx: PassContext): Promise<void> {
       invoices: settings.smallInvoices,
       loadSeconds: Math.round(seconds * 10) / 10,
     };
-    claimEncounters = await loadClaimVisits(ctx, sql, seeded, claimVisitsNeeded(settings));
+    claimEncounters = await loadClaimVisits(
+      ctx,
+      sql,
+      seeded,
+      claimVisitsNeeded(settings, ctx.result.database),
+    );
+    await analyze(ctx, sql);
   } finally {
     await sql.close();
   }
@@ -81,6 +89,7 @@ export async function pglitePass(ctx: PassContext): Promise<void> {
 
   const baseline = await startBaseline({ dataDir: baselineDir }, settings.poolSize);
   try {
+    await watchService(ctx, service, adminToken);
     await baseline.setPractice(seeded.practice.practiceId);
     await baseline.copyPatients(seeded.patients);
     await baseline.addInvoices({
@@ -91,6 +100,7 @@ export async function pglitePass(ctx: PassContext): Promise<void> {
       stepMs: plan.stepMs,
       patientIds: seeded.patients.map((p) => p.id),
     });
+    await baseline.analyze();
 
     if (settings.only !== 'claims') await patientScenarios(ctx, service, baseline, seeded);
     if (settings.only === undefined)
@@ -102,6 +112,7 @@ export async function pglitePass(ctx: PassContext): Promise<void> {
       await service.stop();
       noteShedding(ctx, spec.database);
       service = await startService({ ...spec, env: sheddingEnv(spec.database) });
+      await watchService(ctx, service, adminToken);
       await isolationScenarios(ctx, service, adminToken);
     }
   } finally {

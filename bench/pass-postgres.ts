@@ -1,14 +1,18 @@
-// The PostgreSQL pass: fresh databases pb_bench_<random> for the service and pb_bench_<random>_base for
-// the baseline (both dropped at the end), the service seeded through the API and by SQL, the A/B
-// scenarios, the rate-limit store comparison (on a database of its own) and the claim pipeline at
-// 10,000 invoices, then the invoices grown by SQL to 1,000,000
+// The PostgreSQL pass: first the database work of a claim, counted on a service of its own
+// (bench/counted-claims.ts); then fresh databases pb_bench_<random> for the service and pb_bench_<random>_base for
+// the baseline (both dropped at the end), the service seeded through the API and by SQL and both
+// databases analysed, the A/B
+// scenarios, the rate-limit store comparison (on a database of its own) and the claim pipeline (its
+// capacity by a step load, then its latency at 50 % and 80 % of it) at 10,000 invoices, then the invoices grown by SQL to 1,000,000
 // (200,000 when a million would not fit the time budget, as the results then say) for the second
 // paging comparison.
 import { randomBytes } from 'node:crypto';
 import { startBaseline } from './baseline.ts';
 import { postgresTarget } from './bulk-sql.ts';
+import { countedClaims } from './counted-claims.ts';
 import { isolationOnly, isolationScenarios, noteShedding, sheddingEnv } from './isolation.ts';
 import {
+  analyze,
   claimScenario,
   claimVisitsNeeded,
   invoicePlan,
@@ -19,6 +23,7 @@ import {
   patientScenarios,
   seedThroughApi,
   sharedClaimScenario,
+  watchService,
 } from './pass-steps.ts';
 import { createDatabase, randomSuffix } from './postgres.ts';
 import { rateLimitStoreScenario } from './rate-limit-store.ts';
@@ -48,6 +53,8 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
     }
     return;
   }
+  // Counts first: they do not depend on the machine's load, and need a service of their own.
+  if (settings.only === undefined || settings.only === 'claims') await countedClaims(ctx, databaseUrl);
   const suffix = randomSuffix();
   const serviceDb = await createDatabase(databaseUrl, `pb_bench_${suffix}`);
   const baselineDb = await createDatabase(databaseUrl, `pb_bench_${suffix}_base`);
@@ -70,6 +77,13 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       ...(settings.cpuProfDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`] } : {}),
     });
     ctx.result.start = { firstStartMs: service.startMs };
+    await watchService(ctx, service, adminToken, {
+      adminUrl: databaseUrl,
+      serviceDatabase: serviceDb.name,
+    }).catch(async (error) => {
+      await service.stop();
+      throw error;
+    });
     const baseline = await startBaseline({ url: baselineDb.url }, settings.poolSize).catch(async (error) => {
       await service.stop();
       throw error;
@@ -97,10 +111,16 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
         invoices: settings.smallInvoices,
         loadSeconds: Math.round(small * 10) / 10,
       };
-      const claimEncounters = await loadClaimVisits(ctx, sql, seeded, claimVisitsNeeded(settings));
+      const claimEncounters = await loadClaimVisits(
+        ctx,
+        sql,
+        seeded,
+        claimVisitsNeeded(settings, ctx.result.database),
+      );
       await baseline.setPractice(seeded.practice.practiceId);
       await baseline.copyPatients(seeded.patients);
       await baselineInvoices(1, settings.smallInvoices);
+      await analyze(ctx, sql, baseline);
 
       const everything = settings.only === undefined;
       if (settings.only !== 'claims') {
@@ -134,6 +154,7 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       const growTo = async (to: number) => {
         await loadInvoices(ctx, sql, seeded, plan, loaded + 1, to);
         await baselineInvoices(loaded + 1, to);
+        await analyze(ctx, sql, baseline);
         loaded = to;
       };
       let note: string | undefined;

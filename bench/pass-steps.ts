@@ -2,12 +2,14 @@
 // SQL, the A/B scenarios, the claim pipeline and the memory reading, each checked against the time
 // budget before it starts (a step that no longer fits is skipped and noted, never half-run).
 import { randomBytes } from 'node:crypto';
-import { type AbResult, runAb } from './ab.ts';
+import { type AbResult, type RoundProbe, runAb } from './ab.ts';
 import type { RunningBaseline } from './baseline.ts';
 import type { Budget } from './budget.ts';
 import { cloneId, cloneVisits, type SqlTarget } from './bulk-sql.ts';
 import { memoryOf } from './children.ts';
 import { type ClaimResult, runClaimPipeline } from './claim-pipeline.ts';
+import { type CpuUse, CpuWindow, type WindowSpec } from './cpu-window.ts';
+import { type DbCounts, describeCounts, minus, ServiceCounter } from './db-counts.ts';
 import { pageStarts } from './page-starts.ts';
 import { type Practice, provisionPractice, registerWebhook } from './provision.ts';
 import type { PassResult } from './results.ts';
@@ -21,7 +23,8 @@ import {
   type LoadedPatient,
 } from './seed-api.ts';
 import type { RunningService } from './service.ts';
-import type { Settings } from './settings.ts';
+import { LATENCY_SHARES, type PassName, type Settings } from './settings.ts';
+import { measuredClaims, STEPS, type StepLoadResult, stepLoad, stepRates } from './step-load.ts';
 import { startReceiver } from './webhook-receiver.ts';
 
 export interface PassContext {
@@ -29,6 +32,67 @@ export interface PassContext {
   budget: Budget;
   log: (line: string) => void;
   result: PassResult;
+  /** Set once the service runs: its API's database counts, when this build counts them. */
+  counter?: ServiceCounter | undefined;
+  /** Set once the service runs: whose CPU a measured window attributes to the service. */
+  cpu?: Omit<WindowSpec, 'label'>;
+}
+
+/** Where the service under test runs, for the CPU windows and the database counts. */
+export async function watchService(
+  ctx: PassContext,
+  service: RunningService,
+  adminToken: string,
+  postgres?: { adminUrl: string; serviceDatabase: string },
+): Promise<void> {
+  ctx.cpu = {
+    apiPid: service.child.pid,
+    ...(service.worker ? { workerPid: service.worker.pid } : {}),
+    ...(postgres ? { postgres } : {}),
+  };
+  ctx.counter = await ServiceCounter.open(service.baseUrl, adminToken);
+  if (!ctx.counter) ctx.result.notes.push('the service does not count its database statements: no counts');
+}
+
+/** Records a measured window's CPU use in the pass's results, and answers it. */
+export function recordWindow(ctx: PassContext, cpu: CpuUse): CpuUse {
+  ctx.result.windows.push(cpu);
+  return cpu;
+}
+
+const SETTLE_MS = 1_000;
+
+function roundProbe(
+  ctx: PassContext,
+  baseline: RunningBaseline,
+  scenario: Scenario,
+): (target: 'service' | 'baseline', round: number) => RoundProbe {
+  return (target, round) => {
+    let window: CpuWindow | undefined;
+    let before: DbCounts | undefined;
+    const read = () => (target === 'service' ? ctx.counter?.read() : baseline.counts());
+    return {
+      async begin() {
+        before = await read();
+        window = await CpuWindow.open({ ...ctx.cpu, label: `${scenario.key} round ${round} ${target}` });
+        window.begin();
+      },
+      async end(sent) {
+        window!.end();
+        // Requests still in flight when the load generator stopped finish their database work.
+        await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+        const after = await read();
+        const cpu = recordWindow(ctx, await window!.close());
+        const counts =
+          before && after
+            ? target === 'service'
+              ? ctx.counter!.difference(before, after)
+              : minus(after, before)
+            : undefined;
+        return { cpu, ...(counts ? { counts, sent } : {}) };
+      },
+    };
+  };
 }
 
 export interface Seeded {
@@ -128,13 +192,24 @@ export async function loadClaimVisits(
   return Array.from({ length: count }, (_, i) => cloneId('enc', seed, 'e', i + 1));
 }
 
-export function claimVisitsNeeded(settings: Settings): number {
-  return (
-    Math.round(settings.claimWarmup.rate * settings.claimWarmup.seconds) +
-    Math.round(settings.claimRate * settings.claimSeconds) +
-    Math.round(settings.claimLatencyRate * settings.claimSeconds) +
-    100
+/** Visits a full step load and the two latency runs can use, at most. */
+/** ANALYZE both databases once seeded, so that the planner knows the tables' sizes. */
+export async function analyze(ctx: PassContext, sql: SqlTarget, baseline?: RunningBaseline): Promise<void> {
+  const started = Date.now();
+  await sql.query('ANALYZE');
+  await baseline?.analyze();
+  ctx.log(
+    `analysed the service's${baseline ? " and the baseline's" : ''} database in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
+}
+
+export function claimVisitsNeeded(settings: Settings, database: PassName): number {
+  const steps = stepRates(database).reduce((sum, rate) => sum + rate * STEPS.seconds, 0);
+  const latency = LATENCY_SHARES.reduce(
+    (sum, share) => sum + share * STEPS.max[database] * settings.latencySeconds,
+    0,
+  );
+  return Math.round(settings.claimWarmup.rate * settings.claimWarmup.seconds + steps + latency) + 100;
 }
 
 function abSeconds(settings: Settings): number {
@@ -176,14 +251,19 @@ export async function runScenario(
       roundSeconds: ctx.settings.roundSeconds,
       rounds: ctx.settings.rounds,
       log: ctx.log,
+      probe: roundProbe(ctx, baseline, scenario),
     },
   );
   ctx.result.scenarios.push(result);
   noteRss(ctx, service);
   const baselineMemory = memoryOf(baseline.child.pid);
   if (baselineMemory && ctx.result.memory) ctx.result.memory.baselinePeakRssMiB = baselineMemory.peakRssMiB;
+  const counted = (target: 'service' | 'baseline') => {
+    const c = result.perRequest[target];
+    return c ? `; ${describeCounts(c)} per request` : '';
+  };
   ctx.log(
-    `${scenario.key}: service ${result.service.reqPerSec} req/s (p50 ${result.service.p50Ms}, p99 ${result.service.p99Ms} ms), baseline ${result.baseline.reqPerSec} req/s, ratio ${result.ratio}`,
+    `${scenario.key}: service ${result.service.reqPerSec} req/s (p50 ${result.service.p50Ms}, p99 ${result.service.p99Ms} ms${counted('service')}), baseline ${result.baseline.reqPerSec} req/s${counted('baseline')}, ratio ${result.ratio}`,
   );
   return result;
 }
@@ -232,59 +312,60 @@ export async function pagingScenario(
   );
 }
 
+/**
+ * The claim pipeline for one practice: its capacity by a step load, then the end-to-end latency at
+ * 50 % and 80 % of that capacity, on visits the step load did not use.
+ */
 export async function claimScenario(
   ctx: PassContext,
   service: RunningService,
   adminToken: string,
   seeded: Seeded,
   encounterIds: string[],
-): Promise<ClaimResult | undefined> {
+): Promise<StepLoadResult | undefined> {
   const { settings } = ctx;
-  const needMs =
-    (settings.claimWarmup.seconds + settings.claimSeconds) * 1000 + settings.claimDrainMs * 1.5 + 30_000;
-  if (!ctx.budget.fits(needMs)) {
-    ctx.result.notes.push('claim pipeline: skipped, the time budget ran out');
-    return undefined;
-  }
+  let used = 0;
+  const visits = async (count: number) => {
+    const slice = encounterIds.slice(used, used + count);
+    used += slice.length;
+    return slice.map((encounterId) => ({ encounterId, key: seeded.practice.key }));
+  };
   const receiver = await startReceiver();
   try {
     await registerWebhook(service.baseUrl, adminToken, seeded.practice.practiceId, receiver.url);
-    const result = await runClaimPipeline({
-      baseUrl: service.baseUrl,
-      visits: encounterIds.map((encounterId) => ({ encounterId, key: seeded.practice.key })),
-      receiver,
-      warmup: settings.claimWarmup,
-      measured: { rate: settings.claimRate, seconds: settings.claimSeconds },
-      drainTimeoutMs: settings.claimDrainMs,
-      connections: settings.connections,
-      log: ctx.log,
-    });
-    ctx.result.claims = result;
+    const capacity = await stepLoad(ctx, service.baseUrl, receiver, visits, stepRates(ctx.result.database));
+    if (!capacity) return undefined;
+    ctx.result.capacity = capacity;
     noteRss(ctx, service);
-    const describe = (r: ClaimResult) =>
-      `offered ${r.offeredRate}/s, sent ${r.sendRate}/s, sustained ${r.sustainedClaimsPerSec} accepted/s (overall ${r.overallClaimsPerSec}/s), end to end p50 ${r.endToEndP50Ms} ms p99 ${r.endToEndP99Ms} ms, bill p50 ${r.billP50Ms} ms; ${r.claimsAccepted}/${r.billsSent} accepted, ${r.unfinished} unfinished`;
-    ctx.log(`claims: ${describe(result)}`);
-    // The latency target is judged at a lower offered rate, on visits the first run did not use.
-    const used = result.billsSent + Math.round(settings.claimWarmup.rate * settings.claimWarmup.seconds);
-    const latencyNeedMs = settings.claimSeconds * 1000 + settings.claimDrainMs * 1.5 + 10_000;
-    if (ctx.result.database === 'postgres' && ctx.budget.fits(latencyNeedMs)) {
-      const atRate = await runClaimPipeline({
+    ctx.log(
+      `capacity ${capacity.claimsPerSec} claims/s (completions followed up to ${capacity.followedUpTo}/s offered${capacity.saturated ? '' : ', not saturated at the highest step'})`,
+    );
+    ctx.result.latency = [];
+    for (const share of LATENCY_SHARES) {
+      const rate = Math.max(1, Math.round(share * capacity.claimsPerSec));
+      if (!ctx.budget.fits(settings.latencySeconds * 1000 + settings.claimDrainMs * 1.5 + 5_000)) {
+        ctx.result.notes.push(
+          `claim latency at ${share * 100} % of capacity: skipped, the time budget ran out`,
+        );
+        continue;
+      }
+      const run = await measuredClaims(ctx, `latency at ${share * 100} % (${rate}/s)`, {
         baseUrl: service.baseUrl,
-        visits: encounterIds.slice(used).map((encounterId) => ({ encounterId, key: seeded.practice.key })),
+        visits: await visits(Math.round(rate * settings.latencySeconds)),
         receiver,
-        warmup: { rate: settings.claimLatencyRate, seconds: 0 },
-        measured: { rate: settings.claimLatencyRate, seconds: settings.claimSeconds },
+        warmup: { rate, seconds: 0 },
+        measured: { rate, seconds: settings.latencySeconds },
         drainTimeoutMs: settings.claimDrainMs,
         connections: settings.connections,
         log: ctx.log,
       });
-      ctx.result.claimsAtLatencyRate = atRate;
+      ctx.result.latency.push({ share, ...run });
       noteRss(ctx, service);
-      ctx.log(`claims at the latency rate: ${describe(atRate)}`);
-    } else if (ctx.result.database === 'postgres') {
-      ctx.result.notes.push('claim pipeline at the latency rate: skipped, the time budget ran out');
+      ctx.log(
+        `claims at ${share * 100} % of capacity (${rate}/s): end to end p50 ${run.run.endToEndP50Ms} ms, p99 ${run.run.endToEndP99Ms} ms; completed ${run.completionsPerSec}/s; ${run.run.claimsAccepted}/${run.run.billsSent} accepted, ${run.run.unfinished} unfinished`,
+      );
     }
-    return result;
+    return capacity;
   } finally {
     await receiver.close();
   }
@@ -311,7 +392,14 @@ export async function sharedClaimScenario(
     ctx.result.notes.push(`claim pipeline across ${count} practices: skipped, the time budget ran out`);
     return undefined;
   }
-  const perPractice = Math.ceil(claimVisitsNeeded(settings) / count);
+  // The capacity measured by the step load, spread over the practices (the fixed rate when none was).
+  const rate = Math.max(1, Math.round(ctx.result.capacity?.claimsPerSec ?? settings.claimRate));
+  const perPractice = Math.ceil(
+    (Math.round(settings.claimWarmup.rate * settings.claimWarmup.seconds) +
+      rate * settings.claimSeconds +
+      100) /
+      count,
+  );
   const receiver = await startReceiver();
   try {
     const lists: { encounterId: string; key: string }[][] = [];
@@ -347,7 +435,7 @@ export async function sharedClaimScenario(
       visits,
       receiver,
       warmup: settings.claimWarmup,
-      measured: { rate: settings.claimRate, seconds: settings.claimSeconds },
+      measured: { rate, seconds: settings.claimSeconds },
       drainTimeoutMs: settings.claimDrainMs,
       connections: settings.connections,
       log: ctx.log,

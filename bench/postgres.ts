@@ -26,6 +26,9 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
+/** The databases this run created and has not dropped: their backends' CPU is the bench's own. */
+export const benchDatabases = new Set<string>();
+
 export function randomSuffix(): string {
   return randomBytes(4).toString('hex');
 }
@@ -33,11 +36,13 @@ export function randomSuffix(): string {
 export async function createDatabase(base: string, name: string): Promise<BenchDatabase> {
   if (!/^pb_bench_[a-z0-9_]+$/.test(name)) throw new Error(`refusing to create database ${name}`);
   await adminQuery(base, `CREATE DATABASE ${name}`);
+  benchDatabases.add(name);
   let dropped = false;
   const drop = async () => {
     if (dropped) return;
     dropped = true;
     await adminQuery(base, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    benchDatabases.delete(name);
   };
   const forget = onCleanup(`drop database ${name}`, drop);
   return {

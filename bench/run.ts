@@ -12,6 +12,7 @@ import { installExitHandlers, runCleanup } from './cleanup.ts';
 import { pglitePass } from './pass-pglite.ts';
 import { postgresPass } from './pass-postgres.ts';
 import type { PassContext } from './pass-steps.ts';
+import { loadAverage1 } from './proc.ts';
 import { markdown, writeResults } from './report.ts';
 import type { PassResult, RunResult } from './results.ts';
 import { type PassName, settings } from './settings.ts';
@@ -47,7 +48,7 @@ function finish(): void {
   run.finishedAt = new Date().toISOString();
   run.durationSeconds = Math.round(budget.elapsedMs() / 1000);
   run.machine.loadAverageAtEnd = os.loadavg().map((l) => Math.round(l * 100) / 100);
-  run.targets = judge(run.passes);
+  run.targets = judge(run.passes, run.machine.loadAverageAtStart[0] ?? 0);
   const files = writeResults(run, settings.resultsDir ?? path.join(ROOT, 'bench', 'results'));
   process.stdout.write(`\n${markdown(run)}`);
   process.stdout.write(
@@ -56,7 +57,15 @@ function finish(): void {
 }
 
 async function runPass(name: PassName): Promise<void> {
-  const result: PassResult = { database: name, scenarios: [], invoices: {}, notes: [], seconds: 0 };
+  const result: PassResult = {
+    database: name,
+    scenarios: [],
+    invoices: {},
+    windows: [],
+    notes: [],
+    seconds: 0,
+    loadAverage: { before: loadAverage1() },
+  };
   run.passes.push(result);
   const ctx: PassContext = { settings, budget, log: (line) => log(`${name}: ${line}`), result };
   const started = Date.now();
@@ -68,6 +77,7 @@ async function runPass(name: PassName): Promise<void> {
     log(`${name}: pass failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   } finally {
     result.seconds = Math.round((Date.now() - started) / 1000);
+    result.loadAverage.after = loadAverage1();
   }
 }
 

@@ -3,6 +3,7 @@
 // through the same validation, audit and idempotency as any client's call.
 import { randomBytes } from 'node:crypto';
 import { expect, mapConcurrent } from './api.ts';
+import { type Practice, provisionPractice } from './provision.ts';
 
 export const EXTERNAL_SYSTEM = 'urn:bench:mrn';
 /** A plan of the shipped catalogue whose rates cover the procedures below (claims are accepted). */
@@ -96,4 +97,25 @@ export async function billVisit(baseUrl: string, key: string, encounterId: strin
     idempotent: true,
   });
   return answer.body.invoice.id as string;
+}
+
+/** A new practice with covered patients (up to 20); answers `visits` new visits of them. */
+export async function practiceWithVisits(
+  baseUrl: string,
+  adminToken: string,
+  visits: number,
+): Promise<{ practice: Practice; encounterIds: string[] }> {
+  const practice = await provisionPractice(baseUrl, adminToken);
+  const covered = await createPatients(baseUrl, practice.key, Math.min(20, Math.max(1, visits)));
+  await addCoverages(
+    baseUrl,
+    practice.key,
+    covered.map((p) => p.id),
+  );
+  const encounterIds = await mapConcurrent(
+    Array.from({ length: visits }, (_, i) => covered[i % covered.length]!.id),
+    16,
+    (patientId) => createVisit(baseUrl, practice.key, patientId, practice.practitionerId),
+  );
+  return { practice, encounterIds };
 }

@@ -20,6 +20,8 @@ export interface ServiceSpec {
   separateWorker?: boolean;
   /** More environment for the service, e.g. the load-shedding bounds. */
   env?: Record<string, string>;
+  /** A script run as the worker instead of `practice-billing worker` (with the separate worker), and its extra environment. */
+  worker?: { script: string; env: Record<string, string> };
 }
 
 export interface RunningService {
@@ -53,7 +55,11 @@ export async function startService(spec: ServiceSpec, timeoutMs = 120_000): Prom
   // The start script's flags with the command's entry instead of src/main.ts.
   const command = (name: string) => [...nodeArgs.slice(0, -1), 'bin/practice-billing.js', name];
   const child = spawnChild('service', separate ? command('serve') : nodeArgs, env);
-  const worker = separate ? spawnChild('worker', command('worker'), env) : undefined;
+  const worker = !separate
+    ? undefined
+    : spec.worker
+      ? spawnChild('worker', [...nodeArgs.slice(0, -1), spec.worker.script], { ...env, ...spec.worker.env })
+      : spawnChild('worker', command('worker'), env);
   const stop = async () => {
     const [code] = await Promise.all([child.stop(), worker?.stop()]);
     return code;

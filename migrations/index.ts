@@ -19,6 +19,7 @@ import * as m0017 from './0017_job_lanes.ts';
 import * as m0018 from './0018_event_detail_and_key_usage.ts';
 import * as m0019 from './0019_unpriced_lines.ts';
 import * as m0021 from './0021_refunds.ts';
+import * as m0022 from './0022_practice_references.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '0018_event_detail_and_key_usage': m0018,
   '0019_unpriced_lines': m0019,
   '0021_refunds': m0021,
+  '0022_practice_references': m0022,
 };

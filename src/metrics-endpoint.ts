@@ -74,6 +74,19 @@ export async function prometheusText(
   gauge('event_loop_lag_seconds', "This process's event-loop lag at its latest sample.").set(
     metrics.eventLoopLagMs / 1000,
   );
+  const counter = (name: string, help: string, value: number) =>
+    new Counter({ name: `practice_billing_db_${name}_total`, help, registers }).inc(value);
+  counter(
+    'statements',
+    'SQL statements this process has sent to the database, BEGIN, COMMIT and ROLLBACK not included.',
+    metrics.database.statements,
+  );
+  counter('round_trips', 'Round trips this process has made to the database.', metrics.database.roundTrips);
+  counter(
+    'transactions',
+    'Transactions this process has begun on the database.',
+    metrics.database.transactions,
+  );
   return { contentType: registry.contentType, text: await registry.metrics() };
 }
 

@@ -1,14 +1,17 @@
 // What an operator watches of the service under load, in one place: the job queue per lane (waiting,
 // running, the oldest waiting one's age, each lane's slots), the practices with the deepest
 // backlogs, webhook deliveries in flight per endpoint (src/jobs/queue-figures.ts, the database's
-// figures, the same from every process), and this API process's requests shed, requests in flight,
-// first connections' waits and event-loop lag (src/platform/http/load-shedding.ts). Served as admin JSON
+// figures, the same from every process), this API process's requests shed, requests in flight, first
+// connections' waits and event-loop lag (src/platform/http/load-shedding.ts), and the statements, round
+// trips and transactions this process has sent to the database since it started
+// (src/platform/db/statement-counts.ts). Served as admin JSON
 // (GET /admin/v1/metrics, declared in src/service-metrics-routes.ts), shown on the console's dashboard,
 // and as Prometheus text at /metrics (src/metrics-endpoint.ts) behind the same admin token.
 import { type Static, Type } from 'typebox';
 import type { Deps } from './api/deps.ts';
 import { JOB_LANES, laneLimits } from './jobs/lanes.ts';
 import { queueFigures } from './jobs/queue-figures.ts';
+import { statementCounts } from './platform/db/statement-counts.ts';
 import type { Trx } from './platform/db/transaction.ts';
 import { Enum, Nullable } from './platform/http/schema.ts';
 
@@ -63,6 +66,18 @@ export const ServiceMetrics = Type.Object(
       { additionalProperties: false },
     ),
     eventLoopLagMs: Type.Number(),
+    database: Type.Object(
+      {
+        statements: Count,
+        roundTrips: Count,
+        transactions: Count,
+      },
+      {
+        additionalProperties: false,
+        description:
+          'What this process has sent to the database since it started: SQL statements (BEGIN, COMMIT and ROLLBACK not counted among them), round trips, and transactions.',
+      },
+    ),
   },
   { title: 'ServiceMetrics', additionalProperties: false },
 );
@@ -95,5 +110,6 @@ export async function serviceMetrics(trx: Trx, deps: Deps): Promise<ServiceMetri
       longestMs: Math.round(deps.loadShedder.firstConnectionWaits.longestMs * 10) / 10,
     },
     eventLoopLagMs: Math.round(deps.loadShedder.eventLoopLagMs),
+    database: statementCounts(),
   };
 }

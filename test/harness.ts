@@ -364,6 +364,10 @@ export async function startService(backend: Backend, options: ServiceOptions = {
       await jobsFollowClock();
       return jobWorker.drain();
     },
+    takeOnce: async () => {
+      await jobsFollowClock();
+      return jobWorker.takeOnce();
+    },
     stop: () => jobWorker.stop(),
   };
 

@@ -91,6 +91,7 @@ describeEachBackend('job leases', (backend) => {
     const stopped = noteRunning('a second in-process job worker');
     const tracked: Worker = {
       drain: () => started.drain(),
+      takeOnce: () => started.takeOnce(),
       stop: async () => {
         await started.stop();
         stopped();

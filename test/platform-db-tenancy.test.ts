@@ -175,6 +175,25 @@ describeEachBackend('tenancy', (backend) => {
     });
   });
 
+  test('the tables written on every request reference no practices row, and a practice is never deleted nor renumbered', async () => {
+    const practice = await svc.newPractice();
+    await withSuperuser(svc, async (db) => {
+      const referencing = await sql<{ tbl: string }>`
+          SELECT c.conrelid::regclass::text AS tbl FROM pg_constraint c
+           WHERE c.contype = 'f' AND c.confrelid = 'practices'::regclass ORDER BY 1`.execute(db.kysely);
+      assert.deepEqual(
+        referencing.rows.map((r) => r.tbl),
+        ['clients', 'practice_code_systems', 'practice_prices', 'practitioners', 'webhook_endpoints'],
+      );
+      for (const change of [
+        sql`DELETE FROM practices WHERE id = ${practice.practiceId}`,
+        sql`UPDATE practices SET id = ${`${practice.practiceId}x`} WHERE id = ${practice.practiceId}`,
+      ]) {
+        await assert.rejects(change.execute(db.kysely), /a practice is never deleted, nor its id changed/);
+      }
+    });
+  });
+
   test('as the app role in practice A, the database hides and refuses practice B', async () => {
     const a = await svc.newPractice();
     const b = await svc.newPractice();

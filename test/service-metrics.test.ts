@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { takeDueJobs } from '../src/jobs/queue.ts';
-import { call, describeEachBackend, startService, type TestService } from './harness.ts';
+import { call, describeEachBackend, startService, type TestService, uniqueKey } from './harness.ts';
 import { addEndpoint, billVisit, Receiver } from './webhooks-fixtures.ts';
 
 describeEachBackend('service metrics', (backend) => {
@@ -102,5 +102,28 @@ describeEachBackend('service metrics', (backend) => {
         'm',
       ),
     );
+  });
+
+  test('the statements, round trips and transactions this process sent to the database, counted as they are sent', async () => {
+    const practice = await svc.newPractice();
+    const before = (await svc.admin('GET', '/metrics')).body.database;
+    const created = await call(svc.baseUrl, 'POST', '/api/v1/patients', {
+      token: practice.key,
+      idempotencyKey: uniqueKey(),
+      body: { givenNames: ['Ada'], lastName: 'Lovelace', birthDate: '1990-01-01' },
+    });
+    assert.equal(created.status, 201, created.text);
+    const after = (await svc.admin('GET', '/metrics')).body.database;
+    assert.ok(after.statements > before.statements, 'statements are counted');
+    assert.ok(after.roundTrips > before.roundTrips, 'round trips are counted');
+    assert.ok(after.transactions > before.transactions, 'transactions are counted');
+    assert.ok(after.statements >= after.roundTrips, 'a round trip carries at least one statement');
+    const text = await call(svc.baseUrl, 'GET', '/metrics', { token: svc.adminToken });
+    for (const name of ['statements', 'round_trips', 'transactions']) {
+      const counted = new RegExp(`^practice_billing_db_${name}_total (\\d+)$`, 'm').exec(text.text);
+      assert.ok(counted, `practice_billing_db_${name}_total is served`);
+    }
+    const statements = Number(/^practice_billing_db_statements_total (\d+)$/m.exec(text.text)![1]);
+    assert.ok(statements >= after.statements);
   });
 });

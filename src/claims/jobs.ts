@@ -9,7 +9,7 @@ import { OWING_STATUSES } from '../invoices/payment-status.ts';
 import { recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { lockInvoice, readInvoice } from '../invoices/service.ts';
-import { insurerPaid } from '../invoices/store.ts';
+import { lockInvoiceRowWithInsurerPaid } from '../invoices/store.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../jobs/queue.ts';
 import { dateIn } from '../platform/clock.ts';
@@ -20,7 +20,7 @@ import { newId } from '../platform/ids.ts';
 import { practiceBilling } from '../practices/service.ts';
 import { CLAIM_JOBS } from './job-kinds.ts';
 import { setClaimStatus } from './service.ts';
-import { claimItems, findClaim, replaceClaimItems } from './store.ts';
+import { findClaim, findClaimWithBenefit, insertClaimItems } from './store.ts';
 
 export interface ClaimJobContext {
   db: Database;
@@ -121,7 +121,7 @@ async function prepareSubmission(ctx: ClaimJobContext, trx: Trx, job: JobRow, id
       };
     }),
   };
-  return { submission, startedAt: claim.submission_started_at, billing };
+  return { submission, startedAt: claim.submission_started_at, billing, invoiceId: claim.invoice_id };
 }
 
 /** The insurer did not answer within the claim's window: the claim, if still this submission's, is rejected. */
@@ -129,12 +129,12 @@ async function rejectUnanswered(
   ctx: ClaimJobContext,
   trx: Trx,
   job: JobRow,
-  { billing }: PreparedSubmission,
+  { billing, invoiceId }: PreparedSubmission,
   { claimId, submissionId }: SubmissionIds,
 ): Promise<void> {
   const practiceId = job.practice_id;
-  const current = await findClaim(trx, practiceId, claimId);
-  if (current) await lockInvoice(trx, practiceId, current.invoice_id);
+  // The invoice first, as every change of its claim locks it: a claim's invoice never changes.
+  await lockInvoice(trx, practiceId, invoiceId);
   const claim = await findClaim(trx, practiceId, claimId, true);
   if (claim && claim.status === 'submitting' && claim.submission_id === submissionId) {
     await setClaimStatus(
@@ -165,16 +165,17 @@ async function recordAnswer(
 ): Promise<void> {
   const practiceId = job.practice_id;
   const now = ctx.now();
-  const current = await findClaim(trx, practiceId, claimId);
-  if (!current) return;
-  await lockInvoice(trx, practiceId, current.invoice_id);
+  // The invoice first, as every change of its claim locks it (a claim's invoice never changes); the
+  // claim is read once, locked.
+  await lockInvoice(trx, practiceId, prepared.invoiceId);
   const claim = await findClaim(trx, practiceId, claimId, true);
   if (claim?.status !== 'submitting' || claim.submission_id !== submissionId) {
     await finishJob(trx, job, now);
     return;
   }
   const lineIds = new Map(prepared.submission.lines.map((l) => [l.lineNumber, l.lineItemId]));
-  await replaceClaimItems(
+  // A claim submitting has no items: a new submission starts without (setClaimStatus).
+  await insertClaimItems(
     trx,
     practiceId,
     claimId,
@@ -310,21 +311,22 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
   const practiceId = job.practice_id;
   await inPractice(ctx.db, practiceId, async (trx) => {
     const now = ctx.now();
-    const claim = await findClaim(trx, practiceId, claimId);
+    const claim = await findClaimWithBenefit(trx, practiceId, claimId);
     if (claim?.submission_id === submissionId && claim.status === 'reversing') {
       await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, 'the claim is being reversed');
       return;
     }
-    if (claim && claim.submission_id === submissionId && REMITTED_STATUSES.includes(claim.status)) {
-      const items = await claimItems(trx, practiceId, claimId);
-      const benefit = items.reduce(
-        (sum, i) => sum + (i.decision === 'denied' ? 0 : Number(i.benefit ?? 0)),
-        0,
-      );
-      const invoice = await lockInvoice(trx, practiceId, claim.invoice_id);
+    const locked =
+      claim && claim.submission_id === submissionId && REMITTED_STATUSES.includes(claim.status)
+        ? await lockInvoiceRowWithInsurerPaid(trx, practiceId, claim.invoice_id)
+        : undefined;
+    if (claim && locked) {
+      const { insurer_paid: paidByInsurer, ...invoice } = locked;
       // Net of what the insurer already paid on this invoice and did not take back.
-      const paidByInsurer = await insurerPaid(trx, practiceId, claim.invoice_id);
-      const amount = Math.min(benefit - paidByInsurer, Number(invoice.balance_due));
+      const amount = Math.min(
+        Number(claim.approved_benefit) - Number(paidByInsurer),
+        Number(invoice.balance_due),
+      );
       if (amount > 0 && (invoice.status === 'amending' || invoice.status === 'draft')) {
         // The practice is changing the invoice: pay once it is issued again, not never.
         await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, 'invoice is being amended');

@@ -15,7 +15,7 @@ import {
 import { OWING_STATUSES } from '../invoices/payment-status.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { readInvoice, touchInvoice } from '../invoices/service.ts';
-import type { InvoiceRecord } from '../invoices/store.ts';
+import type { InvoiceRecord, InvoiceRow } from '../invoices/store.ts';
 import { enqueueJob } from '../jobs/queue.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -143,6 +143,7 @@ async function claimReadiness(
   request: ClaimRequest,
   lastCoverageId: string | null,
   now: Date,
+  known?: CoverageRow | null,
 ): Promise<{ ready: true; coverage: CoverageRow } | { ready: false; reason: string }> {
   const invoice = record.invoice;
   if (!OWING_STATUSES.includes(invoice.status as InvoiceStatus)) {
@@ -159,6 +160,16 @@ async function claimReadiness(
       ready: false,
       reason: `Line ${withoutPrimary + 1} (${record.lines[withoutPrimary]!.code}) has no primary diagnosis; add one before claiming.`,
     };
+  }
+  // The coverage the caller already found by these same rules (the bill's), or null for none.
+  if (known !== undefined) {
+    return known
+      ? { ready: true, coverage: known }
+      : {
+          ready: false,
+          reason:
+            "The patient has no active coverage; add one to the patient's coverages or send coverageId.",
+        };
   }
   const coverageId = request.coverageId ?? lastCoverageId;
   if (coverageId) {
@@ -192,18 +203,31 @@ async function queueSubmission(
   );
 }
 
-/**
- * Sends the invoice's first claim. Throws business_rule with the reason when it cannot. `created` is an
- * invoice this transaction created: it holds the row already, and the invoice can have no claim.
- */
+/** Sends the invoice's first claim. Throws business_rule with the reason when it cannot. */
 export async function sendClaim(
   trx: Trx,
   billing: PracticeBilling,
   invoiceId: string,
   request: ClaimRequest,
   now: Date,
-  created?: InvoiceRecord,
 ): Promise<ClaimRow> {
+  return (await sendClaimOf(trx, billing, invoiceId, request, now)).claim;
+}
+
+/**
+ * sendClaim, answering the invoice as the claim leaves it too. `created` is an invoice this transaction
+ * created (it holds the row already, and the invoice can have no claim); `knownCoverage` the coverage
+ * the caller found by the claim's own rules (null: none).
+ */
+async function sendClaimOf(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  request: ClaimRequest,
+  now: Date,
+  created?: InvoiceRecord,
+  knownCoverage?: CoverageRow | null,
+): Promise<{ claim: ClaimRow; invoice: InvoiceRow }> {
   const record = created ?? (await readInvoice(trx, billing.id, invoiceId, true));
   const existing = created ? undefined : await findClaimOfInvoice(trx, billing.id, invoiceId, true);
   if (existing) {
@@ -217,7 +241,7 @@ export async function sendClaim(
       `Invoice ${record.invoice.number} already has a claim that is ${existing.status}; ${next}.`,
     );
   }
-  const readiness = await claimReadiness(trx, billing, record, request, null, now);
+  const readiness = await claimReadiness(trx, billing, record, request, null, now, knownCoverage);
   if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
   const claim = await insertClaim(trx, {
     practice_id: billing.id,
@@ -235,12 +259,15 @@ export async function sendClaim(
     created_at: now,
     updated_at: now,
   });
-  await touchInvoice(trx, billing, invoiceId, { claim_status: 'submitting', coverage_id: claim.coverage_id });
+  const touched = await touchInvoice(trx, billing, invoiceId, {
+    claim_status: 'submitting',
+    coverage_id: claim.coverage_id,
+  });
   await recordEvent(trx, billing.id, 'claim.status_changed', { type: 'invoice', id: invoiceId }, now, {
     claim: { id: claim.id, status: 'submitting' },
   });
   await queueSubmission(trx, billing, claim, now);
-  return claim;
+  return { claim, invoice: touched.row };
 }
 
 /** Bill's submitClaim: queue the claim, or say why it was not sent. */
@@ -248,12 +275,13 @@ export async function queueClaimFromBill(
   trx: Trx,
   billing: PracticeBilling,
   created: InvoiceRecord,
-  request: ClaimRequest,
+  request: ClaimRequest & { coverage: CoverageRow | null },
   now: Date,
-): Promise<{ queued: true } | { queued: false; reason: string }> {
+): Promise<{ queued: true; invoice: InvoiceRow } | { queued: false; reason: string }> {
   try {
-    await sendClaim(trx, billing, created.invoice.id, request, now, created);
-    return { queued: true };
+    const { coverage, ...claimRequest } = request;
+    const sent = await sendClaimOf(trx, billing, created.invoice.id, claimRequest, now, created, coverage);
+    return { queued: true, invoice: sent.invoice };
   } catch (error) {
     if (error instanceof AppError && (error.code === 'business_rule' || error.code === 'validation_failed')) {
       return { queued: false, reason: error.errors?.[0]?.message ?? error.detail };

@@ -1,5 +1,5 @@
 // Owns the claims tables: one claim per invoice, with the insurer's per-line answer.
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { ClaimItemsTable, ClaimsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
@@ -36,17 +36,32 @@ export async function claimItems(trx: Trx, practiceId: string, claimId: string):
     .execute();
 }
 
-export async function replaceClaimItems(
+/**
+ * The claim with the benefit its items approved (`approved_benefit`: a denied line's counts nothing), in
+ * one statement.
+ */
+export async function findClaimWithBenefit(trx: Trx, practiceId: string, claimId: string) {
+  return trx
+    .selectFrom('claims')
+    .selectAll()
+    .select(
+      sql<number>`(SELECT coalesce(sum(CASE WHEN i.decision = 'denied' THEN 0 ELSE coalesce(i.benefit, 0) END), 0)
+        FROM claim_items i WHERE i.practice_id = claims.practice_id AND i.claim_id = claims.id)`.as(
+        'approved_benefit',
+      ),
+    )
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', claimId)
+    .executeTakeFirst();
+}
+
+/** A claim's items, for a claim that has none (one submitting: a new submission starts without). */
+export async function insertClaimItems(
   trx: Trx,
   practiceId: string,
   claimId: string,
   items: Omit<ClaimItemRow, 'practice_id' | 'claim_id'>[],
 ) {
-  await trx
-    .deleteFrom('claim_items')
-    .where('practice_id', '=', practiceId)
-    .where('claim_id', '=', claimId)
-    .execute();
   if (items.length === 0) return;
   await trx
     .insertInto('claim_items')
@@ -60,6 +75,20 @@ export async function replaceClaimItems(
       })),
     )
     .execute();
+}
+
+export async function replaceClaimItems(
+  trx: Trx,
+  practiceId: string,
+  claimId: string,
+  items: Omit<ClaimItemRow, 'practice_id' | 'claim_id'>[],
+) {
+  await trx
+    .deleteFrom('claim_items')
+    .where('practice_id', '=', practiceId)
+    .where('claim_id', '=', claimId)
+    .execute();
+  await insertClaimItems(trx, practiceId, claimId, items);
 }
 
 export async function insertClaim(trx: Trx, row: Insertable<ClaimsTable>): Promise<ClaimRow> {

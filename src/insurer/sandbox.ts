@@ -55,21 +55,13 @@ export class SandboxInsurer implements Insurer {
   }
 
   /**
-   * Answers a message id once: one transaction reads a stored answer, or decides and stores one. Two
-   * deliveries of one id at once both decide, the second insert waits for the first and keeps it,
-   * and both return the stored answer.
+   * Answers a message id once: one transaction decides an answer and stores it, unless one is stored
+   * already, which it answers instead (a message sent again). Two deliveries of one id at once both
+   * decide, the second insert waits for the first and keeps it, and both return the stored answer.
    */
   async #answerOnce<T>(messageId: string, kind: string, decide: (trx: Trx) => Promise<T>): Promise<T> {
     if (this.#delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.#delayMs));
     return asOperator(this.#db, async (trx) => {
-      const stored = () =>
-        trx
-          .selectFrom('sandbox_insurer_messages')
-          .select('answer')
-          .where('message_id', '=', messageId)
-          .executeTakeFirst();
-      const seen = await stored();
-      if (seen) return seen.answer as T;
       const answer = await decide(trx);
       const inserted = await trx
         .insertInto('sandbox_insurer_messages')
@@ -77,8 +69,14 @@ export class SandboxInsurer implements Insurer {
         .onConflict((oc) => oc.column('message_id').doNothing())
         .returning('answer')
         .executeTakeFirst();
-      // Another delivery of this id stored its answer first: answer as it did.
-      const kept = inserted ?? (await stored());
+      // Answered before (or by another delivery of this id first): answer as then.
+      const kept =
+        inserted ??
+        (await trx
+          .selectFrom('sandbox_insurer_messages')
+          .select('answer')
+          .where('message_id', '=', messageId)
+          .executeTakeFirst());
       if (!kept) throw new Error(`sandbox insurer: no stored answer for message ${messageId}`);
       return kept.answer as T;
     });

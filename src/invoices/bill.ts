@@ -1,7 +1,9 @@
 // Owns turning a visit into an invoice: one line per procedure that was done, priced from the first
-// rate found, with the procedure's diagnoses (or the visit's) and one primary; optionally issued and
-// its claim queued in the same transaction. The invoice exists whether or not issuing or claiming
-// was done; the result says why something was skipped.
+// rate found (one statement for every line), with the procedure's diagnoses (or the visit's) and one
+// primary; optionally issued and its claim queued in the same transaction. The invoice is inserted as
+// it is issued, when it is, rather than inserted and then changed; the answer is built from the rows
+// this transaction wrote, not read again. The invoice exists whether or not issuing or claiming was
+// done; the result says why something was skipped.
 
 import { readEncounter } from '../encounters/service.ts';
 import {
@@ -18,10 +20,17 @@ import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { invoiceTotals, lineSubtotal, lineTotal } from './money.ts';
-import { ratesFor } from './rates.ts';
+import { openStatus } from './payment-status.ts';
+import { codeKey, ratesForCodes } from './rates.ts';
 import type { BillRequest, BillResult } from './schemas.ts';
-import { dueDateFrom, invoiceOf, issueInvoice, readInvoice } from './service.ts';
-import { assignInvoiceNumber, type InvoiceRecord, insertInvoice, liveInvoiceOfEncounter } from './store.ts';
+import { announceIssued, dueDateFrom, invoiceOf, issueRefusal } from './service.ts';
+import {
+  assignInvoiceNumber,
+  type InvoiceRecord,
+  type InvoiceRow,
+  insertInvoice,
+  liveInvoiceOfEncounter,
+} from './store.ts';
 
 const NOT_BILLED = ['not_done', 'entered_in_error'];
 
@@ -33,9 +42,14 @@ export type ClaimQueuer = (
   trx: Trx,
   billing: PracticeBilling,
   created: InvoiceRecord,
-  request: { coverageId: string | null; placeOfServiceCode: string | null },
+  request: {
+    coverageId: string | null;
+    placeOfServiceCode: string | null;
+    /** The coverage the bill found as a claim looks for one (null: none), so it is not looked up again. */
+    coverage: CoverageRow | null;
+  },
   now: Date,
-) => Promise<{ queued: true } | { queued: false; reason: string }>;
+) => Promise<{ queued: true; invoice: InvoiceRow } | { queued: false; reason: string }>;
 
 export async function billEncounter(
   trx: Trx,
@@ -56,17 +70,28 @@ export async function billEncounter(
   // The invoice's number is given last (assignInvoiceNumber); until then it carries a provisional one
   // made from its id, unique among the practice's numbers and never seen outside this transaction.
   const provisionalNumber = `#${invoiceId}`;
-  const created = await insertDraftInvoice(trx, billing, visit, request, {
+  // Issuing a new invoice is refused for want of lines or for lines no rate was found for; otherwise
+  // it is inserted issued.
+  const issueRefused = request.issue === true ? issueRefusal(provisionalNumber, lines) : null;
+  const created = await insertNewInvoice(trx, billing, visit, request, {
     invoiceId,
     provisionalNumber,
     pricingCoverageId: pricingCoverage?.id ?? null,
     recipientName: [patient.prefix, ...patient.given_names, patient.last_name].filter(Boolean).join(' '),
     lines,
+    issued: request.issue === true && issueRefused === null,
     today,
     now,
   });
-  const outcome = await issueAndClaim(trx, billing, created, request, now, queueClaim);
-  const record = await readInvoice(trx, billing.id, invoiceId);
+  const { outcome, record } = await issueAndClaim(
+    trx,
+    billing,
+    created,
+    request,
+    { issueRefused, coverage: pricingCoverage ?? null },
+    now,
+    queueClaim,
+  );
   const number = await assignInvoiceNumber(trx, billing.id, invoiceId, billing.invoiceNumberPrefix, {
     number: provisionalNumber,
     notifiedAt: outcome.issued ? now : null,
@@ -147,9 +172,16 @@ async function billedLines(
     planId,
   };
   const billed = procedures.filter((p) => !NOT_BILLED.includes(p.status));
+  // One statement prices every line.
+  const rates = await ratesForCodes(
+    trx,
+    pricing,
+    billed.flatMap((p) => (p.system === null ? [] : [{ system: p.system, code: p.code }])),
+  );
   const lines = [];
   for (const [index, procedure] of billed.entries()) {
-    const [rate] = await ratesFor(trx, pricing, procedure.system, procedure.code);
+    const [rate] =
+      procedure.system === null ? [] : (rates.get(codeKey(procedure.system, procedure.code)) ?? []);
     const unitPrice = rate?.amount ?? 0;
     const subtotal = lineSubtotal(1, unitPrice);
     const named = procedure.diagnosis_codes
@@ -190,8 +222,11 @@ async function billedLines(
 
 type BilledLine = Awaited<ReturnType<typeof billedLines>>[number];
 
-/** The draft invoice of the visit with its lines, addressed to the patient, due after the payment terms. */
-async function insertDraftInvoice(
+/**
+ * The invoice of the visit with its lines, addressed to the patient, due after the payment terms: a
+ * draft, or `issued` (its status then following from its money, as issuing sets it).
+ */
+async function insertNewInvoice(
   trx: Trx,
   billing: PracticeBilling,
   { encounter }: Visit,
@@ -202,6 +237,7 @@ async function insertDraftInvoice(
     pricingCoverageId: string | null;
     recipientName: string;
     lines: BilledLine[];
+    issued: boolean;
     today: string;
     now: Date;
   },
@@ -211,13 +247,17 @@ async function insertDraftInvoice(
     draft.lines.map((line) => line.total),
     billing.vatRateBasisPoints,
   );
+  const dueDate = dueDateFrom(draft.today, billing);
   return insertInvoice(
     trx,
     {
       practice_id: billing.id,
       id: draft.invoiceId,
       number: draft.provisionalNumber,
-      status: 'draft',
+      status: draft.issued
+        ? openStatus({ totalGross: totals.totalGross, amountPaid: 0, dueDate }, draft.today)
+        : 'draft',
+      issued_at: draft.issued ? draft.now : null,
       claim_status: null,
       patient_id: encounter.patient_id,
       practitioner_id: encounter.practitioner_id,
@@ -226,7 +266,7 @@ async function insertDraftInvoice(
       place_of_service_code: request.placeOfServiceCode ?? null,
       recipient_name: draft.recipientName,
       date: draft.today,
-      due_date: dueDateFrom(draft.today, billing),
+      due_date: dueDate,
       currency: billing.currency,
       total_net: totals.totalNet,
       total_gross: totals.totalGross,
@@ -246,17 +286,19 @@ interface IssueAndClaimOutcome {
 }
 
 /**
- * Issues the invoice and queues its claim when asked. The invoice is created whatever happens to
- * issuing or claiming: a refusal is reported, not thrown.
+ * Tells of the invoice's issue (inserted issued unless `issueRefused`) and queues its claim when asked.
+ * The invoice is created whatever happens to issuing or claiming: a refusal is reported, not thrown.
+ * Answers the invoice as this transaction leaves it.
  */
 async function issueAndClaim(
   trx: Trx,
   billing: PracticeBilling,
   created: InvoiceRecord,
   request: BillRequest,
+  known: { issueRefused: string | null; coverage: CoverageRow | null },
   now: Date,
   queueClaim: ClaimQueuer,
-): Promise<IssueAndClaimOutcome> {
+): Promise<{ outcome: IssueAndClaimOutcome; record: InvoiceRecord }> {
   const outcome: IssueAndClaimOutcome = {
     issued: null,
     issueSkippedReason: null,
@@ -266,25 +308,25 @@ async function issueAndClaim(
   // The invoice as this transaction holds it: issuing and claiming go on from it without reading it again.
   let current = created;
   if (request.issue === true) {
-    try {
-      current = await issueInvoice(trx, billing, created.invoice.id, now, created);
-      outcome.issued = true;
-    } catch (error) {
-      if (!(error instanceof AppError && error.code === 'business_rule')) throw error;
-      outcome.issued = false;
-      outcome.issueSkippedReason = error.detail;
-    }
+    outcome.issued = known.issueRefused === null;
+    outcome.issueSkippedReason = known.issueRefused;
+    if (outcome.issued) await announceIssued(trx, billing, current, now);
   }
   if (request.submitClaim === true) {
     const queued = await queueClaim(
       trx,
       billing,
       current,
-      { coverageId: request.coverageId ?? null, placeOfServiceCode: request.placeOfServiceCode ?? null },
+      {
+        coverageId: request.coverageId ?? null,
+        placeOfServiceCode: request.placeOfServiceCode ?? null,
+        coverage: known.coverage,
+      },
       now,
     );
     outcome.claimQueued = queued.queued;
     outcome.claimSkippedReason = queued.queued ? null : queued.reason;
+    if (queued.queued) current = { ...current, invoice: queued.invoice };
   }
-  return outcome;
+  return { outcome, record: current };
 }

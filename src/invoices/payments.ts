@@ -139,7 +139,7 @@ async function writePayment(
     billing,
     invoice.id,
     { amount_paid: Number(invoice.amount_paid) + payment.amount },
-    { settleOn: dateIn(billing.timezone, now) },
+    { settleOn: dateIn(billing.timezone, now), held: invoice },
   );
   await recordEvent(trx, billing.id, 'payment.created', { type: 'invoice', id: invoice.id }, now, {
     payment: { id: row.id, amount: Number(row.amount), currency: row.currency, source: row.source },

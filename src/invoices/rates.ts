@@ -49,50 +49,80 @@ export async function ratesFor(
   code: string,
 ): Promise<RateCandidate[]> {
   if (system === null) return [];
+  return (await ratesForCodes(trx, context, [{ system, code }])).get(codeKey(system, code)) ?? [];
+}
+
+/** The key of a code in the answer of ratesForCodes. */
+export function codeKey(system: string, code: string): string {
+  return `${system}\u0000${code}`;
+}
+
+/**
+ * Every known rate of each code, in the order billing tries them, in one statement (a bill prices all
+ * its lines at once), by codeKey.
+ */
+export async function ratesForCodes(
+  trx: Trx,
+  context: PricingContext,
+  codes: ReadonlyArray<{ system: string; code: string }>,
+): Promise<Map<string, RateCandidate[]>> {
+  const byCode = new Map<string, RateCandidate[]>();
+  if (codes.length === 0) return byCode;
   const { practiceId, practitionerId, planId } = context;
   const result = await sql<{
+    system: string;
+    code: string;
     source: RateSource;
     name: string | null;
     amount: number;
     currency: string | null;
   }>`
+    WITH wanted (system, code) AS (
+      SELECT DISTINCT * FROM unnest(${codes.map((c) => c.system)}::text[], ${codes.map((c) => c.code)}::text[]))
+    SELECT w.system, w.code, r.source, r.name, r.amount, r.currency FROM wanted w CROSS JOIN LATERAL (
     SELECT 'practitioner' AS source, t.name, pp.amount, NULL AS currency, 1 AS rank, pp.id AS tie
       FROM practice_prices pp JOIN practitioners t ON t.practice_id = pp.practice_id AND t.id = pp.practitioner_id
-     WHERE pp.practice_id = ${practiceId} AND pp.practitioner_id = ${practitionerId} AND pp.system = ${system} AND pp.code = ${code}
+     WHERE pp.practice_id = ${practiceId} AND pp.practitioner_id = ${practitionerId} AND pp.system = w.system AND pp.code = w.code
     UNION ALL
     SELECT 'practice', pr.name, pp.amount, NULL, 2, pp.id
       FROM practice_prices pp JOIN practices pr ON pr.id = pp.practice_id
-     WHERE pp.practice_id = ${practiceId} AND pp.practitioner_id IS NULL AND pp.system = ${system} AND pp.code = ${code}
+     WHERE pp.practice_id = ${practiceId} AND pp.practitioner_id IS NULL AND pp.system = w.system AND pp.code = w.code
     UNION ALL
     SELECT 'insurance_plan', p.name, r.amount, r.currency, 3, p.id
       FROM insurance_plan_rates r JOIN insurance_plans p ON p.id = r.plan_id
-     WHERE r.plan_id = ${planId} AND r.system = ${system} AND r.code = ${code}
+     WHERE r.plan_id = ${planId} AND r.system = w.system AND r.code = w.code
     UNION ALL
     SELECT 'insurance_scheme', s.name, r.amount, r.currency, 4, s.id
       FROM insurance_plans p JOIN insurance_schemes s ON s.id = p.scheme_id
       JOIN insurance_scheme_rates r ON r.scheme_id = s.id
-     WHERE p.id = ${planId} AND r.system = ${system} AND r.code = ${code}
+     WHERE p.id = ${planId} AND r.system = w.system AND r.code = w.code
     UNION ALL
     SELECT 'governing_body', b.name, r.amount, r.currency, 5, b.id
       FROM governing_body_rates r JOIN governing_bodies b ON b.id = r.governing_body_id
-     WHERE r.system = ${system} AND r.code = ${code}
+     WHERE r.system = w.system AND r.code = w.code
     UNION ALL
     SELECT 'code_default', NULL, c.default_price, c.currency, 6, c.id
       FROM code_concepts c JOIN code_systems s ON s.id = c.code_system_id
-     WHERE s.url = ${system} AND c.code = ${code} AND c.default_price IS NOT NULL
+     WHERE s.url = w.system AND c.code = w.code AND c.default_price IS NOT NULL
     UNION ALL
     SELECT 'code_default', NULL, c.default_price, c.currency, 6, c.id
       FROM practice_code_concepts c
       JOIN practice_code_systems s ON s.practice_id = c.practice_id AND s.id = c.code_system_id
-     WHERE c.practice_id = ${practiceId} AND s.url = ${system} AND c.code = ${code} AND c.default_price IS NOT NULL
-    ORDER BY rank, tie`.execute(trx);
-  return result.rows
-    .filter((r) => r.currency === null || r.currency === context.currency)
-    .map((r) => ({
+     WHERE c.practice_id = ${practiceId} AND s.url = w.system AND c.code = w.code AND c.default_price IS NOT NULL
+    ) AS r
+    ORDER BY w.system, w.code, r.rank, r.tie`.execute(trx);
+  for (const r of result.rows) {
+    if (r.currency !== null && r.currency !== context.currency) continue;
+    const key = codeKey(r.system, r.code);
+    const rates = byCode.get(key) ?? [];
+    byCode.set(key, rates);
+    rates.push({
       source: r.source,
       name: r.name,
       amount: Number(r.amount),
       currency: context.currency,
       pricingSource: PRICING_SOURCE_OF[r.source],
-    }));
+    });
+  }
+  return byCode;
 }

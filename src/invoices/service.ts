@@ -124,7 +124,11 @@ export async function touchInvoice(
   billing: PracticeBilling,
   invoiceId: string,
   set: Updateable<InvoicesTable> = {},
-  { settleOn, retotal = false }: { settleOn?: string; retotal?: boolean | readonly number[] } = {},
+  {
+    settleOn,
+    retotal = false,
+    held,
+  }: { settleOn?: string; retotal?: boolean | readonly number[]; held?: InvoiceRow } = {},
 ) {
   const changedAt = await stampChange(trx);
   const totals =
@@ -134,11 +138,27 @@ export async function touchInvoice(
           retotal === true ? await lineTotals(trx, billing.id, invoiceId) : [...retotal],
           billing.vatRateBasisPoints,
         );
-  const row = await updateInvoice(trx, billing.id, invoiceId, {
+  const changes: Updateable<InvoicesTable> = {
     ...set,
     ...(totals ? { total_net: totals.totalNet, total_gross: totals.totalGross } : {}),
     updated_at: changedAt,
-  });
+  };
+  // The row as this transaction holds it locked: its status after the change is known before the
+  // change, so the change is one statement.
+  if (held && settleOn !== undefined) {
+    const after = { ...held, ...changes } as InvoiceRow;
+    if (OPEN_STATUSES.includes(after.status as InvoiceStatus)) {
+      changes.status = openStatus(
+        {
+          totalGross: Number(after.total_gross),
+          amountPaid: Number(after.amount_paid),
+          dueDate: after.due_date,
+        },
+        settleOn,
+      );
+    }
+  }
+  const row = await updateInvoice(trx, billing.id, invoiceId, changes);
   const money = {
     totalGross: Number(row.total_gross),
     amountPaid: Number(row.amount_paid),
@@ -170,16 +190,6 @@ function refuseOverpayment(money: InvoiceMoney, number: string): void {
  * Refuses (422 business_rule, naming each) lines whose price is still to be set: bill found no rate
  * for their procedure and no one has priced them since. A line priced 0 through the API is issued.
  */
-function refuseUnpricedLines(record: InvoiceRecord): void {
-  const unpriced = record.lines.flatMap((line, index) =>
-    line.unpriced ? [`line ${index + 1} (${line.code}, ${line.id})`] : [],
-  );
-  if (unpriced.length === 0) return;
-  throw new AppError(
-    'business_rule',
-    `Invoice ${record.invoice.number} has lines no rate was found for: ${unpriced.join(', ')}. Set each one's price (PUT the line; unitPrice 0 for no charge) or delete it before issuing.`,
-  );
-}
 
 export function requireEditable(record: InvoiceRecord): void {
   if (!EDITABLE_STATUSES.includes(record.invoice.status as InvoiceStatus)) {
@@ -209,13 +219,8 @@ export async function issueInvoice(
       `Invoice ${record.invoice.number} is ${record.invoice.status}; only a draft or amending invoice can be issued.`,
     );
   }
-  if (record.lines.length === 0) {
-    throw new AppError(
-      'business_rule',
-      `Invoice ${record.invoice.number} has no lines; add one before issuing it.`,
-    );
-  }
-  refuseUnpricedLines(record);
+  const refusal = issueRefusal(record.invoice.number, record.lines);
+  if (refusal) throw new AppError('business_rule', refusal);
   const lineTotals = record.lines.map((line) => Number(line.total));
   // Issuing totals the lines at the VAT rate of today: the new total may not fall below what was paid.
   refuseOverpayment(
@@ -236,9 +241,37 @@ export async function issueInvoice(
     billing,
     invoiceId,
     { status: 'issued', issued_at: now, ...dated },
-    { settleOn: today, retotal: lineTotals },
+    { settleOn: today, retotal: lineTotals, ...(held ? { held: held.invoice } : {}) },
   );
   const issued: InvoiceRecord = { ...record, invoice: touched.row };
+  await announceIssued(trx, billing, issued, now);
+  return issued;
+}
+
+/**
+ * Why an editable invoice with these lines cannot be issued, or null: it has none, or some are still
+ * unpriced (no rate was found and nobody set their price).
+ */
+export function issueRefusal(
+  number: string,
+  lines: readonly { unpriced: boolean; code: string; id: string }[],
+): string | null {
+  if (lines.length === 0) return `Invoice ${number} has no lines; add one before issuing it.`;
+  const unpriced = lines.flatMap((line, index) =>
+    line.unpriced ? [`line ${index + 1} (${line.code}, ${line.id})`] : [],
+  );
+  if (unpriced.length === 0) return null;
+  return `Invoice ${number} has lines no rate was found for: ${unpriced.join(', ')}. Set each one's price (PUT the line; unitPrice 0 for no charge) or delete it before issuing.`;
+}
+
+/** What issuing an invoice tells: the patient's notification and the invoice.issued event. */
+export async function announceIssued(
+  trx: Trx,
+  billing: PracticeBilling,
+  issued: InvoiceRecord,
+  now: Date,
+): Promise<void> {
+  const invoiceId = issued.invoice.id;
   await insertNotification(trx, {
     practice_id: billing.id,
     id: newId('notification'),
@@ -251,7 +284,6 @@ export async function issueInvoice(
     created_at: now,
   });
   await recordEvent(trx, billing.id, 'invoice.issued', { type: 'invoice', id: invoiceId }, now);
-  return issued;
 }
 
 export async function amendInvoice(

@@ -199,21 +199,35 @@ export async function liveInvoiceOfEncounter(trx: Trx, practiceId: string, encou
 }
 
 /** Inserts an invoice of one visit with its lines; answers it as written (locked by this transaction). */
+/** A new invoice with its visit and its lines, in one statement; answers them as inserted. */
 export async function insertInvoice(
   trx: Trx,
   invoice: Insertable<InvoicesTable>,
   encounterId: string,
   lines: Insertable<InvoiceLinesTable>[],
 ): Promise<InvoiceRecord> {
-  const row = await trx.insertInto('invoices').values(invoice).returningAll().executeTakeFirstOrThrow();
-  await trx
-    .insertInto('invoice_encounters')
-    .values({ practice_id: invoice.practice_id, invoice_id: invoice.id, encounter_id: encounterId })
-    .execute();
-  const lineRows =
-    lines.length > 0 ? await trx.insertInto('invoice_lines').values(lines).returningAll().execute() : [];
-  lineRows.sort((a, b) => a.position - b.position);
-  return { invoice: row, lines: lineRows, encounterIds: [encounterId] };
+  const link = { practice_id: invoice.practice_id, invoice_id: invoice.id, encounter_id: encounterId };
+  const withInvoice = trx
+    .with('new_invoice', (db) => db.insertInto('invoices').values(invoice).returningAll())
+    .with('new_link', (db) => db.insertInto('invoice_encounters').values(link));
+  const row =
+    lines.length > 0
+      ? await withInvoice
+          .with('new_lines', (db) => db.insertInto('invoice_lines').values(lines).returningAll())
+          .selectFrom('new_invoice')
+          .selectAll()
+          .select(
+            sql<LineRow[]>`(SELECT jsonb_agg(to_jsonb(l) ORDER BY l.position) FROM new_lines l)`.as(
+              'record_lines',
+            ),
+          )
+          .executeTakeFirstOrThrow()
+      : {
+          ...(await withInvoice.selectFrom('new_invoice').selectAll().executeTakeFirstOrThrow()),
+          record_lines: [] as LineRow[],
+        };
+  const { record_lines: lineRows, ...inserted } = row;
+  return { invoice: inserted, lines: lineRows, encounterIds: [encounterId] };
 }
 
 export async function insertLine(trx: Trx, line: Insertable<InvoiceLinesTable>): Promise<void> {
@@ -284,6 +298,26 @@ export async function insertPayment(trx: Trx, payment: Insertable<PaymentsTable>
 }
 
 /** What the insurer has paid on the invoice, net of what was taken back. */
+/**
+ * The invoice's row, locked until commit, with what the insurer has paid on it and not taken back
+ * (`insurer_paid`), in one statement; undefined when there is none.
+ */
+export async function lockInvoiceRowWithInsurerPaid(trx: Trx, practiceId: string, id: string) {
+  return trx
+    .selectFrom('invoices')
+    .selectAll()
+    .select(
+      sql<number>`(SELECT coalesce(sum(p.amount), 0) FROM payments p
+        WHERE p.practice_id = invoices.practice_id AND p.invoice_id = invoices.id AND p.source = 'insurer')`.as(
+        'insurer_paid',
+      ),
+    )
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
 export async function insurerPaid(trx: Trx, practiceId: string, invoiceId: string): Promise<number> {
   const row = await trx
     .selectFrom('payments')

@@ -4,9 +4,11 @@
 // names its lane (src/jobs/kind.ts). In the webhooks lane the jobs of one endpoint (their concurrency
 // key) are capped at WEBHOOK_ENDPOINT_CONCURRENCY running at once, so a slow endpoint fills its own
 // slots only. Each lane is polled by a loop of its own (pollLane), woken by a commit that queued a
-// job in it (in this process, or by NOTIFY from another) and by a job of its own ending, even one that
-// ends while a take is on its way; when a take finds nothing it polls again after JOB_POLL_MS,
-// doubling up to JOB_POLL_MAX_MS while nothing comes. A take that finds nothing because the due jobs
+// job in it (in this process, or by NOTIFY from another) and by a job of its own ending when more may
+// be due (its latest take filled its slots, or the job had a concurrency key), even one that ends while
+// a take is on its way; a follow-on job (src/jobs/follow-on.ts) runs in a slot held for it. When a
+// take finds nothing it polls again after JOB_POLL_MS, doubling up to JOB_POLL_MAX_MS while nothing
+// comes. A take that finds nothing because the due jobs
 // were locked by another worker's take, or their key is at its cap, counts as finding nothing: the
 // statement does not tell these apart from an empty lane.
 import type { FastifyBaseLogger } from 'fastify';
@@ -48,6 +50,12 @@ export interface LanePoller {
   stop(): Promise<void>;
   /** Jobs of this lane running now. */
   readonly running: number;
+  /** Holds a free slot for a follow-on job about to be queued (src/jobs/follow-on.ts); false when none is free. */
+  reserve(): boolean;
+  /** Gives back a slot held by reserve. */
+  release(): void;
+  /** Runs a follow-on job in the slot reserve held for it. */
+  adopt(job: JobRow): void;
 }
 
 /**
@@ -64,6 +72,8 @@ export function pollLane(options: {
 }): LanePoller {
   const { lane, limits, settings, log } = options;
   const inFlight = new Set<Promise<void>>();
+  // Slots held for follow-on jobs whose transaction has not committed yet.
+  let reserved = 0;
   let stopped = false;
   let wake: (() => void) | undefined;
   // A signal that arrives while the loop is taking jobs must not be lost: it makes the loop look again.
@@ -74,9 +84,25 @@ export function pollLane(options: {
     idleMs = settings.jobPollMs;
     wake?.();
   };
+  // Whether the latest take filled every free slot: then more may be due than it took.
+  let lastTakeFull = false;
+  const start = (job: JobRow) => {
+    const run: Promise<void> = options.run(job).finally(() => {
+      inFlight.delete(run);
+      // A slot freed: look again at once when more may be due (the latest take filled its slots) or a
+      // key's cap may have held a job back (a keyed job ended), also when this lands while a take is on
+      // its way (no wake to call then). Otherwise nothing was left when the lane last looked, and a
+      // job queued since signals it.
+      if (lastTakeFull || job.concurrency_key !== '') {
+        signalled = true;
+        wake?.();
+      }
+    });
+    inFlight.add(run);
+  };
   const loop = (async () => {
     while (!stopped) {
-      const free = limits.concurrency - inFlight.size;
+      const free = limits.concurrency - inFlight.size - reserved;
       let taken: JobRow[] = [];
       if (free > 0) {
         signalled = false;
@@ -86,16 +112,8 @@ export function pollLane(options: {
           log.warn({ err, lane }, 'taking jobs failed; will retry');
         }
       }
-      for (const job of taken) {
-        const run: Promise<void> = options.run(job).finally(() => {
-          inFlight.delete(run);
-          // A slot (and perhaps a key's cap) freed: look again at once, also when this lands while a
-          // take is on its way (no wake to call then).
-          signalled = true;
-          wake?.();
-        });
-        inFlight.add(run);
-      }
+      if (free > 0) lastTakeFull = taken.length === free;
+      for (const job of taken) start(job);
       if (stopped || (free > 0 && taken.length === free) || (signalled && free > 0)) continue;
       // A take that found nothing makes the next wait longer, up to the bound; one that found jobs, or
       // a signal, brings it back to JOB_POLL_MS.
@@ -118,6 +136,19 @@ export function pollLane(options: {
     signal,
     get running() {
       return inFlight.size;
+    },
+    reserve() {
+      if (stopped || inFlight.size + reserved >= limits.concurrency) return false;
+      reserved += 1;
+      return true;
+    },
+    release() {
+      reserved = Math.max(0, reserved - 1);
+    },
+    adopt(job) {
+      reserved = Math.max(0, reserved - 1);
+      // A stopped lane leaves it leased: it is taken again once its lease runs out.
+      if (!stopped) start(job);
     },
     async stop() {
       stopped = true;

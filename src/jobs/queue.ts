@@ -13,6 +13,7 @@ import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
 import type { Tables } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
+import { followOnLease, takeFollowOns } from './follow-on.ts';
 import type { JobRow } from './job-row.ts';
 import { checkedPayload, type JobKind } from './kind.ts';
 import { JOB_LANES, type JobLane } from './lanes.ts';
@@ -34,49 +35,59 @@ export function onJobsQueued(wake: (lane: JobLane | undefined) => void): () => v
   return () => inProcessWorkers.delete(wake);
 }
 
-// One NOTIFY at a time per database and lane, and one more for everything queued while it was on
+// One NOTIFY at a time per database and payload, and one more for everything queued while it was on
 // its way.
-const notifying = new WeakMap<Database, Map<JobLane, { again: boolean }>>();
+const notifying = new WeakMap<Database, Map<string, { again: boolean }>>();
 
-function notifyOtherProcesses(db: Database, lane: JobLane): void {
-  let lanes = notifying.get(db);
-  if (!lanes) {
-    lanes = new Map();
-    notifying.set(db, lanes);
+/** NOTIFY with the lane as payload, or an empty payload (every lane) for jobs of several lanes. */
+function notifyOtherProcesses(db: Database, payload: JobLane | ''): void {
+  let pending = notifying.get(db);
+  if (!pending) {
+    pending = new Map();
+    notifying.set(db, pending);
   }
-  const current = lanes.get(lane);
+  const current = pending.get(payload);
   if (current) {
     current.again = true;
     return;
   }
   const state = { again: false };
-  lanes.set(lane, state);
-  sql`SELECT pg_notify(${JOBS_CHANNEL}, ${lane})`
+  pending.set(payload, state);
+  sql`SELECT pg_notify(${JOBS_CHANNEL}, ${payload})`
     .execute(db.kysely)
     .catch(() => {})
     .finally(() => {
-      lanes.delete(lane);
-      if (state.again) notifyOtherProcesses(db, lane);
+      pending.delete(payload);
+      if (state.again) notifyOtherProcesses(db, payload);
     });
 }
 
 /**
  * After the commit (never inside the transaction, so no worker looks before the job is visible):
- * wakes this process's worker, or, when this process runs none, the workers listening on PostgreSQL;
- * the NOTIFY's payload names the lane.
+ * wakes this process's worker, or, when this process runs none, the workers listening on PostgreSQL
+ * with one NOTIFY, whose payload names the lane (empty when jobs of several lanes were queued).
  */
-function jobsQueued(db: Database, lane: JobLane): void {
+function jobsQueued(db: Database, lanes: readonly JobLane[]): void {
   if (inProcessWorkers.size > 0) {
-    for (const wake of inProcessWorkers) wake(lane);
+    for (const wake of inProcessWorkers) for (const lane of lanes) wake(lane);
   } else if (db.kind === 'postgres') {
-    notifyOtherProcesses(db, lane);
+    notifyOtherProcesses(db, lanes.length === 1 ? lanes[0]! : '');
   }
 }
 
-// One hook per lane, so a transaction that queued many jobs of a lane wakes its workers once.
-const laneQueued = Object.fromEntries(
-  JOB_LANES.map((lane) => [lane, (db: Database) => jobsQueued(db, lane)]),
-) as Record<JobLane, (db: Database) => void>;
+// The lanes each transaction queued jobs in: it wakes their workers once, after it commits.
+const lanesQueued = new WeakMap<Trx, Set<JobLane>>();
+
+function wakeLaneAfterCommit(trx: Trx, lane: JobLane): void {
+  let lanes = lanesQueued.get(trx);
+  if (!lanes) {
+    const queued = new Set<JobLane>();
+    lanesQueued.set(trx, queued);
+    afterCommit(trx, (db) => jobsQueued(db, [...queued]));
+    lanes = queued;
+  }
+  lanes.add(lane);
+}
 
 /** The database's time `delayMs` from now (whole milliseconds): when a job falls due. */
 function dueIn(delayMs: number): RawBuilder<Date> {
@@ -88,8 +99,11 @@ function dueIn(delayMs: number): RawBuilder<Date> {
 /**
  * The row of a new job, due `delayMs` from now on the database's clock, its payload checked against
  * its kind, for a caller that inserts it in a statement of its own (several jobs, or jobs with the rows
- * they work on); that caller then calls announceQueuedJobs in the same transaction. Jobs that name one
- * concurrencyKey (a delivery names its endpoint) share their lane's cap on how many run at once.
+ * they work on); that caller then calls announceQueuedJobs in the same transaction with the rows it
+ * inserted. Jobs that name one concurrencyKey (a delivery names its endpoint) share their lane's cap on
+ * how many run at once. Queued from inside a running job and due at once, it may be leased to that
+ * job's worker as a follow-on (src/jobs/follow-on.ts), with `handoff`, what the job would otherwise
+ * read again.
  */
 export function newJobRow<S extends TSchema>(
   practiceId: string,
@@ -98,27 +112,57 @@ export function newJobRow<S extends TSchema>(
   now: Date,
   delayMs = 0,
   concurrencyKey = '',
+  handoff?: unknown,
 ): InsertObject<Tables, 'jobs'> & { id: string } {
   checkedPayload(kind, payload);
-  return {
+  const id = newId('job');
+  const lease = followOnLease(kind.lane, concurrencyKey, delayMs);
+  const insert = {
     practice_id: practiceId,
-    id: newId('job'),
+    id,
     kind: kind.name,
     lane: kind.lane,
     concurrency_key: concurrencyKey,
     payload: JSON.stringify(payload),
     run_at: dueIn(delayMs),
     created_at: now,
-    locked_by: null,
-    locked_until: null,
+    locked_by: lease?.locked_by ?? null,
+    locked_until: lease ? dueIn(lease.leaseMs) : null,
+    ...(lease ? { attempts: lease.attempts } : {}),
     last_error: null,
     finished_at: null,
   };
+  lease?.claim(
+    insert,
+    {
+      practice_id: practiceId,
+      id,
+      kind: kind.name,
+      lane: kind.lane,
+      concurrency_key: concurrencyKey,
+      payload: payload as Record<string, unknown>,
+      run_at: now,
+      created_at: now,
+      locked_by: lease.locked_by,
+      locked_until: new Date(now.getTime() + lease.leaseMs),
+      attempts: lease.attempts,
+      state: 'queued',
+      last_error: null,
+      finished_at: null,
+    },
+    handoff,
+  );
+  return insert;
 }
 
-/** Wakes the workers of `lane` once this transaction, which inserted job rows, has committed. */
-export function announceQueuedJobs(trx: Trx, lane: JobLane): void {
-  afterCommit(trx, laneQueued[lane]);
+/**
+ * Once this transaction, which inserted job rows of `lane`, has committed: its follow-on jobs go to
+ * the worker that leased them, and the lane's workers are woken for the rest.
+ */
+export function announceQueuedJobs(trx: Trx, lane: JobLane, inserted: readonly object[]): void {
+  const { hand, others } = takeFollowOns(inserted);
+  if (hand) afterCommit(trx, hand);
+  if (others) wakeLaneAfterCommit(trx, lane);
 }
 
 /**
@@ -140,7 +184,7 @@ export async function enqueueJob<S extends TSchema>(
 ): Promise<string> {
   const row = newJobRow(practiceId, kind, payload, now, delayMs);
   await trx.insertInto('jobs').values(row).execute();
-  announceQueuedJobs(trx, kind.lane);
+  announceQueuedJobs(trx, kind.lane, [row]);
   return row.id;
 }
 

@@ -12,6 +12,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { randomToken } from '../platform/ids.ts';
+import { type FollowOnRunner, runWithFollowOns } from './follow-on.ts';
 import { JobPayloadError } from './kind.ts';
 import {
   isJobLane,
@@ -60,6 +61,8 @@ export interface PeriodicTask {
 export interface Worker {
   /** Takes and runs due jobs until none is left (tests use it to drive the queue deterministically). */
   drain(): Promise<number>;
+  /** One take from every lane: runs what it took and their follow-on jobs; answers how many ran. */
+  takeOnce(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -111,13 +114,59 @@ export function startWorker(
   const renewal = setInterval(renew, Math.max(Math.floor(leaseMs / 3), 1));
   renewal.unref();
 
+  // Jobs with a concurrency key running (or held for) in this worker, per key: a follow-on job is this
+  // worker's only while its key is below the lane's cap here.
+  const keyed = new Map<string, number>();
+  const countKey = (k: string, by: number) => {
+    if (k === '') return;
+    const n = (keyed.get(k) ?? 0) + by;
+    if (n > 0) keyed.set(k, n);
+    else keyed.delete(k);
+  };
+  // Follow-on jobs started by drain() and takeOnce(), which wait for them; and every follow-on job handed
+  // to this worker whose key reserve already counted.
+  const followOns = new Set<Promise<void>>();
+  let followOnsRun = 0;
+  const adopted = new WeakSet<JobRow>();
+  const followOnRunner: FollowOnRunner = {
+    workerId,
+    leaseMs,
+    reserve(lane, k) {
+      if (stopped) return false;
+      const cap = laneLimits(config, lane).keyCap;
+      if (k !== '' && cap !== null && (keyed.get(k) ?? 0) >= cap) return false;
+      const poller = lanes.get(lane);
+      if (poller && !poller.reserve()) return false;
+      countKey(k, 1);
+      return true;
+    },
+    release(lane, k) {
+      countKey(k, -1);
+      lanes.get(lane)?.release();
+    },
+    run(job) {
+      adopted.add(job);
+      followOnsRun += 1;
+      const lane = isJobLane(job.lane) ? job.lane : undefined;
+      const poller = lane && lanes.get(lane);
+      if (poller) {
+        poller.adopt(job);
+        return;
+      }
+      const run: Promise<void> = runJob(job).finally(() => followOns.delete(run));
+      followOns.add(run);
+    },
+  };
+
   const runJob = async (job: JobRow) => {
     const key = jobKey(job);
     held.set(key, job);
+    // A follow-on job's key was counted when its slot was held.
+    if (!adopted.delete(job)) countKey(job.concurrency_key, 1);
     const handler = handlers[job.kind];
     try {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
-      await handler(job);
+      await runWithFollowOns(followOnRunner, () => handler(job));
     } catch (err) {
       if (isJobLeaseLost(err)) {
         log.warn(
@@ -137,8 +186,12 @@ export function startWorker(
         await retryJob(deps.db, job, delay, message).catch(() => {});
       }
     } finally {
+      countKey(job.concurrency_key, -1);
       if (held.get(key) === job) held.delete(key);
     }
+  };
+  const settleFollowOns = async () => {
+    while (followOns.size > 0) await Promise.allSettled([...followOns]);
   };
 
   const take = (lane: JobLane, limit: number) =>
@@ -152,6 +205,7 @@ export function startWorker(
     const keyCap = laneLimits(config, 'webhooks').keyCap;
     const jobs = await takeDueJobs(deps.db, workerId, limit, leaseMs, { keyCap });
     await Promise.all(jobs.map(runJob));
+    await settleFollowOns();
     return jobs.length;
   };
 
@@ -192,12 +246,17 @@ export function startWorker(
 
   return {
     async drain() {
+      const followedBefore = followOnsRun;
       let total = 0;
       for (;;) {
         const taken = await takeAndRun();
         total += taken;
-        if (taken === 0) return total;
+        if (taken === 0) return total + followOnsRun - followedBefore;
       }
+    },
+    async takeOnce() {
+      const followedBefore = followOnsRun;
+      return (await takeAndRun()) + followOnsRun - followedBefore;
     },
     async stop() {
       stopped = true;

@@ -7,6 +7,7 @@
 // disabled and the practice told.
 import { Webhook } from 'standardwebhooks';
 import { type EventRecord, eventBody } from '../events/schemas.ts';
+import { handedOverWith } from '../jobs/follow-on.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
 import { insertNotification } from '../notifications/store.ts';
@@ -21,7 +22,6 @@ import { DELIVER_JOB } from './job-kinds.ts';
 import type { WebhookSender } from './sender.ts';
 import {
   cancelDelivery,
-  cancelPendingDeliveries,
   findDeliveryToAttempt,
   insertAttemptWithCommit,
   updateDeliveryWithCommit,
@@ -62,13 +62,27 @@ export function signatureHeader(secrets: string[], eventId: string, at: Date, bo
 export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<void> {
   const { deliveryId } = checkedPayload(DELIVER_JOB, job.payload);
   const practiceId = job.practice_id;
-  const prepared = await inPractice(ctx.db, practiceId, (trx) => prepareAttempt(ctx, trx, job, deliveryId));
+  // A follow-on job comes with what the transaction that queued it read (its delivery pending, its
+  // endpoint enabled); a job taken from the queue reads it.
+  const prepared =
+    (handedOverWith(job) as PreparedAttempt | undefined) ??
+    (await inPractice(ctx.db, practiceId, (trx) => prepareAttempt(ctx, trx, job, deliveryId)));
   if (!prepared) return;
   const sent = await sendAttempt(ctx, prepared);
   await inPractice(ctx.db, practiceId, (trx) => recordAttempt(ctx, trx, job, prepared, sent));
 }
 
-type Prepared = Exclude<Awaited<ReturnType<typeof prepareAttempt>>, undefined>;
+/** What an attempt is made from: the delivery, its endpoint's address and secrets, and its event. */
+export interface PreparedAttempt {
+  delivery: { id: string; attempts: number };
+  endpoint: Pick<
+    EndpointRow,
+    'id' | 'url' | 'secret_encrypted' | 'previous_secret_encrypted' | 'previous_secret_expires_at'
+  >;
+  event: EventRecord;
+}
+
+type Prepared = PreparedAttempt;
 type Sent = Awaited<ReturnType<typeof sendAttempt>>;
 
 /**
@@ -76,7 +90,12 @@ type Sent = Awaited<ReturnType<typeof sendAttempt>>;
  * delivery is no longer pending or its endpoint is gone) or the delivery is cancelled (the endpoint
  * is disabled).
  */
-async function prepareAttempt(ctx: DeliveryContext, trx: Trx, job: JobRow, deliveryId: string) {
+async function prepareAttempt(
+  ctx: DeliveryContext,
+  trx: Trx,
+  job: JobRow,
+  deliveryId: string,
+): Promise<PreparedAttempt | undefined> {
   const practiceId = job.practice_id;
   const found = await findDeliveryToAttempt(trx, practiceId, deliveryId);
   if (found?.state !== 'pending' || found.endpoint_found === null) {
@@ -151,17 +170,6 @@ async function recordAttempt(ctx: DeliveryContext, trx: Trx, job: JobRow, prepar
       updated_at: now,
     });
   }
-  // A success settles the event for this endpoint: another delivery of it still waiting to retry
-  // (the automatic one, when this was a manual redelivery or a recovery) is cancelled, not sent again.
-  if (ok)
-    await cancelPendingDeliveries(
-      trx,
-      practiceId,
-      endpoint.id,
-      [prepared.event.id],
-      now,
-      prepared.delivery.id,
-    );
   if (disableReason && current.enabled)
     await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
   // The next attempt's time is the delivery's, on the service clock; the job waits as long on the
@@ -258,13 +266,21 @@ async function writeAttemptAndState(
     error: result.error,
     next_attempt_at: next,
   });
-  await updateDeliveryWithCommit(trx, practiceId, delivery.id, {
-    attempts: attemptNumber,
-    last_status: result.statusCode,
-    state: ok ? ('delivered' as const) : next ? ('pending' as const) : ('failed' as const),
-    next_attempt_at: next,
-    finished_at: next ? null : now,
-  });
+  // A success settles the event for this endpoint: another delivery of it still waiting to retry
+  // (the automatic one, when this was a manual redelivery or a recovery) is cancelled, not sent again.
+  await updateDeliveryWithCommit(
+    trx,
+    practiceId,
+    delivery.id,
+    {
+      attempts: attemptNumber,
+      last_status: result.statusCode,
+      state: ok ? ('delivered' as const) : next ? ('pending' as const) : ('failed' as const),
+      next_attempt_at: next,
+      finished_at: next ? null : now,
+    },
+    ok ? { endpointId: endpoint.id, eventId: event.id, now } : undefined,
+  );
 }
 
 /** How long lastSuccessAt may lag while an endpoint keeps succeeding. */

@@ -279,7 +279,7 @@ export async function insertEventFindingEndpoints(
   return trx
     .with('recorded_event', (db) => insertEventRow(db, event))
     .selectFrom('webhook_endpoints')
-    .select('id')
+    .select(['id', 'url', 'secret_encrypted', 'previous_secret_encrypted', 'previous_secret_expires_at'])
     .where('practice_id', '=', practiceId)
     .where('enabled', '=', true)
     .where(takesEventType(type))
@@ -366,10 +366,33 @@ export async function updateDeliveryWithCommit(
   practiceId: string,
   deliveryId: string,
   set: Updateable<WebhookDeliveriesTable>,
+  /** The same event's other deliveries to the endpoint still pending, cancelled in the same statement. */
+  cancelOthers?: { endpointId: string; eventId: string; now: Date },
 ): Promise<void> {
+  const update = (db: Trx) =>
+    db
+      .updateTable('webhook_deliveries')
+      .set(set)
+      .where('practice_id', '=', practiceId)
+      .where('id', '=', deliveryId)
+      .where('state', '=', 'pending');
+  if (!cancelOthers) {
+    await sendWithCommit(trx, update(trx));
+    return;
+  }
   await sendWithCommit(
     trx,
     trx
+      .with('cancelled', (db) =>
+        db
+          .updateTable('webhook_deliveries')
+          .set({ state: 'cancelled', finished_at: cancelOthers.now, next_attempt_at: null })
+          .where('practice_id', '=', practiceId)
+          .where('endpoint_id', '=', cancelOthers.endpointId)
+          .where('event_id', '=', cancelOthers.eventId)
+          .where('state', '=', 'pending')
+          .where('id', '<>', deliveryId),
+      )
       .updateTable('webhook_deliveries')
       .set(set)
       .where('practice_id', '=', practiceId)

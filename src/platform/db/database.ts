@@ -2,12 +2,13 @@
 // a lock file. Everything else reaches the database only through transaction.ts.
 import fs from 'node:fs';
 import type { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { ConnectionGate } from './connection-waits.ts';
 import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn, quoted } from './listen.ts';
 import { PostgresSessionDialect } from './postgres-session.ts';
+import { CountedPgliteDialect, countRoundTrip } from './statement-counts.ts';
 import type { Tables } from './tables.ts';
 
 export { TransactionRolledBackError } from './postgres-session.ts';
@@ -126,14 +127,16 @@ export function openPostgres(options: PostgresOptions): Database {
         onSignal,
         onLost,
       ),
-    poolQuery: ({ name, text, values }) =>
-      connections.using(() =>
+    poolQuery: ({ name, text, values }) => {
+      countRoundTrip(1);
+      return connections.using(() =>
         pool.query({
           ...(name && options.preparedStatements ? { name } : {}),
           text,
           ...(values ? { values } : {}),
         }),
-      ),
+      );
+    },
     close: () => kysely.destroy(),
   };
 }
@@ -217,7 +220,7 @@ export async function openPglite(options: PgliteOptions): Promise<Database & { p
   });
   // One session: one transaction at a time.
   const connections = new ConnectionGate(1);
-  const kysely = new Kysely<Tables>({ dialect: connections.dialect(new PGliteDialect({ pglite })) });
+  const kysely = new Kysely<Tables>({ dialect: connections.dialect(new CountedPgliteDialect({ pglite })) });
   return {
     kind: 'pglite',
     kysely,

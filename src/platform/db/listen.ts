@@ -12,6 +12,7 @@
 // Never decides anything itself: it tells its caller when to trust notifications and when not to.
 import pg from 'pg';
 import { randomToken } from '../ids.ts';
+import { countRoundTrip } from './statement-counts.ts';
 
 /**
  * Each listener's heartbeat travels on a channel of its own, this prefix then a random token, so that
@@ -79,6 +80,11 @@ export function quoted(channel: string): string {
  * (the connection broke, or heartbeats go unheard), until the next onSignal(undefined). Returns how
  * to stop.
  */
+function listenTo(client: pg.Client, channel: string): Promise<unknown> {
+  countRoundTrip(1);
+  return client.query(`LISTEN ${quoted(channel)}`);
+}
+
 export function listenOn(
   options: ListenOptions,
   channel: string,
@@ -183,8 +189,8 @@ export function listenOn(
     });
     c.connect()
       // The channel's LISTEN last, so that pg_stat_activity shows which channel the connection serves.
-      .then(() => c.query(`LISTEN ${quoted(heartbeatChannel)}`))
-      .then(() => c.query(`LISTEN ${quoted(channel)}`))
+      .then(() => listenTo(c, heartbeatChannel))
+      .then(() => listenTo(c, channel))
       .then(() => {
         if (broken || stopped) return;
         client = c;

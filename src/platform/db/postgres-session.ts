@@ -29,6 +29,7 @@ import {
 } from 'kysely';
 import type pg from 'pg';
 import { queryOptionsOf } from './query-options.ts';
+import { countRoundTrip, countTransaction } from './statement-counts.ts';
 
 /** A COMMIT that PostgreSQL answered with ROLLBACK: the transaction had failed, nothing was kept. */
 export class TransactionRolledBackError extends Error {
@@ -42,6 +43,11 @@ const MAX_NAMED_STATEMENTS = 500;
 const MAX_NAMED_STATEMENT_LENGTH = 8000;
 
 type PgResult = pg.QueryResult<Record<string, unknown>>;
+
+/** BEGIN, COMMIT and ROLLBACK: counted as transactions and round trips, not as statements. */
+function isTransactionControl(text: string): boolean {
+  return text === 'BEGIN' || text === 'COMMIT' || text === 'ROLLBACK' || text.startsWith('start transaction');
+}
 
 /** pg answers a message of several statements with one result each: the last is the message's. */
 function lastOf(answer: PgResult | PgResult[]): PgResult {
@@ -83,9 +89,9 @@ export class PostgresSession implements DatabaseConnection {
     }
     const ahead = this.#takeAhead();
     if (ahead.length > 0 && parameterless) {
-      return toQueryResult(lastOf(await this.#sendText([...ahead, compiled.sql].join(';\n'))));
+      return toQueryResult(lastOf(await this.#sendText([...ahead, compiled.sql])));
     }
-    if (ahead.length > 0) await this.#sendText(ahead.join(';\n'));
+    if (ahead.length > 0) await this.#sendText(ahead);
     return toQueryResult(await this.#send(compiled.sql, compiled.parameters, options.prepared));
   }
 
@@ -104,7 +110,7 @@ export class PostgresSession implements DatabaseConnection {
       settings.isolationLevel ? `isolation level ${settings.isolationLevel}` : '',
       settings.accessMode ?? '',
     ];
-    await this.#sendText(`start transaction ${mode.join(' ').trim()}`);
+    await this.#sendText([`start transaction ${mode.join(' ').trim()}`]);
   }
 
   /** Sends what is held with the COMMIT, in one message; a COMMIT answered ROLLBACK is an error. */
@@ -112,7 +118,7 @@ export class PostgresSession implements DatabaseConnection {
     const ahead = this.#takeAhead();
     this.#inTransaction = false;
     if (ahead.length === 1 && ahead[0] === 'BEGIN') return;
-    const result = lastOf(await this.#sendText([...ahead, 'COMMIT'].join(';\n')));
+    const result = lastOf(await this.#sendText([...ahead, 'COMMIT']));
     if (result.command === 'ROLLBACK') throw new TransactionRolledBackError();
   }
 
@@ -124,7 +130,7 @@ export class PostgresSession implements DatabaseConnection {
     this.#inTransaction = false;
     if (!beganOnServer) return;
     try {
-      await this.#sendText('ROLLBACK');
+      await this.#sendText(['ROLLBACK']);
     } catch (error) {
       this.#discarded = true;
       this.#client.end().catch(() => {});
@@ -147,11 +153,15 @@ export class PostgresSession implements DatabaseConnection {
     return ahead;
   }
 
-  #sendText(text: string): Promise<PgResult | PgResult[]> {
-    return this.#client.query(text) as unknown as Promise<PgResult | PgResult[]>;
+  /** Statements without parameters, in one simple-protocol message; a transaction begins with the first. */
+  #sendText(statements: string[]): Promise<PgResult | PgResult[]> {
+    countRoundTrip(statements.filter((text) => !isTransactionControl(text)).length);
+    if (statements[0] === 'BEGIN' || statements[0]!.startsWith('start transaction')) countTransaction();
+    return this.#client.query(statements.join(';\n')) as unknown as Promise<PgResult | PgResult[]>;
   }
 
   #send(text: string, values: readonly unknown[], prepared: boolean | undefined): Promise<PgResult> {
+    countRoundTrip(1);
     // Never named when the database prepares nothing (a pooler in transaction mode would lose them).
     const name = this.#prepares && (prepared ?? values.length > 0) ? this.#nameOf(text) : undefined;
     if (name === undefined) return this.#client.query(text, values as unknown[]);

@@ -2280,6 +2280,12 @@ export interface components {
                 longestMs: number;
             };
             eventLoopLagMs: number;
+            /** @description What this process has sent to the database since it started: SQL statements (BEGIN, COMMIT and ROLLBACK not counted among them), round trips, and transactions. */
+            database: {
+                statements: number;
+                roundTrips: number;
+                transactions: number;
+            };
         };
         /** WebhookAttempt */
         WebhookAttempt: {
