@@ -110,10 +110,11 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
   );
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.header('cache-control', 'no-store');
     reply.header('x-content-type-options', 'nosniff');
+    done();
   });
 
   await app.register(swagger, {

@@ -87,10 +87,17 @@ export class LoadShedder {
     return null;
   }
 
-  /** An onRequest hook: throws the 503 for a request to be refused, after logging and counting it. */
-  readonly refuseWhenOverloaded = async (request: FastifyRequest): Promise<void> => {
+  /** An onRequest hook: answers the 503 for a request to be refused, after logging and counting it. */
+  readonly refuseWhenOverloaded = (
+    request: FastifyRequest,
+    _reply: unknown,
+    done: (error?: Error) => void,
+  ): void => {
     const reason = this.reasonToShed();
-    if (!reason) return;
+    if (!reason) {
+      done();
+      return;
+    }
     this.shed[reason] += 1;
     request.log.warn(
       {
@@ -100,10 +107,12 @@ export class LoadShedder {
       },
       'request shed: the service is overloaded',
     );
-    throw new AppError(
-      'service_unavailable',
-      'The service is overloaded and did not start this request; nothing was done. Retry after the seconds in Retry-After.',
-      { headers: { 'retry-after': String(SHED_RETRY_AFTER_SECONDS) } },
+    done(
+      new AppError(
+        'service_unavailable',
+        'The service is overloaded and did not start this request; nothing was done. Retry after the seconds in Retry-After.',
+        { headers: { 'retry-after': String(SHED_RETRY_AFTER_SECONDS) } },
+      ),
     );
   };
 }

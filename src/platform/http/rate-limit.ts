@@ -255,28 +255,29 @@ export class RateLimits {
     if (scope === 'process' || !this.#store) return this.#count(key, perMinute, 1, scope).then(stateOf);
     const id = `${perMinute}:${key}`;
     for (;;) {
-      const now = Date.now();
-      let held = this.#reservations.get(id);
-      if (held && held.resetAtMs <= now && !held.pending) {
-        this.#reservations.delete(id);
-        held = undefined;
-      }
-      if (held && held.left > 0 && held.resetAtMs > now) {
-        held.left -= 1;
-        return {
-          limit: perMinute,
-          remaining: held.storeRemaining + held.left,
-          resetEpochSeconds: Math.ceil(held.resetAtMs / 1000),
-          allowed: true,
-          retryAfterSeconds: 0,
-        };
-      }
-      if (held?.pending) {
-        await held.pending;
-        continue;
-      }
-      return this.#reserve(id, key, perMinute);
+      const taken = this.#takeReserved(id, perMinute);
+      if (taken) return taken;
+      const pending = this.#reservations.get(id)?.pending;
+      if (!pending) return this.#reserve(id, key, perMinute);
+      await pending;
     }
+  }
+
+  /** A shared count served from this process's reservation, at once; undefined when there is none. */
+  takeReserved(key: string, perMinute: number): RateLimitState | undefined {
+    return this.#store ? this.#takeReserved(`${perMinute}:${key}`, perMinute) : undefined;
+  }
+
+  #takeReserved(id: string, perMinute: number): RateLimitState | undefined {
+    const held = this.#reservations.get(id);
+    if (!held || held.pending) return undefined;
+    if (held.resetAtMs <= Date.now()) {
+      this.#reservations.delete(id);
+      return undefined;
+    }
+    if (held.left === 0) return undefined;
+    held.left -= 1;
+    return allowedFrom(held, perMinute);
   }
 
   /**
@@ -307,13 +308,7 @@ export class RateLimits {
         return stateOf({ ...count, refused: true });
       }
       held.left = granted - 1;
-      return {
-        limit: perMinute,
-        remaining: held.storeRemaining + held.left,
-        resetEpochSeconds: Math.ceil(held.resetAtMs / 1000),
-        allowed: true,
-        retryAfterSeconds: 0,
-      };
+      return allowedFrom(held, perMinute);
     } catch (error) {
       this.#reservations.delete(id);
       throw error;
@@ -358,6 +353,17 @@ interface Count {
   consumed: number;
   msBeforeNext: number;
   refused: boolean;
+}
+
+/** A request counted from a reservation: what the store has left plus what this process still holds. */
+function allowedFrom(held: Reservation, perMinute: number): RateLimitState {
+  return {
+    limit: perMinute,
+    remaining: held.storeRemaining + held.left,
+    resetEpochSeconds: Math.ceil(held.resetAtMs / 1000),
+    allowed: true,
+    retryAfterSeconds: 0,
+  };
 }
 
 function stateOf(count: Count): RateLimitState {
@@ -406,15 +412,27 @@ export function rateLimitHeaders(state: RateLimitState): Record<string, string> 
   };
 }
 
-/** Counts one request against `key`, puts the X-RateLimit headers on the answer, and refuses with 429 past the limit. */
-export async function limitOrRefuse(
+/**
+ * Counts one request against `key`, puts the X-RateLimit headers on the answer, and refuses with 429
+ * past the limit: at once (undefined) when the count is served from this process's reservation,
+ * else a promise.
+ */
+export function limitOrRefuse(
   limits: RateLimits,
   reply: FastifyReply,
   key: string,
   perMinute: number,
   scope: CountScope = 'shared',
-): Promise<void> {
-  const state = await limits.consume(key, perMinute, scope);
+): Promise<void> | undefined {
+  const reserved = scope === 'shared' ? limits.takeReserved(key, perMinute) : undefined;
+  if (reserved) {
+    answerWithLimit(reply, reserved);
+    return undefined;
+  }
+  return limits.consume(key, perMinute, scope).then((state) => answerWithLimit(reply, state));
+}
+
+function answerWithLimit(reply: FastifyReply, state: RateLimitState): void {
   reply.headers(rateLimitHeaders(state));
   if (!state.allowed) {
     throw new AppError('rate_limited', `Too many requests; wait ${state.retryAfterSeconds} seconds.`, {
@@ -433,5 +451,5 @@ export function limitSourceOrRefuse(
   ip: string,
   perMinute: number,
 ): Promise<void> {
-  return limitOrRefuse(limits, reply, `ip:${ip}`, perMinute, 'process');
+  return limitOrRefuse(limits, reply, `ip:${ip}`, perMinute, 'process') ?? Promise.resolve();
 }
