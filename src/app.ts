@@ -34,6 +34,7 @@ import { clientErrorHandler } from './platform/http/client-error.ts';
 import { buildSerializerOnFirstUse } from './platform/http/lazy-compile.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { limitSourceOrRefuse } from './platform/http/rate-limit.ts';
+import { OneLinePerRequest } from './platform/http/request-log.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
 import { practitionerRoutes } from './practices/practitioner-routes.ts';
@@ -83,6 +84,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: BODY_LIMIT_BYTES,
     genReqId: () => `req_${randomToken(12)}`,
+    logController: new OneLinePerRequest(),
     requestIdHeader: false,
     trustProxy: deps.config.trustProxy,
     return503OnClosing: true,
@@ -110,10 +112,11 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
   );
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.header('cache-control', 'no-store');
     reply.header('x-content-type-options', 'nosniff');
+    done();
   });
 
   await app.register(swagger, {

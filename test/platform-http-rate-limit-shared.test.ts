@@ -7,7 +7,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, mock, test } from 'node:test';
 import { sql } from 'kysely';
 import { asOperator } from '../src/platform/db/transaction.ts';
-import { purgeExpiredRateLimits, type RateLimitState, RateLimits } from '../src/platform/http/rate-limit.ts';
+import {
+  purgeExpiredRateLimits,
+  type RateLimitState,
+  type RateLimitStore,
+  RateLimits,
+} from '../src/platform/http/rate-limit.ts';
 import { type ServeProcess, startServeProcess } from './child-service.ts';
 import { type Answer, apiClient, call, startService, type TestService } from './harness.ts';
 
@@ -105,6 +110,44 @@ describe('rate limits shared by API processes (postgres)', { skip: !process.env.
     assert.equal(next.remaining, 1);
     const left = next.resetEpochSeconds * 1000 - realNow();
     assert.ok(left > 55_000 && left <= 61_000, `the window ends ${left} ms from now`);
+  });
+
+  test('a process reserves a hundredth of a large allowance at a time: together never past it, the store asked once per reservation', async () => {
+    let asked = 0;
+    const store: RateLimitStore = {
+      query: (query) => {
+        asked += 1;
+        return svc.db.poolQuery!(query);
+      },
+    };
+    const one = new RateLimits({ store });
+    const two = new RateLimits({ store });
+    const key = `reservations:${process.pid}.${Date.now()}`;
+    // 200 a minute: reservations of 2.
+    const first = await one.consume(key, 200);
+    assert.deepEqual([first.allowed, first.remaining], [true, 199]);
+    const allowed = { one: 1, two: 0 };
+    for (let i = 0; i < 149; i++) if ((await one.consume(key, 200)).allowed) allowed.one += 1;
+    const twos = [];
+    for (let i = 0; i < 60; i++) twos.push(await two.consume(key, 200));
+    allowed.two = twos.filter((s) => s.allowed).length;
+    assert.deepEqual(allowed, { one: 150, two: 50 });
+    assert.equal(
+      asked,
+      75 + 25 + 1,
+      'one count per reservation of 2; past the allowance, refused from memory',
+    );
+    assert.equal(twos[49]!.remaining, 0);
+    assert.equal(twos.at(-1)!.retryAfterSeconds > 0, true);
+    // Requests arriving together wait for one reservation instead of each asking the store.
+    const together = `${key}:together`;
+    asked = 0;
+    const states = await Promise.all(Array.from({ length: 10 }, () => one.consume(together, 1000)));
+    assert.equal(asked, 1);
+    assert.deepEqual(
+      states.map((s) => s.remaining),
+      [999, 998, 997, 996, 995, 994, 993, 992, 991, 990],
+    );
   });
 
   test('the worker purges counters whose window ended an hour ago, and no others', async () => {

@@ -187,22 +187,31 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
         }
       : {}),
     config: { permission: spec.permission, creates: spec.creates === true, resourceType: spec.resourceType },
-    preValidation: async (request) => {
-      if (spec.bodyOptional && (request.body === undefined || request.body === null)) request.body = {};
-    },
-    preHandler: async (request) => {
-      if (spec.extraPermissions && request.auth) {
-        const missing = spec.extraPermissions(request.body).filter((p) => !request.auth?.permissions.has(p));
-        if (missing.length > 0) {
-          throw new AppError(
-            'forbidden',
-            `This client lacks the permission ${missing.join(', ')} that this request needs.`,
-          );
-        }
-      }
-    },
+    // Route hooks only where the route needs them: each is a step of every request.
+    preValidation: spec.bodyOptional
+      ? [
+          async (request) => {
+            if (request.body === undefined || request.body === null) request.body = {};
+          },
+        ]
+      : [],
+    preHandler: spec.extraPermissions
+      ? [async (request) => refuseMissingExtraPermissions(spec, request.auth, request.body)]
+      : [],
     handler: (request, reply) => runApiHandler(deps, spec, request, reply, bodyCheck),
   });
+}
+
+/** Refuses a request whose body needs permissions (the route's extraPermissions) its client lacks. */
+function refuseMissingExtraPermissions(spec: AnyApiRoute, auth: AuthContext | null, body: unknown): void {
+  if (!auth || !spec.extraPermissions) return;
+  const missing = spec.extraPermissions(body).filter((p) => !auth.permissions.has(p));
+  if (missing.length > 0) {
+    throw new AppError(
+      'forbidden',
+      `This client lacks the permission ${missing.join(', ')} that this request needs.`,
+    );
+  }
 }
 
 function contextOf(

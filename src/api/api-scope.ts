@@ -4,7 +4,7 @@
 // by its RequestAudit (src/api/request-state.ts), made when the request arrives; the hooks below only
 // tell it when to write.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { authenticate } from '../auth/authenticate.ts';
+import { type AuthContext, type AuthResult, authenticate } from '../auth/authenticate.ts';
 import type { Permission } from '../auth/permissions.ts';
 import { headerValue, IDEMPOTENCY_HEADER, keyStillRunning } from '../idempotency/keyed-request.ts';
 import { AppError, problemOf } from '../platform/http/errors.ts';
@@ -24,59 +24,126 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
   app.addHook('onClose', async () => {
     await stopFollowingKeys();
   });
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback hooks: a request that needs nothing from the database passes them without a promise.
+  app.addHook('onRequest', (request, reply, done) => {
     request.auditState = new RequestAudit();
-    await admitCaller(deps, request, reply);
+    settle(() => admitCaller(deps, request, reply), done);
   });
-  app.addHook('onSend', (request, reply, payload) => auditUnrecordedAnswer(deps, request, reply, payload));
-  app.addHook('onResponse', (request) => auditAfterAnswer(deps, request));
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (!request.auditState?.open) return done(null, payload);
+    auditUnrecordedAnswer(deps, request, reply, payload).then((sent) => done(null, sent), done);
+  });
+  app.addHook('onResponse', (request, _reply, done) => {
+    if (!request.auditState?.holdsAfterAnswer) return done();
+    auditAfterAnswer(deps, request).then(() => done(), done);
+  });
   for (const route of routes) registerApiRoute(app, deps, route);
 }
 
-/** The gate: throws the refusal of a caller that may not run the route, in the header's order. */
-async function admitCaller(deps: Deps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const creates = (request.routeOptions.config as { creates?: boolean }).creates === true;
-  if (creates) await refuseKeyStillRunning(deps, request, reply);
-  const now = deps.clock.now();
-  const result = await authenticate(deps.db, deps.keyCache, request.headers.authorization, request.ip, now);
-  if (!result.ok) {
-    if (result.known) request.auditState.refusedKey = { ...result.known, reason: result.reason };
-    await limitSourceOrRefuse(
-      deps.rateLimits,
-      reply,
-      request.ip,
-      deps.config.unauthenticatedRateLimitPerMinute,
-    );
-    reply.header('www-authenticate', 'Bearer');
-    throw new AppError('unauthenticated', UNAUTHENTICATED_DETAIL);
+/** Calls a hook's step and then done: at once when the step needs no promise, else once it settles. */
+function settle(step: () => Promise<void> | undefined, done: (error?: Error) => void): void {
+  let pending: Promise<void> | undefined;
+  try {
+    pending = step();
+  } catch (error) {
+    done(error as Error);
+    return;
   }
+  if (pending) pending.then(() => done(), done);
+  else done();
+}
+
+interface RouteGate {
+  creates?: boolean;
+  permission?: Permission;
+}
+
+/**
+ * The gate: throws the refusal of a caller that may not run the route, in the header's order. Runs
+ * without a promise when the key is remembered and the count comes from this process's reservation.
+ */
+function admitCaller(deps: Deps, request: FastifyRequest, reply: FastifyReply): Promise<void> | undefined {
+  const gate = request.routeOptions.config as RouteGate;
+  const creates = gate.creates === true;
+  if (creates && runningHolder(deps, request)) return refuseKeyStillRunning(deps, request, reply);
+  const result = authenticate(
+    deps.db,
+    deps.keyCache,
+    request.headers.authorization,
+    request.ip,
+    deps.clock.now(),
+  );
+  return result instanceof Promise
+    ? result.then((known) => admitAuthenticated(deps, request, reply, gate, known))
+    : admitAuthenticated(deps, request, reply, gate, result);
+}
+
+function admitAuthenticated(
+  deps: Deps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  gate: RouteGate,
+  result: AuthResult,
+): Promise<void> | undefined {
+  if (!result.ok) return refuseUnauthenticated(deps, request, reply, result);
   const auth = result.auth;
   request.auth = auth;
-  if (creates && request.headers.authorization) {
+  if (gate.creates === true && request.headers.authorization) {
     deps.inFlight.noteClient(request.headers.authorization, {
       clientId: auth.clientId,
       rateLimitPerMinute: auth.rateLimitPerMinute,
     });
   }
-  await limitOrRefuse(
+  const counting = limitOrRefuse(
     deps.rateLimits,
     reply,
     `client:${auth.clientId}`,
     auth.rateLimitPerMinute ?? deps.config.rateLimitPerMinute,
   );
+  if (counting) return counting.then(() => admitToRoute(auth, gate));
+  admitToRoute(auth, gate);
+  return undefined;
+}
+
+/** The add-on and the route's permission, once the caller is known and counted. */
+function admitToRoute(auth: AuthContext, gate: RouteGate): void {
   if (!auth.practice.integrationsEnabled) {
     throw new AppError(
       'addon_inactive',
       "The practice's Integrations add-on is switched off; the practice owner can turn it on.",
     );
   }
-  const permission = (request.routeOptions.config as { permission?: Permission }).permission;
+  const permission = gate.permission;
   if (permission && !auth.permissions.has(permission)) {
     throw new AppError(
       'forbidden',
       `This client lacks the permission ${permission} that this operation needs.`,
     );
   }
+}
+
+async function refuseUnauthenticated(
+  deps: Deps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  result: Extract<AuthResult, { ok: false }>,
+): Promise<never> {
+  if (result.known) request.auditState.refusedKey = { ...result.known, reason: result.reason };
+  await limitSourceOrRefuse(
+    deps.rateLimits,
+    reply,
+    request.ip,
+    deps.config.unauthenticatedRateLimitPerMinute,
+  );
+  reply.header('www-authenticate', 'Bearer');
+  throw new AppError('unauthenticated', UNAUTHENTICATED_DETAIL);
+}
+
+function runningHolder(deps: Deps, request: FastifyRequest) {
+  return deps.inFlight.runningFor(
+    request.headers.authorization,
+    headerValue(request.headers[IDEMPOTENCY_HEADER]),
+  );
 }
 
 /**
@@ -87,12 +154,8 @@ async function refuseKeyStillRunning(
   deps: Deps,
   request: FastifyRequest,
   reply: FastifyReply,
-): Promise<void> {
-  const holder = deps.inFlight.runningFor(
-    request.headers.authorization,
-    headerValue(request.headers[IDEMPOTENCY_HEADER]),
-  );
-  if (!holder) return;
+): Promise<never> {
+  const holder = runningHolder(deps, request)!;
   await limitOrRefuse(
     deps.rateLimits,
     reply,

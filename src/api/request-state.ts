@@ -118,6 +118,11 @@ export class RequestAudit {
     this.#afterAnswer = entry;
   }
 
+  /** A row waits for the answer to be sent. */
+  get holdsAfterAnswer(): boolean {
+    return this.#afterAnswer !== null;
+  }
+
   /** The row held until the answer was sent, if any (once). */
   takeAfterAnswer(): AuditEntry | undefined {
     const entry = this.#afterAnswer ?? undefined;

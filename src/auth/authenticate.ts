@@ -91,17 +91,15 @@ export const LAST_USED_STEP_MS = 60_000;
  * 0012 watches, so no process forgets its keys for it. A failed write loses one timestamp and never
  * the request (but a write shed by load shedding means the request's own work is shed next).
  */
-async function noteUse(db: Database, row: KeyRow, now: Date): Promise<void> {
-  if (row.last_used_at && now.getTime() - row.last_used_at.getTime() < LAST_USED_STEP_MS) return;
+function noteUse(db: Database, row: KeyRow, now: Date): Promise<void> | undefined {
+  if (row.last_used_at && now.getTime() - row.last_used_at.getTime() < LAST_USED_STEP_MS) return undefined;
   row.last_used_at = now;
   const due = new Date(now.getTime() - LAST_USED_STEP_MS);
-  try {
-    await asBookkeeping(() =>
-      asOperator(db, (trx) => stampKeyUse(trx, row.practice_id, row.key_id, now, due)),
-    );
-  } catch {
+  return asBookkeeping(() =>
+    asOperator(db, (trx) => stampKeyUse(trx, row.practice_id, row.key_id, now, due)),
+  ).catch(() => {
     // Only the usage stamp is lost; the next request after a minute writes it again.
-  }
+  });
 }
 
 export type ApiKeyCache = KeyCache<KeyRow>;
@@ -170,19 +168,20 @@ function refreshInBackground(db: Database, keys: ApiKeyCache, keyId: string, now
 }
 
 /**
- * Who is calling. A key that let a request in may be answered from memory (keys); a refusal never
- * is: when the remembered row does not let this request in, the database decides, exactly as for a
- * key never seen, so a refusal costs the same look-up whatever this process remembers.
+ * Who is calling. A key that let a request in may be answered from memory (keys), at once unless its
+ * use is due to be stamped; a refusal never is: when the remembered row does not let this request
+ * in, the database decides, exactly as for a key never seen, so a refusal costs the same look-up
+ * whatever this process remembers.
  */
-export async function authenticate(
+export function authenticate(
   db: Database,
   keys: ApiKeyCache,
   authorization: string | undefined,
   sourceAddress: string,
   now: Date,
-): Promise<AuthResult> {
+): AuthResult | Promise<AuthResult> {
   if (!authorization) return { ok: false, reason: 'missing_key' };
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  const match = BEARER.exec(authorization);
   const parsed = match ? parseApiKey(match[1]!) : undefined;
   if (!parsed) return { ok: false, reason: 'malformed_key' };
 
@@ -191,11 +190,22 @@ export async function authenticate(
     const result = judge(remembered.row, parsed.secret, sourceAddress, now);
     if (result.ok) {
       if (remembered.stale) refreshInBackground(db, keys, parsed.id, now);
-      await noteUse(db, remembered.row, now);
-      return result;
+      const noting = noteUse(db, remembered.row, now);
+      return noting ? noting.then(() => result) : result;
     }
   }
+  return authenticateByLookUp(db, keys, parsed, sourceAddress, now);
+}
 
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+async function authenticateByLookUp(
+  db: Database,
+  keys: ApiKeyCache,
+  parsed: { id: string; secret: string },
+  sourceAddress: string,
+  now: Date,
+): Promise<AuthResult> {
   const fill = keys.startFill();
   let row: KeyRow | undefined;
   try {

@@ -1,5 +1,6 @@
 // Owns the patients table: reads and writes for one practice. Every query filters by practice_id.
 import type { Selectable } from 'kysely';
+import { compiledOnce } from '../platform/db/compiled-once.ts';
 import type { PatientsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
@@ -32,24 +33,49 @@ function columnsOf(values: PatientValues) {
   };
 }
 
-export async function insertPatient(
-  trx: Trx,
-  practiceId: string,
-  id: string,
-  values: PatientValues,
-  now: Date,
-) {
-  return trx
+type PatientColumns = ReturnType<typeof columnsOf>;
+
+const insertPatientStatement = compiledOnce<
+  PatientColumns & { practiceId: string; id: string; now: Date },
+  PatientRow
+>((db, value) =>
+  db
     .insertInto('patients')
-    .values({ practice_id: practiceId, id, ...columnsOf(values), created_at: now, updated_at: now })
+    .values({
+      practice_id: value('practiceId'),
+      id: value('id'),
+      prefix: value('prefix'),
+      given_names: value('given_names'),
+      last_name: value('last_name'),
+      gender: value('gender'),
+      birth_date: value('birth_date'),
+      identifiers: value('identifiers'),
+      external_system: value('external_system'),
+      external_value: value('external_value'),
+      contact_points: value('contact_points'),
+      addresses: value('addresses'),
+      created_at: value('now'),
+      updated_at: value('now'),
+    })
     .onConflict((oc) =>
       oc
         .columns(['practice_id', 'external_system', 'external_value'])
         .where('external_system', 'is not', null)
         .doNothing(),
     )
-    .returningAll()
-    .executeTakeFirst();
+    .returningAll(),
+);
+
+/** The new patient's row, or undefined when the practice has a patient with its externalId already. */
+export async function insertPatient(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  values: PatientValues,
+  now: Date,
+): Promise<PatientRow | undefined> {
+  const rows = await insertPatientStatement(trx, { practiceId, id, now, ...columnsOf(values) });
+  return rows[0];
 }
 
 export async function updatePatient(
@@ -68,14 +94,26 @@ export async function updatePatient(
     .executeTakeFirstOrThrow();
 }
 
-export async function findPatient(trx: Trx, practiceId: string, id: string, forUpdate = false) {
-  let query = trx
-    .selectFrom('patients')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .where('id', '=', id);
-  if (forUpdate) query = query.forUpdate();
-  return query.executeTakeFirst();
+const findPatientStatement = (forUpdate: boolean) =>
+  compiledOnce<{ practiceId: string; id: string }, PatientRow>((db, value) => {
+    const query = db
+      .selectFrom('patients')
+      .selectAll()
+      .where('practice_id', '=', value('practiceId'))
+      .where('id', '=', value('id'));
+    return forUpdate ? query.forUpdate() : query;
+  });
+const findPatientRead = findPatientStatement(false);
+const findPatientLocked = findPatientStatement(true);
+
+export async function findPatient(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  forUpdate = false,
+): Promise<PatientRow | undefined> {
+  const rows = await (forUpdate ? findPatientLocked : findPatientRead)(trx, { practiceId, id });
+  return rows[0];
 }
 
 export async function findPatientsByExternalId(trx: Trx, practiceId: string, system: string, value: string) {

@@ -36,13 +36,25 @@ export const ID_PREFIXES = {
 
 export type IdKind = keyof typeof ID_PREFIXES;
 
+/** Random bytes are drawn from the system's CSPRNG this many at a time, each used once. */
+const RANDOM_POOL_BYTES = 4096;
+let randomPool = Buffer.alloc(0);
+let randomOffset = 0;
+
+/**
+ * At least `bytes` bytes of randomness in base62: each character drawn uniformly (a random byte below
+ * 248, taken modulo 62; the rest are skipped), ceil(bytes * 8 / log2 62) characters.
+ */
 export function randomToken(bytes = 16): string {
-  let value = BigInt(`0x${randomBytes(bytes).toString('hex')}`);
   const length = Math.ceil((bytes * 8) / Math.log2(62));
   let out = '';
-  for (let i = 0; i < length; i++) {
-    out = ALPHABET[Number(value % 62n)] + out;
-    value /= 62n;
+  while (out.length < length) {
+    if (randomOffset === randomPool.length) {
+      randomPool = randomBytes(RANDOM_POOL_BYTES);
+      randomOffset = 0;
+    }
+    const byte = randomPool[randomOffset++]!;
+    if (byte < 248) out += ALPHABET[byte % 62];
   }
   return out;
 }

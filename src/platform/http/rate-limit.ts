@@ -6,7 +6,10 @@
 // not answer within STORE_TIMEOUT_MS, the request is counted in this process's memory instead (the
 // store's insurance), and so are the requests of the next STORE_RETRY_AFTER_MS without asking the
 // store: limits then hold per process, as without a shared store, and no request is refused, failed
-// or held up for long for want of a count. A window's end is written and compared on the database
+// or held up for long for want of a count. A process takes a client's count from the store a
+// hundredth of the allowance at a time (a reservation) and counts the requests it serves from it in
+// memory, so that most requests cost no database round trip; an allowance under 200 a minute is
+// counted request by request. A window's end is written and compared on the database
 // server's clock (DatabaseClockLimiter), so processes whose clocks disagree share one window all the
 // same. Never decides who the caller is.
 import type { FastifyReply } from 'fastify';
@@ -46,6 +49,23 @@ export const STORE_TIMEOUT_MS = 1000;
 export const STORE_RETRY_AFTER_MS = 5000;
 
 const WINDOW_SECONDS = 60;
+
+/** A process reserves 1/RESERVATION_DIVISOR of a shared allowance at a time (reservationOf). */
+const RESERVATION_DIVISOR = 100;
+
+/** Past this many reservations, those whose window ended are dropped before another is made. */
+const MAX_RESERVATIONS = 10_000;
+
+/** Points of a shared window this process took from the store and has not spent yet. */
+interface Reservation {
+  left: number;
+  /** What the store had left of the allowance, beyond every process's reservations, when last asked. */
+  storeRemaining: number;
+  /** When the window ends, on this process's clock. */
+  resetAtMs: number;
+  /** Set while the reservation is being asked for. */
+  pending: Promise<void> | undefined;
+}
 
 /** A counter is deleted once its window ended this long ago (its key is then counted afresh anyway). */
 const PURGE_AFTER_MS = 60 * 60 * 1000;
@@ -161,6 +181,8 @@ export class RateLimits {
   readonly #limiters = new Map<number, RateLimiterMemory | RateLimiterPostgres>();
   readonly #processLimiters = new Map<number, RateLimiterMemory>();
   readonly #store: RateLimitStore | undefined;
+  /** This process's reservations of shared windows, by allowance and key. */
+  readonly #reservations = new Map<string, Reservation>();
 
   constructor(options: RateLimitsOptions = {}) {
     const { store, onStoreFailure } = options;
@@ -227,29 +249,153 @@ export class RateLimits {
     return limiter;
   }
 
+  /**
+   * Counts one request against `key`. A shared count is taken from this process's reservation of the
+   * key's window when it holds one (no database round trip); otherwise a reservation is made first,
+   * one at a time per key, so that requests arriving together wait for it rather than each asking.
+   */
   async consume(key: string, perMinute: number, scope: CountScope = 'shared'): Promise<RateLimitState> {
-    const now = Date.now();
+    if (scope === 'process' || !this.#store) return this.#count(key, perMinute, 1, scope).then(stateOf);
+    const id = `${perMinute}:${key}`;
+    for (;;) {
+      const taken = this.#takeReserved(id, perMinute);
+      if (taken) return taken;
+      const pending = this.#reservations.get(id)?.pending;
+      if (!pending) return this.#reserve(id, key, perMinute);
+      await pending;
+    }
+  }
+
+  /** A shared count served from this process's reservation, at once; undefined when there is none. */
+  takeReserved(key: string, perMinute: number): RateLimitState | undefined {
+    return this.#store ? this.#takeReserved(`${perMinute}:${key}`, perMinute) : undefined;
+  }
+
+  #takeReserved(id: string, perMinute: number): RateLimitState | undefined {
+    const held = this.#reservations.get(id);
+    if (!held || held.pending) return undefined;
+    if (held.resetAtMs <= Date.now()) {
+      this.#reservations.delete(id);
+      return undefined;
+    }
+    if (held.left === 0) return undefined;
+    held.left -= 1;
+    return allowedFrom(held, perMinute);
+  }
+
+  /**
+   * Asks the store for a batch of the key's allowance (reservationOf), keeps what is granted beyond
+   * this request for the process's next ones, and answers this request.
+   */
+  async #reserve(id: string, key: string, perMinute: number): Promise<RateLimitState> {
+    const batch = reservationOf(perMinute);
+    if (this.#reservations.size >= MAX_RESERVATIONS) this.#forgetEnded();
+    const held: Reservation = { left: 0, storeRemaining: 0, resetAtMs: 0, pending: undefined };
+    let settle = () => {};
+    held.pending = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    this.#reservations.set(id, held);
     try {
-      const limiter = scope === 'shared' ? this.#limiter(perMinute) : this.#processLimiter(perMinute);
-      const res = await limiter.consume(key);
-      return {
-        limit: perMinute,
-        remaining: res.remainingPoints,
-        resetEpochSeconds: Math.ceil((now + res.msBeforeNext) / 1000),
-        allowed: true,
-        retryAfterSeconds: 0,
-      };
+      const count = await this.#count(key, perMinute, batch, 'shared');
+      // A refusal from memory (the key blocked until its window ends) reports nothing consumed.
+      const granted = count.refused
+        ? count.consumed === 0
+          ? 0
+          : Math.min(batch, Math.max(0, perMinute - (count.consumed - batch)))
+        : batch;
+      held.storeRemaining = Math.max(0, perMinute - count.consumed);
+      held.resetAtMs = count.now + count.msBeforeNext;
+      if (granted === 0) {
+        this.#reservations.delete(id);
+        return stateOf({ ...count, refused: true });
+      }
+      held.left = granted - 1;
+      return allowedFrom(held, perMinute);
+    } catch (error) {
+      this.#reservations.delete(id);
+      throw error;
+    } finally {
+      held.pending = undefined;
+      settle();
+    }
+  }
+
+  #forgetEnded(): void {
+    const now = Date.now();
+    for (const [id, held] of this.#reservations) {
+      if (held.resetAtMs <= now && !held.pending) this.#reservations.delete(id);
+    }
+  }
+
+  /** Consumes `points` of the key's window: how many the window has consumed, and when it ends. */
+  async #count(key: string, perMinute: number, points: number, scope: CountScope): Promise<Count> {
+    const now = Date.now();
+    const limiter = scope === 'shared' ? this.#limiter(perMinute) : this.#processLimiter(perMinute);
+    try {
+      const res = await limiter.consume(key, points);
+      return { perMinute, now, consumed: res.consumedPoints, msBeforeNext: res.msBeforeNext, refused: false };
     } catch (error) {
       if (!(error instanceof RateLimiterRes)) throw error;
       return {
-        limit: perMinute,
-        remaining: 0,
-        resetEpochSeconds: Math.ceil((now + error.msBeforeNext) / 1000),
-        allowed: false,
-        retryAfterSeconds: Math.max(1, Math.ceil(error.msBeforeNext / 1000)),
+        perMinute,
+        now,
+        consumed: error.consumedPoints,
+        msBeforeNext: error.msBeforeNext,
+        refused: true,
       };
     }
   }
+}
+
+interface Count {
+  perMinute: number;
+  /** This process's clock when the count was asked for. */
+  now: number;
+  /** Points the window has consumed, this count's included (0 when refused from memory). */
+  consumed: number;
+  msBeforeNext: number;
+  refused: boolean;
+}
+
+/** A request counted from a reservation: what the store has left plus what this process still holds. */
+function allowedFrom(held: Reservation, perMinute: number): RateLimitState {
+  return {
+    limit: perMinute,
+    remaining: held.storeRemaining + held.left,
+    resetEpochSeconds: Math.ceil(held.resetAtMs / 1000),
+    allowed: true,
+    retryAfterSeconds: 0,
+  };
+}
+
+function stateOf(count: Count): RateLimitState {
+  const resetEpochSeconds = Math.ceil((count.now + count.msBeforeNext) / 1000);
+  if (count.refused) {
+    return {
+      limit: count.perMinute,
+      remaining: 0,
+      resetEpochSeconds,
+      allowed: false,
+      retryAfterSeconds: Math.max(1, Math.ceil(count.msBeforeNext / 1000)),
+    };
+  }
+  return {
+    limit: count.perMinute,
+    remaining: Math.max(0, count.perMinute - count.consumed),
+    resetEpochSeconds,
+    allowed: true,
+    retryAfterSeconds: 0,
+  };
+}
+
+/**
+ * The share of a shared allowance one process reserves at a time: a hundredth, so that a process holds
+ * back at most 1% of a client's minute from the others, and an allowance below 200 a minute is counted
+ * request by request in the store, exactly.
+ */
+export function reservationOf(perMinute: number): number {
+  return Math.max(1, Math.floor(perMinute / RESERVATION_DIVISOR));
 }
 
 /** Deletes the shared counters whose window ended an hour or more ago; answers how many. */
@@ -269,15 +415,27 @@ export function rateLimitHeaders(state: RateLimitState): Record<string, string> 
   };
 }
 
-/** Counts one request against `key`, puts the X-RateLimit headers on the answer, and refuses with 429 past the limit. */
-export async function limitOrRefuse(
+/**
+ * Counts one request against `key`, puts the X-RateLimit headers on the answer, and refuses with 429
+ * past the limit: at once (undefined) when the count is served from this process's reservation,
+ * else a promise.
+ */
+export function limitOrRefuse(
   limits: RateLimits,
   reply: FastifyReply,
   key: string,
   perMinute: number,
   scope: CountScope = 'shared',
-): Promise<void> {
-  const state = await limits.consume(key, perMinute, scope);
+): Promise<void> | undefined {
+  const reserved = scope === 'shared' ? limits.takeReserved(key, perMinute) : undefined;
+  if (reserved) {
+    answerWithLimit(reply, reserved);
+    return undefined;
+  }
+  return limits.consume(key, perMinute, scope).then((state) => answerWithLimit(reply, state));
+}
+
+function answerWithLimit(reply: FastifyReply, state: RateLimitState): void {
   reply.headers(rateLimitHeaders(state));
   if (!state.allowed) {
     throw new AppError('rate_limited', `Too many requests; wait ${state.retryAfterSeconds} seconds.`, {
@@ -296,5 +454,5 @@ export function limitSourceOrRefuse(
   ip: string,
   perMinute: number,
 ): Promise<void> {
-  return limitOrRefuse(limits, reply, `ip:${ip}`, perMinute, 'process');
+  return limitOrRefuse(limits, reply, `ip:${ip}`, perMinute, 'process') ?? Promise.resolve();
 }
