@@ -117,7 +117,6 @@ describeEachBackend('service metrics', (backend) => {
     assert.ok(after.statements > before.statements, 'statements are counted');
     assert.ok(after.roundTrips > before.roundTrips, 'round trips are counted');
     assert.ok(after.transactions > before.transactions, 'transactions are counted');
-    assert.ok(after.statements >= after.roundTrips, 'a round trip carries at least one statement');
     const text = await call(svc.baseUrl, 'GET', '/metrics', { token: svc.adminToken });
     for (const name of ['statements', 'round_trips', 'transactions']) {
       const counted = new RegExp(`^practice_billing_db_${name}_total (\\d+)$`, 'm').exec(text.text);

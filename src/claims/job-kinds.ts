@@ -1,11 +1,26 @@
 // Owns the claim jobs' kinds and payloads: sending a submission, sending a reversal (and what a
 // resubmission after it is sent under), and paying an accepted claim's remittance.
 import { Type } from 'typebox';
+import type { ClaimSubmission } from '../insurer/port.ts';
 import { jobKind } from '../jobs/kind.ts';
 import { Nullable } from '../platform/http/schema.ts';
 
 export const CLAIM_JOBS = {
-  submit: jobKind('claim.submit', Type.Object({ claimId: Type.String(), submissionId: Type.String() })),
+  submit: jobKind(
+    'claim.submit',
+    Type.Object({
+      claimId: Type.String(),
+      submissionId: Type.String(),
+      // The submission as the transaction that sent the claim built it (src/claims/submission.ts).
+      prepared: Type.Optional(
+        Type.Object({
+          invoiceId: Type.String(),
+          startedAt: Type.String(),
+          submission: Type.Unsafe<ClaimSubmission>(Type.Object({}, { additionalProperties: true })),
+        }),
+      ),
+    }),
+  ),
   reverse: jobKind(
     'claim.reverse',
     Type.Object({

@@ -1,26 +1,28 @@
 // Owns the background work of claims: sending a submission or a reversal to the insurer and
 // recording its answer, retrying an insurer that does not answer (with backoff, until the answer
 // window closes, when the claim is rejected saying so), and paying approved benefits as the
-// insurer's remittance. Each job re-reads the claim first and acts only if it is still waiting for
-// this very message, so a retried or duplicated job never records an answer twice.
-import { findCoverage, isCoverageActive } from '../insurance/service.ts';
+// insurer's remittance. Each job judges, with the claim locked, whether it is still waiting for this
+// very message before recording anything, so a retried or duplicated job never records an answer
+// twice.
+import { findCoverage } from '../insurance/service.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
 import { OWING_STATUSES } from '../invoices/payment-status.ts';
 import { recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { lockInvoice, readInvoice } from '../invoices/service.ts';
 import { lockInvoiceRowWithInsurerPaid } from '../invoices/store.ts';
+import { handedOverWith } from '../jobs/follow-on.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../jobs/queue.ts';
-import { dateIn } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
-import { practiceBilling } from '../practices/service.ts';
+import { type PracticeBilling, practiceBilling } from '../practices/service.ts';
 import { CLAIM_JOBS } from './job-kinds.ts';
 import { setClaimStatus } from './service.ts';
 import { findClaim, findClaimWithBenefit, insertClaimItems } from './store.ts';
+import { submissionOf } from './submission.ts';
 
 export interface ClaimJobContext {
   db: Database;
@@ -61,9 +63,18 @@ async function retryWithinWindow(
 }
 
 export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
-  const { claimId, submissionId } = checkedPayload(CLAIM_JOBS.submit, job.payload);
+  const { claimId, submissionId, prepared: sent } = checkedPayload(CLAIM_JOBS.submit, job.payload);
   const ids = { claimId, submissionId };
-  const prepared = await inPractice(ctx.db, job.practice_id, (trx) => prepareSubmission(ctx, trx, job, ids));
+  // Built when the claim was sent, or read here; whether the claim still waits for it is judged when
+  // the answer is recorded (a repeated message gets the insurer's first answer).
+  const prepared: PreparedSubmission | undefined = sent
+    ? {
+        submission: sent.submission,
+        startedAt: new Date(sent.startedAt),
+        billing: undefined,
+        invoiceId: sent.invoiceId,
+      }
+    : await inPractice(ctx.db, job.practice_id, (trx) => prepareSubmission(ctx, trx, job, ids));
   if (!prepared) return;
   let answer: SubmitAnswer;
   try {
@@ -79,13 +90,24 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
 
 type SubmitAnswer = Awaited<ReturnType<Insurer['submit']>>;
 type SubmissionIds = { claimId: string; submissionId: string };
-type PreparedSubmission = Exclude<Awaited<ReturnType<typeof prepareSubmission>>, undefined>;
+interface PreparedSubmission {
+  submission: ClaimSubmission;
+  startedAt: Date;
+  /** The practice's settings when this job read them already. */
+  billing: PracticeBilling | undefined;
+  invoiceId: string;
+}
 
 /**
  * The submission of a claim still submitting this submission, with the practice's settings as it was
  * prepared (one read per job, not one per transaction); otherwise the job ends.
  */
-async function prepareSubmission(ctx: ClaimJobContext, trx: Trx, job: JobRow, ids: SubmissionIds) {
+async function prepareSubmission(
+  ctx: ClaimJobContext,
+  trx: Trx,
+  job: JobRow,
+  ids: SubmissionIds,
+): Promise<PreparedSubmission | undefined> {
   const practiceId = job.practice_id;
   const claim = await findClaim(trx, practiceId, ids.claimId);
   if (claim?.status !== 'submitting' || claim.submission_id !== ids.submissionId) {
@@ -95,32 +117,7 @@ async function prepareSubmission(ctx: ClaimJobContext, trx: Trx, job: JobRow, id
   const billing = await practiceBilling(trx, practiceId);
   const record = await readInvoice(trx, practiceId, claim.invoice_id);
   const coverage = (await findCoverage(trx, practiceId, claim.coverage_id))!;
-  const submission: ClaimSubmission = {
-    submissionId: ids.submissionId,
-    claimId: ids.claimId,
-    invoiceNumber: record.invoice.number,
-    currency: claim.currency,
-    placeOfServiceCode: claim.place_of_service_code,
-    member: {
-      planId: coverage.plan_id,
-      memberNumber: coverage.member_number,
-      dependentCode: coverage.dependent_code,
-      membershipActive: isCoverageActive(coverage, dateIn(billing.timezone, ctx.now())),
-    },
-    lines: record.lines.map((line, index) => {
-      const primary = line.diagnoses.find((d) => d.primary);
-      return {
-        lineNumber: index + 1,
-        lineItemId: line.id,
-        system: line.system,
-        code: line.code,
-        serviceDate: line.service_date,
-        quantity: Number(line.quantity),
-        amount: Number(line.total),
-        primaryDiagnosis: primary ? { system: primary.system, code: primary.code } : null,
-      };
-    }),
-  };
+  const submission = submissionOf(claim, record, coverage, billing.timezone, ctx.now());
   return { submission, startedAt: claim.submission_started_at, billing, invoiceId: claim.invoice_id };
 }
 
@@ -129,10 +126,11 @@ async function rejectUnanswered(
   ctx: ClaimJobContext,
   trx: Trx,
   job: JobRow,
-  { billing, invoiceId }: PreparedSubmission,
+  { billing: known, invoiceId }: PreparedSubmission,
   { claimId, submissionId }: SubmissionIds,
 ): Promise<void> {
   const practiceId = job.practice_id;
+  const billing = known ?? (await practiceBilling(trx, practiceId));
   // The invoice first, as every change of its claim locks it: a claim's invoice never changes.
   await lockInvoice(trx, practiceId, invoiceId);
   const claim = await findClaim(trx, practiceId, claimId, true);
@@ -189,9 +187,10 @@ async function recordAnswer(
       warnings: line.warnings,
     })),
   );
+  const billing = prepared.billing ?? (await practiceBilling(trx, practiceId));
   await setClaimStatus(
     trx,
-    prepared.billing,
+    billing,
     claim,
     answer.status,
     { message: answer.message, authorization_reference: answer.authorizationReference },
@@ -205,6 +204,8 @@ async function recordAnswer(
       { claimId, submissionId },
       now,
       ctx.remittanceDelayMs,
+      // Following on in this worker, it pays with the practice's settings read here.
+      billing,
     );
   }
   await finishJob(trx, job, now);
@@ -335,7 +336,7 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
       if (amount > 0 && OWING_STATUSES.includes(invoice.status as InvoiceStatus)) {
         await recordPaymentOn(
           trx,
-          await practiceBilling(trx, practiceId),
+          (handedOverWith(job) as PracticeBilling | undefined) ?? (await practiceBilling(trx, practiceId)),
           invoice,
           {
             invoiceId: claim.invoice_id,

@@ -34,6 +34,7 @@ import {
   replaceClaimItems,
   updateClaim,
 } from './store.ts';
+import { submissionOf } from './submission.ts';
 
 export { claimItems } from './store.ts';
 
@@ -188,17 +189,34 @@ async function claimReadiness(
   return { ready: true, coverage: active };
 }
 
+/**
+ * Queues the claim's submission job; with the invoice and coverage it is sent for (held by this
+ * transaction), the job carries the submission built from them (src/claims/submission.ts).
+ */
 async function queueSubmission(
   trx: Trx,
   billing: PracticeBilling,
   claim: ClaimRow,
   now: Date,
+  sentFor?: { record: InvoiceRecord; coverage: CoverageRow },
 ): Promise<void> {
   await enqueueJob(
     trx,
     billing.id,
     CLAIM_JOBS.submit,
-    { claimId: claim.id, submissionId: claim.submission_id },
+    {
+      claimId: claim.id,
+      submissionId: claim.submission_id,
+      ...(sentFor
+        ? {
+            prepared: {
+              invoiceId: claim.invoice_id,
+              startedAt: claim.submission_started_at.toISOString(),
+              submission: submissionOf(claim, sentFor.record, sentFor.coverage, billing.timezone, now),
+            },
+          }
+        : {}),
+    },
     now,
   );
 }
@@ -227,7 +245,7 @@ async function sendClaimOf(
   now: Date,
   created?: InvoiceRecord,
   knownCoverage?: CoverageRow | null,
-): Promise<{ claim: ClaimRow; invoice: InvoiceRow }> {
+): Promise<{ claim: ClaimRow; invoice: InvoiceRow; submit: (invoiceNumber: string) => Promise<void> }> {
   const record = created ?? (await readInvoice(trx, billing.id, invoiceId, true));
   const existing = created ? undefined : await findClaimOfInvoice(trx, billing.id, invoiceId, true);
   if (existing) {
@@ -266,8 +284,14 @@ async function sendClaimOf(
   await recordEvent(trx, billing.id, 'claim.status_changed', { type: 'invoice', id: invoiceId }, now, {
     claim: { id: claim.id, status: 'submitting' },
   });
-  await queueSubmission(trx, billing, claim, now);
-  return { claim, invoice: touched.row };
+  // A new invoice (`created`) is numbered last in its transaction: its submission is queued then.
+  const submit = (invoiceNumber: string) =>
+    queueSubmission(trx, billing, claim, now, {
+      record: { ...record, invoice: { ...record.invoice, number: invoiceNumber } },
+      coverage: readiness.coverage,
+    });
+  if (!created) await submit(record.invoice.number);
+  return { claim, invoice: touched.row, submit: created ? submit : async () => {} };
 }
 
 /** Bill's submitClaim: queue the claim, or say why it was not sent. */
@@ -277,11 +301,14 @@ export async function queueClaimFromBill(
   created: InvoiceRecord,
   request: ClaimRequest & { coverage: CoverageRow | null },
   now: Date,
-): Promise<{ queued: true; invoice: InvoiceRow } | { queued: false; reason: string }> {
+): Promise<
+  | { queued: true; invoice: InvoiceRow; submit: (invoiceNumber: string) => Promise<void> }
+  | { queued: false; reason: string }
+> {
   try {
     const { coverage, ...claimRequest } = request;
     const sent = await sendClaimOf(trx, billing, created.invoice.id, claimRequest, now, created, coverage);
-    return { queued: true, invoice: sent.invoice };
+    return { queued: true, invoice: sent.invoice, submit: sent.submit };
   } catch (error) {
     if (error instanceof AppError && (error.code === 'business_rule' || error.code === 'validation_failed')) {
       return { queued: false, reason: error.errors?.[0]?.message ?? error.detail };
@@ -358,7 +385,7 @@ export async function resubmitClaim(
     },
     now,
   );
-  await queueSubmission(trx, billing, updated, now);
+  await queueSubmission(trx, billing, updated, now, { record, coverage: readiness.coverage });
   return updated;
 }
 

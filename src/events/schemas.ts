@@ -106,9 +106,30 @@ export function eventBody(event: EventRecord, baseUrl: string) {
       object: event.object_type as 'invoice',
       id: event.object_id,
       url: `${baseUrl}/api/v1/invoices/${event.object_id}`,
-      ...(event.detail?.claim ? { claim: event.detail.claim } : {}),
-      ...(event.detail?.payment ? { payment: event.detail.payment } : {}),
-      ...(event.detail?.refund ? { refund: event.detail.refund } : {}),
+      // Key by key, so that the bytes are the same whether the detail was read back from jsonb (which
+      // orders keys its own way) or handed over as written (a delivery that follows on).
+      ...(event.detail?.claim
+        ? { claim: { id: event.detail.claim.id, status: event.detail.claim.status } }
+        : {}),
+      ...(event.detail?.payment
+        ? {
+            payment: {
+              id: event.detail.payment.id,
+              amount: event.detail.payment.amount,
+              currency: event.detail.payment.currency,
+              source: event.detail.payment.source,
+            },
+          }
+        : {}),
+      ...(event.detail?.refund
+        ? {
+            refund: {
+              id: event.detail.refund.id,
+              amount: event.detail.refund.amount,
+              currency: event.detail.refund.currency,
+            },
+          }
+        : {}),
     },
   };
 }

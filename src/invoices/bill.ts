@@ -49,7 +49,15 @@ export type ClaimQueuer = (
     coverage: CoverageRow | null;
   },
   now: Date,
-) => Promise<{ queued: true; invoice: InvoiceRow } | { queued: false; reason: string }>;
+) => Promise<
+  | {
+      queued: true;
+      invoice: InvoiceRow;
+      /** Queues the claim's submission once the invoice has its number (the last statement but this). */
+      submit: (invoiceNumber: string) => Promise<void>;
+    }
+  | { queued: false; reason: string }
+>;
 
 export async function billEncounter(
   trx: Trx,
@@ -83,7 +91,7 @@ export async function billEncounter(
     today,
     now,
   });
-  const { outcome, record } = await issueAndClaim(
+  const { outcome, record, submit } = await issueAndClaim(
     trx,
     billing,
     created,
@@ -97,6 +105,7 @@ export async function billEncounter(
     notifiedAt: outcome.issued ? now : null,
   });
   record.invoice.number = number;
+  await submit?.(number);
   return {
     object: 'bill_result',
     invoice: invoiceOf(record),
@@ -298,7 +307,11 @@ async function issueAndClaim(
   known: { issueRefused: string | null; coverage: CoverageRow | null },
   now: Date,
   queueClaim: ClaimQueuer,
-): Promise<{ outcome: IssueAndClaimOutcome; record: InvoiceRecord }> {
+): Promise<{
+  outcome: IssueAndClaimOutcome;
+  record: InvoiceRecord;
+  submit: ((invoiceNumber: string) => Promise<void>) | undefined;
+}> {
   const outcome: IssueAndClaimOutcome = {
     issued: null,
     issueSkippedReason: null,
@@ -307,6 +320,7 @@ async function issueAndClaim(
   };
   // The invoice as this transaction holds it: issuing and claiming go on from it without reading it again.
   let current = created;
+  let submit: ((invoiceNumber: string) => Promise<void>) | undefined;
   if (request.issue === true) {
     outcome.issued = known.issueRefused === null;
     outcome.issueSkippedReason = known.issueRefused;
@@ -326,7 +340,10 @@ async function issueAndClaim(
     );
     outcome.claimQueued = queued.queued;
     outcome.claimSkippedReason = queued.queued ? null : queued.reason;
-    if (queued.queued) current = { ...current, invoice: queued.invoice };
+    if (queued.queued) {
+      current = { ...current, invoice: queued.invoice };
+      submit = queued.submit;
+    }
   }
-  return { outcome, record: current };
+  return { outcome, record: current, submit };
 }

@@ -173,7 +173,10 @@ export function insertJobRows(db: QueryCreator<Tables>, jobs: InsertObject<Table
   return db.insertInto('jobs').values(jobs);
 }
 
-/** Enqueues a job due `delayMs` (default 0) from now on the database's clock. */
+/**
+ * Enqueues a job due `delayMs` (default 0) from now on the database's clock; `handoff` goes with it
+ * when it follows on in this worker (newJobRow).
+ */
 export async function enqueueJob<S extends TSchema>(
   trx: Trx,
   practiceId: string,
@@ -181,8 +184,9 @@ export async function enqueueJob<S extends TSchema>(
   payload: Static<S>,
   now: Date,
   delayMs = 0,
+  handoff?: unknown,
 ): Promise<string> {
-  const row = newJobRow(practiceId, kind, payload, now, delayMs);
+  const row = newJobRow(practiceId, kind, payload, now, delayMs, '', handoff);
   await trx.insertInto('jobs').values(row).execute();
   announceQueuedJobs(trx, kind.lane, [row]);
   return row.id;
