@@ -12,6 +12,7 @@ import type { KeyScope, StoredAnswer } from '../idempotency/idempotency-store.ts
 import {
   headerValue,
   idempotencyKeyHeader,
+  type KeyUse,
   type Outcome,
   readIdempotencyKey,
   runKeyed,
@@ -73,6 +74,11 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   extraPermissions?: (body: Static<B>) => Permission[];
   /** A creating operation: Idempotency-Key required, answers replayed. */
   creates?: boolean;
+  /**
+   * An action that is not a creation but that a client may retry: an Idempotency-Key is honoured when
+   * sent (answers replayed as on creating operations) and not required.
+   */
+  acceptsIdempotencyKey?: boolean;
   resourceType: string;
   params?: P;
   querystring?: Q;
@@ -97,6 +103,12 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
 
 // biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of routes, each typed at declaration
 export type AnyApiRoute = ApiRouteSpec<any, any, any, any>;
+
+/** Whether the operation requires an Idempotency-Key, honours one when sent, or ignores it. */
+export function keyUseOf(spec: Pick<AnyApiRoute, 'creates' | 'acceptsIdempotencyKey'>): KeyUse {
+  if (spec.creates) return 'required';
+  return spec.acceptsIdempotencyKey ? 'optional' : 'none';
+}
 
 export function defineApiRoute<P extends TSchema, Q extends TSchema, B extends TSchema, R extends TSchema>(
   spec: ApiRouteSpec<P, Q, B, R>,
@@ -139,7 +151,7 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
   const problemResponses = Object.fromEntries(problemStatuses.map((s) => [s, ProblemSchema]));
   const headers = Type.Object(
     {
-      ...idempotencyKeyHeader(spec.creates ? 'required' : 'none'),
+      ...idempotencyKeyHeader(keyUseOf(spec)),
       [PERFORMER_HEADER]: Type.Optional(
         Type.String({
           minLength: 1,
@@ -186,7 +198,7 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
             route.httpPart === 'body' ? () => true : validatorCompiler(route),
         }
       : {}),
-    config: { permission: spec.permission, creates: spec.creates === true, resourceType: spec.resourceType },
+    config: { permission: spec.permission, keyUse: keyUseOf(spec), resourceType: spec.resourceType },
     preValidation: async (request) => {
       if (spec.bodyOptional && (request.body === undefined || request.body === null)) request.body = {};
     },
@@ -305,7 +317,7 @@ function describeForAudit(spec: AnyApiRoute, request: FastifyRequest): string | 
 
 /** The request's Idempotency-Key and its holder (the client), noted for the audit row. */
 function keyScopeOf(request: FastifyRequest, spec: AnyApiRoute, auth: AuthContext): KeyScope | undefined {
-  const key = readIdempotencyKey(request, spec.creates ? 'required' : 'none');
+  const key = readIdempotencyKey(request, keyUseOf(spec));
   if (key === undefined) return undefined;
   request.auditState.idempotencyKey = key;
   return { holder: { practiceId: auth.practice.id, clientId: auth.clientId }, key };

@@ -6,7 +6,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate } from '../auth/authenticate.ts';
 import type { Permission } from '../auth/permissions.ts';
-import { headerValue, IDEMPOTENCY_HEADER, keyStillRunning } from '../idempotency/keyed-request.ts';
+import {
+  headerValue,
+  IDEMPOTENCY_HEADER,
+  type KeyUse,
+  keyStillRunning,
+} from '../idempotency/keyed-request.ts';
 import { AppError, problemOf } from '../platform/http/errors.ts';
 import { limitOrRefuse, limitSourceOrRefuse } from '../platform/http/rate-limit.ts';
 import { type AnyApiRoute, registerApiRoute } from './api-route.ts';
@@ -35,8 +40,9 @@ export function registerApiScope(app: FastifyInstance, deps: Deps, routes: AnyAp
 
 /** The gate: throws the refusal of a caller that may not run the route, in the header's order. */
 async function admitCaller(deps: Deps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const creates = (request.routeOptions.config as { creates?: boolean }).creates === true;
-  if (creates) await refuseKeyStillRunning(deps, request, reply);
+  const keyUse = (request.routeOptions.config as { keyUse?: KeyUse }).keyUse ?? 'none';
+  const keyed = keyUse !== 'none';
+  if (keyed) await refuseKeyStillRunning(deps, request, reply);
   const now = deps.clock.now();
   const result = await authenticate(deps.db, deps.keyCache, request.headers.authorization, request.ip, now);
   if (!result.ok) {
@@ -52,7 +58,7 @@ async function admitCaller(deps: Deps, request: FastifyRequest, reply: FastifyRe
   }
   const auth = result.auth;
   request.auth = auth;
-  if (creates && request.headers.authorization) {
+  if (keyed && request.headers.authorization) {
     deps.inFlight.noteClient(request.headers.authorization, {
       clientId: auth.clientId,
       rateLimitPerMinute: auth.rateLimitPerMinute,
@@ -80,7 +86,7 @@ async function admitCaller(deps: Deps, request: FastifyRequest, reply: FastifyRe
 }
 
 /**
- * A creating request whose Idempotency-Key this process is running already: refused 409 before it is
+ * A request whose Idempotency-Key this process is running already: refused 409 before it is
  * authenticated again, counted against its client's rate limit.
  */
 async function refuseKeyStillRunning(

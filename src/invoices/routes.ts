@@ -365,11 +365,12 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       tag: 'Invoices',
       permission: 'INVOICES:UPDATE',
       resourceType: 'invoice',
+      acceptsIdempotencyKey: true,
       params: InvoiceParam,
       body: CloseInvoiceRequest,
       successStatus: 200,
       response: Invoice,
-      errorStatuses: [400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
+      errorStatuses: [400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503],
       handler: async ({ trx, practiceId, params, body, now }) => {
         const billing = await billingFor(trx, practiceId);
         const record = await closeInvoice(trx, billing, params.invoiceId, 'cancelled', body.reason, now);
