@@ -40,7 +40,13 @@ export interface AdminContext<P, Q, B> {
 export interface AdminResult<R> {
   body: R;
   /** The practice the operation touched, for its audit log. */
-  audit?: { practiceId: string; resourceType: string; resourceId: string };
+  audit?: {
+    practiceId: string;
+    resourceType: string;
+    resourceId: string;
+    /** Why, in the operator's words, when the operation asks for it (closing an invoice). */
+    reason?: string;
+  };
   /** Path (under the service's base address) of the record created, where one can be read. */
   location?: string;
 }
@@ -191,7 +197,7 @@ export function registerAdminScope(
               route: `/admin/v1${spec.url}`,
               status: spec.successStatus,
               outcome: 'succeeded',
-              reason: null,
+              reason: done.audit.reason ?? null,
               resourceType: done.audit.resourceType,
               resourceId: done.audit.resourceId,
               patientId: null,

@@ -57,6 +57,8 @@ export interface HandlerResult<R> {
   /** Path of the created record, below the public base URL (for Location). */
   location?: string;
   resource?: { id: string; patientId?: string | null };
+  /** Why, in the caller's words, when the operation asks for it (closing an invoice): the audit row's reason. */
+  reason?: string;
 }
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -351,6 +353,7 @@ async function performRoute(
     request.auditState.resourceId = result.resource.id;
     request.auditState.patientId = result.resource.patientId ?? null;
   }
+  if (result.reason) request.auditState.reason = result.reason;
   const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
   return successAnswer(reply, spec.successStatus, result.body, location);
 }

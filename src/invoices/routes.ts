@@ -19,9 +19,10 @@ import {
   CloseInvoiceRequest,
   INVOICE_STATUSES,
   Invoice,
-  InvoiceLine,
   InvoiceList,
+  LineItem,
   LineItemRequest,
+  NoInput,
   PaymentList,
   RateList,
 } from './schemas.ts';
@@ -188,20 +189,20 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       operationId: 'getLineItem',
       summary: 'Read one line of an invoice',
       description:
-        "The line as it stands in the invoice's `lineItems`; the address `POST /invoices/{invoiceId}/line-items` answers in `Location`.",
+        "The line as it stands in the invoice's `lineItems`, with `object` `line_item`; the address `POST /invoices/{invoiceId}/line-items` answers in `Location`.",
       tag: 'Invoices',
       permission: 'INVOICES:READ',
       resourceType: 'invoice',
       params: LineParams,
       successStatus: 200,
-      response: InvoiceLine,
+      response: LineItem,
       errorStatuses: READ_ERRORS,
       handler: async ({ trx, practiceId, params }) => {
         const record = await readInvoice(trx, practiceId, params.invoiceId);
         const line = invoiceOf(record).lineItems.find((l) => l.id === params.lineItemId);
         if (!line) throw new AppError('not_found', 'Line item was not found.');
         return {
-          body: line,
+          body: { object: 'line_item' as const, ...line },
           resource: { id: record.invoice.id, patientId: record.invoice.patient_id },
         };
       },
@@ -322,9 +323,11 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       permission: 'INVOICES:UPDATE',
       resourceType: 'invoice',
       params: InvoiceParam,
+      body: NoInput,
+      bodyOptional: true,
       successStatus: 200,
       response: Invoice,
-      errorStatuses: [401, 403, 404, 422, 429, 500, 503],
+      errorStatuses: [400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
       handler: async ({ trx, practiceId, params, now }) => {
         const record = await issueInvoice(trx, await billingFor(trx, practiceId), params.invoiceId, now);
         return {
@@ -344,9 +347,11 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       permission: 'INVOICES:UPDATE',
       resourceType: 'invoice',
       params: InvoiceParam,
+      body: NoInput,
+      bodyOptional: true,
       successStatus: 200,
       response: Invoice,
-      errorStatuses: [401, 403, 404, 422, 429, 500, 503],
+      errorStatuses: [400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
       handler: async ({ trx, practiceId, params }) => {
         const record = await amendInvoice(trx, await billingFor(trx, practiceId), params.invoiceId);
         return {
@@ -377,6 +382,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
         return {
           body: invoiceOf(record),
           resource: { id: record.invoice.id, patientId: record.invoice.patient_id },
+          reason: body.reason,
         };
       },
     }),

@@ -44,6 +44,22 @@ export const InvoiceLine = Type.Object(
   { title: 'InvoiceLine' },
 );
 
+/** One line read at its own address (the `Location` of adding it): the line, named as a line item. */
+export const LineItem = Type.Object(
+  { object: Type.Literal('line_item'), ...InvoiceLine.properties },
+  { title: 'LineItem' },
+);
+
+/** The body of an action that takes no input (issue, amend): none, or an empty object. */
+export const NoInput = Type.Object(
+  {},
+  {
+    additionalProperties: false,
+    title: 'NoInput',
+    description: 'Nothing to send: leave the body out, or send `{}`.',
+  },
+);
+
 export const Invoice = Type.Object(
   {
     object: Type.Literal('invoice'),
@@ -65,6 +81,12 @@ export const Invoice = Type.Object(
     amountPaid: Amount,
     balanceDue: Amount,
     lineItems: Type.Array(InvoiceLine),
+    closingReason: Nullable(
+      Type.String({
+        description:
+          'Why the invoice was cancelled, entered in error or written off, as given then; null while it is not closed.',
+      }),
+    ),
     updatedAt: Type.String({ format: 'date-time' }),
   },
   { title: 'Invoice' },

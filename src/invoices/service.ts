@@ -65,6 +65,7 @@ export function invoiceOf(record: InvoiceRecord): Invoice {
       pricingSource: l.pricing_source as Invoice['lineItems'][number]['pricingSource'],
       diagnoses: l.diagnoses,
     })),
+    closingReason: i.closed_reason,
     updatedAt: i.updated_at.toISOString(),
   };
 }
