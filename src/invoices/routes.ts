@@ -6,8 +6,9 @@ import type { Permission } from '../auth/permissions.ts';
 import { findCoverage } from '../insurance/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { pageOf, wholeList } from '../platform/http/cursor.ts';
+import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { AppError } from '../platform/http/errors.ts';
-import { DateTime, Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
+import { Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { practiceBilling } from '../practices/service.ts';
 import { billEncounter, type ClaimQueuer } from './bill.ts';
 import { closeInvoice } from './closing.ts';
@@ -118,7 +119,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       resourceType: 'invoice',
       querystring: Type.Object(
         {
-          updatedSince: Type.Optional(DateTime),
+          updatedSince: Type.Optional(OffsetDateTime()),
           patientId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
           encounterId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
           status: Type.Optional(Enum(INVOICE_STATUSES)),

@@ -1,6 +1,7 @@
 // Owns the Invoice, line, LineItemRequest, BillRequest, BillResult, Rate and Payment shapes.
 import { type Static, Type } from 'typebox';
 import { CalendarDate, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
+import { MAX_AMOUNT } from './money.ts';
 import { PRICING_SOURCES, RATE_SOURCES } from './rates.ts';
 
 export const INVOICE_STATUSES = [
@@ -16,7 +17,7 @@ export const INVOICE_STATUSES = [
 ] as const;
 export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
 
-const Amount = Type.Integer({ minimum: -9007199254740991, maximum: 9007199254740991 });
+const Amount = Type.Integer({ minimum: -MAX_AMOUNT, maximum: MAX_AMOUNT });
 
 export const LineDiagnosis = Type.Object({
   system: Nullable(Type.String()),

@@ -8,11 +8,11 @@ import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { InvoicesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import { AppError, notFound } from '../platform/http/errors.ts';
+import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
-import { invoiceTotals } from './money.ts';
+import { invoiceTotals, MAX_AMOUNT } from './money.ts';
 import { OPEN_STATUSES, OWING_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
 import {
@@ -101,7 +101,16 @@ export async function touchInvoice(
   billing: PracticeBilling,
   invoiceId: string,
   set: Updateable<InvoicesTable> = {},
-  { settleOn, retotal = false }: { settleOn?: string; retotal?: boolean | readonly number[] } = {},
+  {
+    settleOn,
+    retotal = false,
+    amountField,
+  }: {
+    settleOn?: string;
+    retotal?: boolean | readonly number[];
+    /** The request field a total past the contract's largest amount is blamed on (else business_rule). */
+    amountField?: string;
+  } = {},
 ) {
   const changedAt = await stampChange(trx);
   const totals =
@@ -111,6 +120,7 @@ export async function touchInvoice(
           retotal === true ? await lineTotals(trx, billing.id, invoiceId) : [...retotal],
           billing.vatRateBasisPoints,
         );
+  if (totals && totals.totalGross > MAX_AMOUNT) throw totalTooLarge(totals.totalGross, amountField);
   const row = await updateInvoice(trx, billing.id, invoiceId, {
     ...set,
     ...(totals ? { total_net: totals.totalNet, total_gross: totals.totalGross } : {}),
@@ -131,9 +141,26 @@ export async function touchInvoice(
   return { changedAt, number: row.number, row, ...money };
 }
 
-/** Refuses (422 business_rule) a line change that leaves the invoice for less than was paid on it. */
+/** The refusal of a change that would make the invoice's total larger than any amount can be. */
+function totalTooLarge(totalGross: number, field: string | undefined): AppError {
+  const why = `would make the invoice's totalGross ${BigInt(Math.round(totalGross))}, above the largest amount ${MAX_AMOUNT}`;
+  return field
+    ? fieldErrors([{ field, code: 'invalid', message: `${field} ${why}` }])
+    : new AppError('business_rule', `This change ${why}.`);
+}
+
+/**
+ * Refuses a line change that leaves the invoice for less than was paid on it (422 business_rule), or
+ * with a total past the largest amount (422 validation_failed naming unitPrice).
+ */
 export async function touchInvoiceLines(trx: Trx, billing: PracticeBilling, invoiceId: string) {
-  const touched = await touchInvoice(trx, billing, invoiceId, {}, { retotal: true });
+  const touched = await touchInvoice(
+    trx,
+    billing,
+    invoiceId,
+    {},
+    { retotal: true, amountField: 'unitPrice' },
+  );
   const reason = overpaymentReason(touched, touched.number);
   if (reason) throw new AppError('business_rule', reason);
   return touched;

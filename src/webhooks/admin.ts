@@ -6,8 +6,9 @@ import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { EVENT_TYPES } from '../events/schemas.ts';
 import { pageOf, wholeList } from '../platform/http/cursor.ts';
+import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
-import { DateTime, Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
+import { Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
 import { getPractice } from '../practices/service.ts';
 import {
   createEndpoint,
@@ -381,7 +382,7 @@ export const webhookAdminRoutes = [
     params: EndpointParams,
     body: Type.Object(
       {
-        since: DateTime,
+        since: OffsetDateTime(),
         includeRetrying: Type.Optional(
           Type.Boolean({
             description:

@@ -4,6 +4,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { OFFSET_DATE_TIME_FORMAT, OFFSET_DATE_TIME_PATTERN, parseOffsetDateTime } from './date-time.ts';
 import type { FieldError } from './errors.ts';
 import { compiledOnFirstUse } from './lazy-compile.ts';
 
@@ -20,6 +21,7 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     messages: true,
   });
   addFormats(ajv);
+  ajv.addFormat(OFFSET_DATE_TIME_FORMAT, (value: string) => parseOffsetDateTime(value) !== undefined);
   return ajv;
 }
 
@@ -95,11 +97,18 @@ function pathOf(instancePath: string): string[] {
     .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
 }
 
+const NOT_A_DATE_TIME = 'is not a real date and time with an offset (YYYY-MM-DDThh:mm[:ss]Z or ±hh:mm)';
+
 function describe(error: ErrorObject): string {
   switch (error.keyword) {
+    case 'pattern':
+      return (error.params as { pattern: string }).pattern === OFFSET_DATE_TIME_PATTERN
+        ? NOT_A_DATE_TIME
+        : (error.message ?? 'is invalid');
     case 'type':
       return `must be ${String((error.params as { type: string | string[] }).type).replace(',', ' or ')}`;
     case 'format':
+      if ((error.params as { format: string }).format === OFFSET_DATE_TIME_FORMAT) return NOT_A_DATE_TIME;
       return (error.params as { format: string }).format === 'date'
         ? 'must be a real calendar date, YYYY-MM-DD'
         : `must be a valid ${(error.params as { format: string }).format}`;
