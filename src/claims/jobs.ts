@@ -3,7 +3,7 @@
 // window closes, when the claim is rejected saying so), and paying approved benefits as the
 // insurer's remittance. Each job re-reads the claim first and acts only if it is still waiting for
 // this very message, so a retried or duplicated job never records an answer twice.
-import { findCoverage, isCoverageActive } from '../insurance/service.ts';
+import { findCoverage, isCoverageActiveOn } from '../insurance/service.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
 import { OWING_STATUSES } from '../invoices/payment-status.ts';
 import { recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
@@ -12,7 +12,6 @@ import { lockInvoice, readInvoice } from '../invoices/service.ts';
 import { insurerPaid } from '../invoices/store.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../jobs/queue.ts';
-import { dateIn } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
@@ -105,7 +104,10 @@ async function prepareSubmission(ctx: ClaimJobContext, trx: Trx, job: JobRow, id
       planId: coverage.plan_id,
       memberNumber: coverage.member_number,
       dependentCode: coverage.dependent_code,
-      membershipActive: isCoverageActive(coverage, dateIn(billing.timezone, ctx.now())),
+      membershipActive: isCoverageActiveOn(
+        coverage,
+        record.lines.map((line) => line.service_date),
+      ),
     },
     lines: record.lines.map((line, index) => {
       const primary = line.diagnoses.find((d) => d.primary);

@@ -16,7 +16,6 @@ import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { readInvoice, touchInvoice } from '../invoices/service.ts';
 import type { InvoiceRecord } from '../invoices/store.ts';
 import { enqueueJob } from '../jobs/queue.ts';
-import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
@@ -137,7 +136,6 @@ async function claimReadiness(
   record: InvoiceRecord,
   request: ClaimRequest,
   lastCoverageId: string | null,
-  now: Date,
 ): Promise<{ ready: true; coverage: CoverageRow } | { ready: false; reason: string }> {
   const invoice = record.invoice;
   if (!OWING_STATUSES.includes(invoice.status as InvoiceStatus)) {
@@ -161,12 +159,13 @@ async function claimReadiness(
     if (coverage) return { ready: true, coverage };
     if (request.coverageId) throw notPatientsCoverage();
   }
-  const today = dateIn(billing.timezone, now);
-  const active = await firstActiveCoverage(trx, billing.id, invoice.patient_id, today);
+  const servicedOn = record.lines.map((line) => line.service_date);
+  const active = await firstActiveCoverage(trx, billing.id, invoice.patient_id, servicedOn);
   if (!active) {
     return {
       ready: false,
-      reason: "The patient has no active coverage; add one to the patient's coverages or send coverageId.",
+      reason:
+        "The patient has no coverage active on the invoice's dates of service; add one to the patient's coverages or send coverageId.",
     };
   }
   return { ready: true, coverage: active };
@@ -212,7 +211,7 @@ export async function sendClaim(
       `Invoice ${record.invoice.number} already has a claim that is ${existing.status}; ${next}.`,
     );
   }
-  const readiness = await claimReadiness(trx, billing, record, request, null, now);
+  const readiness = await claimReadiness(trx, billing, record, request, null);
   if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
   const claim = await insertClaim(trx, {
     practice_id: billing.id,
@@ -272,7 +271,7 @@ export async function resubmitClaim(
     // Accepted lines must not be billed twice: reverse first, then send again by itself, under the
     // coverage and place of service this request names (the invoice must be claim-ready now, and
     // cannot be amended while the claim is reversing).
-    const readiness = await claimReadiness(trx, billing, record, request, claim.coverage_id, now);
+    const readiness = await claimReadiness(trx, billing, record, request, claim.coverage_id);
     if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
     return startReversal(
       trx,
@@ -292,7 +291,7 @@ export async function resubmitClaim(
       `The claim is ${claim.status}; only a rejected, reversed or partially accepted claim can be resubmitted.`,
     );
   }
-  const readiness = await claimReadiness(trx, billing, record, request, claim.coverage_id, now);
+  const readiness = await claimReadiness(trx, billing, record, request, claim.coverage_id);
   if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
   const updated = await setClaimStatus(
     trx,
