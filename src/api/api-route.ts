@@ -28,8 +28,8 @@ import {
   withoutWrongFields,
   wrongFieldsOf,
 } from '../platform/http/field-rules.ts';
-import { ProblemSchema } from '../platform/http/schema.ts';
-import { toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
+import { BODY_OPTIONAL, ProblemSchema } from '../platform/http/schema.ts';
+import { nullBodyRefused, toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
 import { idPattern } from '../platform/ids.ts';
 import type { Deps } from './deps.ts';
 import { identityOf } from './request-state.ts';
@@ -193,6 +193,7 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
       ...(spec.consumes ? { consumes: ['application/json', ...spec.consumes] } : {}),
       response: { [spec.successStatus]: spec.response, ...problemResponses },
       'x-permission': spec.permission,
+      ...(spec.bodyOptional && spec.body ? { [BODY_OPTIONAL]: true } : {}),
     },
     ...(bodyCheck
       ? {
@@ -203,6 +204,7 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
     config: { permission: spec.permission, keyUse: keyUseOf(spec), resourceType: spec.resourceType },
     preValidation: async (request) => {
       if (spec.bodyOptional && (request.body === undefined || request.body === null)) request.body = {};
+      else if (spec.body && request.body === null) throw nullBodyRefused();
     },
     preHandler: async (request) => {
       if (spec.extraPermissions && request.auth) {

@@ -1,5 +1,6 @@
 // Owns the shapes of integration clients and their API keys as the operator API shows them.
 import { Type } from 'typebox';
+import { ALLOWED_IP_PATTERN } from '../auth/ip-allow-list.ts';
 import { PERMISSIONS } from '../auth/permissions.ts';
 import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { Enum, ListOf, Nullable, Text } from '../platform/http/schema.ts';
@@ -10,7 +11,12 @@ export const ClientRequest = Type.Object(
     permissions: Type.Array(Enum(PERMISSIONS), { maxItems: PERMISSIONS.length, uniqueItems: true }),
     allowedIps: Type.Optional(
       Type.Array(
-        Type.String({ minLength: 2, maxLength: 64, description: 'IPv4 or IPv6 address or CIDR range.' }),
+        Type.String({
+          minLength: 2,
+          maxLength: 64,
+          pattern: ALLOWED_IP_PATTERN,
+          description: 'IPv4 or IPv6 address or CIDR range.',
+        }),
         {
           maxItems: 100,
         },

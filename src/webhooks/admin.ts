@@ -10,6 +10,7 @@ import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
 import { getPractice } from '../practices/service.ts';
+import { WEBHOOK_URL_PATTERN } from './address-guard.ts';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -41,6 +42,7 @@ const EndpointRequest = Type.Object(
     url: Type.String({
       minLength: 1,
       maxLength: 2000,
+      pattern: WEBHOOK_URL_PATTERN,
       description:
         'https URL reaching a public address (http and private addresses only with WEBHOOK_ALLOW_PRIVATE).',
     }),

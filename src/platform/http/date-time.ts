@@ -3,12 +3,19 @@
 // and a real calendar date and clock time. The schema states the shape as a pattern and names the
 // rest with the `offset-date-time` format, which request validation checks with parseOffsetDateTime.
 import { Type } from 'typebox';
+import { explainedPattern } from './patterns.ts';
 
 export const OFFSET_DATE_TIME_FORMAT = 'offset-date-time';
 
 /** Years 0001-9999, months 01-12, days 01-31, hours 00-23, minutes and seconds 00-59, offset ±hh:mm. */
-export const OFFSET_DATE_TIME_PATTERN =
-  '^(?!0000)\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T([01]\\d|2[0-3]):[0-5]\\d(:[0-5]\\d(\\.\\d{1,9})?)?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)$';
+/** What a refusal says after the field's name. */
+export const NOT_A_DATE_TIME =
+  'is not a real date and time with an offset (YYYY-MM-DDThh:mm[:ss]Z or ±hh:mm)';
+
+export const OFFSET_DATE_TIME_PATTERN = explainedPattern(
+  '^(?!0000)\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T([01]\\d|2[0-3]):[0-5]\\d(:[0-5]\\d(\\.\\d{1,9})?)?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)$',
+  NOT_A_DATE_TIME,
+);
 const PATTERN = new RegExp(OFFSET_DATE_TIME_PATTERN);
 
 /** The instant a date-time names, or undefined when it breaks the rule above (a 30 February, say). */

@@ -4,9 +4,10 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
-import { OFFSET_DATE_TIME_FORMAT, OFFSET_DATE_TIME_PATTERN, parseOffsetDateTime } from './date-time.ts';
-import type { FieldError } from './errors.ts';
+import { NOT_A_DATE_TIME, OFFSET_DATE_TIME_FORMAT, parseOffsetDateTime } from './date-time.ts';
+import { type AppError, type FieldError, invalidParameters } from './errors.ts';
 import { compiledOnFirstUse } from './lazy-compile.ts';
+import { PATTERN_MESSAGES } from './patterns.ts';
 
 // ajv-formats is published as CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -89,6 +90,16 @@ export function compileBodyValidator(schema: object): () => ValidateFunction {
   return compiledOnFirstUse(() => bodyAjv.compile(schema));
 }
 
+/**
+ * The refusal of a JSON `null` sent where an operation requires a body: 400 naming `body`, like a body
+ * that is not JSON. (An operation whose body is optional takes `null` as no body.)
+ */
+export function nullBodyRefused(): AppError {
+  return invalidParameters([
+    { field: 'body', code: 'required', message: 'body is required: send a JSON object, not null' },
+  ]);
+}
+
 function pathOf(instancePath: string): string[] {
   if (instancePath === '') return [];
   return instancePath
@@ -97,14 +108,15 @@ function pathOf(instancePath: string): string[] {
     .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
 }
 
-const NOT_A_DATE_TIME = 'is not a real date and time with an offset (YYYY-MM-DDThh:mm[:ss]Z or ±hh:mm)';
+/** Past this many values an enum's refusal points at the document instead of listing them all. */
+const LISTED_VALUES = 300;
 
 function describe(error: ErrorObject): string {
   switch (error.keyword) {
     case 'pattern':
-      return (error.params as { pattern: string }).pattern === OFFSET_DATE_TIME_PATTERN
-        ? NOT_A_DATE_TIME
-        : (error.message ?? 'is invalid');
+      return (
+        PATTERN_MESSAGES.get((error.params as { pattern: string }).pattern) ?? error.message ?? 'is invalid'
+      );
     case 'type':
       return `must be ${String((error.params as { type: string | string[] }).type).replace(',', ' or ')}`;
     case 'format':
@@ -115,6 +127,8 @@ function describe(error: ErrorObject): string {
     case 'additionalProperties':
       return 'is not a known field';
     case 'enum':
+      if (((error.params as { allowedValues: unknown[] }).allowedValues ?? []).length > LISTED_VALUES)
+        return 'must be one of the values the OpenAPI document lists';
       return `must be one of ${((error.params as { allowedValues: unknown[] }).allowedValues ?? []).filter((v) => v !== null).join(', ')}`;
     default:
       return error.message ?? 'is invalid';
