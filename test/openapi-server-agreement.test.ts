@@ -18,6 +18,7 @@ import {
 import { dereference } from './openapi-refs.ts';
 import { refusedWith } from './support/refusals.ts';
 
+// biome-ignore lint/suspicious/noExplicitAny: the parsed document, read field by field
 type Json = Record<string, any>;
 const document = dereference(
   JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '..', 'docs', 'openapi.json'), 'utf8')),
