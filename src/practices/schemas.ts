@@ -12,7 +12,7 @@ export const PracticeRequest = Type.Object(
     timezone: Type.Optional(
       Enum(TIME_ZONES, {
         default: DEFAULT_TIME_ZONE,
-        description: `IANA time zone (canonical name, or UTC); default ${DEFAULT_TIME_ZONE}.`,
+        description: 'IANA time zone (canonical name, or UTC).',
       }),
     ),
   },

@@ -1987,7 +1987,7 @@ export interface components {
              */
             currency?: string;
             /**
-             * @description IANA time zone (canonical name, or UTC); default Africa/Johannesburg.
+             * @description IANA time zone (canonical name, or UTC).
              * @default Africa/Johannesburg
              * @enum {string}
              */
