@@ -105,7 +105,7 @@ describeEachBackend('membership judged on the date of service', (backend) => {
 
     const { sent } = await claim(invoice.id);
     assert.equal(sent.status, 422, sent.text);
-    assert.match(sent.body.detail, /no coverage active on the invoice's dates of service/);
+    assert.match(sent.body.detail, /no active coverage on the invoice's dates of service/);
 
     const { claim: rejected } = await claim(invoice.id, { coverageId });
     assert.equal(rejected!.status, 'rejected');

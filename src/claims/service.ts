@@ -165,7 +165,7 @@ async function claimReadiness(
     return {
       ready: false,
       reason:
-        "The patient has no coverage active on the invoice's dates of service; add one to the patient's coverages or send coverageId.",
+        "The patient has no active coverage on the invoice's dates of service; add one to the patient's coverages or send coverageId.",
     };
   }
   return { ready: true, coverage: active };

@@ -13,7 +13,7 @@ export const NOT_A_DATE_TIME =
   'is not a real date and time with an offset (YYYY-MM-DDThh:mm[:ss]Z or ±hh:mm)';
 
 export const OFFSET_DATE_TIME_PATTERN = explainedPattern(
-  '^(?!0000)\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T([01]\\d|2[0-3]):[0-5]\\d(:[0-5]\\d(\\.\\d{1,9})?)?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)$',
+  '^(000[1-9]|00[1-9]\\d|0[1-9]\\d\\d|[1-9]\\d{3})-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T([01]\\d|2[0-3]):[0-5]\\d(:[0-5]\\d(\\.\\d{1,9})?)?(Z|[+-]([01]\\d|2[0-3]):[0-5]\\d)$',
   NOT_A_DATE_TIME,
 );
 const PATTERN = new RegExp(OFFSET_DATE_TIME_PATTERN);

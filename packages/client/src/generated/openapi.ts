@@ -787,6 +787,7 @@ export interface components {
          *             ]
          *           }
          *         ],
+         *         "closingReason": null,
          *         "updatedAt": "2026-03-10T09:00:00.466Z"
          *       },
          *       "issued": true,
@@ -1416,6 +1417,7 @@ export interface components {
          *           ]
          *         }
          *       ],
+         *       "closingReason": null,
          *       "updatedAt": "2026-03-10T09:00:00.466Z"
          *     }
          * @example {
@@ -1483,6 +1485,7 @@ export interface components {
          *           ]
          *         }
          *       ],
+         *       "closingReason": null,
          *       "updatedAt": "2026-03-10T09:00:00.601Z"
          *     }
          */
@@ -1623,7 +1626,32 @@ export interface components {
             hasMore: boolean;
             nextCursor: string | null;
         };
-        /** LineItem */
+        /**
+         * LineItem
+         * @example {
+         *       "object": "line_item",
+         *       "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
+         *       "serviceDate": "2026-03-10",
+         *       "serviceDateEnd": null,
+         *       "system": "urn:service:codesystem:tariff",
+         *       "code": "0190",
+         *       "description": "General practitioner consultation: average duration and complexity",
+         *       "modifiers": [],
+         *       "quantity": 1,
+         *       "unitPrice": 49500,
+         *       "subtotal": 49500,
+         *       "total": 49500,
+         *       "pricingSource": "medical_aid",
+         *       "diagnoses": [
+         *         {
+         *           "system": "http://hl7.org/fhir/sid/icd-10",
+         *           "code": "J06.9",
+         *           "display": "Acute upper respiratory infection, unspecified",
+         *           "primary": true
+         *         }
+         *       ]
+         *     }
+         */
         LineItem: {
             /** @enum {string} */
             object: "line_item";
