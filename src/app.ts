@@ -21,6 +21,7 @@ import { queueClaimFromBill } from './claims/service.ts';
 import { codeSystemRoutes } from './code-systems/routes.ts';
 import { registerConsole } from './console/serve.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
+import { declareOptionalBodies } from './docs/openapi-bodies.ts';
 import { shareErrorResponses, shareNamedSchemas } from './docs/openapi-components.ts';
 import { declareResponseHeaders } from './docs/openapi-headers.ts';
 import { openApiInfo } from './docs/openapi-info.ts';
@@ -124,7 +125,9 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     // Only OpenAPI 3 is produced here.
     transformObject: (built) =>
       shareErrorResponses(
-        declareResponseHeaders(shareNamedSchemas('openapiObject' in built ? built.openapiObject : {})),
+        declareResponseHeaders(
+          declareOptionalBodies(shareNamedSchemas('openapiObject' in built ? built.openapiObject : {})),
+        ),
       ),
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { deepLinking: true } });

@@ -137,10 +137,16 @@ export async function billedInvoice(
   return answer.body.invoice;
 }
 
+/**
+ * A service date two days before the real date (UTC): not after any test practice's today, and within
+ * the 120 days before an invoice's date that a line may bill.
+ */
+export const RECENT_DAY = new Date(Date.now() - 2 * DAY).toISOString().slice(0, 10);
+
 export function lineBody(overrides: Record<string, unknown> = {}) {
   return {
     code: '0191',
-    serviceDate: '2024-03-01',
+    serviceDate: RECENT_DAY,
     quantity: 1,
     unitPrice: 10000,
     ...overrides,

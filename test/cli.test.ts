@@ -591,7 +591,8 @@ describe('admin commands against a running server', () => {
       json(invalid.stdout)
         .errors.map((e: { field: string }) => e.field)
         .sort(),
-      ['permissions.0'],
+      ['allowedIps.0', 'permissions.0'],
+      'both wrong fields: the address rule is the schema pattern, judged with the rest',
     );
 
     const wrongToken = await cli(['admin', 'practices', 'list', '--token', 'adm_wrong'], env);

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { RECENT_DAY } from './billing-fixtures.ts';
 import { addClient } from './contract-suites.ts';
 import {
   type Answer,
@@ -397,7 +398,7 @@ describeEachBackend('codes in a code system', (backend) => {
         body: {
           system: system.url,
           code: 'LX1',
-          serviceDate: '2024-03-01',
+          serviceDate: RECENT_DAY,
           quantity: 1,
           unitPrice: 5000,
           diagnoses: [{ system: system.url, code: 'LD1', primary: true }],

@@ -133,6 +133,7 @@ describeEachBackend('idempotency', (backend) => {
       const elapsed = performance.now() - started;
       clearTimeout(unstick);
       refusedWith(second, 409, 'conflict', undefined, SAME_REQUEST);
+      assert.equal(second.headers.get('retry-after'), '1', 'says when to retry');
       assert.ok(elapsed < 1000, `the 409 took ${Math.round(elapsed)} ms`);
       // counted against the client's own allowance, like every answer it gets
       assert.equal(second.headers.get('x-ratelimit-limit'), String(svc.deps.config.rateLimitPerMinute));
@@ -176,6 +177,7 @@ describeEachBackend('idempotency', (backend) => {
       const elapsed = performance.now() - started;
       clearTimeout(unstick);
       refusedWith(second, 409, 'conflict', undefined, SAME_REQUEST);
+      assert.equal(second.headers.get('retry-after'), '1', 'says when to retry');
       assert.ok(elapsed < 1000, `the 409 took ${Math.round(elapsed)} ms`);
       // counted against the client's own allowance, like every answer it gets
       assert.equal(second.headers.get('x-ratelimit-limit'), String(svc.deps.config.rateLimitPerMinute));

@@ -12,6 +12,8 @@ import {
   ICD10_URL,
   type Json,
   lineBody,
+  plusDays,
+  RECENT_DAY,
   refusedWith,
   TARIFF_URL,
 } from './billing-fixtures.ts';
@@ -49,7 +51,7 @@ describeEachBackend('invoice lines', (backend) => {
     const invoice = await draft();
     const answer = await add(
       invoice.id,
-      lineBody({ quantity: 2.5, unitPrice: 10001, serviceDateEnd: '2024-03-02' }),
+      lineBody({ quantity: 2.5, unitPrice: 10001, serviceDateEnd: plusDays(RECENT_DAY, 1) }),
     );
     assert.equal(answer.status, 201, answer.text);
     assert.equal(answer.body.object, 'invoice');
@@ -67,8 +69,8 @@ describeEachBackend('invoice lines', (backend) => {
       {
         id: undefined,
         description: undefined,
-        serviceDate: '2024-03-01',
-        serviceDateEnd: '2024-03-02',
+        serviceDate: RECENT_DAY,
+        serviceDateEnd: plusDays(RECENT_DAY, 1),
         system: TARIFF_URL,
         code: '0191',
         modifiers: [],
@@ -110,7 +112,7 @@ describeEachBackend('invoice lines', (backend) => {
       { quantity: 9999.9999 },
       { unitPrice: 0 },
       { unitPrice: 1_000_000_000 },
-      { serviceDateEnd: '2024-03-01' },
+      { serviceDateEnd: RECENT_DAY },
       { serviceDateEnd: null, description: null, modifiers: null, diagnoses: null, system: null },
     ];
     for (const change of accepted) {
@@ -131,8 +133,8 @@ describeEachBackend('invoice lines', (backend) => {
       [{ unitPrice: 10.5 }, 'unitPrice'],
       [{ serviceDate: '2024-3-01' }, 'serviceDate'],
       [{ serviceDate: '01-03-2024' }, 'serviceDate'],
-      [{ serviceDate: '2024-03-01T10:00:00Z' }, 'serviceDate'],
-      [{ serviceDateEnd: '2024-02-29' }, 'serviceDateEnd'],
+      [{ serviceDate: `${RECENT_DAY}T10:00:00Z` }, 'serviceDate'],
+      [{ serviceDateEnd: plusDays(RECENT_DAY, -1) }, 'serviceDateEnd'],
       [{ serviceDateEnd: '2024-3-2' }, 'serviceDateEnd'],
       [{ modifiers: ['0011', '0011'] }, 'modifiers'],
       [{ surprise: true }, 'surprise'],

@@ -98,10 +98,14 @@ describe('address guard (unit)', () => {
     for (const address of ['1.1.1.1', '8.8.8.8', '2606:4700:4700::1111', '172.32.0.1', '100.128.0.1'])
       assert.equal(isPublicAddress(address), true, address);
 
+    // An IPv4 address written as one number is no URL form the document states: refused whatever is allowed.
+    const numeric = 'https://2130706433/hook';
     for (const url of REFUSED_URLS) {
       assert.ok(await urlProblem(url, false), url);
+      if (url === numeric) continue;
       assert.equal(await urlProblem(url.replace(/^https?/, 'http'), true), undefined, `${url} when allowed`);
     }
+    assert.match((await urlProblem(numeric, true)) ?? '', /absolute http\(s\) URL/);
     assert.equal(await urlProblem('https://1.1.1.1/hook', false), undefined);
     for (const url of [
       'http://127.0.0.1:9/x',

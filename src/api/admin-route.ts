@@ -18,7 +18,8 @@ import {
 } from '../idempotency/keyed-request.ts';
 import { asOperator, asOperatorHolding, type Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
-import { ProblemSchema } from '../platform/http/schema.ts';
+import { BODY_OPTIONAL, ProblemSchema } from '../platform/http/schema.ts';
+import { nullBodyRefused } from '../platform/http/validation.ts';
 import { adminKeyUse } from './admin-key-use.ts';
 import type { Deps } from './deps.ts';
 
@@ -40,7 +41,13 @@ export interface AdminContext<P, Q, B> {
 export interface AdminResult<R> {
   body: R;
   /** The practice the operation touched, for its audit log. */
-  audit?: { practiceId: string; resourceType: string; resourceId: string };
+  audit?: {
+    practiceId: string;
+    resourceType: string;
+    resourceId: string;
+    /** Why, in the operator's words, when the operation asks for it (closing an invoice). */
+    reason?: string;
+  };
   /** Path (under the service's base address) of the record created, where one can be read. */
   location?: string;
 }
@@ -139,12 +146,15 @@ export function registerAdminScope(
         ...(spec.params ? { params: spec.params } : {}),
         ...(spec.querystring ? { querystring: spec.querystring } : {}),
         ...(spec.body ? { body: spec.body } : {}),
+        ...(spec.bodyOptional && spec.body ? { [BODY_OPTIONAL]: true } : {}),
         response: { [spec.successStatus]: spec.response, '4xx': ProblemSchema, '5xx': ProblemSchema },
       },
-      ...(spec.bodyOptional
+      ...(spec.body
         ? {
             preValidation: async (request: FastifyRequest) => {
-              if (request.body === undefined || request.body === null) request.body = {};
+              if (spec.bodyOptional && (request.body === undefined || request.body === null))
+                request.body = {};
+              else if (request.body === null) throw nullBodyRefused();
             },
           }
         : {}),
@@ -191,7 +201,7 @@ export function registerAdminScope(
               route: `/admin/v1${spec.url}`,
               status: spec.successStatus,
               outcome: 'succeeded',
-              reason: null,
+              reason: done.audit.reason ?? null,
               resourceType: done.audit.resourceType,
               resourceId: done.audit.resourceId,
               patientId: null,

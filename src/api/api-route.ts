@@ -12,6 +12,7 @@ import type { KeyScope, StoredAnswer } from '../idempotency/idempotency-store.ts
 import {
   headerValue,
   idempotencyKeyHeader,
+  type KeyUse,
   type Outcome,
   readIdempotencyKey,
   runKeyed,
@@ -27,8 +28,8 @@ import {
   withoutWrongFields,
   wrongFieldsOf,
 } from '../platform/http/field-rules.ts';
-import { ProblemSchema } from '../platform/http/schema.ts';
-import { toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
+import { BODY_OPTIONAL, ProblemSchema } from '../platform/http/schema.ts';
+import { nullBodyRefused, toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
 import { idPattern } from '../platform/ids.ts';
 import type { Deps } from './deps.ts';
 import { identityOf } from './request-state.ts';
@@ -56,6 +57,8 @@ export interface HandlerResult<R> {
   /** Path of the created record, below the public base URL (for Location). */
   location?: string;
   resource?: { id: string; patientId?: string | null };
+  /** Why, in the caller's words, when the operation asks for it (closing an invoice): the audit row's reason. */
+  reason?: string;
 }
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -73,6 +76,11 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   extraPermissions?: (body: Static<B>) => Permission[];
   /** A creating operation: Idempotency-Key required, answers replayed. */
   creates?: boolean;
+  /**
+   * An action that is not a creation but that a client may retry: an Idempotency-Key is honoured when
+   * sent (answers replayed as on creating operations) and not required.
+   */
+  acceptsIdempotencyKey?: boolean;
   resourceType: string;
   params?: P;
   querystring?: Q;
@@ -97,6 +105,12 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
 
 // biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of routes, each typed at declaration
 export type AnyApiRoute = ApiRouteSpec<any, any, any, any>;
+
+/** Whether the operation requires an Idempotency-Key, honours one when sent, or ignores it. */
+export function keyUseOf(spec: Pick<AnyApiRoute, 'creates' | 'acceptsIdempotencyKey'>): KeyUse {
+  if (spec.creates) return 'required';
+  return spec.acceptsIdempotencyKey ? 'optional' : 'none';
+}
 
 export function defineApiRoute<P extends TSchema, Q extends TSchema, B extends TSchema, R extends TSchema>(
   spec: ApiRouteSpec<P, Q, B, R>,
@@ -139,7 +153,7 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
   const problemResponses = Object.fromEntries(problemStatuses.map((s) => [s, ProblemSchema]));
   const headers = Type.Object(
     {
-      ...idempotencyKeyHeader(spec.creates ? 'required' : 'none'),
+      ...idempotencyKeyHeader(keyUseOf(spec)),
       [PERFORMER_HEADER]: Type.Optional(
         Type.String({
           minLength: 1,
@@ -179,6 +193,7 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
       ...(spec.consumes ? { consumes: ['application/json', ...spec.consumes] } : {}),
       response: { [spec.successStatus]: spec.response, ...problemResponses },
       'x-permission': spec.permission,
+      ...(spec.bodyOptional && spec.body ? { [BODY_OPTIONAL]: true } : {}),
     },
     ...(bodyCheck
       ? {
@@ -186,15 +201,18 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
             route.httpPart === 'body' ? () => true : validatorCompiler(route),
         }
       : {}),
-    config: { permission: spec.permission, creates: spec.creates === true, resourceType: spec.resourceType },
+    config: { permission: spec.permission, keyUse: keyUseOf(spec), resourceType: spec.resourceType },
     // Route hooks only where the route needs them: each is a step of every request.
-    preValidation: spec.bodyOptional
-      ? [
-          async (request) => {
-            if (request.body === undefined || request.body === null) request.body = {};
-          },
-        ]
-      : [],
+    preValidation:
+      spec.bodyOptional || spec.body
+        ? [
+            async (request) => {
+              if (spec.bodyOptional && (request.body === undefined || request.body === null))
+                request.body = {};
+              else if (spec.body && request.body === null) throw nullBodyRefused();
+            },
+          ]
+        : [],
     preHandler: spec.extraPermissions
       ? [async (request) => refuseMissingExtraPermissions(spec, request.auth, request.body)]
       : [],
@@ -314,7 +332,7 @@ function describeForAudit(spec: AnyApiRoute, request: FastifyRequest): string | 
 
 /** The request's Idempotency-Key and its holder (the client), noted for the audit row. */
 function keyScopeOf(request: FastifyRequest, spec: AnyApiRoute, auth: AuthContext): KeyScope | undefined {
-  const key = readIdempotencyKey(request, spec.creates ? 'required' : 'none');
+  const key = readIdempotencyKey(request, keyUseOf(spec));
   if (key === undefined) return undefined;
   request.auditState.idempotencyKey = key;
   return { holder: { practiceId: auth.practice.id, clientId: auth.clientId }, key };
@@ -348,6 +366,7 @@ async function performRoute(
     request.auditState.resourceId = result.resource.id;
     request.auditState.patientId = result.resource.patientId ?? null;
   }
+  if (result.reason) request.auditState.reason = result.reason;
   const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
   return successAnswer(reply, spec.successStatus, result.body, location);
 }

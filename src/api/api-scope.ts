@@ -6,7 +6,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type AuthContext, type AuthResult, authenticate } from '../auth/authenticate.ts';
 import type { Permission } from '../auth/permissions.ts';
-import { headerValue, IDEMPOTENCY_HEADER, keyStillRunning } from '../idempotency/keyed-request.ts';
+import {
+  headerValue,
+  IDEMPOTENCY_HEADER,
+  type KeyUse,
+  keyStillRunning,
+} from '../idempotency/keyed-request.ts';
 import { AppError, problemOf } from '../platform/http/errors.ts';
 import { limitOrRefuse, limitSourceOrRefuse } from '../platform/http/rate-limit.ts';
 import { type AnyApiRoute, registerApiRoute } from './api-route.ts';
@@ -54,8 +59,13 @@ function settle(step: () => Promise<void> | undefined, done: (error?: Error) => 
 }
 
 interface RouteGate {
-  creates?: boolean;
+  /** Whether the route takes an Idempotency-Key (src/api/api-route.ts keyUseOf). */
+  keyUse?: KeyUse;
   permission?: Permission;
+}
+
+function takesKey(gate: RouteGate): boolean {
+  return gate.keyUse !== undefined && gate.keyUse !== 'none';
 }
 
 /**
@@ -64,8 +74,7 @@ interface RouteGate {
  */
 function admitCaller(deps: Deps, request: FastifyRequest, reply: FastifyReply): Promise<void> | undefined {
   const gate = request.routeOptions.config as RouteGate;
-  const creates = gate.creates === true;
-  if (creates && runningHolder(deps, request)) return refuseKeyStillRunning(deps, request, reply);
+  if (takesKey(gate) && runningHolder(deps, request)) return refuseKeyStillRunning(deps, request, reply);
   const result = authenticate(
     deps.db,
     deps.keyCache,
@@ -88,7 +97,7 @@ function admitAuthenticated(
   if (!result.ok) return refuseUnauthenticated(deps, request, reply, result);
   const auth = result.auth;
   request.auth = auth;
-  if (gate.creates === true && request.headers.authorization) {
+  if (takesKey(gate) && request.headers.authorization) {
     deps.inFlight.noteClient(request.headers.authorization, {
       clientId: auth.clientId,
       rateLimitPerMinute: auth.rateLimitPerMinute,
@@ -147,7 +156,7 @@ function runningHolder(deps: Deps, request: FastifyRequest) {
 }
 
 /**
- * A creating request whose Idempotency-Key this process is running already: refused 409 before it is
+ * A request whose Idempotency-Key this process is running already: refused 409 before it is
  * authenticated again, counted against its client's rate limit.
  */
 async function refuseKeyStillRunning(

@@ -2,8 +2,9 @@
 import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
+import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { AppError } from '../platform/http/errors.ts';
-import { DateTime, IdParam, PagingQuery } from '../platform/http/schema.ts';
+import { IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { AuditEventList } from './schemas.ts';
 import * as admin from './service.ts';
 
@@ -26,8 +27,8 @@ export const auditAdminRoutes = [
         method: Type.Optional(Type.String({ minLength: 1, maxLength: 10, pattern: '^[A-Za-z]+$' })),
         path: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
         status: Type.Optional(Type.Integer({ minimum: 0, maximum: 599 })),
-        since: Type.Optional(DateTime),
-        until: Type.Optional(DateTime),
+        since: Type.Optional(OffsetDateTime()),
+        until: Type.Optional(OffsetDateTime()),
       },
       { additionalProperties: false },
     ),

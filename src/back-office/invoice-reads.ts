@@ -178,7 +178,7 @@ export async function invoiceDetail(
     coverages: coverages.map((c) => coverageOf(c, today)),
     payments: payments.map(paymentOf),
     refunds: refunds.map(refundOf),
-    claim: claim ? await readClaim(trx, billing, invoiceId, now) : null,
+    claim: claim ? await readClaim(trx, billing, invoiceId) : null,
     events: events.map((e) => ({
       id: e.id,
       type: e.type,

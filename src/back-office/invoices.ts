@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { CLAIM_STATUSES, Claim, ClaimRequest, ReverseRequest } from '../claims/schemas.ts';
 import { claimItems, claimOf, resubmitClaim, reverseClaim, sendClaim } from '../claims/service.ts';
-import { INVOICE_STATUSES, Invoice } from '../invoices/schemas.ts';
+import { INVOICE_STATUSES, Invoice, NoInput } from '../invoices/schemas.ts';
 import { amendInvoice, invoiceOf, issueInvoice } from '../invoices/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { pageOf } from '../platform/http/cursor.ts';
@@ -141,6 +141,8 @@ export const invoiceAdminRoutes = [
     summary: 'Issue a draft or amending invoice',
     description: 'As `POST /api/v1/invoices/{invoiceId}/issue`.',
     params: InvoiceParams,
+    body: NoInput,
+    bodyOptional: true,
     successStatus: 200,
     response: Invoice,
     handler: async ({ trx, params, now }) => {
@@ -157,6 +159,8 @@ export const invoiceAdminRoutes = [
     summary: 'Reopen an issued invoice for changes',
     description: 'As `POST /api/v1/invoices/{invoiceId}/amend`.',
     params: InvoiceParams,
+    body: NoInput,
+    bodyOptional: true,
     successStatus: 200,
     response: Invoice,
     handler: async ({ trx, params }) => {

@@ -117,7 +117,7 @@ async function prepareSubmission(
   const billing = await practiceBilling(trx, practiceId);
   const record = await readInvoice(trx, practiceId, claim.invoice_id);
   const coverage = (await findCoverage(trx, practiceId, claim.coverage_id))!;
-  const submission = submissionOf(claim, record, coverage, billing.timezone, ctx.now());
+  const submission = submissionOf(claim, record, coverage);
   return { submission, startedAt: claim.submission_started_at, billing, invoiceId: claim.invoice_id };
 }
 

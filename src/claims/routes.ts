@@ -9,7 +9,7 @@ import { Claim, ClaimRequest, ReverseRequest } from './schemas.ts';
 import { claimItems, claimOf, readClaim, resubmitClaim, reverseClaim, sendClaim } from './service.ts';
 
 const InvoiceParam = IdParam('invoiceId', 'Invoice id (`inv_...`).');
-const SEND_ERRORS = [400, 401, 403, 404, 413, 415, 422, 429, 500, 503];
+const SEND_ERRORS = [400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503];
 
 /**
  * A 202 with the claim as it is now, and in Location the address to follow it at. The claim was just
@@ -34,6 +34,7 @@ export const claimRoutes = [
     tag: 'Claims',
     permission: 'CLAIMS:EXECUTE',
     resourceType: 'claim',
+    acceptsIdempotencyKey: true,
     params: InvoiceParam,
     body: ClaimRequest,
     bodyOptional: true,
@@ -59,8 +60,8 @@ export const claimRoutes = [
     successStatus: 200,
     response: Claim,
     errorStatuses: [401, 403, 404, 429, 500, 503],
-    handler: async ({ trx, practiceId, params, now }) => ({
-      body: await readClaim(trx, await practiceBilling(trx, practiceId), params.invoiceId, now),
+    handler: async ({ trx, practiceId, params }) => ({
+      body: await readClaim(trx, await practiceBilling(trx, practiceId), params.invoiceId),
       resource: { id: params.invoiceId },
     }),
   }),
@@ -74,6 +75,7 @@ export const claimRoutes = [
     tag: 'Claims',
     permission: 'CLAIMS:EXECUTE',
     resourceType: 'claim',
+    acceptsIdempotencyKey: true,
     params: InvoiceParam,
     body: ClaimRequest,
     bodyOptional: true,
@@ -97,6 +99,7 @@ export const claimRoutes = [
     tag: 'Claims',
     permission: 'CLAIMS:EXECUTE',
     resourceType: 'claim',
+    acceptsIdempotencyKey: true,
     params: InvoiceParam,
     body: ReverseRequest,
     bodyOptional: true,

@@ -17,7 +17,6 @@ import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { readInvoice, touchInvoice } from '../invoices/service.ts';
 import type { InvoiceRecord, InvoiceRow } from '../invoices/store.ts';
 import { enqueueJob } from '../jobs/queue.ts';
-import { dateIn } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
@@ -82,16 +81,11 @@ export function claimOf(row: ClaimRow, items: ClaimItemRow[], invoiceClaimable: 
   };
 }
 
-export async function readClaim(
-  trx: Trx,
-  billing: PracticeBilling,
-  invoiceId: string,
-  now: Date,
-): Promise<Claim> {
+export async function readClaim(trx: Trx, billing: PracticeBilling, invoiceId: string): Promise<Claim> {
   const record = await readInvoice(trx, billing.id, invoiceId);
   const claim = await findClaimOfInvoice(trx, billing.id, invoiceId);
   if (!claim) throw notFound('Claim');
-  const readiness = await claimReadiness(trx, billing, record, {}, claim.coverage_id, now);
+  const readiness = await claimReadiness(trx, billing, record, {}, claim.coverage_id);
   return claimOf(claim, await claimItems(trx, billing.id, claim.id), readiness.ready);
 }
 
@@ -143,7 +137,6 @@ async function claimReadiness(
   record: InvoiceRecord,
   request: ClaimRequest,
   lastCoverageId: string | null,
-  now: Date,
   known?: CoverageRow | null,
 ): Promise<{ ready: true; coverage: CoverageRow } | { ready: false; reason: string }> {
   const invoice = record.invoice;
@@ -178,12 +171,13 @@ async function claimReadiness(
     if (coverage) return { ready: true, coverage };
     if (request.coverageId) throw notPatientsCoverage();
   }
-  const today = dateIn(billing.timezone, now);
-  const active = await firstActiveCoverage(trx, billing.id, invoice.patient_id, today);
+  const servicedOn = record.lines.map((line) => line.service_date);
+  const active = await firstActiveCoverage(trx, billing.id, invoice.patient_id, servicedOn);
   if (!active) {
     return {
       ready: false,
-      reason: "The patient has no active coverage; add one to the patient's coverages or send coverageId.",
+      reason:
+        "The patient has no active coverage on the invoice's dates of service; add one to the patient's coverages or send coverageId.",
     };
   }
   return { ready: true, coverage: active };
@@ -212,7 +206,7 @@ async function queueSubmission(
             prepared: {
               invoiceId: claim.invoice_id,
               startedAt: claim.submission_started_at.toISOString(),
-              submission: submissionOf(claim, sentFor.record, sentFor.coverage, billing.timezone, now),
+              submission: submissionOf(claim, sentFor.record, sentFor.coverage),
             },
           }
         : {}),
@@ -259,7 +253,7 @@ async function sendClaimOf(
       `Invoice ${record.invoice.number} already has a claim that is ${existing.status}; ${next}.`,
     );
   }
-  const readiness = await claimReadiness(trx, billing, record, request, null, now, knownCoverage);
+  const readiness = await claimReadiness(trx, billing, record, request, null, knownCoverage);
   if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
   const claim = await insertClaim(trx, {
     practice_id: billing.id,
@@ -328,7 +322,6 @@ async function resubmission(
   record: InvoiceRecord,
   claim: ClaimRow,
   request: ClaimRequest,
-  now: Date,
 ): Promise<{ ready: true; coverage: CoverageRow } | { ready: false; reason: string }> {
   if (!RESUBMITTABLE.includes(claim.status)) {
     return {
@@ -336,7 +329,7 @@ async function resubmission(
       reason: `The claim is ${claim.status}; only a rejected, reversed or partially accepted claim can be resubmitted.`,
     };
   }
-  return claimReadiness(trx, billing, record, request, claim.coverage_id, now);
+  return claimReadiness(trx, billing, record, request, claim.coverage_id);
 }
 
 export async function resubmitClaim(
@@ -350,7 +343,7 @@ export async function resubmitClaim(
   const claim = await findClaimOfInvoice(trx, billing.id, invoiceId, true);
   if (!claim)
     throw new AppError('business_rule', `Invoice ${record.invoice.number} has no claim yet; send it first.`);
-  const readiness = await resubmission(trx, billing, record, claim, request, now);
+  const readiness = await resubmission(trx, billing, record, claim, request);
   if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
   if (claim.status === 'partially_accepted') {
     // Accepted lines must not be billed twice: reverse first, then send again by itself, under the

@@ -4,18 +4,15 @@
 // claim.submit job, so the job need not read them again; a job queued without it (a resubmission after
 // a reversal) builds it from the rows. The invoice cannot change while its claim is submitting, so the
 // two are the same.
-import { type CoverageRow, isCoverageActive } from '../insurance/service.ts';
+import { type CoverageRow, isCoverageActiveOn } from '../insurance/service.ts';
 import type { ClaimSubmission } from '../insurer/port.ts';
 import type { InvoiceRecord } from '../invoices/store.ts';
-import { dateIn } from '../platform/clock.ts';
 import type { ClaimRow } from './store.ts';
 
 export function submissionOf(
   claim: Pick<ClaimRow, 'id' | 'submission_id' | 'currency' | 'place_of_service_code'>,
   record: InvoiceRecord,
   coverage: CoverageRow,
-  timezone: string,
-  now: Date,
 ): ClaimSubmission {
   return {
     submissionId: claim.submission_id,
@@ -27,7 +24,11 @@ export function submissionOf(
       planId: coverage.plan_id,
       memberNumber: coverage.member_number,
       dependentCode: coverage.dependent_code,
-      membershipActive: isCoverageActive(coverage, dateIn(timezone, now)),
+      // Judged on the dates of service, not the day the claim is sent.
+      membershipActive: isCoverageActiveOn(
+        coverage,
+        record.lines.map((line) => line.service_date),
+      ),
     },
     lines: record.lines.map((line, index) => {
       const primary = line.diagnoses.find((d) => d.primary);

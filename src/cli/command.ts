@@ -104,9 +104,12 @@ function kindOf(schema: Schema): FlagKind {
 
 const FORMATS: Record<string, string> = {
   'date-time': 'an ISO 8601 date-time, e.g. 2027-01-31T00:00:00Z',
+  'offset-date-time': 'e.g. 2027-01-31T00:00:00Z',
   date: 'YYYY-MM-DD',
   uri: 'a URL',
 };
+
+const MAX_LISTED_CHOICES = 50;
 
 /** What the schema allows, said briefly, for a field without a description: its length or range. */
 function limitsOf(
@@ -123,7 +126,9 @@ function helpOf(schema: Schema, kind: FlagKind): string {
   const s = nonNull(schema);
   const parts: string[] = [];
   const items = kind === 'list' ? nonNull(s.items ?? {}) : undefined;
-  const values = choices(items ?? s);
+  // A long list (the time zones) is left to the OpenAPI document.
+  const all = choices(items ?? s);
+  const values = all && all.length <= MAX_LISTED_CHOICES ? all : undefined;
   const limits = values || (s.format && FORMATS[s.format]) ? undefined : limitsOf(items ?? s);
   if (s.description) parts.push(s.description.replace(/`/g, '').replace(/\.$/, ''));
   else if (limits) parts.push(items ? `each ${limits}` : limits);

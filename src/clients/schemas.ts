@@ -1,6 +1,8 @@
 // Owns the shapes of integration clients and their API keys as the operator API shows them.
 import { Type } from 'typebox';
+import { ALLOWED_IP_PATTERN } from '../auth/ip-allow-list.ts';
 import { PERMISSIONS } from '../auth/permissions.ts';
+import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { Enum, ListOf, Nullable, Text } from '../platform/http/schema.ts';
 
 export const ClientRequest = Type.Object(
@@ -9,7 +11,12 @@ export const ClientRequest = Type.Object(
     permissions: Type.Array(Enum(PERMISSIONS), { maxItems: PERMISSIONS.length, uniqueItems: true }),
     allowedIps: Type.Optional(
       Type.Array(
-        Type.String({ minLength: 2, maxLength: 64, description: 'IPv4 or IPv6 address or CIDR range.' }),
+        Type.String({
+          minLength: 2,
+          maxLength: 64,
+          pattern: ALLOWED_IP_PATTERN,
+          description: 'IPv4 or IPv6 address or CIDR range.',
+        }),
         {
           maxItems: 100,
         },
@@ -41,7 +48,7 @@ export const MAX_GRACE_SECONDS = 30 * 24 * 3600;
 
 export const KeyRequest = Type.Object(
   {
-    expiresAt: Type.Optional(Nullable(Type.String({ format: 'date-time' }))),
+    expiresAt: Type.Optional(Nullable(OffsetDateTime())),
     expireOldKeyId: Type.Optional(
       Type.String({
         minLength: 1,
@@ -64,11 +71,9 @@ export const KeyRequest = Type.Object(
 
 export const KeyExpiryRequest = Type.Object(
   {
-    expiresAt: Type.String({
-      format: 'date-time',
-      description:
-        'When the key stops working; now or earlier stops it at once. A later expiry it already has is shortened, never lengthened.',
-    }),
+    expiresAt: OffsetDateTime(
+      'When the key stops working; now or earlier stops it at once. A later expiry it already has is shortened, never lengthened.',
+    ),
   },
   { title: 'ApiKeyExpiryRequest', additionalProperties: false },
 );

@@ -1,5 +1,6 @@
 // Owns the CodeSystem and CodeConcept shapes and their requests.
 import { type Static, Type } from 'typebox';
+import { explainedPattern } from '../platform/http/patterns.ts';
 import { Enum, ListOf, Nullable } from '../platform/http/schema.ts';
 
 export const USAGES = [
@@ -16,11 +17,21 @@ export const USAGES = [
 
 export const Usage = Enum(USAGES, { description: 'Kind of record the codes are picked for.' });
 
+/**
+ * A name makes the system's url from its letters and digits (slugOf in ./service.ts keeps ASCII ones),
+ * so it needs one.
+ */
+export const SYSTEM_NAME_PATTERN = explainedPattern(
+  '[A-Za-z0-9]',
+  'must contain at least one letter or digit (A-Z, a-z, 0-9): they make the url',
+);
+
 export const CodeSystemRequest = Type.Object(
   {
     name: Type.String({
       minLength: 1,
       maxLength: 60,
+      pattern: SYSTEM_NAME_PATTERN,
       description:
         'Makes the url (`urn:service:organization:<practice id>:codesystem:<slug of name>`), so it cannot change.',
     }),

@@ -92,7 +92,8 @@ async function practiceSystem(
 
 /**
  * The wrong fields of a code system request by the service's rules (those its schema let through):
- * the name must make a url, and a practice's existing system keeps its name.
+ * a practice's existing system keeps its name. (That a name makes a url, having a letter or digit of
+ * its own slug, is its schema's pattern, SYSTEM_NAME_PATTERN.)
  */
 export function codeSystemRuleErrors(
   request: Partly<CodeSystemRequest>,
@@ -107,9 +108,6 @@ export function codeSystemRuleErrors(
         message: `name cannot change once the system exists (it is "${current.name}")`,
       },
     ];
-  }
-  if (slugOf(request.name) === '') {
-    return [{ field: 'name', code: 'invalid', message: 'name must contain at least one letter or digit' }];
   }
   return [];
 }

@@ -13,6 +13,25 @@ export function usageMismatch(code: ResolvedCode, wanted: CodeUsage): string {
   return `is a code of ${code.system} for ${kinds}, not a ${wanted} code`;
 }
 
+/**
+ * Refuses a diagnosis picked twice on one record (the same system and code), naming the repeat's code
+ * and the first: a visit and an invoice line each record a diagnosis once. `field` is the element's
+ * path (`diagnoses.2`).
+ */
+export function refuseRepeatedDiagnoses(
+  diagnoses: ReadonlyArray<{ field: string; system: string; code: string }>,
+  record: 'visit' | 'line',
+  invalid: (field: string, message: string) => void,
+): void {
+  const firstOf = new Map<string, string>();
+  for (const d of diagnoses) {
+    const key = `${d.system}|${d.code}`;
+    const first = firstOf.get(key);
+    if (first) invalid(`${d.field}.code`, `repeats ${first}: a diagnosis is recorded once per ${record}`);
+    else firstOf.set(key, d.field);
+  }
+}
+
 /** A code picked on a record: the fields its errors name, the kind it is picked for, its system and code. */
 export interface PickedCoding {
   systemField: string;

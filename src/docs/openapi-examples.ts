@@ -67,6 +67,7 @@ const issuedInvoice = {
   amountPaid: 0,
   balanceDue: 123_750,
   lineItems: lines,
+  closingReason: null,
   updatedAt: '2026-03-10T09:00:00.466Z',
 };
 
@@ -172,6 +173,7 @@ export const EXAMPLES: Record<string, unknown[]> = {
     },
   ],
   InvoiceLine: [lines[0]],
+  LineItem: [{ object: 'line_item', ...lines[0] }],
   Invoice: [
     issuedInvoice,
     {

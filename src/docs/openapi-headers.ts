@@ -49,7 +49,9 @@ function headersFor(status: string, operation: Json, publicApi: boolean): Json {
   const idempotent = parameters.some((p) => p.in === 'header' && p.name === 'idempotency-key');
   if (status === '201' || (status === '202' && publicApi)) headers.Location = ref('Location');
   if (idempotent && status.startsWith('2')) headers['Idempotent-Replayed'] = ref('IdempotentReplayed');
-  if (status === '429' || status === '503') headers['Retry-After'] = ref('RetryAfter');
+  // A 409 of an operation taking an Idempotency-Key may be the key still running, which says when to retry.
+  if (status === '429' || status === '503' || (status === '409' && idempotent))
+    headers['Retry-After'] = ref('RetryAfter');
   if (status === '405') headers.Allow = ref('Allow');
   if (status === '401') headers['WWW-Authenticate'] = ref('WwwAuthenticate');
   return headers;

@@ -1,5 +1,6 @@
 // Owns the Encounter resource and EncounterRequest shapes.
 import { type Static, Type } from 'typebox';
+import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { Enum, ListOf, Nullable } from '../platform/http/schema.ts';
 
 export const ENCOUNTER_STATUSES = [
@@ -30,13 +31,6 @@ export const PROCEDURE_STATUSES = [
   'entered_in_error',
 ] as const;
 
-/** Full ISO 8601 date-time, seconds optional, offset mandatory; the calendar check is in the service. */
-const OffsetDateTime = Type.String({
-  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})$',
-  description:
-    'ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`); seconds optional. Returned in UTC.',
-});
-
 const Coding = {
   system: Type.Optional(
     Nullable(
@@ -63,8 +57,8 @@ export const EncounterRequest = Type.Object(
     status: Type.Optional(Enum(['completed'], { description: 'Only `completed`; the default.' })),
     patientId: Type.String({ minLength: 1, maxLength: 100 }),
     practitionerId: Type.String({ minLength: 1, maxLength: 100 }),
-    start: OffsetDateTime,
-    end: OffsetDateTime,
+    start: OffsetDateTime('Returned in UTC.'),
+    end: OffsetDateTime('Returned in UTC.'),
     diagnoses: Type.Array(Type.Object(Coding, { additionalProperties: false }), {
       minItems: 1,
       maxItems: 12,

@@ -4,9 +4,10 @@
 // code), of the kind the field takes (condition codes for diagnoses, procedure codes for procedures),
 // each diagnosis once, and the service's own wording replaces any display sent; a procedure's
 // diagnosisCodes must name diagnoses of the same visit. The patient and practitioner must be the practice's.
-import { type CodeUsage, judgeCodings } from '../code-systems/usage.ts';
+import { type CodeUsage, judgeCodings, refuseRepeatedDiagnoses } from '../code-systems/usage.ts';
 import { patientExists } from '../patients/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { parseOffsetDateTime } from '../platform/http/date-time.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { noWrongFields, type Partly, type WrongField } from '../platform/http/field-rules.ts';
 import { newId } from '../platform/ids.ts';
@@ -19,6 +20,14 @@ export { listEncounters } from './store.ts';
 
 export const MAX_DAYS_AGO = 120;
 const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The earliest service date a record made on `date` (YYYY-MM-DD) can bill: a visit may start at most
+ * MAX_DAYS_AGO days before it is recorded, and an invoice line at most as long before its invoice's date.
+ */
+export function earliestServiceDate(date: string): string {
+  return new Date(Date.parse(`${date}T00:00:00Z`) - MAX_DAYS_AGO * DAY_MS).toISOString().slice(0, 10);
+}
 
 export function encounterOf(record: EncounterRecord): Encounter {
   const e = record.encounter;
@@ -48,23 +57,6 @@ export function encounterOf(record: EncounterRecord): Encounter {
     })),
     updatedAt: e.updated_at.toISOString(),
   };
-}
-
-/** Parses a date-time the schema's pattern already shaped, checking that its calendar date and clock time exist. */
-export function parseOffsetDateTime(value: string): Date | undefined {
-  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|([+-])(\d{2}):(\d{2}))$/.exec(
-    value,
-  );
-  if (!m) return undefined;
-  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '0'].map(
-    Number,
-  ) as number[];
-  const daysInMonth = new Date(Date.UTC(year!, month!, 0)).getUTCDate();
-  if (month! < 1 || month! > 12 || day! < 1 || day! > daysInMonth) return undefined;
-  if (hour! > 23 || minute! > 59 || second! > 59) return undefined;
-  if (m[7] !== 'Z' && (Number(m[9]) > 23 || Number(m[10]) > 59)) return undefined;
-  const parsed = new Date(value);
-  return Number.isNaN(parsed.getTime()) ? undefined : parsed;
 }
 
 /** What the service's rules make of a visit request: its wrong fields, its times and resolved codes. */
@@ -120,13 +112,7 @@ async function inspectEncounter(
     );
   const diagnoses = codingsOf(request.diagnoses, 'diagnoses', 'condition', conditionSystem);
   const procedures = codingsOf(request.procedures, 'procedures', 'procedure', procedureSystem);
-  const firstOf = new Map<string, string>();
-  for (const d of diagnoses) {
-    const key = `${d.system}|${d.code}`;
-    const first = firstOf.get(key);
-    if (first) invalid(`${d.field}.code`, `repeats ${first}: a diagnosis is recorded once per visit`);
-    else firstOf.set(key, d.field);
-  }
+  refuseRepeatedDiagnoses(diagnoses, 'visit', invalid);
   const codings = [...diagnoses, ...procedures].map((c) => ({
     ...c,
     systemField: `${c.field}.system`,

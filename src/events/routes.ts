@@ -3,8 +3,9 @@
 import { Type } from 'typebox';
 import { defineApiRoute } from '../api/api-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
+import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { AppError } from '../platform/http/errors.ts';
-import { DateTime, Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
+import { Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { EVENT_TYPES, Event, EventList, eventBody } from './schemas.ts';
 import { EVENT_RETENTION_DAYS, eventRow, listEventRows, retainedSince } from './service.ts';
 
@@ -30,7 +31,7 @@ export const eventRoutes = [
             description: 'Event types to keep; repeat the parameter for several.',
           }),
         ),
-        createdSince: Type.Optional(DateTime),
+        createdSince: Type.Optional(OffsetDateTime()),
         after: Type.Optional(
           Type.String({
             minLength: 1,

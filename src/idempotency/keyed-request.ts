@@ -81,11 +81,15 @@ function fingerprintOf(request: FastifyRequest): string {
     .digest('hex');
 }
 
+/** Seconds a repeat of a running request is told to wait: most requests finish well within it. */
+export const KEY_RUNNING_RETRY_AFTER_SECONDS = 1;
+
 /** The 409 for a request whose Idempotency-Key another request, here or elsewhere, is running. */
 export function keyStillRunning(): AppError {
   return new AppError(
     'conflict',
-    'A request with this Idempotency-Key is still running. Wait and retry with the same key.',
+    'A request with this Idempotency-Key is still running. Wait the seconds in Retry-After and retry with the same key.',
+    { headers: { 'retry-after': String(KEY_RUNNING_RETRY_AFTER_SECONDS) } },
   );
 }
 

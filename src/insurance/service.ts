@@ -1,5 +1,6 @@
-// Owns the rules for insurance plans and coverages. A coverage is active while its plan is offered
-// and today (in the practice's time zone) lies within its start and end dates (either may be open).
+// Owns the rules for insurance plans and coverages. A coverage is active on a day while its plan is
+// offered and the day lies within its start and end dates (either may be open); membership is judged
+// on the date of service, and a coverage's `active` field on today in the practice's time zone.
 // A patient's first active coverage is the active one registered earliest (then by id): that is the
 // default coverage a bill or claim uses.
 
@@ -103,14 +104,25 @@ export async function patientCoverages(
   return listCoverages(trx, practiceId, patientId);
 }
 
-/** The patient's first active coverage, or undefined when none is active today. */
+/**
+ * Whether the membership covers every date of service given (the dates of a claim's lines): judged on
+ * the days the services were given, not on the day they are billed or claimed.
+ */
+export function isCoverageActiveOn(row: CoverageRow, servicedOn: readonly string[]): boolean {
+  return servicedOn.every((date) => isCoverageActive(row, date));
+}
+
+/**
+ * The patient's first coverage active on every date of service given (a visit's date, an invoice's
+ * lines' dates), or undefined when none is.
+ */
 export async function firstActiveCoverage(
   trx: Trx,
   practiceId: string,
   patientId: string,
-  today: string,
+  servicedOn: readonly string[],
 ): Promise<CoverageRow | undefined> {
-  return (await listCoverages(trx, practiceId, patientId)).find((c) => isCoverageActive(c, today));
+  return (await listCoverages(trx, practiceId, patientId)).find((c) => isCoverageActiveOn(c, servicedOn));
 }
 
 export async function readCoverage(trx: Trx, practiceId: string, coverageId: string): Promise<CoverageRow> {

@@ -27,7 +27,13 @@ export interface ClaimSubmission {
   invoiceNumber: string;
   currency: string;
   placeOfServiceCode: string | null;
-  member: { planId: string; memberNumber: string; dependentCode: string | null; membershipActive: boolean };
+  member: {
+    planId: string;
+    memberNumber: string;
+    dependentCode: string | null;
+    /** Whether the membership was active on every line's date of service. */
+    membershipActive: boolean;
+  };
   lines: ClaimLineMessage[];
 }
 

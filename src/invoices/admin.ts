@@ -122,7 +122,12 @@ const closingRoutes = CLOSINGS.map((c) =>
       const record = await closeInvoice(trx, billing, params.invoiceId, c.closing, body.reason, now);
       return {
         body: invoiceOf(record),
-        audit: { practiceId: params.practiceId, resourceType: 'invoice', resourceId: params.invoiceId },
+        audit: {
+          practiceId: params.practiceId,
+          resourceType: 'invoice',
+          resourceId: params.invoiceId,
+          reason: body.reason,
+        },
       };
     },
   }),

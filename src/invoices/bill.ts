@@ -70,7 +70,13 @@ export async function billEncounter(
   refuseClaimWithoutIssue(request);
   const visit = await lockUnbilledVisit(trx, billing, encounterId);
   const today = dateIn(billing.timezone, now);
-  const pricingCoverage = await pricingCoverageOf(trx, billing, visit.encounter.patient_id, request, today);
+  const pricingCoverage = await pricingCoverageOf(
+    trx,
+    billing,
+    visit.encounter.patient_id,
+    request,
+    dateIn(billing.timezone, visit.encounter.start_at),
+  );
   const invoiceId = newId('invoice');
   const patient = await findPatient(trx, billing.id, visit.encounter.patient_id);
   if (!patient) throw notFound('Patient');
@@ -147,15 +153,18 @@ async function lockUnbilledVisit(trx: Trx, billing: PracticeBilling, encounterId
   return visit;
 }
 
-/** The coverage whose plan prices the lines: the one asked for (the patient's), else the first active one. */
+/**
+ * The coverage whose plan prices the lines: the one asked for (the patient's), else the first one
+ * active on the visit's date of service.
+ */
 async function pricingCoverageOf(
   trx: Trx,
   billing: PracticeBilling,
   patientId: string,
   request: BillRequest,
-  today: string,
+  servicedOn: string,
 ): Promise<CoverageRow | undefined> {
-  if (!request.coverageId) return firstActiveCoverage(trx, billing.id, patientId, today);
+  if (!request.coverageId) return firstActiveCoverage(trx, billing.id, patientId, [servicedOn]);
   const coverage = await coverageOfPatient(trx, billing.id, patientId, request.coverageId);
   if (!coverage) throw notPatientsCoverage();
   return coverage;

@@ -1,10 +1,12 @@
 // Owns invoice lines: resolving a requested line's code (a procedure code), wording, modifiers and
-// diagnoses (condition codes), refusing service dates after today (reporting every wrong field at once), pricing it with integer arithmetic, and adding, replacing or deleting a
-// line while the invoice is a draft or amending.
+// diagnoses (condition codes, each once), refusing service dates after today or further before the
+// invoice's date than a visit may start (reporting every wrong field at once), pricing it with
+// integer arithmetic, and adding, replacing or deleting a line while the invoice is a draft or amending.
 
 import type { Selectable } from 'kysely';
 import { modifiersOf } from '../code-systems/store.ts';
-import { judgeCodings, type PickedCoding } from '../code-systems/usage.ts';
+import { judgeCodings, type PickedCoding, refuseRepeatedDiagnoses } from '../code-systems/usage.ts';
+import { earliestServiceDate, MAX_DAYS_AGO } from '../encounters/service.ts';
 import { dateIn } from '../platform/clock.ts';
 import type { LineDiagnosis } from '../platform/db/column-types.ts';
 import type { InvoiceLinesTable } from '../platform/db/tables.ts';
@@ -25,6 +27,9 @@ export type LineValues = Omit<
   'practice_id' | 'id' | 'invoice_id' | 'position' | 'procedure_id' | 'diagnoses'
 > & { diagnoses: LineDiagnosis[] };
 
+/** What a line's rules read of its invoice: whose default code systems apply, and its date. */
+type LineInvoice = Pick<InvoiceRecord['invoice'], 'practitioner_id' | 'date'>;
+
 async function practitionerDefaults(trx: Trx, practiceId: string, practitionerId: string | null) {
   return defaultSystemsOf(
     practitionerId ? await findPractitioner(trx, practiceId, practitionerId) : undefined,
@@ -35,7 +40,7 @@ async function practitionerDefaults(trx: Trx, practiceId: string, practitionerId
 async function inspectLine(
   trx: Trx,
   billing: PracticeBilling,
-  practitionerId: string | null,
+  invoice: LineInvoice,
   request: Partly<LineItemRequest>,
   now: Date,
   wrong: WrongField,
@@ -45,7 +50,7 @@ async function inspectLine(
   const invalid = (field: string, message: string): void => {
     errors.push({ field, code: 'invalid', message: `${field} ${message}` });
   };
-  const defaults = await practitionerDefaults(trx, practiceId, practitionerId);
+  const defaults = await practitionerDefaults(trx, practiceId, invoice.practitioner_id);
   // A code is judged only in a system the schema let through.
   const systemKnown = !wrong('system');
   const system = request.system ?? defaults.procedure;
@@ -85,6 +90,11 @@ async function inspectLine(
   const lineCode = request.code === undefined ? undefined : resolved.get(`${system}|${request.code}`);
   if ((request.diagnoses ?? []).filter((d) => d?.primary === true).length > 1)
     invalid('diagnoses', 'can have only one primary diagnosis');
+  refuseRepeatedDiagnoses(
+    diagnoses.flatMap((d, i) => (d === undefined ? [] : [{ field: `diagnoses.${i}`, ...d }])),
+    'line',
+    invalid,
+  );
 
   // A service is billed once it was given: no date after today in the practice's time zone.
   const today = dateIn(billing.timezone, now);
@@ -92,6 +102,13 @@ async function inspectLine(
     invalid('serviceDate', `cannot be in the future (today is ${today} in ${billing.timezone})`);
   if (request.serviceDateEnd && request.serviceDateEnd > today)
     invalid('serviceDateEnd', `cannot be in the future (today is ${today} in ${billing.timezone})`);
+  // As for a visit: a service given more than MAX_DAYS_AGO days before the invoice's date is not billed.
+  const earliest = earliestServiceDate(invoice.date);
+  if (request.serviceDate !== undefined && request.serviceDate < earliest)
+    invalid(
+      'serviceDate',
+      `cannot be more than ${MAX_DAYS_AGO} days before the invoice's date ${invoice.date} (earliest ${earliest})`,
+    );
   if (
     request.serviceDateEnd &&
     request.serviceDate !== undefined &&
@@ -126,20 +143,20 @@ export async function lineRuleErrors(
   wrong: WrongField,
 ): Promise<FieldError[]> {
   const record = await readInvoice(trx, billing.id, invoiceId);
-  return (await inspectLine(trx, billing, record.invoice.practitioner_id, request, now, wrong)).errors;
+  return (await inspectLine(trx, billing, record.invoice, request, now, wrong)).errors;
 }
 
 export async function resolveLine(
   trx: Trx,
   billing: PracticeBilling,
-  practitionerId: string | null,
+  invoice: LineInvoice,
   request: LineItemRequest,
   now: Date,
 ): Promise<LineValues> {
   const { errors, defaults, system, resolved, lineCode, percentages } = await inspectLine(
     trx,
     billing,
-    practitionerId,
+    invoice,
     request,
     now,
     noWrongFields,
@@ -205,7 +222,7 @@ export async function addLine(
   now: Date,
 ) {
   const record = await editableInvoice(trx, billing, invoiceId);
-  const values = await resolveLine(trx, billing, record.invoice.practitioner_id, request, now);
+  const values = await resolveLine(trx, billing, record.invoice, request, now);
   const position = record.lines.reduce((max, l) => Math.max(max, l.position), 0) + 1;
   const id = newId('lineItem');
   await insertLine(trx, {
@@ -237,7 +254,7 @@ export async function replaceLine(
   const record = await readInvoice(trx, billing.id, invoiceId, true);
   requireLine(record, lineId);
   requireEditable(record);
-  const values = await resolveLine(trx, billing, record.invoice.practitioner_id, request, now);
+  const values = await resolveLine(trx, billing, record.invoice, request, now);
   await updateLine(trx, billing.id, lineId, lineColumns(values));
   await touchInvoiceLines(trx, billing, invoiceId);
   return readInvoice(trx, billing.id, invoiceId);

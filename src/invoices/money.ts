@@ -6,6 +6,8 @@
 //   tax      = round(totalNet × VAT basis points / 10000); totalGross = totalNet + tax
 
 export const QUANTITY_SCALE = 10_000n;
+/** The contract's bound on every amount field: integers within ±(2^53 - 1), exact in JSON numbers. */
+export const MAX_AMOUNT = Number.MAX_SAFE_INTEGER;
 const BASIS = 10_000n;
 
 /** Divides with rounding half away from zero. */

@@ -6,8 +6,9 @@ import type { Permission } from '../auth/permissions.ts';
 import { findCoverage } from '../insurance/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { pageOf, wholeList } from '../platform/http/cursor.ts';
+import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { AppError } from '../platform/http/errors.ts';
-import { DateTime, Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
+import { Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
 import { practiceBilling } from '../practices/service.ts';
 import { billEncounter, type ClaimQueuer } from './bill.ts';
 import { closeInvoice } from './closing.ts';
@@ -20,9 +21,10 @@ import {
   CloseInvoiceRequest,
   INVOICE_STATUSES,
   Invoice,
-  InvoiceLine,
   InvoiceList,
+  LineItem,
   LineItemRequest,
+  NoInput,
   Payment,
   PaymentList,
   PaymentRequest,
@@ -138,7 +140,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       resourceType: 'invoice',
       querystring: Type.Object(
         {
-          updatedSince: Type.Optional(DateTime),
+          updatedSince: Type.Optional(OffsetDateTime()),
           patientId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
           encounterId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
           status: Type.Optional(Enum(INVOICE_STATUSES)),
@@ -209,20 +211,20 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       operationId: 'getLineItem',
       summary: 'Read one line of an invoice',
       description:
-        "The line as it stands in the invoice's `lineItems`; the address `POST /invoices/{invoiceId}/line-items` answers in `Location`.",
+        "The line as it stands in the invoice's `lineItems`, with `object` `line_item`; the address `POST /invoices/{invoiceId}/line-items` answers in `Location`.",
       tag: 'Invoices',
       permission: 'INVOICES:READ',
       resourceType: 'invoice',
       params: LineParams,
       successStatus: 200,
-      response: InvoiceLine,
+      response: LineItem,
       errorStatuses: READ_ERRORS,
       handler: async ({ trx, practiceId, params }) => {
         const record = await readInvoice(trx, practiceId, params.invoiceId);
         const line = invoiceOf(record).lineItems.find((l) => l.id === params.lineItemId);
         if (!line) throw new AppError('not_found', 'Line item was not found.');
         return {
-          body: line,
+          body: { object: 'line_item' as const, ...line },
           resource: { id: record.invoice.id, patientId: record.invoice.patient_id },
         };
       },
@@ -343,9 +345,11 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       permission: 'INVOICES:UPDATE',
       resourceType: 'invoice',
       params: InvoiceParam,
+      body: NoInput,
+      bodyOptional: true,
       successStatus: 200,
       response: Invoice,
-      errorStatuses: [401, 403, 404, 422, 429, 500, 503],
+      errorStatuses: [400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
       handler: async ({ trx, practiceId, params, now }) => {
         const record = await issueInvoice(trx, await billingFor(trx, practiceId), params.invoiceId, now);
         return {
@@ -365,9 +369,11 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       permission: 'INVOICES:UPDATE',
       resourceType: 'invoice',
       params: InvoiceParam,
+      body: NoInput,
+      bodyOptional: true,
       successStatus: 200,
       response: Invoice,
-      errorStatuses: [401, 403, 404, 422, 429, 500, 503],
+      errorStatuses: [400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
       handler: async ({ trx, practiceId, params }) => {
         const record = await amendInvoice(trx, await billingFor(trx, practiceId), params.invoiceId);
         return {
@@ -386,17 +392,19 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       tag: 'Invoices',
       permission: 'INVOICES:UPDATE',
       resourceType: 'invoice',
+      acceptsIdempotencyKey: true,
       params: InvoiceParam,
       body: CloseInvoiceRequest,
       successStatus: 200,
       response: Invoice,
-      errorStatuses: [400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
+      errorStatuses: [400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503],
       handler: async ({ trx, practiceId, params, body, now }) => {
         const billing = await billingFor(trx, practiceId);
         const record = await closeInvoice(trx, billing, params.invoiceId, 'cancelled', body.reason, now);
         return {
           body: invoiceOf(record),
           resource: { id: record.invoice.id, patientId: record.invoice.patient_id },
+          reason: body.reason,
         };
       },
     }),

@@ -1,6 +1,7 @@
 // Owns the Invoice, line, LineItemRequest, BillRequest, BillResult, Rate, Payment and Refund shapes.
 import { type Static, Type } from 'typebox';
 import { CalendarDate, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
+import { MAX_AMOUNT } from './money.ts';
 import { PRICING_SOURCES, RATE_SOURCES } from './rates.ts';
 
 export const INVOICE_STATUSES = [
@@ -16,7 +17,7 @@ export const INVOICE_STATUSES = [
 ] as const;
 export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
 
-const Amount = Type.Integer({ minimum: -9007199254740991, maximum: 9007199254740991 });
+const Amount = Type.Integer({ minimum: -MAX_AMOUNT, maximum: MAX_AMOUNT });
 
 export const LineDiagnosis = Type.Object({
   system: Nullable(Type.String()),
@@ -44,6 +45,22 @@ export const InvoiceLine = Type.Object(
   { title: 'InvoiceLine' },
 );
 
+/** One line read at its own address (the `Location` of adding it): the line, named as a line item. */
+export const LineItem = Type.Object(
+  { object: Type.Literal('line_item'), ...InvoiceLine.properties },
+  { title: 'LineItem' },
+);
+
+/** The body of an action that takes no input (issue, amend): none, or an empty object. */
+export const NoInput = Type.Object(
+  {},
+  {
+    additionalProperties: false,
+    title: 'NoInput',
+    description: 'Nothing to send: leave the body out, or send `{}`.',
+  },
+);
+
 export const Invoice = Type.Object(
   {
     object: Type.Literal('invoice'),
@@ -65,6 +82,12 @@ export const Invoice = Type.Object(
     amountPaid: Amount,
     balanceDue: Amount,
     lineItems: Type.Array(InvoiceLine),
+    closingReason: Nullable(
+      Type.String({
+        description:
+          'Why the invoice was cancelled, entered in error or written off, as given then; null while it is not closed.',
+      }),
+    ),
     updatedAt: Type.String({ format: 'date-time' }),
   },
   { title: 'Invoice' },

@@ -9,11 +9,11 @@ import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { InvoicesTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import { AppError, notFound } from '../platform/http/errors.ts';
+import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
-import { invoiceTotals } from './money.ts';
+import { invoiceTotals, MAX_AMOUNT } from './money.ts';
 import { type InvoiceMoney, OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
 import {
@@ -89,6 +89,7 @@ export function invoiceOf(record: InvoiceRecord): Invoice {
       pricingSource: l.pricing_source as Invoice['lineItems'][number]['pricingSource'],
       diagnoses: l.diagnoses,
     })),
+    closingReason: i.closed_reason,
     updatedAt: i.updated_at.toISOString(),
   };
 }
@@ -128,7 +129,14 @@ export async function touchInvoice(
     settleOn,
     retotal = false,
     held,
-  }: { settleOn?: string; retotal?: boolean | readonly number[]; held?: InvoiceRow } = {},
+    amountField,
+  }: {
+    settleOn?: string;
+    retotal?: boolean | readonly number[];
+    held?: InvoiceRow;
+    /** The request field a total past the contract's largest amount is blamed on (else business_rule). */
+    amountField?: string;
+  } = {},
 ) {
   const changedAt = await stampChange(trx);
   const totals =
@@ -138,6 +146,7 @@ export async function touchInvoice(
           retotal === true ? await lineTotals(trx, billing.id, invoiceId) : [...retotal],
           billing.vatRateBasisPoints,
         );
+  if (totals && totals.totalGross > MAX_AMOUNT) throw totalTooLarge(totals.totalGross, amountField);
   const changes: Updateable<InvoicesTable> = {
     ...set,
     ...(totals ? { total_net: totals.totalNet, total_gross: totals.totalGross } : {}),
@@ -174,9 +183,26 @@ export async function touchInvoice(
   return { changedAt, number: row.number, row, ...money };
 }
 
-/** Refuses (422 business_rule) a line change that leaves the invoice for less than was paid on it. */
+/** The refusal of a change that would make the invoice's total larger than any amount can be. */
+function totalTooLarge(totalGross: number, field: string | undefined): AppError {
+  const why = `would make the invoice's totalGross ${BigInt(Math.round(totalGross))}, above the largest amount ${MAX_AMOUNT}`;
+  return field
+    ? fieldErrors([{ field, code: 'invalid', message: `${field} ${why}` }])
+    : new AppError('business_rule', `This change ${why}.`);
+}
+
+/**
+ * Refuses a line change that leaves the invoice for less than was paid on it (422 business_rule), or
+ * with a total past the largest amount (422 validation_failed naming unitPrice).
+ */
 export async function touchInvoiceLines(trx: Trx, billing: PracticeBilling, invoiceId: string) {
-  const touched = await touchInvoice(trx, billing, invoiceId, {}, { retotal: true });
+  const touched = await touchInvoice(
+    trx,
+    billing,
+    invoiceId,
+    {},
+    { retotal: true, amountField: 'unitPrice' },
+  );
   refuseOverpayment(touched, touched.number);
   return touched;
 }

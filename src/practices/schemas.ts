@@ -1,6 +1,7 @@
 // Owns the shapes of practices and their practitioners as the operator API shows them.
 import { Type } from 'typebox';
-import { ListOf, Nullable, Text } from '../platform/http/schema.ts';
+import { Enum, ListOf, Nullable, Text } from '../platform/http/schema.ts';
+import { DEFAULT_TIME_ZONE, TIME_ZONES } from './time-zones.ts';
 
 export const PracticeRequest = Type.Object(
   {
@@ -9,11 +10,9 @@ export const PracticeRequest = Type.Object(
       Type.String({ pattern: '^[A-Z]{3}$', default: 'ZAR', description: 'ISO 4217; default ZAR.' }),
     ),
     timezone: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 64,
-        default: 'Africa/Johannesburg',
-        description: 'IANA time zone.',
+      Enum(TIME_ZONES, {
+        default: DEFAULT_TIME_ZONE,
+        description: 'IANA time zone (canonical name, or UTC).',
       }),
     ),
   },

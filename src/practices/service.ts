@@ -20,6 +20,7 @@ import {
   updateBillingSettings,
   updateIntegrations,
 } from './store.ts';
+import { DEFAULT_TIME_ZONE, isTimeZone } from './time-zones.ts';
 
 export { findPractitioner, findPractitionerDefaults, listPractitionerRows, updateBillingSettings };
 
@@ -35,20 +36,15 @@ export function practiceOf(row: Selectable<PracticesTable>): Static<typeof Pract
   };
 }
 
-function isTimeZone(value: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en', { timeZone: value });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 export async function createPractice(trx: Trx, request: Static<typeof PracticeRequest>, now: Date) {
-  const timezone = request.timezone ?? 'Africa/Johannesburg';
+  const timezone = request.timezone ?? DEFAULT_TIME_ZONE;
   if (!isTimeZone(timezone)) {
     throw fieldErrors([
-      { field: 'timezone', code: 'invalid', message: 'timezone must be an IANA time zone' },
+      {
+        field: 'timezone',
+        code: 'invalid',
+        message: 'timezone must be an IANA time zone this service knows',
+      },
     ]);
   }
   return insertPractice(trx, {

@@ -4,6 +4,7 @@
 // the operator allowed private networks (WEBHOOK_ALLOW_PRIVATE, on in the embedded sandbox).
 import dns from 'node:dns';
 import ipaddr from 'ipaddr.js';
+import { explainedPattern, IPV4, IPV6, PORT } from '../platform/http/patterns.ts';
 
 export function isPublicAddress(address: string): boolean {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
@@ -65,8 +66,25 @@ export function sendProblem(raw: string, allowPrivate: boolean): string | undefi
   return undefined;
 }
 
+const LABEL = '[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+/** A host name whose last label starts with a letter (a name ending in a number is read as an IPv4 address). */
+const HOST_NAME = `(${LABEL}\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?`;
+
+/**
+ * What a webhook URL looks like, as the request schema states it: http or https, a host name, an IPv4
+ * address or a bracketed IPv6 address, an optional port, no user name or password, any path, query
+ * and fragment. The rest of the rule (https unless WEBHOOK_ALLOW_PRIVATE, a public address) depends
+ * on the configuration and on DNS, so only urlProblem can judge it.
+ */
+export const WEBHOOK_URL_PATTERN = explainedPattern(
+  `^https?://(${IPV4}|\\[(${IPV6})\\]|${HOST_NAME})(:${PORT})?([/?#]\\S*)?$`,
+  'must be an absolute https URL (http only with WEBHOOK_ALLOW_PRIVATE): a host name or IP address, an optional port, no user name or password',
+);
+const WEBHOOK_URL = new RegExp(WEBHOOK_URL_PATTERN);
+
 /** Why a webhook URL cannot be registered, or undefined when it can. */
 export async function urlProblem(raw: string, allowPrivate: boolean): Promise<string | undefined> {
+  if (!WEBHOOK_URL.test(raw)) return 'must be an absolute http(s) URL with a host and no credentials';
   let url: URL;
   try {
     url = new URL(raw);

@@ -6,9 +6,11 @@ import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { EVENT_TYPES } from '../events/schemas.ts';
 import { pageOf, wholeList } from '../platform/http/cursor.ts';
+import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { AppError, notFound } from '../platform/http/errors.ts';
-import { DateTime, Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
+import { Enum, ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
 import { getPractice } from '../practices/service.ts';
+import { WEBHOOK_URL_PATTERN } from './address-guard.ts';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -40,6 +42,7 @@ const EndpointRequest = Type.Object(
     url: Type.String({
       minLength: 1,
       maxLength: 2000,
+      pattern: WEBHOOK_URL_PATTERN,
       description:
         'https URL reaching a public address (http and private addresses only with WEBHOOK_ALLOW_PRIVATE).',
     }),
@@ -381,7 +384,7 @@ export const webhookAdminRoutes = [
     params: EndpointParams,
     body: Type.Object(
       {
-        since: DateTime,
+        since: OffsetDateTime(),
         includeRetrying: Type.Optional(
           Type.Boolean({
             description:

@@ -2,6 +2,7 @@
 // documented status, a body valid for that status, and every error a Problem with a known code.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { OFFSET_DATE_TIME_FORMAT, parseOffsetDateTime } from '../../src/platform/http/date-time.ts';
 import { ERROR_CODES } from '../../src/platform/http/errors.ts';
 import { isObject, type Operation } from './operations.ts';
 import type { FuzzRequest } from './requests.ts';
@@ -11,6 +12,7 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
 const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true });
 addFormats(ajv);
+ajv.addFormat(OFFSET_DATE_TIME_FORMAT, (v: string) => parseOffsetDateTime(v) !== undefined);
 const validators = new Map<object, ValidateFunction>();
 
 function responseFor(operation: Operation, status: number) {

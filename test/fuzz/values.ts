@@ -3,6 +3,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import fc from 'fast-check';
+import { OFFSET_DATE_TIME_FORMAT, parseOffsetDateTime } from '../../src/platform/http/date-time.ts';
 import { STORABLE_TEXT_PATTERN } from '../../src/platform/http/validation.ts';
 import { isObject, type Schema } from './operations.ts';
 
@@ -103,7 +104,7 @@ function stringArb(schema: Schema): fc.Arbitrary<string> {
   const maxLength = typeof schema.maxLength === 'number' ? schema.maxLength : 60;
   const pattern = typeof schema.pattern === 'string' ? schema.pattern : undefined;
   if (schema.format === 'date') return fc.oneof(someDate, recentDate).map(isoDate);
-  if (schema.format === 'date-time' || pattern?.includes('T\\d{2}:'))
+  if (schema.format === 'date-time' || schema.format === OFFSET_DATE_TIME_FORMAT)
     return fc.oneof(recentDate, someDate).map((d) => d.toISOString());
   if (schema.format === 'uri')
     return fc.oneof(
@@ -132,6 +133,7 @@ function numberArb(schema: Schema, integer: boolean): fc.Arbitrary<number> {
 
 const hintAjv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true });
 addFormats(hintAjv);
+hintAjv.addFormat(OFFSET_DATE_TIME_FORMAT, (v: string) => parseOffsetDateTime(v) !== undefined);
 
 export function schemaArb(schema: Schema, name: string, hints: Hints, depth: number): fc.Arbitrary<unknown> {
   // A hint is used only where the field's schema accepts it (`system` of a contact is an enum).

@@ -55,7 +55,7 @@ export const ERROR_CODES = {
     status: 409,
     title: 'Conflict',
     description:
-      'A request with the same Idempotency-Key is still running. Wait and retry with the same key.',
+      'A request with the same Idempotency-Key is still running. Wait the seconds in `Retry-After` and retry with the same key.',
   },
   payload_too_large: {
     status: 413,

@@ -73,7 +73,10 @@ export function IdParam<K extends string>(name: K, description: string) {
 }
 
 /** One of a fixed set of strings, written as a JSON Schema enum. */
-export function Enum<const T extends readonly string[]>(values: T, options: { description?: string } = {}) {
+export function Enum<const T extends readonly string[]>(
+  values: T,
+  options: { description?: string; default?: T[number] } = {},
+) {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 }
 
@@ -81,6 +84,9 @@ export function Enum<const T extends readonly string[]>(values: T, options: { de
 export const DateTime = Type.String({ format: 'date-time' });
 /** A real calendar date, `YYYY-MM-DD`. */
 export const CalendarDate = Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$' });
+
+/** Marks a route schema whose body may be left out; the OpenAPI document then says it is not required. */
+export const BODY_OPTIONAL = 'x-body-optional';
 
 /** A required piece of text, 1 to `max` characters. */
 export const Text = (max: number) => Type.String({ minLength: 1, maxLength: max });

@@ -4,8 +4,10 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
-import type { FieldError } from './errors.ts';
+import { NOT_A_DATE_TIME, OFFSET_DATE_TIME_FORMAT, parseOffsetDateTime } from './date-time.ts';
+import { type AppError, type FieldError, invalidParameters } from './errors.ts';
 import { compiledOnFirstUse } from './lazy-compile.ts';
+import { PATTERN_MESSAGES } from './patterns.ts';
 
 // ajv-formats is published as CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -20,6 +22,7 @@ function makeAjv(coerceTypes: boolean | 'array'): Ajv {
     messages: true,
   });
   addFormats(ajv);
+  ajv.addFormat(OFFSET_DATE_TIME_FORMAT, (value: string) => parseOffsetDateTime(value) !== undefined);
   return ajv;
 }
 
@@ -87,6 +90,16 @@ export function compileBodyValidator(schema: object): () => ValidateFunction {
   return compiledOnFirstUse(() => bodyAjv.compile(schema));
 }
 
+/**
+ * The refusal of a JSON `null` sent where an operation requires a body: 400 naming `body`, like a body
+ * that is not JSON. (An operation whose body is optional takes `null` as no body.)
+ */
+export function nullBodyRefused(): AppError {
+  return invalidParameters([
+    { field: 'body', code: 'required', message: 'body is required: send a JSON object, not null' },
+  ]);
+}
+
 function pathOf(instancePath: string): string[] {
   if (instancePath === '') return [];
   return instancePath
@@ -95,17 +108,27 @@ function pathOf(instancePath: string): string[] {
     .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
 }
 
+/** Past this many values an enum's refusal points at the document instead of listing them all. */
+const LISTED_VALUES = 300;
+
 function describe(error: ErrorObject): string {
   switch (error.keyword) {
+    case 'pattern':
+      return (
+        PATTERN_MESSAGES.get((error.params as { pattern: string }).pattern) ?? error.message ?? 'is invalid'
+      );
     case 'type':
       return `must be ${String((error.params as { type: string | string[] }).type).replace(',', ' or ')}`;
     case 'format':
+      if ((error.params as { format: string }).format === OFFSET_DATE_TIME_FORMAT) return NOT_A_DATE_TIME;
       return (error.params as { format: string }).format === 'date'
         ? 'must be a real calendar date, YYYY-MM-DD'
         : `must be a valid ${(error.params as { format: string }).format}`;
     case 'additionalProperties':
       return 'is not a known field';
     case 'enum':
+      if (((error.params as { allowedValues: unknown[] }).allowedValues ?? []).length > LISTED_VALUES)
+        return 'must be one of the values the OpenAPI document lists';
       return `must be one of ${((error.params as { allowedValues: unknown[] }).allowedValues ?? []).filter((v) => v !== null).join(', ')}`;
     default:
       return error.message ?? 'is invalid';

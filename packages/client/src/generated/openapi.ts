@@ -270,7 +270,7 @@ export interface paths {
         };
         /**
          * Read one line of an invoice
-         * @description The line as it stands in the invoice's `lineItems`; the address `POST /invoices/{invoiceId}/line-items` answers in `Location`.
+         * @description The line as it stands in the invoice's `lineItems`, with `object` `line_item`; the address `POST /invoices/{invoiceId}/line-items` answers in `Location`.
          */
         get: operations["getLineItem"];
         /**
@@ -704,8 +704,8 @@ export interface components {
         /** ApiKeyExpiryRequest */
         ApiKeyExpiryRequest: {
             /**
-             * Format: date-time
-             * @description When the key stops working; now or earlier stops it at once. A later expiry it already has is shortened, never lengthened.
+             * Format: offset-date-time
+             * @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. When the key stops working; now or earlier stops it at once. A later expiry it already has is shortened, never lengthened.
              */
             expiresAt: string;
         };
@@ -719,7 +719,10 @@ export interface components {
         };
         /** ApiKeyRequest */
         ApiKeyRequest: {
-            /** Format: date-time */
+            /**
+             * Format: offset-date-time
+             * @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999.
+             */
             expiresAt?: string | null;
             /** @description A key of the same client this one replaces: it is set to expire after `graceSeconds` (an expiry it already has that comes sooner is kept), so the client can switch without downtime. An expired key is refused with the same 401 as a revoked one. */
             expireOldKeyId?: string;
@@ -852,6 +855,7 @@ export interface components {
          *             ]
          *           }
          *         ],
+         *         "closingReason": null,
          *         "updatedAt": "2026-03-10T09:00:00.466Z"
          *       },
          *       "issued": true,
@@ -1310,9 +1314,15 @@ export interface components {
             status?: "completed";
             patientId: string;
             practitionerId: string;
-            /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`); seconds optional. Returned in UTC. */
+            /**
+             * Format: offset-date-time
+             * @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. Returned in UTC.
+             */
             start: string;
-            /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`); seconds optional. Returned in UTC. */
+            /**
+             * Format: offset-date-time
+             * @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. Returned in UTC.
+             */
             end: string;
             /** @description Ordered by importance; the first is the primary diagnosis. */
             diagnoses: {
@@ -1483,6 +1493,7 @@ export interface components {
          *           ]
          *         }
          *       ],
+         *       "closingReason": null,
          *       "updatedAt": "2026-03-10T09:00:00.466Z"
          *     }
          * @example {
@@ -1550,6 +1561,7 @@ export interface components {
          *           ]
          *         }
          *       ],
+         *       "closingReason": null,
          *       "updatedAt": "2026-03-10T09:00:00.601Z"
          *     }
          */
@@ -1577,6 +1589,8 @@ export interface components {
             amountPaid: number;
             balanceDue: number;
             lineItems: components["schemas"]["InvoiceLine"][];
+            /** @description Why the invoice was cancelled, entered in error or written off, as given then; null while it is not closed. */
+            closingReason: string | null;
             /** Format: date-time */
             updatedAt: string;
         };
@@ -1690,6 +1704,58 @@ export interface components {
             hasMore: boolean;
             nextCursor: string | null;
         };
+        /**
+         * LineItem
+         * @example {
+         *       "object": "line_item",
+         *       "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
+         *       "serviceDate": "2026-03-10",
+         *       "serviceDateEnd": null,
+         *       "system": "urn:service:codesystem:tariff",
+         *       "code": "0190",
+         *       "description": "General practitioner consultation: average duration and complexity",
+         *       "modifiers": [],
+         *       "quantity": 1,
+         *       "unitPrice": 49500,
+         *       "subtotal": 49500,
+         *       "total": 49500,
+         *       "pricingSource": "medical_aid",
+         *       "diagnoses": [
+         *         {
+         *           "system": "http://hl7.org/fhir/sid/icd-10",
+         *           "code": "J06.9",
+         *           "display": "Acute upper respiratory infection, unspecified",
+         *           "primary": true
+         *         }
+         *       ]
+         *     }
+         */
+        LineItem: {
+            /** @enum {string} */
+            object: "line_item";
+            id: string;
+            /** Format: date */
+            serviceDate: string;
+            /** Format: date */
+            serviceDateEnd: string | null;
+            system: string | null;
+            code: string;
+            description: string;
+            /** @description Tariff modifiers. */
+            modifiers: string[];
+            quantity: number;
+            unitPrice: number;
+            subtotal: number;
+            total: number;
+            /** @enum {string|null} */
+            pricingSource: "governing_body" | "medical_aid" | "custom" | "favorite" | null;
+            diagnoses: {
+                system: string | null;
+                code: string;
+                display: string;
+                primary: boolean;
+            }[];
+        };
         /** LineItemRequest */
         LineItemRequest: {
             /** @description Default: the practitioner's procedure system. */
@@ -1738,6 +1804,11 @@ export interface components {
             hasMore: boolean;
             nextCursor: string | null;
         };
+        /**
+         * NoInput
+         * @description Nothing to send: leave the body out, or send `{}`.
+         */
+        NoInput: Record<string, never>;
         /** NotificationList */
         NotificationList: {
             /** @enum {string} */
@@ -2036,10 +2107,11 @@ export interface components {
              */
             currency?: string;
             /**
-             * @description IANA time zone.
+             * @description IANA time zone (canonical name, or UTC).
              * @default Africa/Johannesburg
+             * @enum {string}
              */
-            timezone?: string;
+            timezone?: "Africa/Abidjan" | "Africa/Accra" | "Africa/Addis_Ababa" | "Africa/Algiers" | "Africa/Asmera" | "Africa/Bamako" | "Africa/Bangui" | "Africa/Banjul" | "Africa/Bissau" | "Africa/Blantyre" | "Africa/Brazzaville" | "Africa/Bujumbura" | "Africa/Cairo" | "Africa/Casablanca" | "Africa/Ceuta" | "Africa/Conakry" | "Africa/Dakar" | "Africa/Dar_es_Salaam" | "Africa/Djibouti" | "Africa/Douala" | "Africa/El_Aaiun" | "Africa/Freetown" | "Africa/Gaborone" | "Africa/Harare" | "Africa/Johannesburg" | "Africa/Juba" | "Africa/Kampala" | "Africa/Khartoum" | "Africa/Kigali" | "Africa/Kinshasa" | "Africa/Lagos" | "Africa/Libreville" | "Africa/Lome" | "Africa/Luanda" | "Africa/Lubumbashi" | "Africa/Lusaka" | "Africa/Malabo" | "Africa/Maputo" | "Africa/Maseru" | "Africa/Mbabane" | "Africa/Mogadishu" | "Africa/Monrovia" | "Africa/Nairobi" | "Africa/Ndjamena" | "Africa/Niamey" | "Africa/Nouakchott" | "Africa/Ouagadougou" | "Africa/Porto-Novo" | "Africa/Sao_Tome" | "Africa/Tripoli" | "Africa/Tunis" | "Africa/Windhoek" | "America/Adak" | "America/Anchorage" | "America/Anguilla" | "America/Antigua" | "America/Araguaina" | "America/Argentina/La_Rioja" | "America/Argentina/Rio_Gallegos" | "America/Argentina/Salta" | "America/Argentina/San_Juan" | "America/Argentina/San_Luis" | "America/Argentina/Tucuman" | "America/Argentina/Ushuaia" | "America/Aruba" | "America/Asuncion" | "America/Bahia" | "America/Bahia_Banderas" | "America/Barbados" | "America/Belem" | "America/Belize" | "America/Blanc-Sablon" | "America/Boa_Vista" | "America/Bogota" | "America/Boise" | "America/Buenos_Aires" | "America/Cambridge_Bay" | "America/Campo_Grande" | "America/Cancun" | "America/Caracas" | "America/Catamarca" | "America/Cayenne" | "America/Cayman" | "America/Chicago" | "America/Chihuahua" | "America/Ciudad_Juarez" | "America/Coral_Harbour" | "America/Cordoba" | "America/Costa_Rica" | "America/Coyhaique" | "America/Creston" | "America/Cuiaba" | "America/Curacao" | "America/Danmarkshavn" | "America/Dawson" | "America/Dawson_Creek" | "America/Denver" | "America/Detroit" | "America/Dominica" | "America/Edmonton" | "America/Eirunepe" | "America/El_Salvador" | "America/Fort_Nelson" | "America/Fortaleza" | "America/Glace_Bay" | "America/Godthab" | "America/Goose_Bay" | "America/Grand_Turk" | "America/Grenada" | "America/Guadeloupe" | "America/Guatemala" | "America/Guayaquil" | "America/Guyana" | "America/Halifax" | "America/Havana" | "America/Hermosillo" | "America/Indiana/Knox" | "America/Indiana/Marengo" | "America/Indiana/Petersburg" | "America/Indiana/Tell_City" | "America/Indiana/Vevay" | "America/Indiana/Vincennes" | "America/Indiana/Winamac" | "America/Indianapolis" | "America/Inuvik" | "America/Iqaluit" | "America/Jamaica" | "America/Jujuy" | "America/Juneau" | "America/Kentucky/Monticello" | "America/Kralendijk" | "America/La_Paz" | "America/Lima" | "America/Los_Angeles" | "America/Louisville" | "America/Lower_Princes" | "America/Maceio" | "America/Managua" | "America/Manaus" | "America/Marigot" | "America/Martinique" | "America/Matamoros" | "America/Mazatlan" | "America/Mendoza" | "America/Menominee" | "America/Merida" | "America/Metlakatla" | "America/Mexico_City" | "America/Miquelon" | "America/Moncton" | "America/Monterrey" | "America/Montevideo" | "America/Montserrat" | "America/Nassau" | "America/New_York" | "America/Nome" | "America/Noronha" | "America/North_Dakota/Beulah" | "America/North_Dakota/Center" | "America/North_Dakota/New_Salem" | "America/Ojinaga" | "America/Panama" | "America/Paramaribo" | "America/Phoenix" | "America/Port-au-Prince" | "America/Port_of_Spain" | "America/Porto_Velho" | "America/Puerto_Rico" | "America/Punta_Arenas" | "America/Rankin_Inlet" | "America/Recife" | "America/Regina" | "America/Resolute" | "America/Rio_Branco" | "America/Santarem" | "America/Santiago" | "America/Santo_Domingo" | "America/Sao_Paulo" | "America/Scoresbysund" | "America/Sitka" | "America/St_Barthelemy" | "America/St_Johns" | "America/St_Kitts" | "America/St_Lucia" | "America/St_Thomas" | "America/St_Vincent" | "America/Swift_Current" | "America/Tegucigalpa" | "America/Thule" | "America/Tijuana" | "America/Toronto" | "America/Tortola" | "America/Vancouver" | "America/Whitehorse" | "America/Winnipeg" | "America/Yakutat" | "Antarctica/Casey" | "Antarctica/Davis" | "Antarctica/DumontDUrville" | "Antarctica/Macquarie" | "Antarctica/Mawson" | "Antarctica/McMurdo" | "Antarctica/Palmer" | "Antarctica/Rothera" | "Antarctica/Syowa" | "Antarctica/Troll" | "Antarctica/Vostok" | "Arctic/Longyearbyen" | "Asia/Aden" | "Asia/Almaty" | "Asia/Amman" | "Asia/Anadyr" | "Asia/Aqtau" | "Asia/Aqtobe" | "Asia/Ashgabat" | "Asia/Atyrau" | "Asia/Baghdad" | "Asia/Bahrain" | "Asia/Baku" | "Asia/Bangkok" | "Asia/Barnaul" | "Asia/Beirut" | "Asia/Bishkek" | "Asia/Brunei" | "Asia/Calcutta" | "Asia/Chita" | "Asia/Colombo" | "Asia/Damascus" | "Asia/Dhaka" | "Asia/Dili" | "Asia/Dubai" | "Asia/Dushanbe" | "Asia/Famagusta" | "Asia/Gaza" | "Asia/Hebron" | "Asia/Hong_Kong" | "Asia/Hovd" | "Asia/Irkutsk" | "Asia/Jakarta" | "Asia/Jayapura" | "Asia/Jerusalem" | "Asia/Kabul" | "Asia/Kamchatka" | "Asia/Karachi" | "Asia/Katmandu" | "Asia/Khandyga" | "Asia/Krasnoyarsk" | "Asia/Kuala_Lumpur" | "Asia/Kuching" | "Asia/Kuwait" | "Asia/Macau" | "Asia/Magadan" | "Asia/Makassar" | "Asia/Manila" | "Asia/Muscat" | "Asia/Nicosia" | "Asia/Novokuznetsk" | "Asia/Novosibirsk" | "Asia/Omsk" | "Asia/Oral" | "Asia/Phnom_Penh" | "Asia/Pontianak" | "Asia/Pyongyang" | "Asia/Qatar" | "Asia/Qostanay" | "Asia/Qyzylorda" | "Asia/Rangoon" | "Asia/Riyadh" | "Asia/Saigon" | "Asia/Sakhalin" | "Asia/Samarkand" | "Asia/Seoul" | "Asia/Shanghai" | "Asia/Singapore" | "Asia/Srednekolymsk" | "Asia/Taipei" | "Asia/Tashkent" | "Asia/Tbilisi" | "Asia/Tehran" | "Asia/Thimphu" | "Asia/Tokyo" | "Asia/Tomsk" | "Asia/Ulaanbaatar" | "Asia/Urumqi" | "Asia/Ust-Nera" | "Asia/Vientiane" | "Asia/Vladivostok" | "Asia/Yakutsk" | "Asia/Yekaterinburg" | "Asia/Yerevan" | "Atlantic/Azores" | "Atlantic/Bermuda" | "Atlantic/Canary" | "Atlantic/Cape_Verde" | "Atlantic/Faeroe" | "Atlantic/Madeira" | "Atlantic/Reykjavik" | "Atlantic/South_Georgia" | "Atlantic/St_Helena" | "Atlantic/Stanley" | "Australia/Adelaide" | "Australia/Brisbane" | "Australia/Broken_Hill" | "Australia/Darwin" | "Australia/Eucla" | "Australia/Hobart" | "Australia/Lindeman" | "Australia/Lord_Howe" | "Australia/Melbourne" | "Australia/Perth" | "Australia/Sydney" | "Europe/Amsterdam" | "Europe/Andorra" | "Europe/Astrakhan" | "Europe/Athens" | "Europe/Belgrade" | "Europe/Berlin" | "Europe/Bratislava" | "Europe/Brussels" | "Europe/Bucharest" | "Europe/Budapest" | "Europe/Busingen" | "Europe/Chisinau" | "Europe/Copenhagen" | "Europe/Dublin" | "Europe/Gibraltar" | "Europe/Guernsey" | "Europe/Helsinki" | "Europe/Isle_of_Man" | "Europe/Istanbul" | "Europe/Jersey" | "Europe/Kaliningrad" | "Europe/Kiev" | "Europe/Kirov" | "Europe/Lisbon" | "Europe/Ljubljana" | "Europe/London" | "Europe/Luxembourg" | "Europe/Madrid" | "Europe/Malta" | "Europe/Mariehamn" | "Europe/Minsk" | "Europe/Monaco" | "Europe/Moscow" | "Europe/Oslo" | "Europe/Paris" | "Europe/Podgorica" | "Europe/Prague" | "Europe/Riga" | "Europe/Rome" | "Europe/Samara" | "Europe/San_Marino" | "Europe/Sarajevo" | "Europe/Saratov" | "Europe/Simferopol" | "Europe/Skopje" | "Europe/Sofia" | "Europe/Stockholm" | "Europe/Tallinn" | "Europe/Tirane" | "Europe/Ulyanovsk" | "Europe/Vaduz" | "Europe/Vatican" | "Europe/Vienna" | "Europe/Vilnius" | "Europe/Volgograd" | "Europe/Warsaw" | "Europe/Zagreb" | "Europe/Zurich" | "Indian/Antananarivo" | "Indian/Chagos" | "Indian/Christmas" | "Indian/Cocos" | "Indian/Comoro" | "Indian/Kerguelen" | "Indian/Mahe" | "Indian/Maldives" | "Indian/Mauritius" | "Indian/Mayotte" | "Indian/Reunion" | "Pacific/Apia" | "Pacific/Auckland" | "Pacific/Bougainville" | "Pacific/Chatham" | "Pacific/Easter" | "Pacific/Efate" | "Pacific/Enderbury" | "Pacific/Fakaofo" | "Pacific/Fiji" | "Pacific/Funafuti" | "Pacific/Galapagos" | "Pacific/Gambier" | "Pacific/Guadalcanal" | "Pacific/Guam" | "Pacific/Honolulu" | "Pacific/Kiritimati" | "Pacific/Kosrae" | "Pacific/Kwajalein" | "Pacific/Majuro" | "Pacific/Marquesas" | "Pacific/Midway" | "Pacific/Nauru" | "Pacific/Niue" | "Pacific/Norfolk" | "Pacific/Noumea" | "Pacific/Pago_Pago" | "Pacific/Palau" | "Pacific/Pitcairn" | "Pacific/Ponape" | "Pacific/Port_Moresby" | "Pacific/Rarotonga" | "Pacific/Saipan" | "Pacific/Tahiti" | "Pacific/Tarawa" | "Pacific/Tongatapu" | "Pacific/Truk" | "Pacific/Wake" | "Pacific/Wallis" | "UTC";
         };
         /** Practitioner */
         Practitioner: {
@@ -2412,7 +2484,7 @@ export interface components {
         /**
          * @description `duplicate`: The record conflicts with an existing one; `detail` names it.
          *
-         *     `conflict`: A request with the same Idempotency-Key is still running. Wait and retry with the same key.
+         *     `conflict`: A request with the same Idempotency-Key is still running. Wait the seconds in `Retry-After` and retry with the same key.
          */
         Problem409: {
             headers: {
@@ -2420,6 +2492,7 @@ export interface components {
                 "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                 "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
@@ -2729,7 +2802,23 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
-            409: components["responses"]["Problem409"];
+            /**
+             * @description `duplicate`: The record conflicts with an existing one; `detail` names it.
+             *
+             *     `conflict`: A request with the same Idempotency-Key is still running. Wait the seconds in `Retry-After` and retry with the same key.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
@@ -3116,7 +3205,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["BillRequest"];
             };
@@ -3190,6 +3279,7 @@ export interface operations {
     listInvoices: {
         parameters: {
             query?: {
+                /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. */
                 updatedSince?: string;
                 patientId?: string;
                 encounterId?: string;
@@ -3293,7 +3383,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK: a InvoiceLine. */
+            /** @description OK: a LineItem. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3303,7 +3393,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InvoiceLine"];
+                    "application/json": components["schemas"]["LineItem"];
                 };
             };
             400: components["responses"]["Problem400"];
@@ -3351,7 +3441,23 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
-            409: components["responses"]["Problem409"];
+            /**
+             * @description `duplicate`: The record conflicts with an existing one; `detail` names it.
+             *
+             *     `conflict`: A request with the same Idempotency-Key is still running. Wait the seconds in `Retry-After` and retry with the same key.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
@@ -3453,7 +3559,12 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description Nothing to send: leave the body out, or send `{}`. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoInput"];
+            };
+        };
         responses: {
             /** @description OK: a Invoice. */
             200: {
@@ -3472,6 +3583,8 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
@@ -3491,7 +3604,12 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description Nothing to send: leave the body out, or send `{}`. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoInput"];
+            };
+        };
         responses: {
             /** @description OK: a Invoice. */
             200: {
@@ -3510,6 +3628,8 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
@@ -3520,6 +3640,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Optional. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
+                "idempotency-key"?: string;
                 /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
@@ -3542,6 +3664,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3552,6 +3675,7 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
@@ -3847,6 +3971,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Optional. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
+                "idempotency-key"?: string;
                 /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
@@ -3856,7 +3982,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["ClaimRequest"];
             };
@@ -3870,6 +3996,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3880,6 +4007,7 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
@@ -3892,6 +4020,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Optional. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
+                "idempotency-key"?: string;
                 /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
@@ -3901,7 +4031,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["ClaimRequest"];
             };
@@ -3915,6 +4045,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3925,6 +4056,7 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
@@ -3937,6 +4069,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Optional. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
+                "idempotency-key"?: string;
                 /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
             };
@@ -3946,7 +4080,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": components["schemas"]["ReverseRequest"];
             };
@@ -3960,6 +4094,7 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
                     Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3970,6 +4105,7 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
@@ -4139,7 +4275,23 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
-            409: components["responses"]["Problem409"];
+            /**
+             * @description `duplicate`: The record conflicts with an existing one; `detail` names it.
+             *
+             *     `conflict`: A request with the same Idempotency-Key is still running. Wait the seconds in `Retry-After` and retry with the same key.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
@@ -4358,6 +4510,7 @@ export interface operations {
             query?: {
                 /** @description Event types to keep; repeat the parameter for several. */
                 type?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
+                /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. */
                 createdSince?: string;
                 /** @description Id of the last event received: the list starts after it. */
                 after?: string;

@@ -53,7 +53,7 @@ export class Invoices {
     return this.#http.call(
       'post',
       '/api/v1/invoices/{invoiceId}/issue',
-      { params: { invoiceId }, creates: false },
+      { params: { invoiceId }, body: {}, creates: false },
       options,
     );
   }
@@ -66,7 +66,7 @@ export class Invoices {
     return this.#http.call(
       'post',
       '/api/v1/invoices/{invoiceId}/amend',
-      { params: { invoiceId }, creates: false },
+      { params: { invoiceId }, body: {}, creates: false },
       options,
     );
   }
