@@ -2,9 +2,11 @@
 // and, for tenant work, sets the practice. Both settings are transaction-local, so a pooled
 // connection never carries one request's practice into another's. The frame's values are written as
 // literals (ids, role names and a lock number, never free text), so that on PostgreSQL it travels
-// with BEGIN in one message (src/platform/db/database.ts).
+// with BEGIN in one message (src/platform/db/database.ts). The practice is set with SET LOCAL, not
+// set_config: a distributed PostgreSQL (Citus, with citus.propagate_set_commands = 'local') carries a
+// SET LOCAL to the nodes that hold the rows, and a set_config call to none (docs/scale-out.md).
 import { createHash } from 'node:crypto';
-import { type RawBuilder, sql, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
 import { awaitConnection } from './connection-waits.ts';
 import type { Database } from './database.ts';
@@ -27,9 +29,40 @@ export function afterCommit(trx: Trx, hook: (db: Database) => void): void {
   hooks.add(hook);
 }
 
+/** A string as an SQL literal: quoted, its quotes doubled (standard_conforming_strings is on). */
+function literal(value: string): string {
+  if (value.includes('\0')) throw new Error('a transaction setting cannot hold a NUL character');
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
+/** The frame's statements: the role, then the practice when there is one, then the advisory lock's try. */
+function frameOf(role: string, practiceId: string | undefined, lockName: string | undefined): string[] {
+  return [
+    `SET LOCAL ROLE ${role}`,
+    ...(practiceId === undefined ? [] : [`SET LOCAL app.practice_id = ${literal(practiceId)}`]),
+    ...(lockName === undefined
+      ? []
+      : [`SELECT pg_try_advisory_xact_lock(${advisoryLockKey(lockName)}::bigint) AS locked`]),
+  ];
+}
+
+/**
+ * Runs the frame: on PostgreSQL as one text of several statements (which the session sends with BEGIN,
+ * one message, answered by its last statement); on PGlite, in process, one statement at a time.
+ */
+async function runFrame(db: Database, trx: Trx, frame: string[]): Promise<boolean> {
+  if (db.kind === 'postgres') {
+    const { rows } = await sql.raw<{ locked?: boolean }>(frame.join(';\n')).execute(trx);
+    return rows[0]?.locked !== false;
+  }
+  let rows: { locked?: boolean }[] = [];
+  for (const statement of frame) rows = (await sql.raw<{ locked?: boolean }>(statement).execute(trx)).rows;
+  return rows[0]?.locked !== false;
+}
+
 async function inTransaction<T>(
   db: Database,
-  frame: RawBuilder<{ locked?: boolean }>,
+  frame: string[],
   fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
   let used: Trx | undefined;
@@ -39,8 +72,7 @@ async function inTransaction<T>(
     .execute(async (trx) => {
       connected();
       used = trx;
-      const settings = await frame.execute(trx);
-      return fn(trx, settings.rows[0]?.locked !== false);
+      return fn(trx, await runFrame(db, trx, frame));
     })
     .finally(connected);
   const hooks = used && afterCommitHooks.get(used);
@@ -58,11 +90,7 @@ async function inTransaction<T>(
 
 /** Runs fn as the app role, seeing only the rows of practiceId. */
 export function inPractice<T>(db: Database, practiceId: string, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return inTransaction(
-    db,
-    sql`SELECT set_config('role', ${sql.lit(APP_ROLE)}, true), set_config('app.practice_id', ${sql.lit(practiceId)}, true)`,
-    fn,
-  );
+  return inTransaction(db, frameOf(APP_ROLE, practiceId, undefined), fn);
 }
 
 /** A 64-bit advisory lock key for a name: the first 8 bytes of its SHA-256, as a signed integer. */
@@ -81,17 +109,12 @@ export function inPracticeHolding<T>(
   lockName: string,
   fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
-  return inTransaction(
-    db,
-    sql`SELECT set_config('role', ${sql.lit(APP_ROLE)}, true), set_config('app.practice_id', ${sql.lit(practiceId)}, true),
-      pg_try_advisory_xact_lock(${sql.lit(advisoryLockKey(lockName))}::bigint) AS locked`,
-    fn,
-  );
+  return inTransaction(db, frameOf(APP_ROLE, practiceId, lockName), fn);
 }
 
 /** Runs fn as the operator role, across practices: admin API, key look-up, background workers. */
 export function asOperator<T>(db: Database, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return inTransaction(db, sql`SELECT set_config('role', ${sql.lit(OPERATOR_ROLE)}, true)`, fn);
+  return inTransaction(db, frameOf(OPERATOR_ROLE, undefined, undefined), fn);
 }
 
 /** Like asOperator, holding lockName as inPracticeHolding does. */
@@ -100,12 +123,7 @@ export function asOperatorHolding<T>(
   lockName: string,
   fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
-  return inTransaction(
-    db,
-    sql`SELECT set_config('role', ${sql.lit(OPERATOR_ROLE)}, true),
-      pg_try_advisory_xact_lock(${sql.lit(advisoryLockKey(lockName))}::bigint) AS locked`,
-    fn,
-  );
+  return inTransaction(db, frameOf(OPERATOR_ROLE, undefined, lockName), fn);
 }
 
 /** Runs fn inside a savepoint; if it throws, the savepoint's work is undone and the error rethrown. */
