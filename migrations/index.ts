@@ -17,6 +17,7 @@ import * as m0015 from './0015_job_leases.ts';
 import * as m0016 from './0016_rate_limits.ts';
 import * as m0017 from './0017_job_lanes.ts';
 import * as m0018 from './0018_event_detail_and_key_usage.ts';
+import * as m0023 from './0023_key_change_signals_from_the_application.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0016_rate_limits': m0016,
   '0017_job_lanes': m0017,
   '0018_event_detail_and_key_usage': m0018,
+  '0023_key_change_signals_from_the_application': m0023,
 };
