@@ -166,7 +166,7 @@ export class KeyCache<R extends { practice_id: string }> {
   }
 
   /**
-   * Follows the changes migration 0012 announces, through the database's listen (its own connection
+   * Follows the key changes the writing transactions announce (src/platform/key-changes.ts), through the database's listen (its own connection
    * on PostgreSQL, the single session on PGlite). Returns how to stop; until the first LISTEN is in
    * place, and whenever it is lost, the cache serves nothing.
    */

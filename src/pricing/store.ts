@@ -22,9 +22,10 @@ export async function upsertPrice(
       updated_at: now,
     })
     .onConflict((oc) =>
-      oc
-        .columns(['practice_id', 'system', 'code', 'practitioner_id'])
-        .doUpdateSet((eb) => ({ amount: eb.ref('excluded.amount'), updated_at: eb.ref('excluded.updated_at') })),
+      oc.columns(['practice_id', 'system', 'code', 'practitioner_id']).doUpdateSet((eb) => ({
+        amount: eb.ref('excluded.amount'),
+        updated_at: eb.ref('excluded.updated_at'),
+      })),
     )
     .returningAll()
     .executeTakeFirstOrThrow();
