@@ -29,10 +29,13 @@ export function afterCommit(trx: Trx, hook: (db: Database) => void): void {
   hooks.add(hook);
 }
 
-/** A string as an SQL literal: quoted, its quotes doubled (standard_conforming_strings is on). */
+/**
+ * A string as an SQL literal in the escaped form (E'...', backslashes and quotes doubled), which reads
+ * the same whatever standard_conforming_strings says.
+ */
 function literal(value: string): string {
   if (value.includes('\0')) throw new Error('a transaction setting cannot hold a NUL character');
-  return `'${value.replaceAll("'", "''")}'`;
+  return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
 }
 
 /** The frame's statements: the role, then the practice when there is one, then the advisory lock's try. */
