@@ -73,7 +73,7 @@ describeEachBackend('transaction frame', (backend) => {
     assert.equal(operator, 'practice_billing_operator');
   });
 
-  test('the practice is set with SET LOCAL as a quoted literal: any text arrives whole, and ends with the transaction', async () => {
+  test('the practice, written as a literal, arrives whole whatever its text, and ends with the transaction', async () => {
     const awkward = `prac_'; SET LOCAL ROLE postgres; --\\`;
     const seen = await inPractice(svc.db, awkward, async (trx) => {
       const { rows } = await sql<{ practice: string; role: string }>`

@@ -9,9 +9,10 @@
 //    round-robin by practice: each practice's jobs are numbered from the count it already has running
 //    in the lane, and the lowest numbers win, so a practice with a deep backlog takes its turn after one
 //    that has nothing running, whatever their jobs' ages. It answers each practice's share of the slots.
-// 2. one locking take per practice that was dealt a share, in a transaction of its own: the same walk,
-//    count and deal within that practice's rows only, locking FOR UPDATE SKIP LOCKED and leasing at
-//    most its share. Jobs locked but not leased are released when it commits.
+// 2. one locking statement per practice that was dealt a share, in the same transaction: the same
+//    walk, count and deal within that practice's rows only, locking FOR UPDATE SKIP LOCKED and leasing
+//    at most its share. Jobs locked but not leased are released when the take commits. (A transaction
+//    may lock rows of several shards one statement at a time; one statement may not.)
 // A practice's jobs that another worker locks between the two steps are skipped, so a take may lease
 // fewer jobs than it was dealt (never more); the rest wait for the next take. Due and free are judged
 // on the database's clock. Two processes that take at the same instant both count the running jobs
@@ -36,34 +37,24 @@ export async function takeFairly(
   keyCap: number | null,
 ): Promise<JobRow[]> {
   if (limit <= 0 || lanes.length === 0) return [];
-  const shares = await asOperator(
-    db,
-    async (trx) =>
-      (
-        await sql<{ practice_id: string; share: number }>`
-          ${dealtSlots({ lanes, keyCap, limit, practiceId: null })}
-          SELECT practice_id, count(*)::int AS share FROM dealt
-           GROUP BY practice_id ORDER BY min(turn), practice_id`.execute(trx)
-      ).rows,
-  );
-  const taken: JobRow[] = [];
-  for (const { practice_id, share } of shares) {
-    const rows = await asOperator(
-      db,
-      async (trx) =>
-        (
-          await sql<JobRow>`
-            ${dealtSlots({ lanes, keyCap, limit: share, practiceId: practice_id })}
-            UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${leaseEnd},
-                   attempts = j.attempts + 1
-              FROM dealt
-             WHERE j.practice_id = ${practice_id} AND j.practice_id = dealt.practice_id AND j.id = dealt.id
-             RETURNING j.*`.execute(trx)
-        ).rows,
-    );
-    taken.push(...rows);
-  }
-  return taken;
+  return asOperator(db, async (trx) => {
+    const shares = await sql<{ practice_id: string; share: number }>`
+      ${dealtSlots({ lanes, keyCap, limit, practiceId: null })}
+      SELECT practice_id, count(*)::int AS share FROM dealt
+       GROUP BY practice_id ORDER BY min(turn), practice_id`.execute(trx);
+    const taken: JobRow[] = [];
+    for (const { practice_id, share } of shares.rows) {
+      const leased = await sql<JobRow>`
+        ${dealtSlots({ lanes, keyCap, limit: share, practiceId: practice_id })}
+        UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${leaseEnd},
+               attempts = j.attempts + 1
+          FROM dealt
+         WHERE j.practice_id = ${practice_id} AND j.practice_id = dealt.practice_id AND j.id = dealt.id
+         RETURNING j.*`.execute(trx);
+      taken.push(...leased.rows);
+    }
+    return taken;
+  });
 }
 
 /**

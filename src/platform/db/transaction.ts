@@ -2,9 +2,10 @@
 // and, for tenant work, sets the practice. Both settings are transaction-local, so a pooled
 // connection never carries one request's practice into another's. The frame's values are written as
 // literals (ids, role names and a lock number, never free text), so that on PostgreSQL it travels
-// with BEGIN in one message (src/platform/db/database.ts). The practice is set with SET LOCAL, not
-// set_config: a distributed PostgreSQL (Citus, with citus.propagate_set_commands = 'local') carries a
-// SET LOCAL to the nodes that hold the rows, and a set_config call to none (docs/scale-out.md).
+// with BEGIN in one message (src/platform/db/database.ts). On PostgreSQL the practice is set with SET
+// LOCAL, not set_config: a distributed PostgreSQL (Citus, with citus.propagate_set_commands = 'local')
+// carries a SET LOCAL to the nodes that hold the rows, and a set_config call to none
+// (docs/scale-out.md).
 import { createHash } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
@@ -38,34 +39,43 @@ function literal(value: string): string {
   return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
 }
 
-/** The frame's statements: the role, then the practice when there is one, then the advisory lock's try. */
-function frameOf(role: string, practiceId: string | undefined, lockName: string | undefined): string[] {
-  return [
-    `SET LOCAL ROLE ${role}`,
-    ...(practiceId === undefined ? [] : [`SET LOCAL app.practice_id = ${literal(practiceId)}`]),
-    ...(lockName === undefined
-      ? []
-      : [`SELECT pg_try_advisory_xact_lock(${advisoryLockKey(lockName)}::bigint) AS locked`]),
-  ];
+/** What the frame sets: the role, the practice for tenant work, and an advisory lock to try. */
+interface Frame {
+  role: string;
+  practiceId?: string;
+  lockName?: string;
 }
 
+const lockTry = (lockName: string) =>
+  `pg_try_advisory_xact_lock(${advisoryLockKey(lockName)}::bigint) AS locked`;
+
 /**
- * Runs the frame: on PostgreSQL as one text of several statements (which the session sends with BEGIN,
- * one message, answered by its last statement); on PGlite, in process, one statement at a time.
+ * The frame's SQL. PostgreSQL: SET LOCAL statements (and the lock's try), as one text that the session
+ * sends with BEGIN, in one message, answered by its last statement. PGlite (one process, never
+ * distributed, whose statements go one at a time): the same transaction-local settings made by
+ * set_config, in one SELECT.
  */
-async function runFrame(db: Database, trx: Trx, frame: string[]): Promise<boolean> {
+function frameSql(db: Database, frame: Frame): string {
   if (db.kind === 'postgres') {
-    const { rows } = await sql.raw<{ locked?: boolean }>(frame.join(';\n')).execute(trx);
-    return rows[0]?.locked !== false;
+    return [
+      `SET LOCAL ROLE ${frame.role}`,
+      ...(frame.practiceId === undefined ? [] : [`SET LOCAL app.practice_id = ${literal(frame.practiceId)}`]),
+      ...(frame.lockName === undefined ? [] : [`SELECT ${lockTry(frame.lockName)}`]),
+    ].join(';\n');
   }
-  let rows: { locked?: boolean }[] = [];
-  for (const statement of frame) rows = (await sql.raw<{ locked?: boolean }>(statement).execute(trx)).rows;
-  return rows[0]?.locked !== false;
+  const settings = [
+    `set_config('role', ${literal(frame.role)}, true)`,
+    ...(frame.practiceId === undefined
+      ? []
+      : [`set_config('app.practice_id', ${literal(frame.practiceId)}, true)`]),
+    ...(frame.lockName === undefined ? [] : [lockTry(frame.lockName)]),
+  ];
+  return `SELECT ${settings.join(', ')}`;
 }
 
 async function inTransaction<T>(
   db: Database,
-  frame: string[],
+  frame: Frame,
   fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
   let used: Trx | undefined;
@@ -75,7 +85,8 @@ async function inTransaction<T>(
     .execute(async (trx) => {
       connected();
       used = trx;
-      return fn(trx, await runFrame(db, trx, frame));
+      const { rows } = await sql.raw<{ locked?: boolean }>(frameSql(db, frame)).execute(trx);
+      return fn(trx, rows[0]?.locked !== false);
     })
     .finally(connected);
   const hooks = used && afterCommitHooks.get(used);
@@ -93,7 +104,7 @@ async function inTransaction<T>(
 
 /** Runs fn as the app role, seeing only the rows of practiceId. */
 export function inPractice<T>(db: Database, practiceId: string, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return inTransaction(db, frameOf(APP_ROLE, practiceId, undefined), fn);
+  return inTransaction(db, { role: APP_ROLE, practiceId }, fn);
 }
 
 /** A 64-bit advisory lock key for a name: the first 8 bytes of its SHA-256, as a signed integer. */
@@ -112,12 +123,12 @@ export function inPracticeHolding<T>(
   lockName: string,
   fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
-  return inTransaction(db, frameOf(APP_ROLE, practiceId, lockName), fn);
+  return inTransaction(db, { role: APP_ROLE, practiceId, lockName }, fn);
 }
 
 /** Runs fn as the operator role, across practices: admin API, key look-up, background workers. */
 export function asOperator<T>(db: Database, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return inTransaction(db, frameOf(OPERATOR_ROLE, undefined, undefined), fn);
+  return inTransaction(db, { role: OPERATOR_ROLE }, fn);
 }
 
 /** Like asOperator, holding lockName as inPracticeHolding does. */
@@ -126,7 +137,7 @@ export function asOperatorHolding<T>(
   lockName: string,
   fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
-  return inTransaction(db, frameOf(OPERATOR_ROLE, undefined, lockName), fn);
+  return inTransaction(db, { role: OPERATOR_ROLE, lockName }, fn);
 }
 
 /** Runs fn inside a savepoint; if it throws, the savepoint's work is undone and the error rethrown. */
