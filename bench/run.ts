@@ -13,6 +13,7 @@ import { pglitePass } from './pass-pglite.ts';
 import { postgresPass } from './pass-postgres.ts';
 import type { PassContext } from './pass-steps.ts';
 import { loadAverage1 } from './proc.ts';
+import { processesOnly } from './processes.ts';
 import { markdown, writeResults } from './report.ts';
 import type { PassResult, RunResult } from './results.ts';
 import { type PassName, settings } from './settings.ts';
@@ -70,7 +71,8 @@ async function runPass(name: PassName): Promise<void> {
   const ctx: PassContext = { settings, budget, log: (line) => log(`${name}: ${line}`), result };
   const started = Date.now();
   try {
-    if (name === 'pglite') await pglitePass(ctx);
+    if (settings.only === 'processes') await processesOnly(ctx, settings.databaseUrl!);
+    else if (name === 'pglite') await pglitePass(ctx);
     else await postgresPass(ctx, settings.databaseUrl!);
   } catch (error) {
     result.error = error instanceof Error ? error.message.split('\n')[0]! : String(error);

@@ -16,15 +16,19 @@ export type PassName = 'postgres' | 'pglite';
  * BENCH_ONLY=claims runs only the claim pipelines (with what they need), BENCH_ONLY=requests only the
  * patient request scenarios (GET, POST, search) against the baseline and the rate-limit store
  * comparison, BENCH_ONLY=rate-limits only that comparison (PostgreSQL), BENCH_ONLY=isolation only
- * the noisy-neighbour and overload scenarios (bench/isolation.ts) on a fresh service: quick looks at
- * one part.
+ * the noisy-neighbour and overload scenarios (bench/isolation.ts) on a fresh service, BENCH_ONLY=processes
+ * only the comparison of one API and worker process against two of each (bench/processes.ts,
+ * PostgreSQL): quick looks at one part.
  */
-function only(): 'claims' | 'requests' | 'rate-limits' | 'isolation' | undefined {
+const ONLY = ['claims', 'requests', 'rate-limits', 'isolation', 'processes'] as const;
+
+function only(): (typeof ONLY)[number] | undefined {
   const raw = process.env.BENCH_ONLY;
   if (raw === undefined || raw === '') return undefined;
-  if (raw !== 'claims' && raw !== 'requests' && raw !== 'rate-limits' && raw !== 'isolation')
-    throw new Error(`BENCH_ONLY must be "claims", "requests", "rate-limits" or "isolation", got "${raw}"`);
-  return raw;
+  const known = ONLY.find((name) => name === raw);
+  if (known === undefined)
+    throw new Error(`BENCH_ONLY must be one of ${ONLY.map((name) => `"${name}"`).join(', ')}, got "${raw}"`);
+  return known;
 }
 
 function passes(): PassName[] {
@@ -33,8 +37,8 @@ function passes(): PassName[] {
     (p) =>
       wanted.includes(p) &&
       (p !== 'postgres' || Boolean(process.env.DATABASE_URL)) &&
-      // The embedded database has no shared store to compare.
-      (p !== 'pglite' || only() !== 'rate-limits'),
+      // The embedded database has no shared store to compare, and runs in one process only.
+      (p !== 'pglite' || (only() !== 'rate-limits' && only() !== 'processes')),
   );
 }
 

@@ -20,6 +20,7 @@ import * as m0018 from './0018_event_detail_and_key_usage.ts';
 import * as m0019 from './0019_unpriced_lines.ts';
 import * as m0021 from './0021_refunds.ts';
 import * as m0022 from './0022_practice_references.ts';
+import * as m0023 from './0023_key_change_signals_from_the_application.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0019_unpriced_lines': m0019,
   '0021_refunds': m0021,
   '0022_practice_references': m0022,
+  '0023_key_change_signals_from_the_application': m0023,
 };

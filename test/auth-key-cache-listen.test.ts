@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { MISSED_BEATS, RECONNECT_AFTER_MISSED_BEATS } from '../src/platform/db/listen.ts';
 import { postgresDatabase, startService, type TestService } from './harness.ts';
-import { askUntil, countLookUps, lookUps, rememberedPractice } from './support/key-cache.ts';
+import { askUntil, changeByHand, countLookUps, lookUps, rememberedPractice } from './support/key-cache.ts';
 import { type NotifyProxy, startNotifyProxy } from './support/notify-proxy.ts';
 
 const HEARTBEAT_MS = 500;
@@ -44,7 +44,9 @@ describe('API key cache when notifications do not arrive (postgres)', {
       for (let i = 0; i < 3; i++) assert.equal((await practice.ask()).status, 404);
       assert.equal((await lookUps(svc)) - start, 3, 'every request looked its key up');
       // Revoked on another connection: its NOTIFY reaches no listener, and the next request is refused.
-      await admin.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [practice.keyId]);
+      await changeByHand(admin, practice.practiceId, 'UPDATE api_keys SET revoked_at = now() WHERE id = $1', [
+        practice.keyId,
+      ]);
       const refused = await practice.ask();
       assert.equal(refused.status, 401, refused.text);
     } finally {
@@ -81,7 +83,9 @@ describe('API key cache when notifications do not arrive (postgres)', {
       // From now on the listening connection stays up and answers, but hears nothing.
       proxy.dropping = true;
       const dropped = Date.now();
-      await admin.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [practice.keyId]);
+      await changeByHand(admin, practice.practiceId, 'UPDATE api_keys SET revoked_at = now() WHERE id = $1', [
+        practice.keyId,
+      ]);
       const bound = (1 + MISSED_BEATS) * HEARTBEAT_MS;
       const refused = await askUntil(practice.ask, (a) => a.status === 401, bound + 5000);
       const ms = Date.now() - dropped;
@@ -114,7 +118,9 @@ describe('API key cache when notifications do not arrive (postgres)', {
       // The listening connection now neither delivers nor answers, and no reset ever comes.
       proxy.blackhole();
       const silenced = Date.now();
-      await admin.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [practice.keyId]);
+      await changeByHand(admin, practice.practiceId, 'UPDATE api_keys SET revoked_at = now() WHERE id = $1', [
+        practice.keyId,
+      ]);
       const bound = (1 + MISSED_BEATS) * HEARTBEAT_MS;
       const refused = await askUntil(practice.ask, (a) => a.status === 401, bound + 5000);
       assert.equal(
@@ -137,7 +143,9 @@ describe('API key cache when notifications do not arrive (postgres)', {
       const before = await lookUps(svc);
       assert.equal((await again.ask()).status, 404);
       assert.equal(await lookUps(svc), before, 'answered from memory again');
-      await admin.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [again.keyId]);
+      await changeByHand(admin, again.practiceId, 'UPDATE api_keys SET revoked_at = now() WHERE id = $1', [
+        again.keyId,
+      ]);
       const revokedAgain = await askUntil(again.ask, (a) => a.status === 401, 2000);
       assert.equal(revokedAgain.answer.status, 401, 'a revocation heard on the new connection');
     });

@@ -11,11 +11,13 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
+import { KEY_CHANGES_CHANNEL } from '../src/auth/key-cache.ts';
 import { type ServeProcess, startServeProcess } from './child-service.ts';
 import { apiClient, call, describeEachBackend, startService, type TestService } from './harness.ts';
 import { createPatient } from './support/factories.ts';
 import {
   askUntil,
+  changeByHand,
   countLookUps,
   lookUps,
   PROMPTLY_MS,
@@ -258,15 +260,19 @@ describeEachBackend('API key cache', (backend) => {
     }
   });
 
-  test('a change made in plain SQL reaches the next requests', async () => {
+  test('a change made in plain SQL, with its NOTIFY, reaches the next requests', async () => {
     const practice = await rememberedPractice(svc);
     // PostgreSQL: on a connection of its own; PGlite: its single session.
     const client = backend === 'postgres' ? new pg.Client({ connectionString: svc.databaseUrl }) : undefined;
     await client?.connect();
     try {
       const suspend = `UPDATE clients SET suspended_at = now() WHERE id = '${practice.clientId}'`;
-      if (client) await client.query(suspend);
-      else await sql.raw(suspend).execute(svc.db.kysely);
+      if (client) await changeByHand(client, practice.practiceId, suspend);
+      else
+        await svc.db.kysely.transaction().execute(async (trx) => {
+          await sql.raw(suspend).execute(trx);
+          await sql`SELECT pg_notify(${KEY_CHANGES_CHANNEL}, ${practice.practiceId})`.execute(trx);
+        });
       const { answer, ms, asks } = await askUntil(practice.ask, (a) => a.status === 401);
       assert.equal(answer.status, 401, `still ${answer.status} after ${ms} ms`);
       process.stdout.write(`# plain SQL suspension heard after ${ms} ms, ${asks} request(s) (${backend})\n`);
@@ -345,9 +351,12 @@ describe('API key cache across processes and connections (postgres)', {
 
   test('switched off in plain SQL on another connection: 403 within moments', async () => {
     const practice = await rememberedPractice(svc);
-    await admin.query('UPDATE practices SET integrations_enabled = false WHERE id = $1', [
+    await changeByHand(
+      admin,
       practice.practiceId,
-    ]);
+      'UPDATE practices SET integrations_enabled = false WHERE id = $1',
+      [practice.practiceId],
+    );
     const { answer, ms } = await askUntil(practice.ask, (a) => a.status === 403);
     assert.equal(answer.status, 403, `still ${answer.status} after ${ms} ms`);
     assert.equal(answer.body.code, 'addon_inactive');
@@ -361,7 +370,9 @@ describe('API key cache across processes and connections (postgres)', {
     // A NOTIFY, had there been one, arrives on the listening connection within milliseconds; the
     // request after the next change signal is the check. Make one that this practice does not hear.
     const other = await rememberedPractice(svc);
-    await admin.query('UPDATE clients SET suspended_at = now() WHERE id = $1', [other.clientId]);
+    await changeByHand(admin, other.practiceId, 'UPDATE clients SET suspended_at = now() WHERE id = $1', [
+      other.clientId,
+    ]);
     await askUntil(other.ask, (a) => a.status === 401);
     const before = await lookUps(svc);
     assert.equal((await practice.ask()).status, 404);
@@ -379,7 +390,9 @@ describe('API key cache across processes and connections (postgres)', {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     // Made while no one listens: its NOTIFY reaches no one.
-    await admin.query(`UPDATE clients SET permissions = '{}' WHERE id = $1`, [changed.clientId]);
+    await changeByHand(admin, changed.practiceId, `UPDATE clients SET permissions = '{}' WHERE id = $1`, [
+      changed.clientId,
+    ]);
     await keyListener(admin, listener);
 
     const refused = await changed.ask();

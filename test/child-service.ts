@@ -140,3 +140,57 @@ export async function remotePractice(
     key: key.body.key,
   };
 }
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  pid: number;
+  output(): string;
+  running(): boolean;
+  stop(): Promise<void>;
+}
+
+/** Starts `practice-billing worker` on databaseUrl; it has no port, so it is running once spawned. */
+export function startWorkerProcess(options: {
+  databaseUrl: string;
+  env?: Record<string, string>;
+}): WorkerProcess {
+  const child = spawn(NODE, [BIN, 'worker'], {
+    cwd: ROOT,
+    env: childEnv({
+      DATABASE_URL: options.databaseUrl,
+      ADMIN_TOKEN: `adm_worker_${randomBytes(8).toString('hex')}`,
+      REMITTANCE_DELAY_MS: '0',
+      LOG_LEVEL: 'warn',
+      ...options.env,
+    }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  trackChild(child, 'a `practice-billing worker` process');
+  let output = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk;
+  });
+  let alive = true;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      alive = false;
+      resolve();
+    }),
+  );
+  return {
+    child,
+    pid: child.pid!,
+    output: () => output,
+    running: () => alive,
+    stop: async () => {
+      if (!alive) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

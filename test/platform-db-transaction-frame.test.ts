@@ -73,6 +73,19 @@ describeEachBackend('transaction frame', (backend) => {
     assert.equal(operator, 'practice_billing_operator');
   });
 
+  test('the practice, written as a literal, arrives whole whatever its text, and ends with the transaction', async () => {
+    const awkward = `prac_'; SET LOCAL ROLE postgres; --\\`;
+    const seen = await inPractice(svc.db, awkward, async (trx) => {
+      const { rows } = await sql<{ practice: string; role: string }>`
+        SELECT current_setting('app.practice_id') AS practice, current_user AS role`.execute(trx);
+      return rows[0]!;
+    });
+    assert.deepEqual(seen, { practice: awkward, role: 'practice_billing_app' });
+    const after = await sql<{ practice: string | null }>`
+      SELECT nullif(current_setting('app.practice_id', true), '') AS practice`.execute(svc.db.kysely);
+    assert.equal(after.rows[0]!.practice, null, 'transaction-local: gone after the commit');
+  });
+
   test('a parameterised statement is prepared once per connection and then only executed', {
     skip: backend === 'pglite' ? 'PGlite runs in process: there is no round trip to save' : false,
   }, async () => {

@@ -211,8 +211,8 @@ export function registerAdminScope(
           },
         });
         // A change may concern who may call: the practice's remembered keys go before the answer does.
-        // (Migration 0012's NOTIFY says so too, to every process, but here it could arrive after the
-        // caller's next request.)
+        // (The writing transaction's NOTIFY says so too, to every process, but here it could arrive
+        // after the caller's next request.)
         if (spec.method !== 'GET' && done && !replayed) {
           if (done.audit) deps.keyCache.forgetPractice(done.audit.practiceId);
           else deps.keyCache.flush();

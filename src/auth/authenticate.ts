@@ -87,8 +87,8 @@ export const LAST_USED_STEP_MS = 60_000;
  * Records that the key let a request in, when what is known of its last use (the row as looked up or
  * remembered) is a minute old or more: one write a minute per key, not one per request. The row in
  * hand is stamped first, so this process's next requests in that minute write nothing; the UPDATE's
- * own condition keeps other processes from writing it again within the minute. Not a column migration
- * 0012 watches, so no process forgets its keys for it. A failed write loses one timestamp and never
+ * own condition keeps other processes from writing it again within the minute. It sends no key-change
+ * NOTIFY, so no process forgets its keys for it. A failed write loses one timestamp and never
  * the request (but a write shed by load shedding means the request's own work is shed next).
  */
 function noteUse(db: Database, row: KeyRow, now: Date): Promise<void> | undefined {

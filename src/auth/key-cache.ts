@@ -4,16 +4,16 @@
 //
 // A remembered row is served as it is for the first half of its time to live (soft), then still
 // served while one background look-up refreshes it, and never once the whole time (hard) has passed.
-// It is dropped at once when its practice's key, client or practice row changes (the NOTIFY of
-// migration 0012, and this process's own admin writes), and everything is dropped whenever listening
+// It is dropped at once when its practice's key, client or practice row changes (the NOTIFY the
+// writing transaction sends, src/platform/key-changes.ts, and this process's own admin writes), and everything is dropped whenever listening
 // for those changes starts, starts again or breaks: nothing is served from memory while no one listens.
 // A look-up that was on its way when its practice's rows changed is not remembered (its row may
 // predate the change). Bounded: the least recently used row goes first.
 import type { Clock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
+import { KEY_CHANGES_CHANNEL } from '../platform/key-changes.ts';
 
-/** The channel migration 0012's triggers notify with a practice id ('' for every practice). */
-export const KEY_CHANGES_CHANNEL = 'api_keys_changed';
+export { KEY_CHANGES_CHANNEL };
 
 /** At most this many rows are remembered. */
 export const MAX_CACHED_KEYS = 10_000;
@@ -166,7 +166,7 @@ export class KeyCache<R extends { practice_id: string }> {
   }
 
   /**
-   * Follows the changes migration 0012 announces, through the database's listen (its own connection
+   * Follows the key changes the writing transactions announce (src/platform/key-changes.ts), through the database's listen (its own connection
    * on PostgreSQL, the single session on PGlite). Returns how to stop; until the first LISTEN is in
    * place, and whenever it is lost, the cache serves nothing.
    */

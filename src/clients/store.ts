@@ -2,6 +2,7 @@
 import { type Insertable, sql, type Updateable } from 'kysely';
 import type { ApiKeysTable, ClientsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { signalKeyChange } from '../platform/key-changes.ts';
 
 export async function insertClient(trx: Trx, row: Insertable<ClientsTable>) {
   return trx.insertInto('clients').values(row).returningAll().executeTakeFirstOrThrow();
@@ -27,13 +28,15 @@ export async function updateClient(
   clientId: string,
   set: Updateable<ClientsTable>,
 ) {
-  return trx
+  const row = await trx
     .updateTable('clients')
     .set(set)
     .where('practice_id', '=', practiceId)
     .where('id', '=', clientId)
     .returningAll()
     .executeTakeFirst();
+  if (row) await signalKeyChange(trx, practiceId);
+  return row;
 }
 
 /**
@@ -47,13 +50,15 @@ export async function updateClientSuspended(
   suspended: boolean,
   now: Date,
 ) {
-  return trx
+  const row = await trx
     .updateTable('clients')
     .set({ suspended_at: suspended ? sql<Date>`coalesce(suspended_at, ${now})` : null, updated_at: now })
     .where('practice_id', '=', practiceId)
     .where('id', '=', clientId)
     .returningAll()
     .executeTakeFirst();
+  if (row) await signalKeyChange(trx, practiceId);
+  return row;
 }
 
 export async function insertApiKey(trx: Trx, row: Insertable<ApiKeysTable>) {
@@ -73,12 +78,14 @@ export async function listApiKeyRows(trx: Trx, practiceId: string, clientId: str
 
 /** A key already revoked keeps its first revocation time, also when two revocations race. */
 export async function updateApiKeyRevoked(trx: Trx, keyId: string, now: Date) {
-  return trx
+  const row = await trx
     .updateTable('api_keys')
     .set({ revoked_at: sql<Date>`coalesce(revoked_at, ${now})` })
     .where('id', '=', keyId)
     .returningAll()
     .executeTakeFirst();
+  if (row) await signalKeyChange(trx, row.practice_id);
+  return row;
 }
 
 /** A key of the client, locked against a concurrent change of its expiry or revocation. */
@@ -99,11 +106,13 @@ export async function findApiKey(trx: Trx, keyId: string) {
 
 /** Sets the key to expire at `at`, unless it already expires sooner; answers the row as written. */
 export async function shortenApiKeyExpiry(trx: Trx, practiceId: string, keyId: string, at: Date) {
-  return trx
+  const row = await trx
     .updateTable('api_keys')
     .set({ expires_at: sql<Date>`least(coalesce(expires_at, ${at}), ${at})` })
     .where('practice_id', '=', practiceId)
     .where('id', '=', keyId)
     .returningAll()
     .executeTakeFirstOrThrow();
+  await signalKeyChange(trx, practiceId);
+  return row;
 }

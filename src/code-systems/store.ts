@@ -312,7 +312,7 @@ export async function upsertPublishedSystem(
         title: eb.ref('excluded.title'),
         description: eb.ref('excluded.description'),
         usage: eb.ref('excluded.usage'),
-        updated_at: sql`now()`,
+        updated_at: eb.ref('excluded.updated_at'),
       })),
     )
     .execute();
@@ -335,7 +335,7 @@ export async function upsertPublishedConcepts(
         definition: eb.ref('excluded.definition'),
         default_price: eb.ref('excluded.default_price'),
         currency: eb.ref('excluded.currency'),
-        updated_at: sql`now()`,
+        updated_at: eb.ref('excluded.updated_at'),
       })),
     )
     .execute();

@@ -112,7 +112,7 @@ export async function storeAnswer(
       fingerprint = excluded.fingerprint, response_status = excluded.response_status,
       response_headers = excluded.response_headers, response_body = excluded.response_body,
       created_at = excluded.created_at, expires_at = excluded.expires_at
-    WHERE k.expires_at <= now()`,
+    WHERE k.expires_at <= excluded.created_at`,
   );
 }
 

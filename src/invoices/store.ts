@@ -377,18 +377,29 @@ export async function listPayments(trx: Trx, practiceId: string, invoiceId: stri
     .execute();
 }
 
+const overdue = (now: Date) => sql`
+  i.status = 'issued'
+  AND i.balance_due > 0
+  AND i.due_date < (${now}::timestamptz AT TIME ZONE ${practiceTimezoneOf('i.practice_id')})::date`;
+
+/** Practices with issued invoices overdue at `now` (in their own time zones), at most `limit`; locks nothing. */
+export async function practicesWithOverdueInvoices(trx: Trx, now: Date, limit: number): Promise<string[]> {
+  const found = await sql<{ practice_id: string }>`
+    SELECT DISTINCT i.practice_id FROM invoices i WHERE ${overdue(now)}
+     ORDER BY i.practice_id LIMIT ${limit}`.execute(trx);
+  return found.rows.map((row) => row.practice_id);
+}
+
 /**
- * Issued invoices with a balance whose due date has passed in their practice's time zone, at most
+ * One practice's issued invoices with a balance whose due date has passed in its time zone, at most
  * `limit`, locked for this transaction; rows another transaction holds are skipped.
  */
-export async function takeOverdueInvoices(trx: Trx, now: Date, limit: number) {
+export async function takeOverdueInvoices(trx: Trx, practiceId: string, now: Date, limit: number) {
   const due = await sql<{ practice_id: string; id: string }>`
     SELECT i.practice_id, i.id
       FROM invoices i
-     WHERE i.status = 'issued'
-       AND i.balance_due > 0
-       AND i.due_date < (${now}::timestamptz AT TIME ZONE ${practiceTimezoneOf('i.practice_id')})::date
-     ORDER BY i.practice_id, i.id
+     WHERE i.practice_id = ${practiceId} AND ${overdue(now)}
+     ORDER BY i.id
      LIMIT ${limit}
      FOR UPDATE OF i SKIP LOCKED`.execute(trx);
   return due.rows;

@@ -1,18 +1,23 @@
-// Owns the statement that takes due jobs: fair between practices, capped per concurrency key, and safe
-// with any number of worker processes. One statement per take:
-// - it walks the groups with due jobs, a group being (lane, practice, concurrency key), along the index
-//   jobs_lane_queue, one index probe per group (a skip scan), never the whole backlog;
-// - in each group it locks, FOR UPDATE SKIP LOCKED, the oldest due and free jobs, as many as the group
-//   may start: for a keyed group (a webhook endpoint's deliveries) the cap less the jobs of that key
-//   already running under a lease, in any process (counted along jobs_held); each group's locking
-//   subquery touches one practice's rows, though the statement as a whole locks rows of many;
-// - it then deals the slots round-robin by practice: each practice's jobs are numbered from the count
-//   it already has running in the lane, and the lowest numbers win, so a practice with a deep backlog
-//   takes its turn after one that has nothing running, whatever their jobs' ages;
-// - and leases the winners. Jobs locked but not dealt a slot are released when the statement commits.
-// Due and free are judged on the database's clock. Two processes that take at the same instant both
-// count the running jobs before either commits, so a key's cap can be passed by as many jobs as
-// processes take at once; it is never passed within one process.
+// Owns the statements that take due jobs: fair between practices, capped per concurrency key, and safe
+// with any number of worker processes. A take is two steps, so that no statement locks rows of more than
+// one practice (a distributed PostgreSQL, Citus, refuses FOR UPDATE across shards; docs/scale-out.md):
+// 1. the pick, which locks nothing: it walks the groups with due jobs, a group being (lane, practice,
+//    concurrency key), along the index jobs_lane_queue, one index probe per group (a skip scan), never
+//    the whole backlog; in each group it counts the oldest due and free jobs, as many as the group may
+//    start: for a keyed group (a webhook endpoint's deliveries) the cap less the jobs of that key already
+//    running under a lease, in any process (counted along jobs_held); it then deals the slots
+//    round-robin by practice: each practice's jobs are numbered from the count it already has running
+//    in the lane, and the lowest numbers win, so a practice with a deep backlog takes its turn after one
+//    that has nothing running, whatever their jobs' ages. It answers each practice's share of the slots.
+// 2. one locking statement per practice that was dealt a share, in the same transaction: the same
+//    walk, count and deal within that practice's rows only, locking FOR UPDATE SKIP LOCKED and leasing
+//    at most its share. Jobs locked but not leased are released when the take commits. (A transaction
+//    may lock rows of several shards one statement at a time; one statement may not.)
+// A practice's jobs that another worker locks between the two steps are skipped, so a take may lease
+// fewer jobs than it was dealt (never more); the rest wait for the next take. Due and free are judged
+// on the database's clock. Two processes that take at the same instant both count the running jobs
+// before either commits, so a key's cap can be passed by as many jobs as processes take at once; it is
+// never passed within one process.
 import { type RawBuilder, sql } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';
@@ -32,62 +37,90 @@ export async function takeFairly(
   keyCap: number | null,
 ): Promise<JobRow[]> {
   if (limit <= 0 || lanes.length === 0) return [];
-  const cap = keyCap === null ? sql`NULL::int` : sql`${keyCap}::int`;
   return asOperator(db, async (trx) => {
-    const result = await sql<JobRow>`
-      WITH RECURSIVE grp AS (
-        SELECT first.lane, first.practice_id, first.concurrency_key
-          FROM unnest(${lanes}::text[]) AS wanted (lane)
-         CROSS JOIN LATERAL (
-           SELECT lane, practice_id, concurrency_key FROM jobs
-            WHERE state = 'queued' AND lane = wanted.lane AND run_at <= now()
-            ORDER BY practice_id, concurrency_key LIMIT 1) AS first
-        UNION ALL
-        SELECT nxt.lane, nxt.practice_id, nxt.concurrency_key FROM grp
-         CROSS JOIN LATERAL (
-           SELECT lane, practice_id, concurrency_key FROM jobs
-            WHERE state = 'queued' AND lane = grp.lane AND run_at <= now()
-              AND (practice_id, concurrency_key) > (grp.practice_id, grp.concurrency_key)
-            ORDER BY practice_id, concurrency_key LIMIT 1) AS nxt
-      ),
-      held AS (
-        SELECT lane, practice_id, concurrency_key, count(*)::int AS running FROM jobs
-         WHERE state = 'queued' AND locked_until > now() AND lane = ANY(${lanes}::text[])
-         GROUP BY lane, practice_id, concurrency_key
-      ),
-      held_by_practice AS (
-        SELECT lane, practice_id, sum(running)::int AS running FROM held GROUP BY lane, practice_id
-      ),
-      locked AS (
-        SELECT c.practice_id, c.id, c.run_at, g.lane
-          FROM grp AS g
-          LEFT JOIN held AS h
-            ON h.lane = g.lane AND h.practice_id = g.practice_id AND h.concurrency_key = g.concurrency_key
-         CROSS JOIN LATERAL (
-           SELECT j.practice_id, j.id, j.run_at FROM jobs AS j
-            WHERE j.lane = g.lane AND j.practice_id = g.practice_id AND j.concurrency_key = g.concurrency_key
-              AND j.state = 'queued' AND j.run_at <= now()
-              AND (j.locked_until IS NULL OR j.locked_until <= now())
-            ORDER BY j.run_at, j.id
-            LIMIT CASE WHEN g.concurrency_key = '' OR ${cap} IS NULL THEN ${limit}::int
-                       ELSE greatest(0, least(${limit}::int, ${cap} - coalesce(h.running, 0))) END
-            FOR UPDATE OF j SKIP LOCKED) AS c
-      ),
-      dealt AS (
-        SELECT l.practice_id, l.id FROM (
-          SELECT l.practice_id, l.id, l.run_at,
-                 coalesce(p.running, 0)
-                   + row_number() OVER (PARTITION BY l.lane, l.practice_id ORDER BY l.run_at, l.id) AS turn
-            FROM locked AS l
-            LEFT JOIN held_by_practice AS p ON p.lane = l.lane AND p.practice_id = l.practice_id) AS l
-         ORDER BY l.turn, l.run_at, l.id
-         LIMIT ${limit}::int
-      )
-      UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${leaseEnd},
-             attempts = j.attempts + 1
-        FROM dealt
-       WHERE j.practice_id = dealt.practice_id AND j.id = dealt.id
-       RETURNING j.*`.execute(trx);
-    return result.rows;
+    const shares = await sql<{ practice_id: string; share: number }>`
+      ${dealtSlots({ lanes, keyCap, limit, practiceId: null })}
+      SELECT practice_id, count(*)::int AS share FROM dealt
+       GROUP BY practice_id ORDER BY min(turn), practice_id`.execute(trx);
+    const taken: JobRow[] = [];
+    for (const { practice_id, share } of shares.rows) {
+      const leased = await sql<JobRow>`
+        ${dealtSlots({ lanes, keyCap, limit: share, practiceId: practice_id })}
+        UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${leaseEnd},
+               attempts = j.attempts + 1
+          FROM dealt
+         WHERE j.practice_id = ${practice_id} AND j.practice_id = dealt.practice_id AND j.id = dealt.id
+         RETURNING j.*`.execute(trx);
+      taken.push(...leased.rows);
+    }
+    return taken;
   });
+}
+
+/**
+ * The WITH clause whose `dealt` holds (practice_id, id, turn) of the jobs dealt a slot: across every
+ * practice and unlocked (practiceId null: the pick), or within one practice, locked FOR UPDATE SKIP
+ * LOCKED (the take).
+ */
+function dealtSlots(options: {
+  lanes: readonly JobLane[];
+  keyCap: number | null;
+  limit: number;
+  practiceId: string | null;
+}) {
+  const { lanes, keyCap, limit, practiceId } = options;
+  const cap = keyCap === null ? sql`NULL::int` : sql`${keyCap}::int`;
+  const within = (column: RawBuilder<unknown>) =>
+    practiceId === null ? sql`` : sql`AND ${column} = ${practiceId}`;
+  const lock = practiceId === null ? sql`` : sql`FOR UPDATE OF j SKIP LOCKED`;
+  return sql`
+    WITH RECURSIVE grp AS (
+      SELECT first.lane, first.practice_id, first.concurrency_key
+        FROM unnest(${lanes}::text[]) AS wanted (lane)
+       CROSS JOIN LATERAL (
+         SELECT lane, practice_id, concurrency_key FROM jobs
+          WHERE state = 'queued' AND lane = wanted.lane AND run_at <= now() ${within(sql.ref('practice_id'))}
+          ORDER BY practice_id, concurrency_key LIMIT 1) AS first
+      UNION ALL
+      SELECT nxt.lane, nxt.practice_id, nxt.concurrency_key FROM grp
+       CROSS JOIN LATERAL (
+         SELECT lane, practice_id, concurrency_key FROM jobs
+          WHERE state = 'queued' AND lane = grp.lane AND run_at <= now() ${within(sql.ref('practice_id'))}
+            AND (practice_id, concurrency_key) > (grp.practice_id, grp.concurrency_key)
+          ORDER BY practice_id, concurrency_key LIMIT 1) AS nxt
+    ),
+    held AS (
+      SELECT lane, practice_id, concurrency_key, count(*)::int AS running FROM jobs
+       WHERE state = 'queued' AND locked_until > now() AND lane = ANY(${lanes}::text[])
+             ${within(sql.ref('practice_id'))}
+       GROUP BY lane, practice_id, concurrency_key
+    ),
+    held_by_practice AS (
+      SELECT lane, practice_id, sum(running)::int AS running FROM held GROUP BY lane, practice_id
+    ),
+    candidates AS (
+      SELECT c.practice_id, c.id, c.run_at, g.lane
+        FROM grp AS g
+        LEFT JOIN held AS h
+          ON h.lane = g.lane AND h.practice_id = g.practice_id AND h.concurrency_key = g.concurrency_key
+       CROSS JOIN LATERAL (
+         SELECT j.practice_id, j.id, j.run_at FROM jobs AS j
+          WHERE j.lane = g.lane AND j.practice_id = g.practice_id AND j.concurrency_key = g.concurrency_key
+            AND j.state = 'queued' AND j.run_at <= now()
+            AND (j.locked_until IS NULL OR j.locked_until <= now())
+          ORDER BY j.run_at, j.id
+          LIMIT CASE WHEN g.concurrency_key = '' OR ${cap} IS NULL THEN ${limit}::int
+                     ELSE greatest(0, least(${limit}::int, ${cap} - coalesce(h.running, 0))) END
+          ${lock}) AS c
+    ),
+    dealt AS (
+      SELECT l.practice_id, l.id, l.turn FROM (
+        SELECT l.practice_id, l.id, l.run_at,
+               coalesce(p.running, 0)
+                 + row_number() OVER (PARTITION BY l.lane, l.practice_id ORDER BY l.run_at, l.id) AS turn
+          FROM candidates AS l
+          LEFT JOIN held_by_practice AS p ON p.lane = l.lane AND p.practice_id = l.practice_id) AS l
+       ORDER BY l.turn, l.run_at, l.id
+       LIMIT ${limit}::int
+    )`;
 }

@@ -3,6 +3,7 @@ import { type Insertable, type RawBuilder, sql } from 'kysely';
 import { pastPosition } from '../paging/keyset.ts';
 import type { PracticesTable, PractitionersTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { signalKeyChange } from '../platform/key-changes.ts';
 
 export async function insertPractice(trx: Trx, row: Insertable<PracticesTable>) {
   return trx.insertInto('practices').values(row).returningAll().executeTakeFirstOrThrow();
@@ -17,12 +18,14 @@ export async function listPracticeRows(trx: Trx) {
 }
 
 export async function updateIntegrations(trx: Trx, practiceId: string, enabled: boolean, now: Date) {
-  return trx
+  const row = await trx
     .updateTable('practices')
     .set({ integrations_enabled: enabled, updated_at: now })
     .where('id', '=', practiceId)
     .returningAll()
     .executeTakeFirst();
+  if (row) await signalKeyChange(trx, practiceId);
+  return row;
 }
 
 /** Replaces a practice's billing settings (VAT rate, payment terms, invoice number prefix). */

@@ -1,5 +1,4 @@
 // Owns the practice_prices table: a practice's own prices and its practitioners' favourites.
-import { sql } from 'kysely';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 
@@ -23,9 +22,10 @@ export async function upsertPrice(
       updated_at: now,
     })
     .onConflict((oc) =>
-      oc
-        .columns(['practice_id', 'system', 'code', 'practitioner_id'])
-        .doUpdateSet({ amount: price.amount, updated_at: sql`now()` }),
+      oc.columns(['practice_id', 'system', 'code', 'practitioner_id']).doUpdateSet((eb) => ({
+        amount: eb.ref('excluded.amount'),
+        updated_at: eb.ref('excluded.updated_at'),
+      })),
     )
     .returningAll()
     .executeTakeFirstOrThrow();

@@ -2,6 +2,8 @@
 // function statistics), asking until an answer changes, and a practice whose key is remembered.
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
+import type pg from 'pg';
+import { KEY_CHANGES_CHANNEL } from '../../src/auth/key-cache.ts';
 import { type Answer, apiClient, type TestPractice, type TestService } from '../harness.ts';
 
 export const UNKNOWN_PATIENT = '/patients/pat_0000000000000000000000';
@@ -52,4 +54,25 @@ export async function rememberedPractice(
   const ask = () => api('GET', UNKNOWN_PATIENT);
   for (let i = 0; i < 2; i++) assert.equal((await ask()).status, 404);
   return { ...practice, ask };
+}
+
+/**
+ * A change made by hand on a connection of its own, the way README's "Changing keys by hand" says:
+ * the statement and the NOTIFY the service's own writes send, in one transaction.
+ */
+export async function changeByHand(
+  admin: pg.Client,
+  practiceId: string,
+  statement: string,
+  values: unknown[] = [],
+): Promise<void> {
+  await admin.query('BEGIN');
+  try {
+    await admin.query(statement, values);
+    await admin.query('SELECT pg_notify($1, $2)', [KEY_CHANGES_CHANNEL, practiceId]);
+    await admin.query('COMMIT');
+  } catch (error) {
+    await admin.query('ROLLBACK');
+    throw error;
+  }
 }

@@ -2,9 +2,12 @@
 // and, for tenant work, sets the practice. Both settings are transaction-local, so a pooled
 // connection never carries one request's practice into another's. The frame's values are written as
 // literals (ids, role names and a lock number, never free text), so that on PostgreSQL it travels
-// with BEGIN in one message (src/platform/db/database.ts).
+// with BEGIN in one message (src/platform/db/database.ts). On PostgreSQL the practice is set with SET
+// LOCAL, not set_config: a distributed PostgreSQL (Citus, with citus.propagate_set_commands = 'local')
+// carries a SET LOCAL to the nodes that hold the rows, and a set_config call to none
+// (docs/scale-out.md).
 import { createHash } from 'node:crypto';
-import { type RawBuilder, sql, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
 import type { Database } from './database.ts';
 import type { Tables } from './tables.ts';
@@ -26,16 +29,59 @@ export function afterCommit(trx: Trx, hook: (db: Database) => void): void {
   hooks.add(hook);
 }
 
+/**
+ * A string as an SQL literal in the escaped form (E'...', backslashes and quotes doubled), which reads
+ * the same whatever standard_conforming_strings says.
+ */
+function literal(value: string): string {
+  if (value.includes('\0')) throw new Error('a transaction setting cannot hold a NUL character');
+  return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+}
+
+/** What the frame sets: the role, the practice for tenant work, and an advisory lock to try. */
+interface Frame {
+  role: string;
+  practiceId?: string;
+  lockName?: string;
+}
+
+const lockTry = (lockName: string) =>
+  `pg_try_advisory_xact_lock(${advisoryLockKey(lockName)}::bigint) AS locked`;
+
+/**
+ * The frame's SQL. PostgreSQL: SET LOCAL statements (and the lock's try), as one text that the session
+ * sends with BEGIN, in one message, answered by its last statement. PGlite (one process, never
+ * distributed, whose statements go one at a time): the same transaction-local settings made by
+ * set_config, in one SELECT.
+ */
+function frameSql(db: Database, frame: Frame): string {
+  if (db.kind === 'postgres') {
+    return [
+      `SET LOCAL ROLE ${frame.role}`,
+      ...(frame.practiceId === undefined ? [] : [`SET LOCAL app.practice_id = ${literal(frame.practiceId)}`]),
+      ...(frame.lockName === undefined ? [] : [`SELECT ${lockTry(frame.lockName)}`]),
+    ].join(';\n');
+  }
+  const settings = [
+    `set_config('role', ${literal(frame.role)}, true)`,
+    ...(frame.practiceId === undefined
+      ? []
+      : [`set_config('app.practice_id', ${literal(frame.practiceId)}, true)`]),
+    ...(frame.lockName === undefined ? [] : [lockTry(frame.lockName)]),
+  ];
+  return `SELECT ${settings.join(', ')}`;
+}
+
 async function inTransaction<T>(
   db: Database,
-  frame: RawBuilder<{ locked?: boolean }>,
+  frame: Frame,
   fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
   let used: Trx | undefined;
   const result = await db.kysely.transaction().execute(async (trx) => {
     used = trx;
-    const settings = await frame.execute(trx);
-    return fn(trx, settings.rows[0]?.locked !== false);
+    const { rows } = await sql.raw<{ locked?: boolean }>(frameSql(db, frame)).execute(trx);
+    return fn(trx, rows[0]?.locked !== false);
   });
   const hooks = used && afterCommitHooks.get(used);
   if (hooks) {
@@ -52,11 +98,7 @@ async function inTransaction<T>(
 
 /** Runs fn as the app role, seeing only the rows of practiceId. */
 export function inPractice<T>(db: Database, practiceId: string, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return inTransaction(
-    db,
-    sql`SELECT set_config('role', ${sql.lit(APP_ROLE)}, true), set_config('app.practice_id', ${sql.lit(practiceId)}, true)`,
-    fn,
-  );
+  return inTransaction(db, { role: APP_ROLE, practiceId }, fn);
 }
 
 /** A 64-bit advisory lock key for a name: the first 8 bytes of its SHA-256, as a signed integer. */
@@ -75,17 +117,12 @@ export function inPracticeHolding<T>(
   lockName: string,
   fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
-  return inTransaction(
-    db,
-    sql`SELECT set_config('role', ${sql.lit(APP_ROLE)}, true), set_config('app.practice_id', ${sql.lit(practiceId)}, true),
-      pg_try_advisory_xact_lock(${sql.lit(advisoryLockKey(lockName))}::bigint) AS locked`,
-    fn,
-  );
+  return inTransaction(db, { role: APP_ROLE, practiceId, lockName }, fn);
 }
 
 /** Runs fn as the operator role, across practices: admin API, key look-up, background workers. */
 export function asOperator<T>(db: Database, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return inTransaction(db, sql`SELECT set_config('role', ${sql.lit(OPERATOR_ROLE)}, true)`, fn);
+  return inTransaction(db, { role: OPERATOR_ROLE }, fn);
 }
 
 /** Like asOperator, holding lockName as inPracticeHolding does. */
@@ -94,12 +131,7 @@ export function asOperatorHolding<T>(
   lockName: string,
   fn: (trx: Trx, locked: boolean) => Promise<T>,
 ): Promise<T> {
-  return inTransaction(
-    db,
-    sql`SELECT set_config('role', ${sql.lit(OPERATOR_ROLE)}, true),
-      pg_try_advisory_xact_lock(${sql.lit(advisoryLockKey(lockName))}::bigint) AS locked`,
-    fn,
-  );
+  return inTransaction(db, { role: OPERATOR_ROLE, lockName }, fn);
 }
 
 /** Runs fn inside a savepoint; if it throws, the savepoint's work is undone and the error rethrown. */
