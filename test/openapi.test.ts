@@ -108,8 +108,9 @@ describe('OpenAPI document', () => {
       paths: Record<string, unknown>;
       components: { schemas: Record<string, { examples?: unknown[] }>; responses: Record<string, unknown> };
     };
-    // A bound on the whole, against schemas copied inline again: about 410 KB with every operation.
-    assert.ok(text.length < 450_000, `the document is ${text.length} bytes`);
+    // A bound on the whole, against schemas copied inline again: about 470 KB with every operation
+    // (the payment and refund routes and the list of time zones among them).
+    assert.ok(text.length < 520_000, `the document is ${text.length} bytes`);
     for (const name of ['Patient', 'PatientRequest', 'Encounter', 'Invoice', 'Claim', 'Coverage', 'Problem'])
       assert.ok(document.components.schemas[name], `${name} is a component`);
     // no schema with a name is copied into an operation
