@@ -18,9 +18,9 @@ import * as m0016 from './0016_rate_limits.ts';
 import * as m0017 from './0017_job_lanes.ts';
 import * as m0018 from './0018_event_detail_and_key_usage.ts';
 import * as m0019 from './0019_unpriced_lines.ts';
-import * as m0021 from './0021_refunds.ts';
-import * as m0022 from './0022_practice_references.ts';
-import * as m0023 from './0023_key_change_signals_from_the_application.ts';
+import * as m0020 from './0020_refunds.ts';
+import * as m0021 from './0021_practice_references.ts';
+import * as m0022 from './0022_key_change_signals_from_the_application.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -41,7 +41,7 @@ export const migrations: Record<string, Migration> = {
   '0017_job_lanes': m0017,
   '0018_event_detail_and_key_usage': m0018,
   '0019_unpriced_lines': m0019,
-  '0021_refunds': m0021,
-  '0022_practice_references': m0022,
-  '0023_key_change_signals_from_the_application': m0023,
+  '0020_refunds': m0020,
+  '0021_practice_references': m0021,
+  '0022_key_change_signals_from_the_application': m0022,
 };
