@@ -186,11 +186,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // transaction after another, so one slow statement would look like overload (docs/decisions.md).
     loadShedConnectionWaitMs: integer(env, 'LOAD_SHED_CONNECTION_WAIT_MS', databaseUrl ? 500 : 0, 0, 60_000),
     loadShedEventLoopLagMs: integer(env, 'LOAD_SHED_EVENT_LOOP_LAG_MS', databaseUrl ? 500 : 0, 0, 60_000),
-    // Twice the API's connections: a request holds one for part of its life only (docs/decisions.md).
+    // Four times the API's connections: never reached by callers whose requests are served quickly,
+    // and at most four holds of a connection ahead of any transaction when it is (docs/decisions.md).
     loadShedMaxInFlight: integer(
       env,
       'LOAD_SHED_MAX_IN_FLIGHT',
-      databaseUrl ? 2 * databasePoolSize : 0,
+      databaseUrl ? 4 * databasePoolSize : 0,
       0,
       100_000,
     ),
