@@ -66,6 +66,7 @@ SELECT create_distributed_table('invoice_lines', 'practice_id', colocate_with =>
 SELECT create_distributed_table('invoice_encounters', 'practice_id', colocate_with => 'patients');
 SELECT create_distributed_table('invoice_clocks', 'practice_id', colocate_with => 'patients');
 SELECT create_distributed_table('payments', 'practice_id', colocate_with => 'patients');
+SELECT create_distributed_table('refunds', 'practice_id', colocate_with => 'patients');
 SELECT create_distributed_table('claims', 'practice_id', colocate_with => 'patients');
 SELECT create_distributed_table('claim_items', 'practice_id', colocate_with => 'patients');
 SELECT create_distributed_table('notifications', 'practice_id', colocate_with => 'patients');
