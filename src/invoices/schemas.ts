@@ -240,7 +240,7 @@ export const RECEIVED_AT_SKEW_MINUTES = 5;
 export const RECEIVED_AT_MAX_AGE_DAYS = 366;
 
 const PositiveAmount = (description: string) =>
-  Type.Integer({ minimum: 1, maximum: 9007199254740991, description });
+  Type.Integer({ minimum: 1, maximum: MAX_AMOUNT, description });
 const MoneyMethod = Type.String({ minLength: 1, maxLength: 30, description: 'e.g. cash, card, eft.' });
 const MoneyReference = Type.Optional(
   Nullable(
