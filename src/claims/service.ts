@@ -130,6 +130,9 @@ export async function setClaimStatus(
   return updated;
 }
 
+const NO_ACTIVE_COVERAGE =
+  "The patient has no active coverage on the invoice's dates of service; add one to the patient's coverages or send coverageId.";
+
 /** Why the invoice cannot be claimed now, or the coverage to claim under. */
 async function claimReadiness(
   trx: Trx,
@@ -161,8 +164,7 @@ async function claimReadiness(
       ? { ready: true, coverage: known }
       : {
           ready: false,
-          reason:
-            "The patient has no active coverage; add one to the patient's coverages or send coverageId.",
+          reason: NO_ACTIVE_COVERAGE,
         };
   }
   const coverageId = request.coverageId ?? lastCoverageId;
@@ -173,13 +175,7 @@ async function claimReadiness(
   }
   const servicedOn = record.lines.map((line) => line.service_date);
   const active = await firstActiveCoverage(trx, billing.id, invoice.patient_id, servicedOn);
-  if (!active) {
-    return {
-      ready: false,
-      reason:
-        "The patient has no active coverage on the invoice's dates of service; add one to the patient's coverages or send coverageId.",
-    };
-  }
+  if (!active) return { ready: false, reason: NO_ACTIVE_COVERAGE };
   return { ready: true, coverage: active };
 }
 
