@@ -11,6 +11,7 @@ import {
   coverageOfPatient,
   firstActiveCoverage,
   notPatientsCoverage,
+  serviceDaysOf,
 } from '../insurance/service.ts';
 import { OWING_STATUSES } from '../invoices/payment-status.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
@@ -173,7 +174,7 @@ async function claimReadiness(
     if (coverage) return { ready: true, coverage };
     if (request.coverageId) throw notPatientsCoverage();
   }
-  const servicedOn = record.lines.map((line) => line.service_date);
+  const servicedOn = serviceDaysOf(record.lines);
   const active = await firstActiveCoverage(trx, billing.id, invoice.patient_id, servicedOn);
   if (!active) return { ready: false, reason: NO_ACTIVE_COVERAGE };
   return { ready: true, coverage: active };
