@@ -135,6 +135,15 @@ describeEachBackend('invoices without dead ends', (backend) => {
     assert.equal(issued.body.totalGross, invoice.lineItems[0].total);
   });
 
+  test('with submitClaim, a bill not issued for an unpriced line says the claim waits for issuing', async () => {
+    const billed = await billUnpriced(true, { issue: true, submitClaim: true });
+    assert.deepEqual([billed.issued, billed.claimQueued], [false, false]);
+    assert.equal(
+      billed.claimSkippedReason,
+      `Invoice ${billed.invoice.number} was not issued (see issueSkippedReason); only an issued invoice can be claimed.`,
+    );
+  });
+
   test('a line of a visit started 119 days before it was recorded and billed 10 days later is priced keeping its date, then issued', async () => {
     const today = svc.clock.now();
     const billedAt = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - 2, 10);

@@ -345,7 +345,10 @@ async function issueAndClaim(
     outcome.issueSkippedReason = known.issueRefused;
     if (outcome.issued) await announceIssued(trx, billing, current, now);
   }
-  if (request.submitClaim === true) {
+  if (request.submitClaim === true && !outcome.issued) {
+    outcome.claimQueued = false;
+    outcome.claimSkippedReason = `Invoice ${current.invoice.number} was not issued (see issueSkippedReason); only an issued invoice can be claimed.`;
+  } else if (request.submitClaim === true) {
     const queued = await queueClaim(
       trx,
       billing,
