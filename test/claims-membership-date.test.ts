@@ -1,6 +1,6 @@
 // A membership is judged on the date of service: the default coverage of a bill and of a claim is the
-// first one active on the visit's (the lines') date, and the sandbox insurer's "membership active"
-// check looks at the lines' service dates, not at the day the claim is sent. The service clock is
+// first one active on the visit's (the lines') dates, first and last, and the sandbox insurer's
+// "membership active" check looks at the lines' dates of service, not at the day the claim is sent. The service clock is
 // pinned at 10:00 UTC (12:00 in the practice's Johannesburg), so every date below is certain.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
@@ -108,6 +108,35 @@ describeEachBackend('membership judged on the date of service', (backend) => {
     assert.match(sent.body.detail, /no active coverage on the invoice's dates of service/);
 
     const { claim: rejected } = await claim(invoice.id, { coverageId });
+    assert.equal(rejected!.status, 'rejected');
+    assert.match(rejected!.message, /not active on the date of service/);
+  });
+
+  test('a visit of two days is covered only by a membership active on its last day too', async () => {
+    const { patientId, coverageId } = await newPatient(w, {
+      memberNumber: 'ENDS-1',
+      startDate: dayBefore(365),
+      endDate: dayBefore(8),
+    });
+    const encounter = await createEncounter(w.api, {
+      patientId,
+      practitionerId: w.practitionerId,
+      start: new Date(svc.clock.now().getTime() - 8 * DAY).toISOString(),
+      end: new Date(svc.clock.now().getTime() - 7 * DAY).toISOString(),
+      diagnoses: [{ code: 'J06.9' }],
+      procedures: [{ code: '0190', diagnosisCodes: ['J06.9'] }],
+    });
+    const billed = await bill(w.api, encounter.id, { issue: true });
+    assert.equal(billed.status, 201, billed.text);
+    const [line] = billed.body.invoice.lineItems;
+    assert.deepEqual([line.serviceDate, line.serviceDateEnd], [dayBefore(8), dayBefore(7)]);
+    assert.notEqual(line.pricingSource, 'medical_aid', 'the membership ended before the last day');
+
+    const { sent } = await claim(billed.body.invoice.id);
+    assert.equal(sent.status, 422, sent.text);
+    assert.match(sent.body.detail, /no active coverage on the invoice's dates of service/);
+
+    const { claim: rejected } = await claim(billed.body.invoice.id, { coverageId });
     assert.equal(rejected!.status, 'rejected');
     assert.match(rejected!.message, /not active on the date of service/);
   });

@@ -2,11 +2,14 @@
 // (GET /invoices/{id}/payments), moving the invoice to balanced or partially_paid and writing
 // payment.created; a rejection pays nothing, a reversal before the remittance stops it (one that fails
 // does not: the acceptance stands and is paid), a confirmed reversal takes the insurer's payments back,
-// and a resubmission is paid its benefits once.
+// and a resubmission is paid its benefits once. A reversal confirmed while the remittance waits for
+// the invoice is seen (on PostgreSQL, where a second transaction can hold the invoice meanwhile).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import pg from 'pg';
 import {
   claimAndDrain,
+  claimRow,
   eventCount,
   getInvoice,
   invoiceAction,
@@ -21,6 +24,24 @@ import {
   type World,
 } from './claims-fixtures.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
+
+/** Returns once another session of the database waits for a lock (the one `client` holds). */
+async function lockWaited(client: pg.Client, waiter: Promise<unknown>): Promise<void> {
+  let ended = false;
+  waiter.then(
+    () => (ended = true),
+    () => (ended = true),
+  );
+  for (;;) {
+    if (ended) throw new Error('it ended without waiting for a lock');
+    const { rows } = await client.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+    );
+    if (rows[0].n > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 function benefits(claim: { items: Array<{ decision: string; benefit: number | null }> }): number {
   return claim.items.reduce((sum, i) => sum + (i.decision === 'denied' ? 0 : (i.benefit ?? 0)), 0);
@@ -233,6 +254,37 @@ describeEachBackend('claim remittance after a delay', (backend) => {
     );
     assert.equal((await getInvoice(w, invoiceId)).status, 'balanced');
     assert.equal(await eventCount(svc, invoiceId, 'payment.created'), 1);
+  });
+
+  test('a reversal confirmed while the remittance waits for the invoice is seen: nothing is paid', {
+    skip: backend === 'pglite' ? 'one session: no second transaction can hold the invoice' : false,
+  }, async () => {
+    const { invoiceId } = await issuedInvoice(w);
+    assert.equal((await claimAndDrain(w, invoiceId)).status, 'accepted');
+    const claim = await claimRow(svc, invoiceId);
+    // A transaction of its own does what the reversal's answer does: the invoice locked, then the
+    // claim reversed, committed while the remittance waits for the invoice.
+    const reversal = new pg.Client({ connectionString: svc.databaseUrl });
+    await reversal.connect();
+    try {
+      await reversal.query('BEGIN');
+      await reversal.query('SELECT id FROM invoices WHERE practice_id = $1 AND id = $2 FOR UPDATE', [
+        w.practiceId,
+        invoiceId,
+      ]);
+      svc.clock.advance(30_000);
+      const remitted = runDueJobsOf(svc, 'insurer.remittance');
+      await lockWaited(reversal, remitted);
+      await reversal.query("UPDATE claims SET status = 'reversed' WHERE practice_id = $1 AND id = $2", [
+        w.practiceId,
+        claim.id,
+      ]);
+      await reversal.query('COMMIT');
+      assert.equal(await remitted, 1);
+    } finally {
+      await reversal.end();
+    }
+    assert.deepEqual(await payments(w, invoiceId), [], 'the acceptance was reversed: nothing is paid');
   });
 
   test('a remittance due while the claim is reversing waits for the reversal, and is paid once it fails', async () => {

@@ -1,9 +1,11 @@
 // Invoices that never dead-end: lines no rate was found for must be priced before issuing (0 on
-// purpose is fine); an invoice for 0 is balanced and can still be cancelled or marked entered in
-// error, releasing its visit; a paid invoice can be reopened, and issuing it again (at any VAT rate)
-// may not bring its total below what was paid; a draft issued later is dated the day it is issued.
+// purpose is fine), each keeping its date however early the visit started; an invoice for 0 is
+// balanced and can still be cancelled or marked entered in error, releasing its visit; a paid invoice
+// can be reopened, and issuing it again (at any VAT rate) may not bring its total below what was
+// paid; a draft issued later is dated the day it is issued.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import type { BillRequest } from '../src/invoices/schemas.ts';
 import {
   type Api,
   asOps,
@@ -71,19 +73,38 @@ describeEachBackend('invoices without dead ends', (backend) => {
     assert.match(answer.body.detail, detail);
   };
 
-  /** Bills a visit of the unpriced house code and 0190 (priced by the governing body). */
-  async function billUnpriced(issue: boolean) {
+  /** Records a visit of the unpriced house code and 0190 (priced by the governing body). */
+  async function unpricedVisit(start?: Date) {
     const patientId = await newPatient(practice.api);
-    const visit = await newVisit(svc, practice.api, practice.practitionerId, patientId, {
+    return newVisit(svc, practice.api, practice.practitionerId, patientId, {
+      ...(start ? { start, end: new Date(start.getTime() + 20 * MINUTE) } : {}),
       procedures: [
         { code: '0190', diagnosisCodes: ['J06.9'] },
         { system: houseUrl, code: 'H0', diagnosisCodes: ['J06.9'] },
       ],
     });
-    const billed = await bill(practice.api, visit.id, issue ? { issue: true } : undefined);
+  }
+
+  /** Bills a visit of the unpriced house code and 0190 (priced by the governing body). */
+  async function billUnpriced(issue: boolean, body: BillRequest = issue ? { issue: true } : {}) {
+    const visit = await unpricedVisit();
+    const billed = await bill(practice.api, visit.id, body);
     assert.equal(billed.status, 201, billed.text);
     return billed.body;
   }
+
+  /** Prices the house line at 0 on purpose (a price set by hand), keeping its date unless given one. */
+  const priceHouseLine = (invoiceId: string, house: Json, serviceDate: string = house.serviceDate) =>
+    practice.api('PUT', `/invoices/${invoiceId}/line-items/${house.id}`, {
+      body: {
+        system: houseUrl,
+        code: 'H0',
+        serviceDate,
+        quantity: 1,
+        unitPrice: 0,
+        diagnoses: [{ code: 'J06.9' }],
+      },
+    });
 
   test('a line no rate was found for is not issued until priced: bill says why, issue is 422 naming the line', async () => {
     const billed = await billUnpriced(true);
@@ -106,21 +127,49 @@ describeEachBackend('invoices without dead ends', (backend) => {
     assert.deepEqual(await eventTypes(invoice.id), [], 'nothing was issued or announced');
 
     // Priced at 0 on purpose (a price set by hand): it is issued.
-    const priced = await practice.api('PUT', `/invoices/${invoice.id}/line-items/${house.id}`, {
-      body: {
-        system: houseUrl,
-        code: 'H0',
-        serviceDate: house.serviceDate,
-        quantity: 1,
-        unitPrice: 0,
-        diagnoses: [{ code: 'J06.9' }],
-      },
-    });
+    const priced = await priceHouseLine(invoice.id, house);
     assert.equal(priced.status, 200, priced.text);
     const issued = await post(practice, invoice.id, 'issue');
     assert.equal(issued.status, 200, issued.text);
     assert.equal(issued.body.status, 'issued');
     assert.equal(issued.body.totalGross, invoice.lineItems[0].total);
+  });
+
+  test('with submitClaim, a bill not issued for an unpriced line says the claim waits for issuing', async () => {
+    const billed = await billUnpriced(true, { issue: true, submitClaim: true });
+    assert.deepEqual([billed.issued, billed.claimQueued], [false, false]);
+    assert.equal(
+      billed.claimSkippedReason,
+      `Invoice ${billed.invoice.number} was not issued (see issueSkippedReason); only an issued invoice can be claimed.`,
+    );
+  });
+
+  test('a line of a visit started 119 days before it was recorded and billed 10 days later is priced keeping its date, then issued', async () => {
+    const today = svc.clock.now();
+    const billedAt = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - 2, 10);
+    svc.clock.set(billedAt - 10 * DAY);
+    try {
+      const visit = await unpricedVisit(new Date(billedAt - 129 * DAY));
+      svc.clock.set(billedAt);
+      const billed = await bill(practice.api, visit.id);
+      assert.equal(billed.status, 201, billed.text);
+      const invoice = billed.body.invoice;
+      const house = invoice.lineItems[1];
+      assert.equal(house.serviceDate, plusDays(invoice.date, -129), 'the visit started before the window');
+
+      const priced = await priceHouseLine(invoice.id, house);
+      assert.equal(priced.status, 200, priced.text);
+      assert.equal(priced.body.lineItems[1].serviceDate, house.serviceDate);
+      const earlier = await priceHouseLine(invoice.id, house, plusDays(house.serviceDate, -1));
+      refusedWith(earlier, 422, 'validation_failed', ['serviceDate']);
+
+      svc.clock.set(billedAt + DAY);
+      const issued = await post(practice, invoice.id, 'issue');
+      assert.equal(issued.status, 200, issued.text);
+      assert.equal(issued.body.status, 'issued');
+    } finally {
+      svc.clock.reset();
+    }
   });
 
   test('an invoice for 0 is balanced at once, and can be cancelled: its visit is billed again', async () => {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { PERMISSIONS, type Permission } from '../src/auth/permissions.ts';
-import { DAY, MINUTE, refusedWith } from './billing-fixtures.ts';
+import { DAY, HOUR, MINUTE, refusedWith } from './billing-fixtures.ts';
 import {
   assertBusinessRule,
   billVisit,
@@ -221,13 +221,24 @@ describeEachBackend('payments and refunds from the integration', (backend) => {
     const backdated = await pay(invoiceId, { amount: 100, receivedAt: yesterday });
     assert.equal(backdated.status, 201, backdated.text);
     assert.equal(backdated.body.receivedAt, yesterday);
+    // The one date-time rule: an offset is required, the date must be real; answered in UTC.
+    for (const receivedAt of [yesterday.slice(0, 19), `${yesterday.slice(0, 4)}-02-30T10:00:00Z`]) {
+      refusedWith(await pay(invoiceId, { amount: 100, receivedAt }), 422, 'validation_failed', [
+        'receivedAt',
+      ]);
+    }
+    const anHourAfterThat = Math.floor((svc.clock.now().getTime() - DAY) / 1000) * 1000 + HOUR;
+    const inJohannesburg = `${new Date(anHourAfterThat + 2 * HOUR).toISOString().slice(0, 19)}+02:00`;
+    const offset = await pay(invoiceId, { amount: 100, receivedAt: inJohannesburg });
+    assert.equal(offset.status, 201, offset.text);
+    assert.equal(offset.body.receivedAt, new Date(anHourAfterThat).toISOString());
     const listed = await w.api('GET', `/invoices/${invoiceId}/payments`);
     assert.deepEqual(
       listed.body.data.map((p: { id: string }) => p.id)[0],
       backdated.body.id,
       'listed by when the money was received',
     );
-    assert.equal((await getInvoice(w, invoiceId)).amountPaid, 200);
+    assert.equal((await getInvoice(w, invoiceId)).amountPaid, 300);
   });
 
   test('a refund lowers amountPaid and raises balanceDue: balanced → partially_paid → issued, never beyond what was paid; refunded in full, it can be cancelled', async () => {

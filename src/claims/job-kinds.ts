@@ -34,6 +34,11 @@ export const CLAIM_JOBS = {
   ),
   remittance: jobKind(
     'insurer.remittance',
-    Type.Object({ claimId: Type.String(), submissionId: Type.String() }),
+    Type.Object({
+      claimId: Type.String(),
+      submissionId: Type.String(),
+      // The claim's invoice, locked before the claim is read; a payload queued without it reads it.
+      invoiceId: Type.Optional(Type.String()),
+    }),
   ),
 } as const;

@@ -201,7 +201,7 @@ async function recordAnswer(
       trx,
       practiceId,
       CLAIM_JOBS.remittance,
-      { claimId, submissionId },
+      { claimId, submissionId, invoiceId: prepared.invoiceId },
       now,
       ctx.remittanceDelayMs,
       // Following on in this worker, it pays with the practice's settings read here.
@@ -308,20 +308,22 @@ const REMITTED_STATUSES: readonly string[] = ['accepted', 'partially_accepted', 
  * reversal is under way the payment waits for its end: paid if it fails, never if it is confirmed.
  */
 export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
-  const { claimId, submissionId } = checkedPayload(CLAIM_JOBS.remittance, job.payload);
+  const { claimId, submissionId, invoiceId: queuedFor } = checkedPayload(CLAIM_JOBS.remittance, job.payload);
   const practiceId = job.practice_id;
   await inPractice(ctx.db, practiceId, async (trx) => {
     const now = ctx.now();
-    const claim = await findClaimWithBenefit(trx, practiceId, claimId);
+    // The invoice is locked before the claim is read, in the order the reverse job takes them: a
+    // reversal confirmed before the lock is seen (each statement reads what has committed), and none
+    // is confirmed until this transaction ends. A claim's invoice never changes, so reading it
+    // unlocked for a payload without it is safe.
+    const invoiceId = queuedFor ?? (await findClaim(trx, practiceId, claimId))?.invoice_id;
+    const locked = invoiceId ? await lockInvoiceRowWithInsurerPaid(trx, practiceId, invoiceId) : undefined;
+    const claim = locked ? await findClaimWithBenefit(trx, practiceId, claimId) : undefined;
     if (claim?.submission_id === submissionId && claim.status === 'reversing') {
       await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, 'the claim is being reversed');
       return;
     }
-    const locked =
-      claim && claim.submission_id === submissionId && REMITTED_STATUSES.includes(claim.status)
-        ? await lockInvoiceRowWithInsurerPaid(trx, practiceId, claim.invoice_id)
-        : undefined;
-    if (claim && locked) {
+    if (claim && locked && claim.submission_id === submissionId && REMITTED_STATUSES.includes(claim.status)) {
       const { insurer_paid: paidByInsurer, ...invoice } = locked;
       // Net of what the insurer already paid on this invoice and did not take back.
       const amount = Math.min(

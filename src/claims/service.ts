@@ -11,6 +11,7 @@ import {
   coverageOfPatient,
   firstActiveCoverage,
   notPatientsCoverage,
+  serviceDaysOf,
 } from '../insurance/service.ts';
 import { OWING_STATUSES } from '../invoices/payment-status.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
@@ -130,6 +131,9 @@ export async function setClaimStatus(
   return updated;
 }
 
+const NO_ACTIVE_COVERAGE =
+  "The patient has no active coverage on the invoice's dates of service; add one to the patient's coverages or send coverageId.";
+
 /** Why the invoice cannot be claimed now, or the coverage to claim under. */
 async function claimReadiness(
   trx: Trx,
@@ -161,8 +165,7 @@ async function claimReadiness(
       ? { ready: true, coverage: known }
       : {
           ready: false,
-          reason:
-            "The patient has no active coverage; add one to the patient's coverages or send coverageId.",
+          reason: NO_ACTIVE_COVERAGE,
         };
   }
   const coverageId = request.coverageId ?? lastCoverageId;
@@ -171,15 +174,9 @@ async function claimReadiness(
     if (coverage) return { ready: true, coverage };
     if (request.coverageId) throw notPatientsCoverage();
   }
-  const servicedOn = record.lines.map((line) => line.service_date);
+  const servicedOn = serviceDaysOf(record.lines);
   const active = await firstActiveCoverage(trx, billing.id, invoice.patient_id, servicedOn);
-  if (!active) {
-    return {
-      ready: false,
-      reason:
-        "The patient has no active coverage on the invoice's dates of service; add one to the patient's coverages or send coverageId.",
-    };
-  }
+  if (!active) return { ready: false, reason: NO_ACTIVE_COVERAGE };
   return { ready: true, coverage: active };
 }
 

@@ -4,7 +4,7 @@
 // claim.submit job, so the job need not read them again; a job queued without it (a resubmission after
 // a reversal) builds it from the rows. The invoice cannot change while its claim is submitting, so the
 // two are the same.
-import { type CoverageRow, isCoverageActiveOn } from '../insurance/service.ts';
+import { type CoverageRow, isCoverageActiveOn, serviceDaysOf } from '../insurance/service.ts';
 import type { ClaimSubmission } from '../insurer/port.ts';
 import type { InvoiceRecord } from '../invoices/store.ts';
 import type { ClaimRow } from './store.ts';
@@ -24,11 +24,8 @@ export function submissionOf(
       planId: coverage.plan_id,
       memberNumber: coverage.member_number,
       dependentCode: coverage.dependent_code,
-      // Judged on the dates of service, not the day the claim is sent.
-      membershipActive: isCoverageActiveOn(
-        coverage,
-        record.lines.map((line) => line.service_date),
-      ),
+      // Judged on the dates of service (a line's first and last day), not the day the claim is sent.
+      membershipActive: isCoverageActiveOn(coverage, serviceDaysOf(record.lines)),
     },
     lines: record.lines.map((line, index) => {
       const primary = line.diagnoses.find((d) => d.primary);

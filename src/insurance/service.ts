@@ -113,6 +113,19 @@ export function isCoverageActiveOn(row: CoverageRow, servicedOn: readonly string
 }
 
 /**
+ * The days a coverage must be active on to cover lines: each line's first day and, for a line of
+ * several days, its last (a coverage is active on every day between its start and end, so on the
+ * days between as well).
+ */
+export function serviceDaysOf(
+  lines: readonly { service_date: string; service_date_end: string | null }[],
+): string[] {
+  return lines.flatMap((line) =>
+    line.service_date_end === null ? [line.service_date] : [line.service_date, line.service_date_end],
+  );
+}
+
+/**
  * The patient's first coverage active on every date of service given (a visit's date, an invoice's
  * lines' dates), or undefined when none is.
  */

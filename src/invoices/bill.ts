@@ -11,6 +11,7 @@ import {
   coverageOfPatient,
   firstActiveCoverage,
   notPatientsCoverage,
+  serviceDaysOf,
 } from '../insurance/service.ts';
 import { findPatient } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
@@ -75,7 +76,7 @@ export async function billEncounter(
     billing,
     visit.encounter.patient_id,
     request,
-    dateIn(billing.timezone, visit.encounter.start_at),
+    serviceDaysOf([serviceDatesOf(billing, visit)]),
   );
   const invoiceId = newId('invoice');
   const patient = await findPatient(trx, billing.id, visit.encounter.patient_id);
@@ -154,17 +155,27 @@ async function lockUnbilledVisit(trx: Trx, billing: PracticeBilling, encounterId
 }
 
 /**
+ * The dates of service of the visit's lines: its start's day in the practice's time zone, and its
+ * end's when that is another day.
+ */
+function serviceDatesOf(billing: PracticeBilling, { encounter }: Visit) {
+  const serviceDate = dateIn(billing.timezone, encounter.start_at);
+  const end = encounter.end_at ? dateIn(billing.timezone, encounter.end_at) : null;
+  return { service_date: serviceDate, service_date_end: end === serviceDate ? null : end };
+}
+
+/**
  * The coverage whose plan prices the lines: the one asked for (the patient's), else the first one
- * active on the visit's date of service.
+ * active on the visit's dates of service (its first and last day).
  */
 async function pricingCoverageOf(
   trx: Trx,
   billing: PracticeBilling,
   patientId: string,
   request: BillRequest,
-  servicedOn: string,
+  servicedOn: readonly string[],
 ): Promise<CoverageRow | undefined> {
-  if (!request.coverageId) return firstActiveCoverage(trx, billing.id, patientId, [servicedOn]);
+  if (!request.coverageId) return firstActiveCoverage(trx, billing.id, patientId, servicedOn);
   const coverage = await coverageOfPatient(trx, billing.id, patientId, request.coverageId);
   if (!coverage) throw notPatientsCoverage();
   return coverage;
@@ -178,11 +189,11 @@ async function billedLines(
   trx: Trx,
   billing: PracticeBilling,
   invoiceId: string,
-  { encounter, diagnoses, procedures }: Visit,
+  visit: Visit,
   planId: string | null,
 ) {
-  const serviceDate = dateIn(billing.timezone, encounter.start_at);
-  const serviceDateEnd = encounter.end_at ? dateIn(billing.timezone, encounter.end_at) : null;
+  const { encounter, diagnoses, procedures } = visit;
+  const serviceDates = serviceDatesOf(billing, visit);
   const pricing = {
     practiceId: billing.id,
     currency: billing.currency,
@@ -211,8 +222,7 @@ async function billedLines(
       id: newId('lineItem'),
       invoice_id: invoiceId,
       position: index + 1,
-      service_date: serviceDate,
-      service_date_end: serviceDateEnd === serviceDate ? null : serviceDateEnd,
+      ...serviceDates,
       system: procedure.system,
       code: procedure.code,
       description: procedure.display,
@@ -335,7 +345,10 @@ async function issueAndClaim(
     outcome.issueSkippedReason = known.issueRefused;
     if (outcome.issued) await announceIssued(trx, billing, current, now);
   }
-  if (request.submitClaim === true) {
+  if (request.submitClaim === true && !outcome.issued) {
+    outcome.claimQueued = false;
+    outcome.claimSkippedReason = `Invoice ${current.invoice.number} was not issued (see issueSkippedReason); only an issued invoice can be claimed.`;
+  } else if (request.submitClaim === true) {
     const queued = await queueClaim(
       trx,
       billing,

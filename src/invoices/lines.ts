@@ -1,7 +1,8 @@
 // Owns invoice lines: resolving a requested line's code (a procedure code), wording, modifiers and
 // diagnoses (condition codes, each once), refusing service dates after today or further before the
-// invoice's date than a visit may start (reporting every wrong field at once), pricing it with
-// integer arithmetic, and adding, replacing or deleting a line while the invoice is a draft or amending.
+// invoice's date than a visit may start, unless no earlier than the invoice's own lines (reporting
+// every wrong field at once), pricing it with integer arithmetic, and adding, replacing or deleting a
+// line while the invoice is a draft or amending.
 
 import type { Selectable } from 'kysely';
 import { modifiersOf } from '../code-systems/store.ts';
@@ -27,8 +28,24 @@ export type LineValues = Omit<
   'practice_id' | 'id' | 'invoice_id' | 'position' | 'procedure_id' | 'diagnoses'
 > & { diagnoses: LineDiagnosis[] };
 
-/** What a line's rules read of its invoice: whose default code systems apply, and its date. */
-type LineInvoice = Pick<InvoiceRecord['invoice'], 'practitioner_id' | 'date'>;
+/** What a line's rules read of its invoice: whose default code systems apply, its date and its lines. */
+interface LineInvoice {
+  invoice: Pick<InvoiceRecord['invoice'], 'practitioner_id' | 'date'>;
+  lines: readonly Pick<InvoiceRecord['lines'][number], 'service_date'>[];
+}
+
+/**
+ * The earliest service date a line of the invoice can have: MAX_DAYS_AGO days before the invoice's
+ * date, or its earliest line's date when that is earlier. A bill's lines carry the visit's start,
+ * which may lie that long before the visit was recorded, and the invoice is dated when it is billed
+ * (and again when a draft is issued), so a line can keep its own date, and a line added may take it.
+ */
+function earliestLineDate({ invoice, lines }: LineInvoice): string {
+  return lines.reduce(
+    (earliest, line) => (line.service_date < earliest ? line.service_date : earliest),
+    earliestServiceDate(invoice.date),
+  );
+}
 
 async function practitionerDefaults(trx: Trx, practiceId: string, practitionerId: string | null) {
   return defaultSystemsOf(
@@ -40,7 +57,7 @@ async function practitionerDefaults(trx: Trx, practiceId: string, practitionerId
 async function inspectLine(
   trx: Trx,
   billing: PracticeBilling,
-  invoice: LineInvoice,
+  record: LineInvoice,
   request: Partly<LineItemRequest>,
   now: Date,
   wrong: WrongField,
@@ -50,7 +67,7 @@ async function inspectLine(
   const invalid = (field: string, message: string): void => {
     errors.push({ field, code: 'invalid', message: `${field} ${message}` });
   };
-  const defaults = await practitionerDefaults(trx, practiceId, invoice.practitioner_id);
+  const defaults = await practitionerDefaults(trx, practiceId, record.invoice.practitioner_id);
   // A code is judged only in a system the schema let through.
   const systemKnown = !wrong('system');
   const system = request.system ?? defaults.procedure;
@@ -102,12 +119,13 @@ async function inspectLine(
     invalid('serviceDate', `cannot be in the future (today is ${today} in ${billing.timezone})`);
   if (request.serviceDateEnd && request.serviceDateEnd > today)
     invalid('serviceDateEnd', `cannot be in the future (today is ${today} in ${billing.timezone})`);
-  // As for a visit: a service given more than MAX_DAYS_AGO days before the invoice's date is not billed.
-  const earliest = earliestServiceDate(invoice.date);
+  // As for a visit: a service given more than MAX_DAYS_AGO days before the invoice's date is not
+  // billed, unless the invoice bills one as early already.
+  const earliest = earliestLineDate(record);
   if (request.serviceDate !== undefined && request.serviceDate < earliest)
     invalid(
       'serviceDate',
-      `cannot be more than ${MAX_DAYS_AGO} days before the invoice's date ${invoice.date} (earliest ${earliest})`,
+      `cannot be more than ${MAX_DAYS_AGO} days before the invoice's date ${record.invoice.date}, nor before the invoice's earliest line (earliest ${earliest})`,
     );
   if (
     request.serviceDateEnd &&
@@ -143,20 +161,20 @@ export async function lineRuleErrors(
   wrong: WrongField,
 ): Promise<FieldError[]> {
   const record = await readInvoice(trx, billing.id, invoiceId);
-  return (await inspectLine(trx, billing, record.invoice, request, now, wrong)).errors;
+  return (await inspectLine(trx, billing, record, request, now, wrong)).errors;
 }
 
 export async function resolveLine(
   trx: Trx,
   billing: PracticeBilling,
-  invoice: LineInvoice,
+  record: LineInvoice,
   request: LineItemRequest,
   now: Date,
 ): Promise<LineValues> {
   const { errors, defaults, system, resolved, lineCode, percentages } = await inspectLine(
     trx,
     billing,
-    invoice,
+    record,
     request,
     now,
     noWrongFields,
@@ -222,7 +240,7 @@ export async function addLine(
   now: Date,
 ) {
   const record = await editableInvoice(trx, billing, invoiceId);
-  const values = await resolveLine(trx, billing, record.invoice, request, now);
+  const values = await resolveLine(trx, billing, record, request, now);
   const position = record.lines.reduce((max, l) => Math.max(max, l.position), 0) + 1;
   const id = newId('lineItem');
   await insertLine(trx, {
@@ -254,7 +272,7 @@ export async function replaceLine(
   const record = await readInvoice(trx, billing.id, invoiceId, true);
   requireLine(record, lineId);
   requireEditable(record);
-  const values = await resolveLine(trx, billing, record.invoice, request, now);
+  const values = await resolveLine(trx, billing, record, request, now);
   await updateLine(trx, billing.id, lineId, lineColumns(values));
   await touchInvoiceLines(trx, billing, invoiceId);
   return readInvoice(trx, billing.id, invoiceId);

@@ -6,6 +6,7 @@ import type { Selectable } from 'kysely';
 import { dateIn } from '../platform/clock.ts';
 import type { PaymentsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { parseOffsetDateTime } from '../platform/http/date-time.ts';
 import { AppError, fieldErrors } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
@@ -49,10 +50,10 @@ const MINUTE_MS = 60_000;
 /** When the payment was received: `receivedAt` if given and within its bounds (else 422 on it), or now. */
 function receivedAtOf(request: PaymentRequest, now: Date): Date {
   if (request.receivedAt === undefined) return now;
-  const at = new Date(request.receivedAt);
+  const at = parseOffsetDateTime(request.receivedAt);
   const latest = now.getTime() + RECEIVED_AT_SKEW_MINUTES * MINUTE_MS;
   const earliest = now.getTime() - RECEIVED_AT_MAX_AGE_DAYS * 24 * 60 * MINUTE_MS;
-  if (Number.isNaN(at.getTime()) || at.getTime() > latest || at.getTime() < earliest) {
+  if (at === undefined || at.getTime() > latest || at.getTime() < earliest) {
     throw fieldErrors([
       {
         field: 'receivedAt',

@@ -84,7 +84,7 @@ export async function recordRefund(
     billing,
     invoice.id,
     { amount_paid: Number(invoice.amount_paid) - request.amount },
-    { settleOn: dateIn(billing.timezone, now) },
+    { settleOn: dateIn(billing.timezone, now), held: invoice },
   );
   await recordEvent(trx, billing.id, 'refund.created', { type: 'invoice', id: invoice.id }, now, {
     refund: { id: row.id, amount: Number(row.amount), currency: row.currency },

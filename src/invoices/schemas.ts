@@ -1,5 +1,6 @@
 // Owns the Invoice, line, LineItemRequest, BillRequest, BillResult, Rate, Payment and Refund shapes.
 import { type Static, Type } from 'typebox';
+import { OffsetDateTime } from '../platform/http/date-time.ts';
 import { CalendarDate, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
 import { MAX_AMOUNT } from './money.ts';
 import { PRICING_SOURCES, RATE_SOURCES } from './rates.ts';
@@ -240,7 +241,7 @@ export const RECEIVED_AT_SKEW_MINUTES = 5;
 export const RECEIVED_AT_MAX_AGE_DAYS = 366;
 
 const PositiveAmount = (description: string) =>
-  Type.Integer({ minimum: 1, maximum: 9007199254740991, description });
+  Type.Integer({ minimum: 1, maximum: MAX_AMOUNT, description });
 const MoneyMethod = Type.String({ minLength: 1, maxLength: 30, description: 'e.g. cash, card, eft.' });
 const MoneyReference = Type.Optional(
   Nullable(
@@ -254,10 +255,9 @@ export const PaymentFields = {
   method: MoneyMethod,
   reference: MoneyReference,
   receivedAt: Type.Optional(
-    Type.String({
-      format: 'date-time',
-      description: `When the money was received; default now. At most ${RECEIVED_AT_SKEW_MINUTES} minutes ahead of the service's clock and at most ${RECEIVED_AT_MAX_AGE_DAYS} days back.`,
-    }),
+    OffsetDateTime(
+      `When the money was received; default now. At most ${RECEIVED_AT_SKEW_MINUTES} minutes ahead of the service's clock and at most ${RECEIVED_AT_MAX_AGE_DAYS} days back. Returned in UTC.`,
+    ),
   ),
 };
 

@@ -212,11 +212,6 @@ function refuseOverpayment(money: InvoiceMoney, number: string): void {
   if (reason) throw new AppError('business_rule', reason);
 }
 
-/**
- * Refuses (422 business_rule, naming each) lines whose price is still to be set: bill found no rate
- * for their procedure and no one has priced them since. A line priced 0 through the API is issued.
- */
-
 export function requireEditable(record: InvoiceRecord): void {
   if (!EDITABLE_STATUSES.includes(record.invoice.status as InvoiceStatus)) {
     throw new AppError(

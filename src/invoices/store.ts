@@ -198,7 +198,6 @@ export async function liveInvoiceOfEncounter(trx: Trx, practiceId: string, encou
     .executeTakeFirst();
 }
 
-/** Inserts an invoice of one visit with its lines; answers it as written (locked by this transaction). */
 /** A new invoice with its visit and its lines, in one statement; answers them as inserted. */
 export async function insertInvoice(
   trx: Trx,
@@ -297,7 +296,6 @@ export async function insertPayment(trx: Trx, payment: Insertable<PaymentsTable>
   return trx.insertInto('payments').values(payment).returningAll().executeTakeFirstOrThrow();
 }
 
-/** What the insurer has paid on the invoice, net of what was taken back. */
 /**
  * The invoice's row, locked until commit, with what the insurer has paid on it and not taken back
  * (`insurer_paid`), in one statement; undefined when there is none.
@@ -318,6 +316,7 @@ export async function lockInvoiceRowWithInsurerPaid(trx: Trx, practiceId: string
     .executeTakeFirst();
 }
 
+/** What the insurer has paid on the invoice, net of what was taken back. */
 export async function insurerPaid(trx: Trx, practiceId: string, invoiceId: string): Promise<number> {
   const row = await trx
     .selectFrom('payments')

@@ -2073,8 +2073,8 @@ export interface components {
             /** @description e.g. the card slip or bank reference. */
             reference?: string | null;
             /**
-             * Format: date-time
-             * @description When the money was received; default now. At most 5 minutes ahead of the service's clock and at most 366 days back.
+             * Format: offset-date-time
+             * @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. When the money was received; default now. At most 5 minutes ahead of the service's clock and at most 366 days back. Returned in UTC.
              */
             receivedAt?: string;
         };
