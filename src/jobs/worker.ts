@@ -115,7 +115,7 @@ export function startWorker(
   renewal.unref();
 
   // Jobs with a concurrency key running (or held for) in this worker, per key: a follow-on job is this
-  // worker's only while its key is below the lane's cap here.
+  // worker's only while its key is below the lane's cap here (and in the database: its insert asks).
   const keyed = new Map<string, number>();
   const countKey = (k: string, by: number) => {
     if (k === '') return;
@@ -131,6 +131,7 @@ export function startWorker(
   const followOnRunner: FollowOnRunner = {
     workerId,
     leaseMs,
+    keyCap: (lane) => laneLimits(config, lane).keyCap,
     reserve(lane, k) {
       if (stopped) return false;
       const cap = laneLimits(config, lane).keyCap;
