@@ -97,6 +97,15 @@ function dueIn(delayMs: number): RawBuilder<Date> {
 }
 
 /**
+ * A follow-on job's lease: it runs from the statement that inserts the job (clock_timestamp(), still
+ * the database's clock), not from its transaction's start, which may be long past.
+ */
+function leaseFromInsert(leaseMs: number): RawBuilder<Date> {
+  const ms = Math.max(0, Math.round(leaseMs));
+  return sql<Date>`clock_timestamp() + ${sql.raw(String(ms))} * interval '1 millisecond'`;
+}
+
+/**
  * The row of a new job, due `delayMs` from now on the database's clock, its payload checked against
  * its kind, for a caller that inserts it in a statement of its own (several jobs, or jobs with the rows
  * they work on), answering the columns insertJobRows answers; that caller then calls
@@ -141,7 +150,7 @@ export function newJobRow<S extends TSchema>(
       ? leased(sql<string | null>`${lease.locked_by}::text`, sql<string | null>`NULL::text`)
       : null,
     locked_until: lease
-      ? leased<Date | null>(dueIn(lease.leaseMs), sql<null>`NULL::timestamptz`)
+      ? leased<Date | null>(leaseFromInsert(lease.leaseMs), sql<null>`NULL::timestamptz`)
       : null,
     ...(lease ? { attempts: leased(sql<number>`${lease.attempts}::int`, sql<number>`0`) } : {}),
     last_error: null,
