@@ -147,4 +147,48 @@ describeEachBackend('follow-on jobs', (backend) => {
       await w.stop();
     }
   });
+
+  test('takeOnce() waits for the follow-on jobs a polling lane is running', async () => {
+    const practice = await svc.newPractice();
+    const parentId = await queue(newJobRow(practice.practiceId, PARENT, { key: '' }, svc.clock.now()));
+    let childStarted!: () => void;
+    const started = new Promise<void>((resolve) => {
+      childStarted = resolve;
+    });
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    let childEnded = false;
+    const ran: string[] = [];
+    const w = worker(
+      {
+        [PARENT.name]: queueing(CLAIMS_CHILD),
+        [CLAIMS_CHILD.name]: async (job) => {
+          childStarted();
+          await finishing(ran, () => gate)(job);
+          childEnded = true;
+        },
+        // The job takeOnce takes opens the gate only as it ends, after its own work.
+        [MARKER.name]: async (job) => {
+          await asOperator(svc.db, (trx) => finishJob(trx, job, svc.clock.now()));
+          openGate();
+        },
+      },
+      true,
+    );
+    try {
+      // The polling claims lane took the parent, and runs its follow-on.
+      await started;
+      const childId = await childIdOf(parentId);
+      assert.equal((await jobRow(childId)).locked_by !== null, true);
+      await queue(newJobRow(practice.practiceId, MARKER, {}, svc.clock.now()));
+      assert.equal(await w.takeOnce(), 1);
+      assert.equal(childEnded, true);
+      assert.deepEqual(ran, [childId]);
+    } finally {
+      openGate();
+      await w.stop();
+    }
+  });
 });

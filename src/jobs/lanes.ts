@@ -55,8 +55,11 @@ export interface LanePoller {
   reserve(): boolean;
   /** Gives back a slot held by reserve. */
   release(): void;
-  /** Runs a follow-on job in the slot reserve held for it. */
-  adopt(job: JobRow): void;
+  /**
+   * Runs a follow-on job in the slot reserve held for it and answers its run; undefined when the lane
+   * has stopped, and the job is not run.
+   */
+  adopt(job: JobRow): Promise<void> | undefined;
 }
 
 /**
@@ -89,7 +92,7 @@ export function pollLane(options: {
   };
   // Whether the latest take filled every free slot: then more may be due than it took.
   let lastTakeFull = false;
-  const start = (job: JobRow) => {
+  const start = (job: JobRow): Promise<void> => {
     const run: Promise<void> = options.run(job).finally(() => {
       inFlight.delete(run);
       // A slot freed: look again at once when more may be due (the latest take filled its slots) or a
@@ -102,6 +105,7 @@ export function pollLane(options: {
       }
     });
     inFlight.add(run);
+    return run;
   };
   const loop = (async () => {
     while (!stopped) {
@@ -154,7 +158,7 @@ export function pollLane(options: {
     adopt(job) {
       reserved = Math.max(0, reserved - 1);
       // A stopped lane leaves it leased: it is taken again once its lease runs out.
-      if (!stopped) start(job);
+      return stopped ? undefined : start(job);
     },
     async stop() {
       stopped = true;

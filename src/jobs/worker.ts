@@ -59,9 +59,15 @@ export interface PeriodicTask {
 }
 
 export interface Worker {
-  /** Takes and runs due jobs until none is left (tests use it to drive the queue deterministically). */
+  /**
+   * Takes and runs due jobs until none is left, waiting for follow-on jobs as takeOnce (tests use it to
+   * drive the queue deterministically).
+   */
   drain(): Promise<number>;
-  /** One take from every lane: runs what it took and their follow-on jobs; answers how many ran. */
+  /**
+   * One take from every lane: runs what it took and waits for every follow-on job running meanwhile
+   * (theirs, and with polling lanes any other); answers how many ran.
+   */
   takeOnce(): Promise<number>;
   stop(): Promise<void>;
 }
@@ -123,8 +129,8 @@ export function startWorker(
     if (n > 0) keyed.set(k, n);
     else keyed.delete(k);
   };
-  // Follow-on jobs started by drain() and takeOnce(), which wait for them; and every follow-on job handed
-  // to this worker whose key reserve already counted.
+  // Follow-on jobs running, in a lane's slot or (no lanes) on their own: drain() and takeOnce() wait
+  // for them; and every follow-on job handed to this worker whose key reserve already counted.
   const followOns = new Set<Promise<void>>();
   let followOnsRun = 0;
   const adopted = new WeakSet<JobRow>();
@@ -147,14 +153,12 @@ export function startWorker(
     },
     run(job) {
       adopted.add(job);
-      followOnsRun += 1;
       const lane = isJobLane(job.lane) ? job.lane : undefined;
       const poller = lane && lanes.get(lane);
-      if (poller) {
-        poller.adopt(job);
-        return;
-      }
-      const run: Promise<void> = runJob(job).finally(() => followOns.delete(run));
+      const started = poller ? poller.adopt(job) : runJob(job);
+      if (!started) return;
+      followOnsRun += 1;
+      const run: Promise<void> = started.finally(() => followOns.delete(run));
       followOns.add(run);
     },
   };
