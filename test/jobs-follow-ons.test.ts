@@ -148,6 +148,47 @@ describeEachBackend('follow-on jobs', (backend) => {
     }
   });
 
+  test('a follow-on handed over while its lane stops is not run, and its lease is given back', async () => {
+    const practice = await svc.newPractice();
+    const parentId = await queue(newJobRow(practice.practiceId, PARENT, { key: '' }, svc.clock.now()));
+    const ran: string[] = [];
+    let stopping: Promise<void> | undefined;
+    let parentEnded!: () => void;
+    const parentDone = new Promise<void>((resolve) => {
+      parentEnded = resolve;
+    });
+    const w: Worker = worker(
+      {
+        [PARENT.name]: async (job) => {
+          // The follow-on's slot is held; the worker stops before the parent's transaction commits.
+          await queueing(CLAIMS_CHILD, async () => {
+            stopping = w.stop();
+            await new Promise((resolve) => setImmediate(resolve));
+          })(job);
+          parentEnded();
+        },
+        [CLAIMS_CHILD.name]: finishing(ran),
+      },
+      true,
+    );
+    await parentDone;
+    await stopping;
+    assert.deepEqual(ran, []);
+    const child = await jobRow(await childIdOf(parentId));
+    assert.equal(child.state, 'queued');
+    assert.equal(child.locked_by, null);
+    assert.equal(child.locked_until, null);
+    assert.equal((await jobRow(parentId)).state, 'done');
+    // Free for any worker's take at once.
+    const later = worker({ [CLAIMS_CHILD.name]: finishing(ran) }, false);
+    try {
+      assert.equal(await later.drain(), 1);
+      assert.equal(ran.length, 1);
+    } finally {
+      await later.stop();
+    }
+  });
+
   test('takeOnce() waits for the follow-on jobs a polling lane is running', async () => {
     const practice = await svc.newPractice();
     const parentId = await queue(newJobRow(practice.practiceId, PARENT, { key: '' }, svc.clock.now()));

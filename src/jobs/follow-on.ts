@@ -8,7 +8,9 @@
 // live lease, in any worker); otherwise it is queued as any job, for the next take. Leased as a take
 // leases (locked_by, locked_until, one attempt), so a worker that dies before or while running it
 // leaves it to be taken again once the lease runs out, and its end is recorded only while the lease is
-// still this worker's (finishJob). What the queuing transaction already knows for the job (a delivery's endpoint and event) can be
+// still this worker's (finishJob). A follow-on handed over once its lane has stopped is not run: its
+// lease is given back, so that another worker takes it at its next take, not once the lease runs out.
+// What the queuing transaction already knows for the job (a delivery's endpoint and event) can be
 // handed over with it, so that the job need not read it again; a job taken from the queue has nothing
 // handed over.
 import { AsyncLocalStorage } from 'node:async_hooks';

@@ -7,7 +7,7 @@
 // job in it (in this process, or by NOTIFY from another) and by a job of its own ending when more may
 // be due (its latest take filled its slots, or the job had a concurrency key), even one that ends while
 // a take is on its way; a follow-on job (src/jobs/follow-on.ts) runs in a slot held for it, never one
-// a take on its way may fill. When a
+// a take on its way may fill, and one handed over once the lane has stopped is not run. When a
 // take finds nothing it polls again after JOB_POLL_MS, doubling up to JOB_POLL_MAX_MS while nothing
 // comes. A take that finds nothing because the due jobs
 // were locked by another worker's take, or their key is at its cap, counts as finding nothing: the
@@ -157,7 +157,6 @@ export function pollLane(options: {
     },
     adopt(job) {
       reserved = Math.max(0, reserved - 1);
-      // A stopped lane leaves it leased: it is taken again once its lease runs out.
       return stopped ? undefined : start(job);
     },
     async stop() {

@@ -324,6 +324,23 @@ export async function retryJob(db: Database, job: JobRow, delayMs: number, error
 }
 
 /**
+ * Gives back the lease of a job this worker holds and will not run (its worker is stopping), so that
+ * any worker may take it at its next take; nothing if the lease is no longer this worker's.
+ */
+export async function releaseJob(db: Database, job: JobRow): Promise<void> {
+  await asOperator(db, (trx) =>
+    trx
+      .updateTable('jobs')
+      .set({ locked_by: null, locked_until: null })
+      .where('practice_id', '=', job.practice_id)
+      .where('id', '=', job.id)
+      .where('locked_by', '=', job.locked_by)
+      .where('attempts', '=', job.attempts)
+      .where('state', '=', 'queued')
+      .execute(),
+  );
+}
+
 /** Marks a job failed for good, if this worker still holds it (else nothing). */
 export async function failJob(db: Database, job: JobRow, now: Date, error: string): Promise<void> {
   await asOperator(db, (trx) =>

@@ -30,6 +30,7 @@ import {
   type JobRow,
   jobKey,
   onJobsQueued,
+  releaseJob,
   renewLeases,
   retryJob,
   takeDueJobs,
@@ -156,7 +157,17 @@ export function startWorker(
       const lane = isJobLane(job.lane) ? job.lane : undefined;
       const poller = lane && lanes.get(lane);
       const started = poller ? poller.adopt(job) : runJob(job);
-      if (!started) return;
+      if (!started) {
+        // Its lane has stopped: the lease goes back, so that another worker takes it at its next take
+        // rather than once the lease runs out.
+        adopted.delete(job);
+        countKey(job.concurrency_key, -1);
+        const release: Promise<void> = releaseJob(deps.db, job)
+          .catch((err) => log.warn({ err, job: job.id }, 'giving back a follow-on job failed'))
+          .finally(() => running.delete(release));
+        running.add(release);
+        return;
+      }
       followOnsRun += 1;
       const run: Promise<void> = started.finally(() => followOns.delete(run));
       followOns.add(run);

@@ -1,5 +1,5 @@
 // A lane's slots without a database: a slot held for a follow-on job is never one that a take on its
-// way may fill.
+// way may fill, and a follow-on handed over once the lane has stopped is not run.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyBaseLogger } from 'fastify';
@@ -50,4 +50,16 @@ test('a lane holds no slot for a follow-on while a take that may fill every free
     takes.at(-1)?.([]);
     await lane.stop();
   }
+});
+
+test('a follow-on handed over once its lane has stopped is not run', async () => {
+  const { lane, takes, ran, until } = manualLane();
+  await until(() => takes.length === 1);
+  takes[0]!([]);
+  await turn();
+  assert.equal(lane.reserve(), true);
+  await lane.stop();
+  assert.equal(lane.adopt({ id: 'job_2' } as JobRow), undefined);
+  assert.deepEqual(ran, []);
+  assert.equal(lane.running, 0);
 });
