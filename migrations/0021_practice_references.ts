@@ -1,8 +1,8 @@
 // The tables written on every request or job no longer reference practices with a foreign key: each
 // insert into them checked its practice with a key-share lock on the one practices row, so every
 // request of a practice queued lock traffic (multixacts) on one row. A practice is never deleted nor
-// its id changed (no role may delete it, and the trigger below refuses both for everyone, the owner
-// included), so the reference could never fail; tenancy stays with practice_id in every key and
+// its id changed (no role may delete it, and the triggers below refuse both, and a TRUNCATE, for
+// everyone, the owner included), so the reference could never fail; tenancy stays with practice_id in every key and
 // row-level security, and the composite foreign keys between a practice's own rows (an invoice's
 // patient, a delivery's endpoint) stay. Dropped on audit_events, events, idempotency_keys (its
 // client's key still checks the practice), invoice_clocks, jobs, notifications and patients; the
@@ -33,6 +33,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     END $$;
     CREATE TRIGGER practices_kept BEFORE DELETE OR UPDATE OF id ON practices
       FOR EACH ROW EXECUTE FUNCTION practices_kept();
+    CREATE TRIGGER practices_kept_whole BEFORE TRUNCATE ON practices
+      FOR EACH STATEMENT EXECUTE FUNCTION practices_kept();
     `,
   );
 }

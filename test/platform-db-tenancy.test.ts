@@ -175,7 +175,7 @@ describeEachBackend('tenancy', (backend) => {
     });
   });
 
-  test('the tables written on every request reference no practices row, and a practice is never deleted nor renumbered', async () => {
+  test('the tables written on every request reference no practices row, and a practice is never deleted, truncated nor renumbered', async () => {
     const practice = await svc.newPractice();
     await withSuperuser(svc, async (db) => {
       const referencing = await sql<{ tbl: string }>`
@@ -188,6 +188,7 @@ describeEachBackend('tenancy', (backend) => {
       for (const change of [
         sql`DELETE FROM practices WHERE id = ${practice.practiceId}`,
         sql`UPDATE practices SET id = ${`${practice.practiceId}x`} WHERE id = ${practice.practiceId}`,
+        sql`TRUNCATE practices CASCADE`,
       ]) {
         await assert.rejects(change.execute(db.kysely), /a practice is never deleted, nor its id changed/);
       }

@@ -6,7 +6,8 @@
 // slots only. Each lane is polled by a loop of its own (pollLane), woken by a commit that queued a
 // job in it (in this process, or by NOTIFY from another) and by a job of its own ending when more may
 // be due (its latest take filled its slots, or the job had a concurrency key), even one that ends while
-// a take is on its way; a follow-on job (src/jobs/follow-on.ts) runs in a slot held for it. When a
+// a take is on its way; a follow-on job (src/jobs/follow-on.ts) runs in a slot held for it, never one
+// a take on its way may fill, and one handed over once the lane has stopped is not run. When a
 // take finds nothing it polls again after JOB_POLL_MS, doubling up to JOB_POLL_MAX_MS while nothing
 // comes. A take that finds nothing because the due jobs
 // were locked by another worker's take, or their key is at its cap, counts as finding nothing: the
@@ -54,8 +55,11 @@ export interface LanePoller {
   reserve(): boolean;
   /** Gives back a slot held by reserve. */
   release(): void;
-  /** Runs a follow-on job in the slot reserve held for it. */
-  adopt(job: JobRow): void;
+  /**
+   * Runs a follow-on job in the slot reserve held for it and answers its run; undefined when the lane
+   * has stopped, and the job is not run.
+   */
+  adopt(job: JobRow): Promise<void> | undefined;
 }
 
 /**
@@ -74,6 +78,8 @@ export function pollLane(options: {
   const inFlight = new Set<Promise<void>>();
   // Slots held for follow-on jobs whose transaction has not committed yet.
   let reserved = 0;
+  // Slots a take on its way may fill: not to be held for a follow-on meanwhile.
+  let taking = 0;
   let stopped = false;
   let wake: (() => void) | undefined;
   // A signal that arrives while the loop is taking jobs must not be lost: it makes the loop look again.
@@ -86,7 +92,7 @@ export function pollLane(options: {
   };
   // Whether the latest take filled every free slot: then more may be due than it took.
   let lastTakeFull = false;
-  const start = (job: JobRow) => {
+  const start = (job: JobRow): Promise<void> => {
     const run: Promise<void> = options.run(job).finally(() => {
       inFlight.delete(run);
       // A slot freed: look again at once when more may be due (the latest take filled its slots) or a
@@ -99,6 +105,7 @@ export function pollLane(options: {
       }
     });
     inFlight.add(run);
+    return run;
   };
   const loop = (async () => {
     while (!stopped) {
@@ -106,10 +113,13 @@ export function pollLane(options: {
       let taken: JobRow[] = [];
       if (free > 0) {
         signalled = false;
+        taking = free;
         try {
           taken = await options.take(free);
         } catch (err) {
           log.warn({ err, lane }, 'taking jobs failed; will retry');
+        } finally {
+          taking = 0;
         }
       }
       if (free > 0) lastTakeFull = taken.length === free;
@@ -138,7 +148,7 @@ export function pollLane(options: {
       return inFlight.size;
     },
     reserve() {
-      if (stopped || inFlight.size + reserved >= limits.concurrency) return false;
+      if (stopped || inFlight.size + reserved + taking >= limits.concurrency) return false;
       reserved += 1;
       return true;
     },
@@ -147,8 +157,7 @@ export function pollLane(options: {
     },
     adopt(job) {
       reserved = Math.max(0, reserved - 1);
-      // A stopped lane leaves it leased: it is taken again once its lease runs out.
-      if (!stopped) start(job);
+      return stopped ? undefined : start(job);
     },
     async stop() {
       stopped = true;

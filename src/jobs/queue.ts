@@ -97,13 +97,25 @@ function dueIn(delayMs: number): RawBuilder<Date> {
 }
 
 /**
+ * A follow-on job's lease: it runs from the statement that inserts the job (clock_timestamp(), still
+ * the database's clock), not from its transaction's start, which may be long past.
+ */
+function leaseFromInsert(leaseMs: number): RawBuilder<Date> {
+  const ms = Math.max(0, Math.round(leaseMs));
+  return sql<Date>`clock_timestamp() + ${sql.raw(String(ms))} * interval '1 millisecond'`;
+}
+
+/**
  * The row of a new job, due `delayMs` from now on the database's clock, its payload checked against
  * its kind, for a caller that inserts it in a statement of its own (several jobs, or jobs with the rows
- * they work on); that caller then calls announceQueuedJobs in the same transaction with the rows it
- * inserted. Jobs that name one concurrencyKey (a delivery names its endpoint) share their lane's cap on
- * how many run at once. Queued from inside a running job and due at once, it may be leased to that
- * job's worker as a follow-on (src/jobs/follow-on.ts), with `handoff`, what the job would otherwise
- * read again.
+ * they work on), answering the columns insertJobRows answers; that caller then calls
+ * announceQueuedJobs in the same transaction with the rows it inserted and that answer. Jobs that name
+ * one concurrencyKey (a delivery names its endpoint) share their lane's cap on how many run at once.
+ * Queued from inside a running job and due at once, it may be leased to that job's worker as a
+ * follow-on (src/jobs/follow-on.ts), with `handoff`, what the job would otherwise read again. A keyed
+ * follow-on is leased by the insert only while fewer of its key's jobs than the cap run under a live
+ * lease, in any worker (counted along jobs_held, in the same statement); otherwise it is inserted
+ * queued and free, for a take.
  */
 export function newJobRow<S extends TSchema>(
   practiceId: string,
@@ -117,6 +129,14 @@ export function newJobRow<S extends TSchema>(
   checkedPayload(kind, payload);
   const id = newId('job');
   const lease = followOnLease(kind.lane, concurrencyKey, delayMs);
+  const belowCap =
+    lease?.keyCap != null
+      ? sql<boolean>`(SELECT count(*) FROM jobs
+           WHERE lane = ${kind.lane} AND practice_id = ${practiceId} AND concurrency_key = ${concurrencyKey}
+             AND state = 'queued' AND locked_until > now()) < ${lease.keyCap}::int`
+      : undefined;
+  const leased = <T>(value: RawBuilder<T>, otherwise: RawBuilder<T>): RawBuilder<T> =>
+    belowCap ? sql<T>`CASE WHEN ${belowCap} THEN ${value} ELSE ${otherwise} END` : value;
   const insert = {
     practice_id: practiceId,
     id,
@@ -126,9 +146,13 @@ export function newJobRow<S extends TSchema>(
     payload: JSON.stringify(payload),
     run_at: dueIn(delayMs),
     created_at: now,
-    locked_by: lease?.locked_by ?? null,
-    locked_until: lease ? dueIn(lease.leaseMs) : null,
-    ...(lease ? { attempts: lease.attempts } : {}),
+    locked_by: lease
+      ? leased(sql<string | null>`${lease.locked_by}::text`, sql<string | null>`NULL::text`)
+      : null,
+    locked_until: lease
+      ? leased<Date | null>(leaseFromInsert(lease.leaseMs), sql<null>`NULL::timestamptz`)
+      : null,
+    ...(lease ? { attempts: leased(sql<number>`${lease.attempts}::int`, sql<number>`0`) } : {}),
     last_error: null,
     finished_at: null,
   };
@@ -155,22 +179,33 @@ export function newJobRow<S extends TSchema>(
   return insert;
 }
 
+/** What an insert of job rows answers (insertJobRows): whether each came back leased. */
+export type InsertedJob = { id: string; locked_by: string | null };
+
 /**
- * Once this transaction, which inserted job rows of `lane`, has committed: its follow-on jobs go to
- * the worker that leased them, and the lane's workers are woken for the rest.
+ * Once this transaction, which inserted job rows of `lane` (and was answered `answered`), has
+ * committed: its follow-on jobs that came back leased go to the worker that leased them, and the
+ * lane's workers are woken for the rest.
  */
-export function announceQueuedJobs(trx: Trx, lane: JobLane, inserted: readonly object[]): void {
-  const { hand, others } = takeFollowOns(inserted);
+export function announceQueuedJobs(
+  trx: Trx,
+  lane: JobLane,
+  inserted: readonly object[],
+  answered: readonly InsertedJob[],
+): void {
+  const leased = new Set(answered.filter((job) => job.locked_by !== null).map((job) => job.id));
+  const { hand, others } = takeFollowOns(inserted, leased);
   if (hand) afterCommit(trx, hand);
   if (others) wakeLaneAfterCommit(trx, lane);
 }
 
 /**
  * The insert of job rows (newJobRow), for an owner that queues jobs in the same statement as its own
- * rows (a WITH): the statement stays one, and the jobs table's name stays here.
+ * rows (a WITH): the statement stays one, and the jobs table's name stays here. It answers InsertedJob
+ * rows, for announceQueuedJobs.
  */
 export function insertJobRows(db: QueryCreator<Tables>, jobs: InsertObject<Tables, 'jobs'>[]) {
-  return db.insertInto('jobs').values(jobs);
+  return db.insertInto('jobs').values(jobs).returning(['id', 'locked_by']);
 }
 
 /**
@@ -187,8 +222,8 @@ export async function enqueueJob<S extends TSchema>(
   handoff?: unknown,
 ): Promise<string> {
   const row = newJobRow(practiceId, kind, payload, now, delayMs, '', handoff);
-  await trx.insertInto('jobs').values(row).execute();
-  announceQueuedJobs(trx, kind.lane, [row]);
+  const answered = await insertJobRows(trx, [row]).execute();
+  announceQueuedJobs(trx, kind.lane, [row], answered);
   return row.id;
 }
 
@@ -286,6 +321,24 @@ export async function finishJob(trx: Trx, job: JobRow, now: Date): Promise<void>
  */
 export async function retryJob(db: Database, job: JobRow, delayMs: number, error: string): Promise<void> {
   await asOperator(db, (trx) => rescheduleJob(trx, job, delayMs, error));
+}
+
+/**
+ * Gives back the lease of a job this worker holds and will not run (its worker is stopping), so that
+ * any worker may take it at its next take; nothing if the lease is no longer this worker's.
+ */
+export async function releaseJob(db: Database, job: JobRow): Promise<void> {
+  await asOperator(db, (trx) =>
+    trx
+      .updateTable('jobs')
+      .set({ locked_by: null, locked_until: null })
+      .where('practice_id', '=', job.practice_id)
+      .where('id', '=', job.id)
+      .where('locked_by', '=', job.locked_by)
+      .where('attempts', '=', job.attempts)
+      .where('state', '=', 'queued')
+      .execute(),
+  );
 }
 
 /** Marks a job failed for good, if this worker still holds it (else nothing). */

@@ -16,8 +16,10 @@
 // A practice's jobs that another worker locks between the two steps are skipped, so a take may lease
 // fewer jobs than it was dealt (never more); the rest wait for the next take. Due and free are judged
 // on the database's clock. Two processes that take at the same instant both count the running jobs
-// before either commits, so a key's cap can be passed by as many jobs as processes take at once; it is
-// never passed within one process.
+// before either commits, so a key's cap can be passed by as many jobs as processes take at once (and
+// so can a follow-on job's insert, which counts them alike, src/jobs/queue.ts, beside another
+// process's take). Within one process a lane holds no slot for a follow-on while its take is on its
+// way (src/jobs/lanes.ts), so there the cap is not passed.
 import { type RawBuilder, sql } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';

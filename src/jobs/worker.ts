@@ -30,6 +30,7 @@ import {
   type JobRow,
   jobKey,
   onJobsQueued,
+  releaseJob,
   renewLeases,
   retryJob,
   takeDueJobs,
@@ -59,9 +60,15 @@ export interface PeriodicTask {
 }
 
 export interface Worker {
-  /** Takes and runs due jobs until none is left (tests use it to drive the queue deterministically). */
+  /**
+   * Takes and runs due jobs until none is left, waiting for follow-on jobs as takeOnce (tests use it to
+   * drive the queue deterministically).
+   */
   drain(): Promise<number>;
-  /** One take from every lane: runs what it took and their follow-on jobs; answers how many ran. */
+  /**
+   * One take from every lane: runs what it took and waits for every follow-on job running meanwhile
+   * (theirs, and with polling lanes any other); answers how many ran.
+   */
   takeOnce(): Promise<number>;
   stop(): Promise<void>;
 }
@@ -115,7 +122,7 @@ export function startWorker(
   renewal.unref();
 
   // Jobs with a concurrency key running (or held for) in this worker, per key: a follow-on job is this
-  // worker's only while its key is below the lane's cap here.
+  // worker's only while its key is below the lane's cap here (and in the database: its insert asks).
   const keyed = new Map<string, number>();
   const countKey = (k: string, by: number) => {
     if (k === '') return;
@@ -123,14 +130,15 @@ export function startWorker(
     if (n > 0) keyed.set(k, n);
     else keyed.delete(k);
   };
-  // Follow-on jobs started by drain() and takeOnce(), which wait for them; and every follow-on job handed
-  // to this worker whose key reserve already counted.
+  // Follow-on jobs running, in a lane's slot or (no lanes) on their own: drain() and takeOnce() wait
+  // for them; and every follow-on job handed to this worker whose key reserve already counted.
   const followOns = new Set<Promise<void>>();
   let followOnsRun = 0;
   const adopted = new WeakSet<JobRow>();
   const followOnRunner: FollowOnRunner = {
     workerId,
     leaseMs,
+    keyCap: (lane) => laneLimits(config, lane).keyCap,
     reserve(lane, k) {
       if (stopped) return false;
       const cap = laneLimits(config, lane).keyCap;
@@ -146,14 +154,22 @@ export function startWorker(
     },
     run(job) {
       adopted.add(job);
-      followOnsRun += 1;
       const lane = isJobLane(job.lane) ? job.lane : undefined;
       const poller = lane && lanes.get(lane);
-      if (poller) {
-        poller.adopt(job);
+      const started = poller ? poller.adopt(job) : runJob(job);
+      if (!started) {
+        // Its lane has stopped: the lease goes back, so that another worker takes it at its next take
+        // rather than once the lease runs out.
+        adopted.delete(job);
+        countKey(job.concurrency_key, -1);
+        const release: Promise<void> = releaseJob(deps.db, job)
+          .catch((err) => log.warn({ err, job: job.id }, 'giving back a follow-on job failed'))
+          .finally(() => running.delete(release));
+        running.add(release);
         return;
       }
-      const run: Promise<void> = runJob(job).finally(() => followOns.delete(run));
+      followOnsRun += 1;
+      const run: Promise<void> = started.finally(() => followOns.delete(run));
       followOns.add(run);
     },
   };

@@ -4,7 +4,9 @@
 // a rotation's overlap, the previous one too. A 2xx is success; a 410 disables the endpoint; anything
 // else is retried, 8 attempts in all, at 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h after each
 // failure plus up to 20% jitter; an endpoint failing for three days since its last success is
-// disabled and the practice told.
+// disabled and the practice told. A delivery handed over with its job (a follow-on, src/jobs/follow-on.ts)
+// is sent to its endpoint as the queuing transaction read it before its commit, without reading it
+// again: an endpoint disabled (or its secret or address changed) in between still gets that one send.
 import { Webhook } from 'standardwebhooks';
 import { type EventRecord, eventBody } from '../events/schemas.ts';
 import { handedOverWith } from '../jobs/follow-on.ts';

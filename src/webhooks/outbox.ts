@@ -7,7 +7,7 @@
 // takes it) the deliveries with their jobs.
 import type { EventRecord, EventType } from '../events/schemas.ts';
 import { newEventRow } from '../events/store.ts';
-import { announceQueuedJobs, newJobRow } from '../jobs/queue.ts';
+import { announceQueuedJobs, type InsertedJob, newJobRow } from '../jobs/queue.ts';
 import type { EventDetail } from '../platform/db/column-types.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
@@ -61,6 +61,7 @@ export async function queueDeliveries(
 ): Promise<string[]> {
   const ids: string[] = [];
   const queued: object[] = [];
+  const answered: InsertedJob[] = [];
   for (let from = 0; from < wanted.length; from += DELIVERIES_PER_STATEMENT) {
     const batch = wanted.slice(from, from + DELIVERIES_PER_STATEMENT);
     const deliveries = batch.map((d) => ({
@@ -83,10 +84,10 @@ export async function queueDeliveries(
       };
       return newJobRow(practiceId, DELIVER_JOB, { deliveryId: d.id }, now, 0, d.endpoint_id, prepared);
     });
-    await insertDeliveriesWithJobs(trx, deliveries, jobs);
+    answered.push(...(await insertDeliveriesWithJobs(trx, deliveries, jobs)));
     ids.push(...deliveries.map((d) => d.id));
     queued.push(...jobs);
   }
-  if (ids.length > 0) announceQueuedJobs(trx, DELIVER_JOB.lane, queued);
+  if (ids.length > 0) announceQueuedJobs(trx, DELIVER_JOB.lane, queued, answered);
   return ids;
 }

@@ -13,7 +13,7 @@ import {
   type UpdateObject,
 } from 'kysely';
 import { insertEventRow } from '../events/store.ts';
-import { insertJobRows } from '../jobs/queue.ts';
+import { type InsertedJob, insertJobRows } from '../jobs/queue.ts';
 import { pastPosition } from '../paging/keyset.ts';
 import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
 import type {
@@ -288,13 +288,16 @@ export async function insertEventFindingEndpoints(
     .execute();
 }
 
-/** Deliveries and the jobs that make them, in one statement (the jobs' insert is the queue's). */
+/**
+ * Deliveries and the jobs that make them, in one statement (the jobs' insert is the queue's, and so is
+ * its answer, for announceQueuedJobs).
+ */
 export async function insertDeliveriesWithJobs(
   trx: Trx,
   deliveries: Insertable<WebhookDeliveriesTable>[],
   jobs: InsertObject<Tables, 'jobs'>[],
-): Promise<void> {
-  await insertJobRows(
+): Promise<InsertedJob[]> {
+  return insertJobRows(
     trx.with('queued_deliveries', (db) => db.insertInto('webhook_deliveries').values(deliveries)),
     jobs,
   ).execute();
