@@ -3,12 +3,15 @@
 // ahead of it and the recent hold time; under a pending bound a wait predicted to last the bound is
 // refused at once, one that reaches it is refused and leaves the queue, and every later wait of the
 // unit is refused with the same error; once a transaction of the unit had its connection, its waits
-// are no longer bounded.
+// are no longer bounded; once a wait of the unit was refused, no transaction of it begins, even one
+// that had its connection; work run outside the bound is neither bounded nor refused.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { DatabaseConnection, Dialect, Driver, TransactionSettings } from 'kysely';
 import {
   ConnectionGate,
   FirstConnectionBound,
+  outsideConnectionBound,
   runWithConnectionBound,
 } from '../../src/platform/db/connection-waits.ts';
 
@@ -36,6 +39,36 @@ function boundOf(boundMs: number) {
     (waitedMs) => connected.push(waitedMs),
   );
   return { bound, refusals, connected };
+}
+
+/** The gate's driver in front of a driver that only notes what it was asked to do. */
+function gatedDriverOf(gate: ConnectionGate) {
+  const steps: string[] = [];
+  const connection: DatabaseConnection = {
+    executeQuery: () => Promise.reject(new Error('no statements here')),
+    streamQuery: () => {
+      throw new Error('no statements here');
+    },
+  };
+  const inner: Driver = {
+    init: async () => {},
+    acquireConnection: async () => connection,
+    beginTransaction: async (_connection: DatabaseConnection, _settings: TransactionSettings) => {
+      steps.push('BEGIN');
+    },
+    commitTransaction: async () => {
+      steps.push('COMMIT');
+    },
+    rollbackTransaction: async () => {
+      steps.push('ROLLBACK');
+    },
+    releaseConnection: async () => {
+      steps.push('release');
+    },
+    destroy: async () => {},
+  };
+  const dialect = { createDriver: () => inner } as unknown as Dialect;
+  return { driver: gate.dialect(dialect).createDriver(), steps };
 }
 
 const settled = () => new Promise((resolve) => setImmediate(resolve));
@@ -144,5 +177,67 @@ describe('connection gate', () => {
     assert.deepEqual(refusals, []);
     bound.connected(99);
     assert.deepEqual(connected, [12], 'the first connection is heard once');
+  });
+
+  test('once a wait of the unit was refused, no transaction of it begins, even one that had its connection', async () => {
+    const { gate, advance } = gateOf(2);
+    const { driver, steps } = gatedDriverOf(gate);
+    const warm = await gate.enter();
+    // A recent hold of 600 ms over two connections: a newcomer's wait is predicted at 300.
+    advance(600);
+    gate.leave(warm);
+    const { bound, connected } = boundOf(250);
+    // The unit's first transaction has its connection (a place was free) ...
+    const connection = await runWithConnectionBound(bound, () => driver.acquireConnection());
+    // ... while another of its waits, with every place taken, is refused before BEGIN goes out.
+    const other = await gate.enter();
+    await assert.rejects(
+      runWithConnectionBound(bound, () => gate.enter()),
+      /refused/,
+    );
+    const settings: TransactionSettings = {};
+    await assert.rejects(driver.beginTransaction(connection, settings), /refused/);
+    await driver.releaseConnection(connection);
+    assert.deepEqual(steps, ['release'], 'nothing of the unit ran');
+    assert.deepEqual(connected, [], 'the refused unit never had its first connection');
+    gate.leave(other);
+    assert.equal(gate.waiters, 0);
+  });
+
+  test('once a transaction of the unit has begun, a later wait of it is never refused, however long predicted', async () => {
+    const { gate, advance } = gateOf(1);
+    const { driver, steps } = gatedDriverOf(gate);
+    const warm = await gate.enter();
+    advance(300);
+    gate.leave(warm);
+    const { bound, refusals, connected } = boundOf(250);
+    const connection = await runWithConnectionBound(bound, () => driver.acquireConnection());
+    await driver.beginTransaction(connection, {});
+    assert.deepEqual(connected, [0]);
+    // Its next transaction waits for the first one's connection: predicted 300, past the bound.
+    const next = runWithConnectionBound(bound, () => gate.enter());
+    await settled();
+    assert.equal(gate.waiters, 1);
+    await driver.releaseConnection(connection);
+    await next;
+    assert.deepEqual(refusals, []);
+    assert.deepEqual(steps, ['BEGIN', 'release']);
+  });
+
+  test('work run outside the bound is neither refused by it nor refuses its unit', async () => {
+    const { gate, advance } = gateOf(1);
+    const warm = await gate.enter();
+    advance(300);
+    gate.leave(warm);
+    const { bound, refusals } = boundOf(250);
+    const held = await gate.enter();
+    // Under the bound a wait predicted at 300 would be refused; outside it, it waits its turn.
+    const background = runWithConnectionBound(bound, () => outsideConnectionBound(() => gate.enter()));
+    await settled();
+    assert.equal(gate.waiters, 1);
+    assert.equal(bound.pending, true);
+    gate.leave(held);
+    await background;
+    assert.deepEqual(refusals, []);
   });
 });

@@ -8,10 +8,12 @@
 //
 // A unit of work (an API request) can run under a FirstConnectionBound: until one of its transactions
 // has a connection, each of its waits is refused when it is predicted to last the bound or more, and
-// in any case when it reaches the bound, with the error the bound makes; nothing of it has run then.
-// From its first transaction on, its waits are never cut: a later transaction may follow work
-// already done. Bookkeeping before the work (asBookkeeping: the API key's look-up and last-use stamp)
-// is bounded too, but does not count as the first transaction.
+// in any case when it reaches the bound, with the error the bound makes; nothing of it has run then,
+// and no transaction of it begins afterwards. From its first transaction on, its waits are never
+// cut: a later transaction may follow work already done. Bookkeeping before the work (asBookkeeping:
+// the API key's look-up and last-use stamp) is bounded too, but does not count as the first
+// transaction. Work the unit starts without waiting for it (outsideConnectionBound) is not bounded
+// at all, and cannot refuse the unit.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import type {
@@ -61,6 +63,7 @@ export class FirstConnectionBound {
     return this.#refusal;
   }
 
+  /** Asked only while pending (the gate checks): a unit whose transaction has begun is never refused. */
   refuse(why: RefusedWait): Error {
     if (!this.#refusal) {
       this.#state = 'refused';
@@ -84,6 +87,15 @@ export function runWithConnectionBound<T>(bound: FirstConnectionBound, fn: () =>
 }
 
 const bookkeeping = new AsyncLocalStorage<true>();
+
+/**
+ * Runs fn, and everything it starts, outside the bound of the unit of work calling it: for work the
+ * unit does not wait for (a background refresh) or whose outcome is decided already (the audit row of
+ * a refusal), whose waits must neither be cut nor refuse the unit.
+ */
+export function outsideConnectionBound<T>(fn: () => T): T {
+  return bounds.exit(fn);
+}
 
 /**
  * Runs fn as bookkeeping before its unit's own work (looking up or stamping the API key it came
@@ -146,6 +158,7 @@ export class ConnectionGate {
    * Takes a place, waiting in turn; answers when it was asked for, for leave(). Under a pending
    * bound (the one the caller runs under, unless given), throws the bound's refusal instead when the
    * wait is predicted to last the bound or more, or once it has.
+   * A refused bound refuses every later wait (no transaction of its unit has begun: see GatedDriver).
    */
   async enter(bound: FirstConnectionBound | undefined = bounds.getStore()): Promise<number> {
     const asked = this.now();
@@ -224,17 +237,23 @@ export class ConnectionGate {
 
 type CompileQuery = QueryCompiler['compileQuery'];
 
-/** A connection handed out: since when it is held, how long it was waited for, the bound it may end. */
+/**
+ * A connection handed out: since when it is held, how long it was waited for, the bound it ran under,
+ * and whether its transaction would end that bound (bookkeeping does not).
+ */
 interface Lease {
   heldSince: number;
   waitedMs: number;
   bound: FirstConnectionBound | undefined;
+  endsBound: boolean;
 }
 
 /**
  * Kysely's driver behind a gate: a connection is asked of the inner driver only once a place is had,
  * and the place is given back when the connection is. A transaction that begins ends the bound it ran
- * under (its unit has its first connection); a bare statement does not.
+ * under (its unit has its first connection); a bare statement does not. A transaction whose unit was
+ * refused meanwhile (another of its waits, while this one had its place) does not begin: Kysely gives
+ * the connection back, and nothing of the unit has run.
  */
 class GatedDriver implements Driver {
   readonly #inner: Driver;
@@ -268,13 +287,15 @@ class GatedDriver implements Driver {
       await this.#inner.releaseConnection(connection).finally(() => this.#gate.leave(heldSince));
       throw bound.refuse({ predictedMs: null, waitedMs });
     }
-    this.#leases.set(connection, { heldSince, waitedMs, bound: bookkeeping.getStore() ? undefined : bound });
+    this.#leases.set(connection, { heldSince, waitedMs, bound, endsBound: !bookkeeping.getStore() });
     return connection;
   }
 
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     const lease = this.#leases.get(connection);
-    lease?.bound?.connected(lease.waitedMs);
+    const refusal = lease?.bound?.refusal;
+    if (refusal) return Promise.reject(refusal);
+    if (lease?.endsBound) lease.bound?.connected(lease.waitedMs);
     return this.#inner.beginTransaction(connection, settings);
   }
 
