@@ -6,14 +6,14 @@
 // waiter out of the queue. Read by load shedding (src/platform/http/load-shedding.ts) and the
 // operator's metrics.
 //
-// A unit of work (an API request) can run under a FirstConnectionBound: until one of its transactions
-// has a connection, each of its waits is refused when it is predicted to last the bound or more, and
-// in any case when it reaches the bound, with the error the bound makes; nothing of it has run then,
-// and no transaction of it begins afterwards. From its first transaction on, its waits are never
-// cut: a later transaction may follow work already done. Bookkeeping before the work (asBookkeeping:
-// the API key's look-up and last-use stamp) is bounded too, but does not count as the first
-// transaction. Work the unit starts without waiting for it (outsideConnectionBound) is not bounded
-// at all, and cannot refuse the unit.
+// A unit of work (an API request) can run under a FirstConnectionBound: one deadline, its arrival
+// plus the bound, shared by all its waits until one of its transactions has a connection. Each such
+// wait is refused when it is predicted to last past the time left, and in any case when the deadline
+// comes, with the error the bound makes; nothing of it has run then, and no transaction of it begins
+// afterwards. From its first transaction on, its waits are never cut: a later transaction may follow
+// work already done. Bookkeeping before the work (asBookkeeping: the API key's look-up and last-use
+// stamp) is bounded too, but does not count as the first transaction. Work the unit starts without
+// waiting for it (outsideConnectionBound) is not bounded at all, and cannot refuse the unit.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import type {
@@ -34,6 +34,8 @@ export interface RefusedWait {
 /** The bound on a unit of work's waits for a connection, until its first transaction has one. */
 export class FirstConnectionBound {
   readonly boundMs: number;
+  /** Its arrival plus boundMs, on the gates' clock: no wait before its first transaction lasts past it. */
+  readonly deadline: number;
   #state: 'waiting' | 'connected' | 'refused' = 'waiting';
   #refusal: Error | undefined;
   readonly #refuse: (why: RefusedWait) => Error;
@@ -41,14 +43,17 @@ export class FirstConnectionBound {
 
   /**
    * refuse makes the error a refused wait throws (called once: every later wait throws the same);
-   * onConnected hears how long the first transaction waited for its connection.
+   * onConnected hears how long the first transaction waited for its connection; arrivedAt is when
+   * the unit arrived, on the clock of the gates it will wait at (ConnectionGate.now).
    */
   constructor(
     boundMs: number,
     refuse: (why: RefusedWait) => Error,
     onConnected: (waitedMs: number) => void = () => {},
+    arrivedAt: number = performance.now(),
   ) {
     this.boundMs = boundMs;
+    this.deadline = arrivedAt + boundMs;
     this.#refuse = refuse;
     this.#onConnected = onConnected;
   }
@@ -61,6 +66,11 @@ export class FirstConnectionBound {
   /** The refusal, once a wait was refused: every later wait of the unit is refused with it. */
   get refusal(): Error | undefined {
     return this.#refusal;
+  }
+
+  /** How long a wait starting at `now` may last before the deadline. */
+  leftMs(now: number): number {
+    return this.deadline - now;
   }
 
   /** Asked only while pending (the gate checks): a unit whose transaction has begun is never refused. */
@@ -157,7 +167,7 @@ export class ConnectionGate {
   /**
    * Takes a place, waiting in turn; answers when it was asked for, for leave(). Under a pending
    * bound (the one the caller runs under, unless given), throws the bound's refusal instead when the
-   * wait is predicted to last the bound or more, or once it has.
+   * wait is predicted to last the time left before its deadline or more, or once the deadline comes.
    * A refused bound refuses every later wait (no transaction of its unit has begun: see GatedDriver).
    */
   async enter(bound: FirstConnectionBound | undefined = bounds.getStore()): Promise<number> {
@@ -169,7 +179,7 @@ export class ConnectionGate {
     }
     if (bound?.pending) {
       const predictedMs = this.predictedWaitMs();
-      if (predictedMs >= bound.boundMs) throw bound.refuse({ predictedMs, waitedMs: 0 });
+      if (predictedMs >= bound.leftMs(asked)) throw bound.refuse({ predictedMs, waitedMs: 0 });
     }
     await new Promise<void>((resolve, reject) => {
       const waiter: Waiter = { since: asked, grant: resolve };
@@ -181,7 +191,7 @@ export class ConnectionGate {
         this.#waiting.delete(waiter);
         reject(bound.refuse({ predictedMs: null, waitedMs: this.now() - asked }));
       };
-      const timer = setTimeout(expire, bound.boundMs);
+      const timer = setTimeout(expire, Math.max(0, bound.leftMs(asked)));
       waiter.grant = () => {
         clearTimeout(timer);
         resolve();
@@ -281,9 +291,9 @@ class GatedDriver implements Driver {
     }
     const heldSince = this.#gate.now();
     const waitedMs = heldSince - asked;
-    if (bound?.pending && waitedMs >= bound.boundMs) {
-      // Had only once the bound had passed (the place came just in time, the connection late): given
-      // back unused.
+    if (bound?.pending && heldSince >= bound.deadline) {
+      // Had only once the deadline had passed (the place came just in time, the connection late):
+      // given back unused.
       await this.#inner.releaseConnection(connection).finally(() => this.#gate.leave(heldSince));
       throw bound.refuse({ predictedMs: null, waitedMs });
     }
