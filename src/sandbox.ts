@@ -8,7 +8,7 @@ import { PERMISSIONS } from './auth/permissions.ts';
 import { createClient, issueKey } from './clients/service.ts';
 import type { Database } from './platform/db/database.ts';
 import { asOperator } from './platform/db/transaction.ts';
-import { randomToken } from './platform/ids.ts';
+import { randomSecret } from './platform/ids.ts';
 import { createPractice, createPractitioner } from './practices/service.ts';
 import { findPractice } from './practices/store.ts';
 
@@ -45,7 +45,7 @@ export async function ensureSandbox(
   adminTokenFromEnv: string | undefined,
 ): Promise<SandboxCredentials> {
   const stored = readCredentials(dataDir);
-  const adminToken = adminTokenFromEnv ?? stored?.adminToken ?? `adm_${randomToken(32)}`;
+  const adminToken = adminTokenFromEnv ?? stored?.adminToken ?? `adm_${randomSecret(32)}`;
   if (stored?.practiceId && stored.apiKey && stored.clientId && stored.practitionerId) {
     const exists = await asOperator(db, (trx) => findPractice(trx, stored.practiceId!));
     if (exists) {

@@ -6,7 +6,8 @@
 // long served requests waited for their first connection is read from the service's own metrics,
 // never from the test's clock. Connections are held by open transactions of the test's own, and the
 // lag is set through readLagWith, so nothing depends on how busy the machine is. The client package
-// waits out the Retry-After and its retry succeeds.
+// waits out the Retry-After and its retry succeeds. A refusal decided before the request's work (a
+// 403) keeps its answer and its audit row however long the row waits for a connection.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
@@ -244,6 +245,43 @@ describeEachBackend('load shedding', (backend) => {
     assert.equal(again.status, 201, again.text);
     assert.equal(again.headers.get('idempotent-replayed'), null, 'served as new: the key was never used');
     assert.equal((await patients(practice.key, body)).length, 1);
+  });
+
+  test("a refusal's audit row waits for a connection past the bound and is written: the 403 stands, never a 503", async () => {
+    const practice = await svc.newPractice({ permissions: ['PATIENTS:READ'] });
+    // The key is then remembered, its use stamped and its count reserved: the refused request needs
+    // no connection before its audit row.
+    assert.equal((await patients(practice.key, patientBody())).length, 0);
+    const shedBefore = svc.deps.loadShedder.shed.connection_wait;
+    const letGo = await holdConnections(svc);
+    let answering: Promise<Awaited<ReturnType<typeof call>>>;
+    try {
+      answering = call(svc.baseUrl, 'POST', '/api/v1/patients', {
+        token: practice.key,
+        idempotencyKey: uniqueKey(),
+        body: patientBody(),
+      });
+      await eventually(
+        'the audit row has waited past the bound',
+        () => svc.db.connections.longestWaitMs() > BOUND_MS,
+      );
+    } finally {
+      await letGo();
+    }
+    const answer = await answering;
+    assert.equal(answer.status, 403, answer.text);
+    assert.equal(answer.body.code, 'forbidden');
+    assert.equal(svc.deps.loadShedder.shed.connection_wait, shedBefore, 'nothing was shed');
+    const requestId = answer.headers.get('x-request-id');
+    assert.ok(requestId);
+    const rows = await asOperator(svc.db, (trx) =>
+      trx
+        .selectFrom('audit_events')
+        .select(['status', 'reason'])
+        .where('request_id', '=', requestId)
+        .execute(),
+    );
+    assert.deepEqual(rows, [{ status: 403, reason: 'forbidden' }]);
   });
 
   test('under a burst past the in-flight limit, each answer was served having waited less than the bound for its first connection, or is a 503 that changed nothing; retried with their keys the refused ones create one record each', async () => {

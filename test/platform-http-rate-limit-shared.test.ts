@@ -2,11 +2,14 @@
 // two processes on one database count one client's requests together, so together they refuse past
 // its allowance, with the X-RateLimit headers counting down across both and one window. Windows are
 // opened and ended on the database server's clock: a process whose clock runs ahead neither ends the
-// others' windows early nor opens longer ones.
+// others' windows early nor opens longer ones. A count whose store query is shed by load shedding
+// refuses its request with the shed 503 and counts nothing, in the store or in memory.
 import assert from 'node:assert/strict';
 import { after, before, describe, mock, test } from 'node:test';
 import { sql } from 'kysely';
+import { FirstConnectionBound, runWithConnectionBound } from '../src/platform/db/connection-waits.ts';
 import { asOperator } from '../src/platform/db/transaction.ts';
+import { RequestShed } from '../src/platform/http/load-shedding.ts';
 import {
   purgeExpiredRateLimits,
   type RateLimitState,
@@ -148,6 +151,46 @@ describe('rate limits shared by API processes (postgres)', { skip: !process.env.
       states.map((s) => s.remaining),
       [999, 998, 997, 996, 995, 994, 993, 992, 991, 990],
     );
+  });
+
+  test('a reservation whose store query is shed refuses the request with the shed 503 and reserves nothing', async () => {
+    let asked = 0;
+    const store: RateLimitStore = {
+      query: (query) => {
+        asked += 1;
+        return svc.db.poolQuery!(query);
+      },
+    };
+    const limits = new RateLimits({ store });
+    const key = `shed:${process.pid}.${Date.now()}`;
+    const rows = async () =>
+      (
+        await sql<{ points: number }>`SELECT points FROM rate_limits WHERE key = ${`p200:${key}`}`.execute(
+          svc.db.kysely,
+        )
+      ).rows;
+    // Every connection taken: the count's query waits for one until its request's bound refuses it.
+    const gate = svc.db.connections;
+    const places = await Promise.all(Array.from({ length: gate.size }, () => gate.enter()));
+    const bound = new FirstConnectionBound(50, () => new RequestShed('connection_wait'));
+    let refusal: unknown;
+    try {
+      await runWithConnectionBound(bound, () => limits.consume(key, 200));
+    } catch (error) {
+      refusal = error;
+    } finally {
+      for (const since of places) gate.leave(since);
+    }
+    assert.ok(refusal instanceof RequestShed, `refused with the shed 503, not counted: ${String(refusal)}`);
+    assert.equal(refusal.status, 503);
+    assert.equal(refusal.headers['retry-after'], '1');
+    assert.equal(asked, 1);
+    assert.deepEqual(await rows(), [], 'nothing counted in the store');
+    // Nothing reserved in memory either: the next count asks the store, and finds the whole allowance.
+    const next = await limits.consume(key, 200);
+    assert.deepEqual([next.allowed, next.remaining], [true, 199]);
+    assert.equal(asked, 2);
+    assert.deepEqual(await rows(), [{ points: 2 }]);
   });
 
   test('the worker purges counters whose window ended an hour ago, and no others', async () => {

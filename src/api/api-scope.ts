@@ -12,6 +12,7 @@ import {
   type KeyUse,
   keyStillRunning,
 } from '../idempotency/keyed-request.ts';
+import { outsideConnectionBound } from '../platform/db/connection-waits.ts';
 import { AppError, problemOf } from '../platform/http/errors.ts';
 import { limitOrRefuse, limitSourceOrRefuse } from '../platform/http/rate-limit.ts';
 import { type AnyApiRoute, registerApiRoute } from './api-route.ts';
@@ -177,7 +178,8 @@ async function refuseKeyStillRunning(
 /**
  * onSend: writes the row of a request answered before its work ran. A refused known key's row waits
  * until its 401 is sent, so that neither the answer's timing nor a failing audit log tells a caller
- * that the key it tried exists. When the row cannot be written the answer becomes a 503.
+ * that the key it tried exists. When the row cannot be written the answer becomes a 503. The row is
+ * written outside the request's bound on connection waits (load shedding): the answer is decided.
  */
 async function auditUnrecordedAnswer(
   deps: Deps,
@@ -193,7 +195,7 @@ async function auditUnrecordedAnswer(
     return payload;
   }
   try {
-    await audit.writeAlone(deps.audit, deps.db, entry);
+    await outsideConnectionBound(() => audit.writeAlone(deps.audit, deps.db, entry));
     return payload;
   } catch (error) {
     request.log.error({ err: error }, 'audit write failed; answer withheld');
@@ -217,12 +219,15 @@ function auditUnavailableAnswer(deps: Deps, request: FastifyRequest, reply: Fast
   );
 }
 
-/** onResponse: writes the row held until the answer was sent (a refused known key). */
+/**
+ * onResponse: writes the row held until the answer was sent (a refused known key), outside the
+ * request's bound on connection waits, as auditUnrecordedAnswer does.
+ */
 async function auditAfterAnswer(deps: Deps, request: FastifyRequest): Promise<void> {
   const entry = request.auditState?.takeAfterAnswer();
   if (!entry) return;
   try {
-    await request.auditState.writeAlone(deps.audit, deps.db, entry);
+    await outsideConnectionBound(() => request.auditState.writeAlone(deps.audit, deps.db, entry));
   } catch (error) {
     request.log.error({ err: error }, 'audit write of a refused key failed');
   }

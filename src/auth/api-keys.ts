@@ -1,7 +1,7 @@
 // Owns the API key format and its hashing. A key is `pbk_<id>_<secret>`; only SHA-256 of the secret
 // is stored (the secret is 256 random bits, so a slow hash adds nothing). Comparison is constant-time.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { randomToken } from '../platform/ids.ts';
+import { randomSecret, randomToken } from '../platform/ids.ts';
 
 const KEY_PATTERN = /^pbk_([0-9A-Za-z]{22})_([0-9A-Za-z]{43})$/;
 
@@ -17,7 +17,7 @@ export function hashSecret(secret: string): Buffer {
 
 export function generateApiKey(): NewApiKey {
   const idPart = randomToken(16);
-  const secret = randomToken(32);
+  const secret = randomSecret(32);
   return { id: `key_${idPart}`, key: `pbk_${idPart}_${secret}`, secretHash: hashSecret(secret) };
 }
 

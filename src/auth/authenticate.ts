@@ -4,7 +4,7 @@
 // always decided by the database. Never logs or returns the key itself.
 import { sql } from 'kysely';
 import type { Clock } from '../platform/clock.ts';
-import { asBookkeeping } from '../platform/db/connection-waits.ts';
+import { asBookkeeping, outsideConnectionBound } from '../platform/db/connection-waits.ts';
 import type { Database } from '../platform/db/database.ts';
 import { asOperator } from '../platform/db/transaction.ts';
 import { parseApiKey, secretMatches } from './api-keys.ts';
@@ -157,11 +157,14 @@ function usable(row: KeyRow, now: Date): boolean {
   );
 }
 
-/** Looks a remembered row up again without holding up the request that found it due. */
+/**
+ * Looks a remembered row up again without holding up the request that found it due: outside that
+ * request's bound on connection waits, so that the look-up neither refuses the request nor is cut.
+ */
 function refreshInBackground(db: Database, keys: ApiKeyCache, keyId: string, now: Date): void {
   const fill = keys.claimRefresh(keyId);
   if (!fill) return;
-  lookUpKey(db, keyId).then(
+  outsideConnectionBound(() => lookUpKey(db, keyId)).then(
     (row) => keys.settle(fill, keyId, row && usable(row, now) ? row : null),
     () => keys.settle(fill, keyId, undefined),
   );

@@ -2,13 +2,17 @@
 // a clock the test moves: places go in the order asked; a newcomer's wait is predicted from the queue
 // ahead of it and the recent hold time; under a pending bound a wait predicted to last the bound is
 // refused at once, one that reaches it is refused and leaves the queue, and every later wait of the
-// unit is refused with the same error; once a transaction of the unit had its connection, its waits
-// are no longer bounded.
+// unit is refused with the same error; the bound is one deadline (arrival plus the bound) for all the
+// unit's waits; once a transaction of the unit had its connection, its waits are no longer bounded;
+// once a wait of the unit was refused, no transaction of it begins, even one that had its connection;
+// work run outside the bound is neither bounded nor refused.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { DatabaseConnection, Dialect, Driver, TransactionSettings } from 'kysely';
 import {
   ConnectionGate,
   FirstConnectionBound,
+  outsideConnectionBound,
   runWithConnectionBound,
 } from '../../src/platform/db/connection-waits.ts';
 
@@ -23,8 +27,11 @@ function gateOf(size: number) {
   };
 }
 
-/** A bound that refuses with an error naming why, and notes each refusal and connection. */
-function boundOf(boundMs: number) {
+/**
+ * A bound that refuses with an error naming why, and notes each refusal and connection; its unit
+ * arrived at arrivedAt on the test's clock.
+ */
+function boundOf(boundMs: number, arrivedAt = 0) {
   const refusals: { predictedMs: number | null; waitedMs: number }[] = [];
   const connected: number[] = [];
   const bound = new FirstConnectionBound(
@@ -34,8 +41,39 @@ function boundOf(boundMs: number) {
       return new Error(`refused: ${JSON.stringify(why)}`);
     },
     (waitedMs) => connected.push(waitedMs),
+    arrivedAt,
   );
   return { bound, refusals, connected };
+}
+
+/** The gate's driver in front of a driver that only notes what it was asked to do. */
+function gatedDriverOf(gate: ConnectionGate) {
+  const steps: string[] = [];
+  const connection: DatabaseConnection = {
+    executeQuery: () => Promise.reject(new Error('no statements here')),
+    streamQuery: () => {
+      throw new Error('no statements here');
+    },
+  };
+  const inner: Driver = {
+    init: async () => {},
+    acquireConnection: async () => connection,
+    beginTransaction: async (_connection: DatabaseConnection, _settings: TransactionSettings) => {
+      steps.push('BEGIN');
+    },
+    commitTransaction: async () => {
+      steps.push('COMMIT');
+    },
+    rollbackTransaction: async () => {
+      steps.push('ROLLBACK');
+    },
+    releaseConnection: async () => {
+      steps.push('release');
+    },
+    destroy: async () => {},
+  };
+  const dialect = { createDriver: () => inner } as unknown as Dialect;
+  return { driver: gate.dialect(dialect).createDriver(), steps };
 }
 
 const settled = () => new Promise((resolve) => setImmediate(resolve));
@@ -91,7 +129,7 @@ describe('connection gate', () => {
     advance(300);
     gate.leave(held);
     await gate.enter();
-    const { bound, refusals } = boundOf(250);
+    const { bound, refusals } = boundOf(250, gate.now());
     // One hold of 300 ms to wait for: predicted past the bound of 250.
     await assert.rejects(
       runWithConnectionBound(bound, () => gate.enter()),
@@ -144,5 +182,104 @@ describe('connection gate', () => {
     assert.deepEqual(refusals, []);
     bound.connected(99);
     assert.deepEqual(connected, [12], 'the first connection is heard once');
+  });
+
+  test('the bound is one deadline for all the waits of its unit: each wait gets the time left', async () => {
+    const { gate, advance } = gateOf(1);
+    const warm = await gate.enter();
+    advance(50);
+    gate.leave(warm);
+    assert.equal(gate.recentHoldMs, 50);
+    const { bound, refusals } = boundOf(100, gate.now());
+    const held = await gate.enter();
+    // The unit's earlier waits and work took 60 of its 100 ms: a wait predicted at 50 is past the 40 left.
+    advance(60);
+    assert.equal(gate.predictedWaitMs(), 50);
+    await assert.rejects(
+      runWithConnectionBound(bound, () => gate.enter()),
+      /refused/,
+    );
+    assert.deepEqual(refusals, [{ predictedMs: 50, waitedMs: 0 }]);
+    gate.leave(held);
+  });
+
+  test('a connection had after the deadline is given back unused, though its own wait was shorter than the bound', async () => {
+    const { gate, advance } = gateOf(1);
+    const { driver, steps } = gatedDriverOf(gate);
+    const { bound } = boundOf(1000, gate.now());
+    const held = await gate.enter();
+    advance(700);
+    const acquiring = runWithConnectionBound(bound, () => driver.acquireConnection());
+    await settled();
+    assert.equal(gate.waiters, 1);
+    // 400 ms of waiting: the deadline (arrival + 1000) has passed at 1100.
+    advance(400);
+    gate.leave(held);
+    await assert.rejects(acquiring, /refused/);
+    assert.deepEqual(steps, ['release'], 'the connection went back unused');
+    assert.equal(gate.waiters, 0);
+    await gate.enter();
+  });
+
+  test('once a wait of the unit was refused, no transaction of it begins, even one that had its connection', async () => {
+    const { gate, advance } = gateOf(2);
+    const { driver, steps } = gatedDriverOf(gate);
+    const warm = await gate.enter();
+    // A recent hold of 600 ms over two connections: a newcomer's wait is predicted at 300.
+    advance(600);
+    gate.leave(warm);
+    const { bound, connected } = boundOf(250, gate.now());
+    // The unit's first transaction has its connection (a place was free) ...
+    const connection = await runWithConnectionBound(bound, () => driver.acquireConnection());
+    // ... while another of its waits, with every place taken, is refused before BEGIN goes out.
+    const other = await gate.enter();
+    await assert.rejects(
+      runWithConnectionBound(bound, () => gate.enter()),
+      /refused/,
+    );
+    const settings: TransactionSettings = {};
+    await assert.rejects(driver.beginTransaction(connection, settings), /refused/);
+    await driver.releaseConnection(connection);
+    assert.deepEqual(steps, ['release'], 'nothing of the unit ran');
+    assert.deepEqual(connected, [], 'the refused unit never had its first connection');
+    gate.leave(other);
+    assert.equal(gate.waiters, 0);
+  });
+
+  test('once a transaction of the unit has begun, a later wait of it is never refused, however long predicted', async () => {
+    const { gate, advance } = gateOf(1);
+    const { driver, steps } = gatedDriverOf(gate);
+    const warm = await gate.enter();
+    advance(300);
+    gate.leave(warm);
+    const { bound, refusals, connected } = boundOf(250, gate.now());
+    const connection = await runWithConnectionBound(bound, () => driver.acquireConnection());
+    await driver.beginTransaction(connection, {});
+    assert.deepEqual(connected, [0]);
+    // Its next transaction waits for the first one's connection: predicted 300, past the bound.
+    const next = runWithConnectionBound(bound, () => gate.enter());
+    await settled();
+    assert.equal(gate.waiters, 1);
+    await driver.releaseConnection(connection);
+    await next;
+    assert.deepEqual(refusals, []);
+    assert.deepEqual(steps, ['BEGIN', 'release']);
+  });
+
+  test('work run outside the bound is neither refused by it nor refuses its unit', async () => {
+    const { gate, advance } = gateOf(1);
+    const warm = await gate.enter();
+    advance(300);
+    gate.leave(warm);
+    const { bound, refusals } = boundOf(250, gate.now());
+    const held = await gate.enter();
+    // Under the bound a wait predicted at 300 would be refused; outside it, it waits its turn.
+    const background = runWithConnectionBound(bound, () => outsideConnectionBound(() => gate.enter()));
+    await settled();
+    assert.equal(gate.waiters, 1);
+    assert.equal(bound.pending, true);
+    gate.leave(held);
+    await background;
+    assert.deepEqual(refusals, []);
   });
 });

@@ -6,12 +6,14 @@
 // waiter out of the queue. Read by load shedding (src/platform/http/load-shedding.ts) and the
 // operator's metrics.
 //
-// A unit of work (an API request) can run under a FirstConnectionBound: until one of its transactions
-// has a connection, each of its waits is refused when it is predicted to last the bound or more, and
-// in any case when it reaches the bound, with the error the bound makes; nothing of it has run then.
-// From its first transaction on, its waits are never cut: a later transaction may follow work
-// already done. Bookkeeping before the work (asBookkeeping: the API key's look-up and last-use stamp)
-// is bounded too, but does not count as the first transaction.
+// A unit of work (an API request) can run under a FirstConnectionBound: one deadline, its arrival
+// plus the bound, shared by all its waits until one of its transactions has a connection. Each such
+// wait is refused when it is predicted to last past the time left, and in any case when the deadline
+// comes, with the error the bound makes; nothing of it has run then, and no transaction of it begins
+// afterwards. From its first transaction on, its waits are never cut: a later transaction may follow
+// work already done. Bookkeeping before the work (asBookkeeping: the API key's look-up and last-use
+// stamp) is bounded too, but does not count as the first transaction. Work the unit starts without
+// waiting for it (outsideConnectionBound) is not bounded at all, and cannot refuse the unit.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import type {
@@ -32,6 +34,8 @@ export interface RefusedWait {
 /** The bound on a unit of work's waits for a connection, until its first transaction has one. */
 export class FirstConnectionBound {
   readonly boundMs: number;
+  /** Its arrival plus boundMs, on the gates' clock: no wait before its first transaction lasts past it. */
+  readonly deadline: number;
   #state: 'waiting' | 'connected' | 'refused' = 'waiting';
   #refusal: Error | undefined;
   readonly #refuse: (why: RefusedWait) => Error;
@@ -39,14 +43,17 @@ export class FirstConnectionBound {
 
   /**
    * refuse makes the error a refused wait throws (called once: every later wait throws the same);
-   * onConnected hears how long the first transaction waited for its connection.
+   * onConnected hears how long the first transaction waited for its connection; arrivedAt is when
+   * the unit arrived, on the clock of the gates it will wait at (ConnectionGate.now).
    */
   constructor(
     boundMs: number,
     refuse: (why: RefusedWait) => Error,
     onConnected: (waitedMs: number) => void = () => {},
+    arrivedAt: number = performance.now(),
   ) {
     this.boundMs = boundMs;
+    this.deadline = arrivedAt + boundMs;
     this.#refuse = refuse;
     this.#onConnected = onConnected;
   }
@@ -61,6 +68,12 @@ export class FirstConnectionBound {
     return this.#refusal;
   }
 
+  /** How long a wait starting at `now` may last before the deadline. */
+  leftMs(now: number): number {
+    return this.deadline - now;
+  }
+
+  /** Asked only while pending (the gate checks): a unit whose transaction has begun is never refused. */
   refuse(why: RefusedWait): Error {
     if (!this.#refusal) {
       this.#state = 'refused';
@@ -84,6 +97,15 @@ export function runWithConnectionBound<T>(bound: FirstConnectionBound, fn: () =>
 }
 
 const bookkeeping = new AsyncLocalStorage<true>();
+
+/**
+ * Runs fn, and everything it starts, outside the bound of the unit of work calling it: for work the
+ * unit does not wait for (a background refresh) or whose outcome is decided already (the audit row of
+ * a refusal), whose waits must neither be cut nor refuse the unit.
+ */
+export function outsideConnectionBound<T>(fn: () => T): T {
+  return bounds.exit(fn);
+}
 
 /**
  * Runs fn as bookkeeping before its unit's own work (looking up or stamping the API key it came
@@ -145,7 +167,8 @@ export class ConnectionGate {
   /**
    * Takes a place, waiting in turn; answers when it was asked for, for leave(). Under a pending
    * bound (the one the caller runs under, unless given), throws the bound's refusal instead when the
-   * wait is predicted to last the bound or more, or once it has.
+   * wait is predicted to last the time left before its deadline or more, or once the deadline comes.
+   * A refused bound refuses every later wait (no transaction of its unit has begun: see GatedDriver).
    */
   async enter(bound: FirstConnectionBound | undefined = bounds.getStore()): Promise<number> {
     const asked = this.now();
@@ -156,7 +179,7 @@ export class ConnectionGate {
     }
     if (bound?.pending) {
       const predictedMs = this.predictedWaitMs();
-      if (predictedMs >= bound.boundMs) throw bound.refuse({ predictedMs, waitedMs: 0 });
+      if (predictedMs >= bound.leftMs(asked)) throw bound.refuse({ predictedMs, waitedMs: 0 });
     }
     await new Promise<void>((resolve, reject) => {
       const waiter: Waiter = { since: asked, grant: resolve };
@@ -168,7 +191,7 @@ export class ConnectionGate {
         this.#waiting.delete(waiter);
         reject(bound.refuse({ predictedMs: null, waitedMs: this.now() - asked }));
       };
-      const timer = setTimeout(expire, bound.boundMs);
+      const timer = setTimeout(expire, Math.max(0, bound.leftMs(asked)));
       waiter.grant = () => {
         clearTimeout(timer);
         resolve();
@@ -224,17 +247,23 @@ export class ConnectionGate {
 
 type CompileQuery = QueryCompiler['compileQuery'];
 
-/** A connection handed out: since when it is held, how long it was waited for, the bound it may end. */
+/**
+ * A connection handed out: since when it is held, how long it was waited for, the bound it ran under,
+ * and whether its transaction would end that bound (bookkeeping does not).
+ */
 interface Lease {
   heldSince: number;
   waitedMs: number;
   bound: FirstConnectionBound | undefined;
+  endsBound: boolean;
 }
 
 /**
  * Kysely's driver behind a gate: a connection is asked of the inner driver only once a place is had,
  * and the place is given back when the connection is. A transaction that begins ends the bound it ran
- * under (its unit has its first connection); a bare statement does not.
+ * under (its unit has its first connection); a bare statement does not. A transaction whose unit was
+ * refused meanwhile (another of its waits, while this one had its place) does not begin: Kysely gives
+ * the connection back, and nothing of the unit has run.
  */
 class GatedDriver implements Driver {
   readonly #inner: Driver;
@@ -262,19 +291,21 @@ class GatedDriver implements Driver {
     }
     const heldSince = this.#gate.now();
     const waitedMs = heldSince - asked;
-    if (bound?.pending && waitedMs >= bound.boundMs) {
-      // Had only once the bound had passed (the place came just in time, the connection late): given
-      // back unused.
+    if (bound?.pending && heldSince >= bound.deadline) {
+      // Had only once the deadline had passed (the place came just in time, the connection late):
+      // given back unused.
       await this.#inner.releaseConnection(connection).finally(() => this.#gate.leave(heldSince));
       throw bound.refuse({ predictedMs: null, waitedMs });
     }
-    this.#leases.set(connection, { heldSince, waitedMs, bound: bookkeeping.getStore() ? undefined : bound });
+    this.#leases.set(connection, { heldSince, waitedMs, bound, endsBound: !bookkeeping.getStore() });
     return connection;
   }
 
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     const lease = this.#leases.get(connection);
-    lease?.bound?.connected(lease.waitedMs);
+    const refusal = lease?.bound?.refusal;
+    if (refusal) return Promise.reject(refusal);
+    if (lease?.endsBound) lease.bound?.connected(lease.waitedMs);
     return this.#inner.beginTransaction(connection, settings);
   }
 

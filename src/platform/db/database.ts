@@ -127,16 +127,16 @@ export function openPostgres(options: PostgresOptions): Database {
         onSignal,
         onLost,
       ),
-    poolQuery: ({ name, text, values }) => {
-      countRoundTrip(1);
-      return connections.using(() =>
-        pool.query({
+    poolQuery: ({ name, text, values }) =>
+      // Counted once the place is had: a statement shed while waiting for it never went out.
+      connections.using(() => {
+        countRoundTrip(1);
+        return pool.query({
           ...(name && options.preparedStatements ? { name } : {}),
           text,
           ...(values ? { values } : {}),
-        }),
-      );
-    },
+        });
+      }),
     close: () => kysely.destroy(),
   };
 }

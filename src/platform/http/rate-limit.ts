@@ -6,10 +6,12 @@
 // not answer within STORE_TIMEOUT_MS, the request is counted in this process's memory instead (the
 // store's insurance), and so are the requests of the next STORE_RETRY_AFTER_MS without asking the
 // store: limits then hold per process, as without a shared store, and no request is refused, failed
-// or held up for long for want of a count. A process takes a client's count from the store a
-// hundredth of the allowance at a time (a reservation) and counts the requests it serves from it in
-// memory, so that most requests cost no database round trip; an allowance under 200 a minute is
-// counted request by request. A window's end is written and compared on the database
+// or held up for long for want of a count. A store query shed by load shedding (RequestShed: the
+// request waited too long for a connection) is no failure of the store: the request is refused with
+// the shed 503 and nothing is counted or reserved for it. A process takes a client's count from the
+// store a hundredth of the allowance at a time (a reservation) and counts the requests it serves from
+// it in memory, so that most requests cost no database round trip; an allowance under 200 a minute
+// is counted request by request. A window's end is written and compared on the database
 // server's clock (DatabaseClockLimiter), so processes whose clocks disagree share one window all the
 // same. Never decides who the caller is.
 import type { FastifyReply } from 'fastify';
@@ -177,8 +179,14 @@ function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
  */
 export type CountScope = 'shared' | 'process';
 
+/** A shared allowance's limiter: in the store when there is one, with its insurance in memory. */
+interface SharedLimiter {
+  store: RateLimiterPostgres | undefined;
+  memory: RateLimiterMemory;
+}
+
 export class RateLimits {
-  readonly #limiters = new Map<number, RateLimiterMemory | RateLimiterPostgres>();
+  readonly #limiters = new Map<number, SharedLimiter>();
   readonly #processLimiters = new Map<number, RateLimiterMemory>();
   readonly #store: RateLimitStore | undefined;
   /** This process's reservations of shared windows, by allowance and key. */
@@ -215,29 +223,45 @@ export class RateLimits {
     return this.#store !== undefined;
   }
 
-  #limiter(points: number): RateLimiterMemory | RateLimiterPostgres {
+  #limiter(points: number): SharedLimiter {
     let limiter = this.#limiters.get(points);
     if (!limiter) {
       const window = { points, duration: WINDOW_SECONDS, keyPrefix: `p${points}` };
-      const memory = new RateLimiterMemory(window);
-      limiter = this.#store
-        ? new DatabaseClockLimiter({
-            ...window,
-            storeClient: this.#store,
-            storeType: 'pool',
-            tableName: RATE_LIMIT_TABLE,
-            // Migration 0016 made it; expired counters are purged by the worker (purgeExpiredRateLimits).
-            tableCreated: true,
-            clearExpiredByTimeout: false,
-            insuranceLimiter: memory,
-            // A key past its allowance is refused from memory until its window ends: a client that keeps
-            // knocking costs the database nothing more.
-            inMemoryBlockOnConsumed: points + 1,
-          })
-        : memory;
+      // No insuranceLimiter given to the library: it would count in memory on any error, a shed
+      // query's too (#consumeShared decides).
+      const store =
+        this.#store &&
+        new DatabaseClockLimiter({
+          ...window,
+          storeClient: this.#store,
+          storeType: 'pool',
+          tableName: RATE_LIMIT_TABLE,
+          // Migration 0016 made it; expired counters are purged by the worker (purgeExpiredRateLimits).
+          tableCreated: true,
+          clearExpiredByTimeout: false,
+          // A key past its allowance is refused from memory until its window ends: a client that keeps
+          // knocking costs the database nothing more.
+          inMemoryBlockOnConsumed: points + 1,
+        });
+      limiter = { store, memory: new RateLimiterMemory(window) };
       this.#limiters.set(points, limiter);
     }
     return limiter;
+  }
+
+  /**
+   * Consumes points of a shared window in the store, or in memory when the store failed (its
+   * insurance). A refusal (RateLimiterRes) and a shed query (RequestShed) are thrown as they are.
+   */
+  async #consumeShared(key: string, perMinute: number, points: number): Promise<RateLimiterRes> {
+    const { store, memory } = this.#limiter(perMinute);
+    if (!store) return memory.consume(key, points);
+    try {
+      return await store.consume(key, points);
+    } catch (error) {
+      if (error instanceof RateLimiterRes || error instanceof RequestShed) throw error;
+      return memory.consume(key, points);
+    }
   }
 
   #processLimiter(points: number): RateLimiterMemory {
@@ -331,9 +355,11 @@ export class RateLimits {
   /** Consumes `points` of the key's window: how many the window has consumed, and when it ends. */
   async #count(key: string, perMinute: number, points: number, scope: CountScope): Promise<Count> {
     const now = Date.now();
-    const limiter = scope === 'shared' ? this.#limiter(perMinute) : this.#processLimiter(perMinute);
     try {
-      const res = await limiter.consume(key, points);
+      const res =
+        scope === 'shared'
+          ? await this.#consumeShared(key, perMinute, points)
+          : await this.#processLimiter(perMinute).consume(key, points);
       return { perMinute, now, consumed: res.consumedPoints, msBeforeNext: res.msBeforeNext, refused: false };
     } catch (error) {
       if (!(error instanceof RateLimiterRes)) throw error;
