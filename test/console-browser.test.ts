@@ -250,6 +250,14 @@ test('find the rejected claim, correct the member number, resubmit and see it ac
 test('a webhook that failed is redelivered and arrives', async () => {
   const issuedRow = page.getByRole('row').filter({ hasText: 'invoice.issued' });
   assert.match((await issuedRow.textContent()) ?? '', /500/, 'the failed attempt is shown');
+  // The first retry comes 5 s after the first failure and the next one minutes later. Waiting for the
+  // first retry to fail too keeps it from arriving after the receiver is back: a retry delivered
+  // first would (rightly) cancel the redelivery this test makes.
+  await eventually(
+    async () => /#2 500/.test((await issuedRow.textContent()) ?? ''),
+    'the first retry of the failed delivery',
+    true,
+  );
   const event = (await svc.admin('GET', `/practices/${w.practiceId}/invoices/${rejectedInvoice.id}`)).body
     .events[0];
   assert.equal(event.type, 'invoice.issued');
