@@ -23,6 +23,7 @@ import {
   sendClaim,
   type World,
 } from './claims-fixtures.ts';
+import { TARIFF_URL } from './billing-fixtures.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 
 describeEachBackend('claim refusals', (backend) => {
@@ -268,5 +269,32 @@ describeEachBackend('claim refusals', (backend) => {
     // Fixed from the dashboard: add a coverage and claim.
     await addCoverage(w, patientId);
     assert.equal((await claimAndDrain(w, invoice.id)).status, 'accepted');
+  });
+
+  test('bill with submitClaim for a covered patient whose invoice comes to 0: balanced, claimQueued false, no claim status', async () => {
+    // A practice of its own whose prices for the visit's codes are 0.
+    const free = await newWorld(svc);
+    for (const code of ['0190', '0191']) {
+      const price = await svc.admin('POST', `/practices/${free.practiceId}/prices`, {
+        system: TARIFF_URL,
+        code,
+        amount: 0,
+      });
+      assert.equal(price.status, 201, price.text);
+    }
+    const { patientId } = await newPatient(free);
+    const billed = await billVisit(free, patientId, undefined, { issue: true, submitClaim: true });
+    assert.equal(billed.status, 201, billed.text);
+    assert.equal(billed.body.issued, true);
+    assert.equal(billed.body.claimQueued, false);
+    assert.match(billed.body.claimSkippedReason, /is balanced; only an issued, partially paid or overdue/);
+    assert.equal(billed.body.invoice.status, 'balanced');
+    assert.equal(billed.body.invoice.claimStatus, null, 'the answer shows no claim');
+    assert.equal(billed.body.invoice.coverageId, null);
+    const invoice = await getInvoice(free, billed.body.invoice.id);
+    assert.equal(invoice.claimStatus, null, 'the stored invoice shows no claim');
+    assert.equal(invoice.coverageId, null);
+    assert.equal((await free.api('GET', `/invoices/${invoice.id}/claim`)).status, 404);
+    await assertStatusEvents(svc, invoice.id, 0);
   });
 });

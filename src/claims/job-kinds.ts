@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { ClaimSubmission } from '../insurer/port.ts';
 import { jobKind } from '../jobs/kind.ts';
 import { Nullable } from '../platform/http/schema.ts';
+import type { PracticeBilling } from '../practices/service.ts';
 
 export const CLAIM_JOBS = {
   submit: jobKind(
@@ -17,6 +18,10 @@ export const CLAIM_JOBS = {
           invoiceId: Type.String(),
           startedAt: Type.String(),
           submission: Type.Unsafe<ClaimSubmission>(Type.Object({}, { additionalProperties: true })),
+          // The practice's settings as that transaction read them: the answer is recorded with them.
+          billing: Type.Optional(
+            Type.Unsafe<PracticeBilling>(Type.Object({ id: Type.String() }, { additionalProperties: true })),
+          ),
         }),
       ),
     }),

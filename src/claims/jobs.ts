@@ -71,7 +71,7 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
     ? {
         submission: sent.submission,
         startedAt: new Date(sent.startedAt),
-        billing: undefined,
+        billing: sent.billing,
         invoiceId: sent.invoiceId,
       }
     : await inPractice(ctx.db, job.practice_id, (trx) => prepareSubmission(ctx, trx, job, ids));
@@ -93,7 +93,7 @@ type SubmissionIds = { claimId: string; submissionId: string };
 interface PreparedSubmission {
   submission: ClaimSubmission;
   startedAt: Date;
-  /** The practice's settings when this job read them already. */
+  /** The practice's settings when this job read them already, or the transaction that sent the claim did. */
   billing: PracticeBilling | undefined;
   invoiceId: string;
 }

@@ -204,6 +204,7 @@ async function queueSubmission(
               invoiceId: claim.invoice_id,
               startedAt: claim.submission_started_at.toISOString(),
               submission: submissionOf(claim, sentFor.record, sentFor.coverage),
+              billing,
             },
           }
         : {}),
@@ -268,10 +269,14 @@ async function sendClaimOf(
     created_at: now,
     updated_at: now,
   });
-  const touched = await touchInvoice(trx, billing, invoiceId, {
-    claim_status: 'submitting',
-    coverage_id: claim.coverage_id,
-  });
+  // An invoice this transaction created may have been inserted as its claim leaves it (the bill).
+  const touched =
+    created?.invoice.claim_status === 'submitting' && created.invoice.coverage_id === claim.coverage_id
+      ? { row: created.invoice }
+      : await touchInvoice(trx, billing, invoiceId, {
+          claim_status: 'submitting',
+          coverage_id: claim.coverage_id,
+        });
   await recordEvent(trx, billing.id, 'claim.status_changed', { type: 'invoice', id: invoiceId }, now, {
     claim: { id: claim.id, status: 'submitting' },
   });
@@ -294,7 +299,7 @@ export async function queueClaimFromBill(
   now: Date,
 ): Promise<
   | { queued: true; invoice: InvoiceRow; submit: (invoiceNumber: string) => Promise<void> }
-  | { queued: false; reason: string }
+  | { queued: false; reason: string; invoice: InvoiceRow }
 > {
   try {
     const { coverage, ...claimRequest } = request;
@@ -302,7 +307,13 @@ export async function queueClaimFromBill(
     return { queued: true, invoice: sent.invoice, submit: sent.submit };
   } catch (error) {
     if (error instanceof AppError && (error.code === 'business_rule' || error.code === 'validation_failed')) {
-      return { queued: false, reason: error.errors?.[0]?.message ?? error.detail };
+      // Inserted as a claim would have left it: no claim was sent, so the row says none.
+      const invoice =
+        created.invoice.claim_status === null
+          ? created.invoice
+          : (await touchInvoice(trx, billing, created.invoice.id, { claim_status: null, coverage_id: null }))
+              .row;
+      return { queued: false, reason: error.errors?.[0]?.message ?? error.detail, invoice };
     }
     throw error;
   }

@@ -37,7 +37,8 @@ const NOT_BILLED = ['not_done', 'entered_in_error'];
 
 /**
  * Queues the claim of an invoice the caller's transaction created (so it holds the invoice's row and
- * the invoice has no claim yet), or says why it cannot be sent.
+ * the invoice has no claim yet, though its row may already say `submitting`), or says why it cannot be
+ * sent; either way answers the invoice's row as it leaves it.
  */
 export type ClaimQueuer = (
   trx: Trx,
@@ -57,7 +58,7 @@ export type ClaimQueuer = (
       /** Queues the claim's submission once the invoice has its number (the last statement but this). */
       submit: (invoiceNumber: string) => Promise<void>;
     }
-  | { queued: false; reason: string }
+  | { queued: false; reason: string; invoice: InvoiceRow }
 >;
 
 export async function billEncounter(
@@ -88,13 +89,15 @@ export async function billEncounter(
   // Issuing a new invoice is refused for want of lines or for lines no rate was found for; otherwise
   // it is inserted issued.
   const issueRefused = request.issue === true ? issueRefusal(provisionalNumber, lines) : null;
+  const issued = request.issue === true && issueRefused === null;
   const created = await insertNewInvoice(trx, billing, visit, request, {
     invoiceId,
     provisionalNumber,
     pricingCoverageId: pricingCoverage?.id ?? null,
+    claimCoverageId: issued && request.submitClaim === true ? claimCoverageOf(pricingCoverage, lines) : null,
     recipientName: [patient.prefix, ...patient.given_names, patient.last_name].filter(Boolean).join(' '),
     lines,
-    issued: request.issue === true && issueRefused === null,
+    issued,
     today,
     now,
   });
@@ -251,8 +254,23 @@ async function billedLines(
 type BilledLine = Awaited<ReturnType<typeof billedLines>>[number];
 
 /**
+ * The coverage a claim of the new invoice will be sent under, when it looks sendable: the bill found
+ * one, and every line has a primary diagnosis. The invoice is inserted as that claim leaves it (claim
+ * status `submitting`), so the row is not written again; the claim's own rules still decide, and a
+ * claim they refuse sets the row back (src/claims/service.ts, queueClaimFromBill).
+ */
+function claimCoverageOf(coverage: CoverageRow | undefined, lines: readonly BilledLine[]): string | null {
+  if (!coverage) return null;
+  const everyLineHasPrimary = lines.every((line) =>
+    (JSON.parse(line.diagnoses) as { primary: boolean }[]).some((d) => d.primary),
+  );
+  return everyLineHasPrimary ? coverage.id : null;
+}
+
+/**
  * The invoice of the visit with its lines, addressed to the patient, due after the payment terms: a
- * draft, or `issued` (its status then following from its money, as issuing sets it).
+ * draft, or `issued` (its status then following from its money, as issuing sets it); with its claim
+ * `submitting` under `claimCoverageId` when one is to be sent in the same transaction.
  */
 async function insertNewInvoice(
   trx: Trx,
@@ -263,6 +281,7 @@ async function insertNewInvoice(
     invoiceId: string;
     provisionalNumber: string;
     pricingCoverageId: string | null;
+    claimCoverageId: string | null;
     recipientName: string;
     lines: BilledLine[];
     issued: boolean;
@@ -286,10 +305,10 @@ async function insertNewInvoice(
         ? openStatus({ totalGross: totals.totalGross, amountPaid: 0, dueDate }, draft.today)
         : 'draft',
       issued_at: draft.issued ? draft.now : null,
-      claim_status: null,
+      claim_status: draft.claimCoverageId === null ? null : 'submitting',
       patient_id: encounter.patient_id,
       practitioner_id: encounter.practitioner_id,
-      coverage_id: null,
+      coverage_id: draft.claimCoverageId,
       pricing_coverage_id: draft.pricingCoverageId,
       place_of_service_code: request.placeOfServiceCode ?? null,
       recipient_name: draft.recipientName,
@@ -362,10 +381,8 @@ async function issueAndClaim(
     );
     outcome.claimQueued = queued.queued;
     outcome.claimSkippedReason = queued.queued ? null : queued.reason;
-    if (queued.queued) {
-      current = { ...current, invoice: queued.invoice };
-      submit = queued.submit;
-    }
+    current = { ...current, invoice: queued.invoice };
+    if (queued.queued) submit = queued.submit;
   }
   return { outcome, record: current, submit };
 }
