@@ -106,6 +106,39 @@ describeEachBackend('transaction frame', (backend) => {
     assert.match(prepared[0]!.name, /^pb_/);
   });
 
+  test('a transaction asked for generic plans plans its prepared statements once, for any values; others plan as PostgreSQL chooses', async () => {
+    const practice = await svc.newPractice();
+    const mode = (trx: Trx) =>
+      sql<{ mode: string }>`SELECT current_setting('plan_cache_mode') AS mode`
+        .execute(trx)
+        .then(({ rows }) => rows[0]!.mode);
+    assert.equal(
+      await inPractice(svc.db, practice.practiceId, mode, { genericPlans: true }),
+      'force_generic_plan',
+    );
+    assert.equal(await asOperator(svc.db, mode, { genericPlans: true }), 'force_generic_plan');
+    assert.equal(await inPractice(svc.db, practice.practiceId, mode), 'auto', 'a transaction not asking');
+    assert.equal(await asOperator(svc.db, mode), 'auto');
+    if (backend === 'pglite') return;
+    // A statement prepared in such a transaction runs its generic plan from the first run on.
+    const plans = await inPractice(
+      svc.db,
+      practice.practiceId,
+      async (trx) => {
+        for (let i = 0; i < 3; i += 1)
+          await sql`SELECT id FROM patients WHERE practice_id = ${practice.practiceId} AND id = ${`pat_${i}`}`.execute(
+            trx,
+          );
+        const { rows } = await sql<{ generic: number; custom: number }>`
+          SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
+          WHERE statement LIKE 'SELECT id FROM patients WHERE practice_id%'`.execute(trx);
+        return rows;
+      },
+      { genericPlans: true },
+    );
+    assert.deepEqual(plans, [{ generic: 3, custom: 0 }]);
+  });
+
   test('a statement run with prepared: false is sent unnamed, and none of its text is prepared', {
     skip: backend === 'pglite' ? 'PGlite runs in process: there is no round trip to save' : false,
   }, async () => {

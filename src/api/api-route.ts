@@ -19,7 +19,12 @@ import {
   sendAnswer,
   successAnswer,
 } from '../idempotency/keyed-request.ts';
-import { inPractice, inPracticeHolding, type Trx } from '../platform/db/transaction.ts';
+import {
+  inPractice,
+  inPracticeHolding,
+  type TransactionPlans,
+  type Trx,
+} from '../platform/db/transaction.ts';
 import { AppError, type FieldError, fieldErrors, invalidParameters } from '../platform/http/errors.ts';
 import {
   mergeFieldErrors,
@@ -87,6 +92,8 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   body?: B;
   /** The whole body may be left out; no body then counts as `{}`. */
   bodyOptional?: boolean;
+  /** The work's statements are planned once for any values (TransactionPlans in transaction.ts). */
+  genericPlans?: boolean;
   /** Content types accepted for the body besides application/json. */
   consumes?: string[];
   successStatus: number;
@@ -311,7 +318,8 @@ async function runApiHandler(
     errorsDocUrl: deps.config.errorsDocUrl,
     changes: spec.method !== 'GET',
     keepsRefusals: true,
-    transaction: (lockName, fn) => practiceTransaction(deps, auth.practice.id, lockName, fn),
+    transaction: (lockName, fn) =>
+      practiceTransaction(deps, auth.practice.id, lockName, fn, { genericPlans: spec.genericPlans === true }),
     perform: (trx) => performRoute(deps, spec, request, reply, auth, performerId, trx),
     record: (trx, answer, outcome) => recordAnswer(deps, request, auth, trx, answer, outcome),
   });
@@ -344,10 +352,11 @@ function practiceTransaction<T>(
   practiceId: string,
   lockName: string | undefined,
   fn: (trx: Trx, holdsKey: boolean) => Promise<T>,
+  plans: TransactionPlans,
 ): Promise<T> {
   return lockName
-    ? inPracticeHolding(deps.db, practiceId, lockName, fn)
-    : inPractice(deps.db, practiceId, (trx) => fn(trx, true));
+    ? inPracticeHolding(deps.db, practiceId, lockName, fn, plans)
+    : inPractice(deps.db, practiceId, (trx) => fn(trx, true), plans);
 }
 
 /** The route's work: its handler's result as the answer, the resource it touched noted for the audit. */

@@ -95,6 +95,8 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       params: IdParam('encounterId', 'Encounter id (`enc_...`).'),
       body: BillRequest,
       bodyOptional: true,
+      // Look-ups by key, and the rates statement, whose custom plan took longer than its run.
+      genericPlans: true,
       successStatus: 201,
       response: BillResult,
       errorStatuses: WRITE_ERRORS,

@@ -189,13 +189,16 @@ export async function listInvoiceRows(
 
 /** The live invoice an encounter is billed on, if any. */
 export async function liveInvoiceOfEncounter(trx: Trx, practiceId: string, encounterId: string) {
-  return trx
-    .selectFrom('invoice_encounters')
-    .select('invoice_id')
-    .where('practice_id', '=', practiceId)
-    .where('encounter_id', '=', encounterId)
-    .where('live', '=', true)
-    .executeTakeFirst();
+  return (
+    trx
+      .selectFrom('invoice_encounters')
+      .select('invoice_id')
+      .where('practice_id', '=', practiceId)
+      .where('encounter_id', '=', encounterId)
+      // Written as the partial index's own predicate, so that a plan made for any values still uses it.
+      .where(sql<boolean>`live`)
+      .executeTakeFirst()
+  );
 }
 
 /** A new invoice with its visit and its lines, in one statement; answers them as inserted. */

@@ -39,10 +39,21 @@ function literal(value: string): string {
 }
 
 /** What the frame sets: the role, the practice for tenant work, and an advisory lock to try. */
-interface Frame {
+interface Frame extends TransactionPlans {
   role: string;
   practiceId?: string;
   lockName?: string;
+}
+
+/** How the transaction's statements are planned. */
+export interface TransactionPlans {
+  /**
+   * Each prepared statement is planned once, for any values (plan_cache_mode force_generic_plan),
+   * instead of again at each run. For transactions whose statements plan slowly and whose plans do not
+   * depend on the values (look-ups by key, the job take): PostgreSQL otherwise keeps planning a
+   * statement whose generic plan it estimates dearer, a millisecond and more each time.
+   */
+  genericPlans?: boolean;
 }
 
 const lockTry = (lockName: string) =>
@@ -59,6 +70,7 @@ function frameSql(db: Database, frame: Frame): string {
     return [
       `SET LOCAL ROLE ${frame.role}`,
       ...(frame.practiceId === undefined ? [] : [`SET LOCAL app.practice_id = ${literal(frame.practiceId)}`]),
+      ...(frame.genericPlans ? ['SET LOCAL plan_cache_mode = force_generic_plan'] : []),
       ...(frame.lockName === undefined ? [] : [`SELECT ${lockTry(frame.lockName)}`]),
     ].join(';\n');
   }
@@ -67,6 +79,7 @@ function frameSql(db: Database, frame: Frame): string {
     ...(frame.practiceId === undefined
       ? []
       : [`set_config('app.practice_id', ${literal(frame.practiceId)}, true)`]),
+    ...(frame.genericPlans ? [`set_config('plan_cache_mode', 'force_generic_plan', true)`] : []),
     ...(frame.lockName === undefined ? [] : [lockTry(frame.lockName)]),
   ];
   return `SELECT ${settings.join(', ')}`;
@@ -97,8 +110,13 @@ async function inTransaction<T>(
 }
 
 /** Runs fn as the app role, seeing only the rows of practiceId. */
-export function inPractice<T>(db: Database, practiceId: string, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return inTransaction(db, { role: APP_ROLE, practiceId }, fn);
+export function inPractice<T>(
+  db: Database,
+  practiceId: string,
+  fn: (trx: Trx) => Promise<T>,
+  plans: TransactionPlans = {},
+): Promise<T> {
+  return inTransaction(db, { role: APP_ROLE, practiceId, ...plans }, fn);
 }
 
 /** A 64-bit advisory lock key for a name: the first 8 bytes of its SHA-256, as a signed integer. */
@@ -116,13 +134,18 @@ export function inPracticeHolding<T>(
   practiceId: string,
   lockName: string,
   fn: (trx: Trx, locked: boolean) => Promise<T>,
+  plans: TransactionPlans = {},
 ): Promise<T> {
-  return inTransaction(db, { role: APP_ROLE, practiceId, lockName }, fn);
+  return inTransaction(db, { role: APP_ROLE, practiceId, lockName, ...plans }, fn);
 }
 
 /** Runs fn as the operator role, across practices: admin API, key look-up, background workers. */
-export function asOperator<T>(db: Database, fn: (trx: Trx) => Promise<T>): Promise<T> {
-  return inTransaction(db, { role: OPERATOR_ROLE }, fn);
+export function asOperator<T>(
+  db: Database,
+  fn: (trx: Trx) => Promise<T>,
+  plans: TransactionPlans = {},
+): Promise<T> {
+  return inTransaction(db, { role: OPERATOR_ROLE, ...plans }, fn);
 }
 
 /** Like asOperator, holding lockName as inPracticeHolding does. */
