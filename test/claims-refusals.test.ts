@@ -4,6 +4,7 @@
 // with issue and submitClaim queues the claim, or says why it did not and still makes the invoice.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { TARIFF_URL } from './billing-fixtures.ts';
 import {
   addCoverage,
   addLine,
@@ -23,7 +24,6 @@ import {
   sendClaim,
   type World,
 } from './claims-fixtures.ts';
-import { TARIFF_URL } from './billing-fixtures.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 
 describeEachBackend('claim refusals', (backend) => {
