@@ -100,13 +100,14 @@ export const CROSS_OWNER_READS: CrossOwnerRead[] = [
     reads: [
       'invoices',
       'payments',
+      'refunds',
       'patients',
       'claims',
       'claim_items',
       'webhook_endpoints',
       'webhook_deliveries',
     ],
-    why: 'the operator filters and sums across invoices, claims, payments and endpoints in one statement',
+    why: 'the operator filters and sums across invoices, claims, payments, refunds and endpoints in one statement',
   },
   {
     name: "a line's rate candidates",

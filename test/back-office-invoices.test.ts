@@ -124,6 +124,33 @@ describeEachBackend('admin invoices', (backend) => {
     assert.deepEqual(dashboard.body.failingEndpoints, [], 'the receiver took every delivery');
   });
 
+  test("the dashboard counts a refund given back that day and nets it out of the day's paid", async () => {
+    // A practice of its own, so that its day holds only this invoice's money.
+    const own = await newWorld(svc);
+    const { invoiceId } = await issuedInvoice(own, { coverage: null });
+    const paid = await svc.admin('POST', `/practices/${own.practiceId}/payments`, {
+      invoiceId,
+      amount: 5000,
+      method: 'card',
+      source: 'patient',
+    });
+    assert.equal(paid.status, 201, paid.text);
+    const refunded = await svc.admin('POST', `/practices/${own.practiceId}/refunds`, {
+      invoiceId,
+      amount: 1200,
+      method: 'card',
+      reason: 'Charged twice for the dressing',
+    });
+    assert.equal(refunded.status, 201, refunded.text);
+
+    const dashboard = await svc.admin('GET', `/practices/${own.practiceId}/dashboard`);
+    assert.equal(dashboard.status, 200, dashboard.text);
+    assert.equal(dashboard.body.money.paidByPatient, 5000, 'the money received, before refunds');
+    assert.equal(dashboard.body.money.refunded, 1200);
+    assert.equal(dashboard.body.days.at(-1).paid, 3800, 'received less given back');
+    assert.ok(dashboard.body.days.slice(0, -1).every((d: Json) => d.paid === 0));
+  });
+
   test('the list searches by number and patient name and pages newest change first', async () => {
     const { patientId } = await newPatient(w);
     await svc.admin('POST', '/practices', { name: 'Another' });

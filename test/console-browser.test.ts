@@ -307,6 +307,9 @@ test('a payment recorded from the invoice page balances it', async () => {
   await page.getByLabel(/Amount/).fill(amount);
   await page.getByLabel('Method').selectOption('card');
   await page.getByLabel('Reference').fill('POS-77');
+  // Taken at the desk yesterday morning and recorded now: the time typed is the browser's local time.
+  await page.getByLabel('Received (empty: now)').fill('2026-03-09T10:30');
+  const typedAt = await page.evaluate(() => new Date('2026-03-09T10:30').toISOString());
   // The first answer is lost on the way back, after the service recorded the payment: the console
   // retries with the same Idempotency-Key, and the service replays instead of recording it twice.
   const sent: Array<string | undefined> = [];
@@ -328,7 +331,9 @@ test('a payment recorded from the invoice page balances it', async () => {
   const invoiceId = /\/invoices\/(inv_\w+)/.exec(page.url())?.[1];
   assert.ok(invoiceId, page.url());
   const payments = await w.api('GET', `/invoices/${invoiceId}/payments`);
-  assert.equal(payments.body.data.filter((p: Json) => p.reference === 'POS-77').length, 1);
+  const recorded = payments.body.data.filter((p: Json) => p.reference === 'POS-77');
+  assert.equal(recorded.length, 1);
+  assert.equal(recorded[0].receivedAt, typedAt, 'received when the operator said, not when recorded');
   await shot('08-invoice-paid');
 });
 

@@ -265,7 +265,14 @@ export class AdminApi {
   /** Records a payment; `idempotencyKey` is the form's action key, kept across the operator's retries. */
   recordPayment(
     practiceId: string,
-    body: { invoiceId: string; amount: number; method: string; reference?: string; source: string },
+    body: {
+      invoiceId: string;
+      amount: number;
+      method: string;
+      reference?: string;
+      source: string;
+      receivedAt?: string;
+    },
     idempotencyKey: string,
   ) {
     return this.#call<unknown>('POST', `${this.#practice(practiceId)}/payments`, { body, idempotencyKey });

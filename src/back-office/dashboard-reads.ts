@@ -1,6 +1,6 @@
 // Owns reading the operator's dashboard summary of one practice for one day (in the practice's time
-// zone): claims sent that day by status, money claimed against money approved and paid, the last 14
-// days of claimed and paid, and the webhook endpoints that are failing or disabled. A declared
+// zone): claims sent that day by status, money claimed against money approved, paid and refunded, the
+// last 14 days of claimed and paid (net of refunds), and the webhook endpoints that are failing or disabled. A declared
 // cross-owner read (src/table-owners.ts); the route is in dashboard.ts.
 import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
@@ -29,12 +29,23 @@ export const Dashboard = Type.Object(
         approved: Type.Integer({ description: 'Benefit the insurer approved on those claims.' }),
         paidByInsurer: Money,
         paidByPatient: Money,
+        refunded: Type.Integer({
+          description:
+            'Money given back that day (refunds), whatever the day of the payment it returns; the paid figures are the money received, before refunds.',
+        }),
       },
       { additionalProperties: false },
     ),
     days: Type.Array(
       Type.Object(
-        { date: Type.String({ format: 'date' }), claimed: Money, paid: Money },
+        {
+          date: Type.String({ format: 'date' }),
+          claimed: Money,
+          paid: Type.Integer({
+            description:
+              'Money received that day less the refunds given back that day; below zero on a day that gave back more.',
+          }),
+        },
         { additionalProperties: false },
       ),
       { description: `The ${DAYS} days up to the date, oldest first.` },
@@ -89,6 +100,12 @@ export async function dashboardOf(trx: Trx, practiceId: string, date: string): P
      WHERE practice_id = ${practiceId}
        AND (received_at AT TIME ZONE ${tz})::date BETWEEN ${from}::date AND ${date}::date
      GROUP BY 1, 2`.execute(trx);
+  const refunds = await sql<{ day: string; amount: number | string }>`
+    SELECT to_char((refunded_at AT TIME ZONE ${tz})::date, 'YYYY-MM-DD') AS day, coalesce(sum(amount), 0) AS amount
+      FROM refunds
+     WHERE practice_id = ${practiceId}
+       AND (refunded_at AT TIME ZONE ${tz})::date BETWEEN ${from}::date AND ${date}::date
+     GROUP BY 1`.execute(trx);
   const endpoints = await sql<{
     id: string;
     url: string;
@@ -114,7 +131,8 @@ export async function dashboardOf(trx: Trx, practiceId: string, date: string): P
   const days = Array.from({ length: DAYS }, (_, i) => daysBefore(date, DAYS - 1 - i)).map((day) => ({
     date: day,
     claimed: claims.rows.filter((r) => r.day === day).reduce((s, r) => s + Number(r.claimed), 0),
-    paid: sumOf(payments.rows.filter((r) => r.day === day)),
+    paid:
+      sumOf(payments.rows.filter((r) => r.day === day)) - sumOf(refunds.rows.filter((r) => r.day === day)),
   }));
   return {
     object: 'dashboard',
@@ -129,6 +147,7 @@ export async function dashboardOf(trx: Trx, practiceId: string, date: string): P
       approved: Number(approved.rows[0]?.approved ?? 0),
       paidByInsurer: sumOf(payments.rows.filter((r) => r.day === date && r.source === 'insurer')),
       paidByPatient: sumOf(payments.rows.filter((r) => r.day === date && r.source === 'patient')),
+      refunded: sumOf(refunds.rows.filter((r) => r.day === date)),
     },
     days,
     failingEndpoints: endpoints.rows.map((e) => ({

@@ -1,4 +1,4 @@
-// The dashboard: today's claims by status, money claimed against approved and paid, the last 14 days
+// The dashboard: today's claims by status, money claimed against approved, paid and refunded, the last 14 days
 // as a chart, the webhook endpoints that are failing, and the service under load (the job queue per
 // lane, the deepest backlogs, deliveries in flight per endpoint, requests shed).
 import { HorizontalBars, PairedColumns } from '../components/charts.tsx';
@@ -47,6 +47,10 @@ export function DashboardPage() {
                   <h2>Paid by patients</h2>
                   <p class="figure">{fmt(d.money.paidByPatient)}</p>
                 </div>
+                <div class="card">
+                  <h2>Refunded</h2>
+                  <p class="figure">{fmt(d.money.refunded)}</p>
+                </div>
               </div>
               <div class="two-columns">
                 <HorizontalBars
@@ -58,10 +62,11 @@ export function DashboardPage() {
                   }))}
                 />
                 <PairedColumns
-                  title="Claimed and paid, last 14 days"
-                  labels={['Claimed', 'Paid']}
+                  title="Claimed and paid (less refunds), last 14 days"
+                  labels={['Claimed', 'Paid less refunds']}
                   format={fmt}
-                  days={d.days.map((day) => ({ date: day.date, a: day.claimed, b: day.paid }))}
+                  // A day that gave back more than it took in shows no paid column, not one below the axis.
+                  days={d.days.map((day) => ({ date: day.date, a: day.claimed, b: Math.max(0, day.paid) }))}
                 />
               </div>
               <h2>Failing webhook endpoints</h2>

@@ -243,7 +243,13 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
   const [errorReason, setErrorReason] = useState('');
   const [writeOffReason, setWriteOffReason] = useState('');
   const [writeOffKey] = useState(() => new ActionKey());
-  const [payment, setPayment] = useState({ amount: '', method: 'eft', reference: '', source: 'patient' });
+  const [payment, setPayment] = useState({
+    amount: '',
+    method: 'eft',
+    reference: '',
+    source: 'patient',
+    receivedAt: '',
+  });
   const [paymentKey] = useState(() => new ActionKey());
   const [refund, setRefund] = useState({ amount: '', method: 'eft', reference: '', reason: '' });
   const [refundKey] = useState(() => new ActionKey());
@@ -318,6 +324,8 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
               method: payment.method,
               source: payment.source,
               ...(payment.reference.trim() ? { reference: payment.reference.trim() } : {}),
+              // The browser's local time, the one the operator typed, sent with its offset (as UTC).
+              ...(payment.receivedAt ? { receivedAt: new Date(payment.receivedAt).toISOString() } : {}),
             };
             // Submitting the same payment again after a lost answer, 409 conflict or 5xx retries it under
             // the same key; after a final refusal (say 422, not issued) it is a new payment, a new key.
@@ -328,7 +336,7 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
               throw error;
             }
             paymentKey.done();
-            setPayment({ ...payment, amount: '', reference: '' });
+            setPayment({ ...payment, amount: '', reference: '', receivedAt: '' });
             after('Payment recorded.')();
           }}
         >
@@ -350,6 +358,13 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
             <input
               value={payment.reference}
               onInput={(e) => setPayment({ ...payment, reference: e.currentTarget.value })}
+            />
+          </Field>
+          <Field label="Received (empty: now)">
+            <input
+              type="datetime-local"
+              value={payment.receivedAt}
+              onInput={(e) => setPayment({ ...payment, receivedAt: e.currentTarget.value })}
             />
           </Field>
         </ActionForm>
