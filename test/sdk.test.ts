@@ -271,6 +271,33 @@ describeEachBackend('client package against the service', (backend) => {
     }
   });
 
+  test('sending a claim carries an Idempotency-Key: after a lost answer the retry replays it, one claim sent', async () => {
+    const practice = await svc.newPractice();
+    const direct = sdkClient(svc.baseUrl, practice.key);
+    const visit = await visitBody(direct, practice.practitionerId);
+    const [plan] = await direct.insurancePlans.list({ name: 'Ubuntu Essential' }).toArray(1);
+    assert.ok(plan);
+    await direct.coverages.create(visit.patientId, { planId: plan.id, memberNumber: 'UH7654321' });
+    const invoice = (await direct.encounters.bill(visit.id, { issue: true })).invoice;
+    const proxy = await FaultProxy.start(svc.baseUrl);
+    try {
+      const client = sdkClient(proxy.baseUrl, practice.key);
+      proxy.plan = ({ n }) => (n === 1 ? 'lose-answer' : 'forward');
+      const claim = await client.claims.send(invoice.id);
+      assert.equal(claim.status, 'submitting');
+      const [lost, retry] = proxy.seen;
+      assert.equal(lost!.action, 'lose-answer');
+      assert.ok(lost!.idempotencyKey, 'the claim was sent with a key');
+      assert.equal(retry!.idempotencyKey, lost!.idempotencyKey);
+      assert.equal(retry!.status, 202, 'the replay of the first answer, not 409 for a claim already sent');
+      assert.equal(proxy.seen.length, 2);
+      await svc.worker.drain();
+      assert.equal((await direct.claims.get(invoice.id)).status, 'accepted');
+    } finally {
+      await proxy.close();
+    }
+  });
+
   test('a state change without an Idempotency-Key is not sent again after a lost answer', async () => {
     const practice = await svc.newPractice();
     const direct = sdkClient(svc.baseUrl, practice.key);

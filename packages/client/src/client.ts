@@ -23,8 +23,8 @@ export class PracticeBilling {
   readonly webhooks: Webhooks;
   /**
    * The escape hatch: any operation of the OpenAPI document, by path and method, typed from it. `creates`
-   * must say whether the operation takes an Idempotency-Key (a creating POST): true sends a new key per
-   * call (or `idempotencyKey` from the options) and lets the call be retried safely; the types refuse a
+   * must say whether the operation takes an Idempotency-Key (a creating POST, an invoice's cancel, a
+   * claim's send, resubmit or reverse): true sends a new key per call (or `idempotencyKey` from the options) and lets the call be retried safely; the types refuse a
    * wrong value.
    */
   readonly http: Http;

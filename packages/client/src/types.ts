@@ -29,8 +29,11 @@ export type ResultOf<O> = O extends { responses: infer R }
   ? { [S in keyof R & SuccessStatus]: JsonOf<R[S]> }[keyof R & SuccessStatus]
   : never;
 
-/** true when the operation creates a record and so takes an Idempotency-Key. */
-export type CreatesOf<O> = Part<O, 'header'> extends { 'idempotency-key': string } ? true : false;
+/**
+ * true when the operation takes an Idempotency-Key: a creating POST requires one; cancelling an
+ * invoice and sending, resubmitting or reversing a claim accept one and replay its first answer.
+ */
+export type CreatesOf<O> = 'idempotency-key' extends keyof Part<O, 'header'> ? true : false;
 
 /** The operation with this operationId. */
 export type Op<K extends keyof operations> = operations[K];

@@ -1150,6 +1150,8 @@ export interface components {
                 paidByInsurer: number;
                 /** @description Minor units of the practice currency. */
                 paidByPatient: number;
+                /** @description Money given back that day (refunds), whatever the day of the payment it returns; the paid figures are the money received, before refunds. */
+                refunded: number;
             };
             /** @description The 14 days up to the date, oldest first. */
             days: {
@@ -1157,7 +1159,7 @@ export interface components {
                 date: string;
                 /** @description Minor units of the practice currency. */
                 claimed: number;
-                /** @description Minor units of the practice currency. */
+                /** @description Money received that day less the refunds given back that day; below zero on a day that gave back more. */
                 paid: number;
             }[];
             failingEndpoints: {

@@ -13,7 +13,7 @@ export class Claims {
     return this.#http.call(
       'post',
       '/api/v1/invoices/{invoiceId}/claim',
-      { params: { invoiceId }, body, creates: false },
+      { params: { invoiceId }, body, creates: true },
       options,
     );
   }
@@ -31,7 +31,7 @@ export class Claims {
     return this.#http.call(
       'post',
       '/api/v1/invoices/{invoiceId}/claim/resubmit',
-      { params: { invoiceId }, body, creates: false },
+      { params: { invoiceId }, body, creates: true },
       options,
     );
   }
@@ -40,7 +40,7 @@ export class Claims {
     return this.#http.call(
       'post',
       '/api/v1/invoices/{invoiceId}/claim/reverse',
-      { params: { invoiceId }, body, creates: false },
+      { params: { invoiceId }, body, creates: true },
       options,
     );
   }

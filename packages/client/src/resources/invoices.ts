@@ -79,7 +79,7 @@ export class Invoices {
     return this.#http.call(
       'post',
       '/api/v1/invoices/{invoiceId}/cancel',
-      { params: { invoiceId }, body, creates: false },
+      { params: { invoiceId }, body, creates: true },
       options,
     );
   }
