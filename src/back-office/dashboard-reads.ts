@@ -1,7 +1,7 @@
 // Owns reading the operator's dashboard summary of one practice for one day (in the practice's time
 // zone): claims sent that day by status, money claimed against money approved, paid and refunded, the
-// last 14 days of claimed and paid (net of refunds), and the webhook endpoints that are failing or disabled. A declared
-// cross-owner read (src/table-owners.ts); the route is in dashboard.ts.
+// last 14 days of claimed and paid (net of refunds), and the webhook endpoints that are failing or
+// disabled. A declared cross-owner read (src/table-owners.ts); the route is in dashboard.ts.
 import { sql } from 'kysely';
 import { type Static, Type } from 'typebox';
 import { CLAIM_STATUSES } from '../claims/schemas.ts';

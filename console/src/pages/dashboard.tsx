@@ -1,6 +1,6 @@
-// The dashboard: today's claims by status, money claimed against approved, paid and refunded, the last 14 days
-// as a chart, the webhook endpoints that are failing, and the service under load (the job queue per
-// lane, the deepest backlogs, deliveries in flight per endpoint, requests shed).
+// The dashboard: today's claims by status, money claimed against approved, paid and refunded, the last
+// 14 days as a chart, the webhook endpoints that are failing, and the service under load (the job queue
+// per lane, the deepest backlogs, deliveries in flight per endpoint, requests shed).
 import { HorizontalBars, PairedColumns } from '../components/charts.tsx';
 import { Loading, Status, useConsole, useLoad } from '../components/ui.tsx';
 import { dateTime, money, words } from '../format.ts';

@@ -24,8 +24,8 @@ export class PracticeBilling {
   /**
    * The escape hatch: any operation of the OpenAPI document, by path and method, typed from it. `creates`
    * must say whether the operation takes an Idempotency-Key (a creating POST, an invoice's cancel, a
-   * claim's send, resubmit or reverse): true sends a new key per call (or `idempotencyKey` from the options) and lets the call be retried safely; the types refuse a
-   * wrong value.
+   * claim's send, resubmit or reverse): true sends a new key per call (or `idempotencyKey` from the
+   * options) and lets the call be retried safely; the types refuse a wrong value.
    */
   readonly http: Http;
 
