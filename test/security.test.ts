@@ -209,10 +209,10 @@ describeEachBackend('security', (backend) => {
       return { lookup, spread, bound };
     };
     // A machine busy with other work can widen one measurement's spread; a difference the service
-    // makes shows in every measurement, so a spread past its bound is measured once more, and the
-    // second measurement decides.
+    // makes shows in every measurement, so a spread past its bound is measured again, up to three
+    // measurements in all, and the last decides.
     let measured = await measure();
-    if (measured.spread >= measured.bound) measured = await measure();
+    for (let again = 0; again < 2 && measured.spread >= measured.bound; again++) measured = await measure();
     assert.ok(measured.lookup > 0, 'an unknown key is looked up');
     assert.ok(
       measured.spread < measured.bound,
