@@ -8,7 +8,7 @@ import http from 'node:http';
 import pino from 'pino';
 import { loggerOptions } from '../src/app.ts';
 import { buildDeps, migrateConfigured, openConfiguredDatabase } from '../src/bootstrap.ts';
-import { jobHandlers, periodicTasks } from '../src/job-catalogue.ts';
+import { jobHandlers, jobPreparers, periodicTasks } from '../src/job-catalogue.ts';
 import { type JobHandler, startWorker } from '../src/jobs/worker.ts';
 import { loadConfig } from '../src/platform/config.ts';
 import { statementCounts } from '../src/platform/db/statement-counts.ts';
@@ -46,7 +46,7 @@ const handlers = Object.fromEntries(
 );
 const worker = startWorker(
   { db, clock: deps.clock, log, settings: config },
-  { handlers, tasks: periodicTasks },
+  { handlers, preparers: jobPreparers, tasks: periodicTasks },
 );
 
 const server = http.createServer((request, response) => {

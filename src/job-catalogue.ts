@@ -7,6 +7,7 @@ import { type ClaimJobContext, runRemittanceJob, runReverseJob, runSubmitJob } f
 import { purgeExpiredKeys } from './idempotency/idempotency-store.ts';
 import type { Insurer } from './insurer/port.ts';
 import { markOverdueInvoices } from './invoices/overdue.ts';
+import type { TakenJobsPreparer } from './jobs/handoff.ts';
 import { type JobHandler, type PeriodicTask, startWorker, type Worker } from './jobs/worker.ts';
 import type { Clock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
@@ -15,7 +16,7 @@ import type { Database } from './platform/db/database.ts';
 import { asOperator } from './platform/db/transaction.ts';
 import { purgeExpiredRateLimits } from './platform/http/rate-limit.ts';
 import type { SecretBox } from './platform/secret-box.ts';
-import { type DeliveryContext, runDeliverJob } from './webhooks/delivery.ts';
+import { type DeliveryContext, prepareTakenDeliveries, runDeliverJob } from './webhooks/delivery.ts';
 import { DELIVER_JOB } from './webhooks/job-kinds.ts';
 import { WebhookSender } from './webhooks/sender.ts';
 
@@ -58,6 +59,11 @@ export function jobHandlers(
   };
 }
 
+/** What job kinds read in the transaction that takes them (src/jobs/handoff.ts). */
+export const jobPreparers: Record<string, TakenJobsPreparer> = {
+  [DELIVER_JOB.name]: prepareTakenDeliveries,
+};
+
 export const periodicTasks: PeriodicTask[] = [
   {
     name: 'sample-change-feed-clock',
@@ -98,6 +104,7 @@ export function startJobWorker(
     { db: deps.db, clock: deps.clock, log: deps.log, settings: deps.config },
     {
       handlers: jobHandlers(deps, sender),
+      preparers: jobPreparers,
       tasks: options.tasks ?? periodicTasks,
       ...(options.poll !== undefined ? { poll: options.poll } : {}),
       onStop: () => sender.close(),

@@ -10,8 +10,9 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { type RawBuilder, sql } from 'kysely';
 import { Type } from 'typebox';
+import type { JobRow } from '../src/jobs/job-row.ts';
 import { jobKind } from '../src/jobs/kind.ts';
-import { newJobRow, retryJob, takeDueJobs } from '../src/jobs/queue.ts';
+import { batchedTakes, newJobRow, retryJob, takeDueJobs } from '../src/jobs/queue.ts';
 import { asOperator } from '../src/platform/db/transaction.ts';
 import { queueDeliveries } from '../src/webhooks/outbox.ts';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/sender.ts';
@@ -65,6 +66,7 @@ async function asService<R>(svc: TestService, query: RawBuilder<R>): Promise<R[]
 }
 
 const TEST_JOB = jobKind('test.lane-work', Type.Object({ n: Type.Number() }));
+const TEST_HOOK = jobKind('test.lane-hook', Type.Object({ n: Type.Number() }), 'webhooks');
 
 describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
   // A service whose worker polls, as in production, and one whose queue the tests take from by hand.
@@ -279,6 +281,54 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
     const third = await takeDueJobs(quiet.db, 'wrk_cap_2', 8, 60_000, { lanes: ['claims'], keyCap: 2 });
     assert.deepEqual(byKey(third), ['slow']);
     await asService(quiet, sql`UPDATE jobs SET state = 'done' WHERE kind = ${TEST_JOB.name}`);
+  });
+
+  test("the lanes' takes of one turn share one transaction, and each says whether a key's cap held a due job back", async () => {
+    const practice = await quiet.newPractice();
+    const now = quiet.clock.now();
+    await asOperator(quiet.db, async (trx) => {
+      await trx
+        .insertInto('jobs')
+        .values([
+          newJobRow(practice.practiceId, TEST_JOB, { n: 0 }, now),
+          ...Array.from({ length: 3 }, (_, n) =>
+            newJobRow(practice.practiceId, TEST_HOOK, { n: 1 + n }, now, 0, 'wh_slow'),
+          ),
+        ])
+        .execute();
+    });
+    const prepared: string[][] = [];
+    const take = batchedTakes(quiet.db, 'wrk_batch', 60_000, async (_trx, jobs) => {
+      prepared.push(jobs.map((job: JobRow) => job.kind).sort());
+    });
+    const [claims, hooks] = await Promise.all([
+      take({ lanes: ['claims'], limit: 4, keyCap: null }),
+      take({ lanes: ['webhooks'], limit: 4, keyCap: 2 }),
+    ]);
+    assert.deepEqual(
+      claims.jobs.map((job) => job.kind),
+      [TEST_JOB.name],
+    );
+    assert.equal(claims.heldBack, false, 'no cap in the claims lane');
+    assert.equal(hooks.jobs.length, 2, 'two of the endpoint, its cap');
+    assert.equal(hooks.heldBack, true, 'the third waits for one of the two to end');
+    assert.deepEqual(
+      prepared,
+      [[TEST_HOOK.name, TEST_HOOK.name, TEST_JOB.name]],
+      "one transaction took both lanes' jobs and prepared them together",
+    );
+    // The endpoint at its cap: nothing taken, and held back still.
+    const full = await take({ lanes: ['webhooks'], limit: 4, keyCap: 2 });
+    assert.deepEqual([full.jobs.length, full.heldBack], [0, true]);
+    // One ends: the third is taken, and nothing more is held back.
+    await asService(quiet, sql`UPDATE jobs SET state = 'done' WHERE id = ${hooks.jobs[0]!.id}`);
+    const last = await take({ lanes: ['webhooks'], limit: 4, keyCap: 2 });
+    assert.deepEqual([last.jobs.length, last.heldBack], [1, false]);
+    assert.deepEqual(await take({ lanes: ['webhooks'], limit: 4, keyCap: 2 }), { jobs: [], heldBack: false });
+    await asService(
+      quiet,
+      sql`UPDATE jobs SET state = 'done' WHERE kind IN (${TEST_JOB.name}, ${TEST_HOOK.name})`,
+    );
   });
 
   test('a job runs in one of the lanes: the database refuses any other', async () => {

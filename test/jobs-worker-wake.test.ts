@@ -39,12 +39,14 @@ test('a lane whose job ends while a take is on its way takes again at once, not 
     endJob = resolve;
   });
   const lane = pollLane({
-    lane: 'claims',
-    limits: { concurrency: 2, keyCap: null },
+    lane: 'webhooks',
+    limits: { concurrency: 2, keyCap: 1 },
     settings: { jobPollMs: 60_000, jobPollMaxMs: 60_000 },
     take: () => {
       if (takes.length === 2) tookAgain();
-      return new Promise<JobRow[]>((resolve) => takes.push(resolve));
+      // The first take leaves a delivery behind its endpoint's cap: the delivery taken ending may free it.
+      const heldBack = takes.length === 0;
+      return new Promise<JobRow[]>((resolve) => takes.push(resolve)).then((jobs) => ({ jobs, heldBack }));
     },
     run: () => jobEnded,
     log: { warn() {} } as unknown as FastifyBaseLogger,
@@ -54,7 +56,7 @@ test('a lane whose job ends while a take is on its way takes again at once, not 
       while (takes.length < n) await new Promise((resolve) => setImmediate(resolve));
     };
     await until(1);
-    takes[0]!([{ id: 'job_1' } as JobRow]);
+    takes[0]!([{ id: 'job_1', concurrency_key: 'wh_1' } as JobRow]);
     // One of two slots taken: the lane waits for its poll, or a signal.
     lane.signal();
     await until(2);

@@ -4,8 +4,13 @@
 // attempt carries the event id as webhook-id and a fresh timestamp and signature.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { sql } from 'kysely';
+import { handedOverWith } from '../src/jobs/handoff.ts';
+import { takeDueJobs } from '../src/jobs/queue.ts';
+import { asOperator } from '../src/platform/db/transaction.ts';
+import { type PreparedAttempt, prepareTakenDeliveries } from '../src/webhooks/delivery.ts';
 import { apiClient, call, describeEachBackend, startService, type TestService } from './harness.ts';
-import { addEndpoint, attempts, billVisit, Receiver, verifyAt } from './webhooks-fixtures.ts';
+import { addEndpoint, attempts, billVisit, endpointPath, Receiver, verifyAt } from './webhooks-fixtures.ts';
 
 describeEachBackend('webhook deliveries', (backend) => {
   let svc: TestService;
@@ -122,6 +127,40 @@ describeEachBackend('webhook deliveries', (backend) => {
       assert.equal(a.nextAttemptAt, null);
       assert.equal(a.eventType, r.requests.find((x) => x.webhookId === a.eventId)!.payload.type);
     }
+  });
+
+  test('a delivery taken from the queue comes with its endpoint and event, read by its take; one to an endpoint turned off since comes with nothing, and is not sent', async () => {
+    const practice = await svc.newPractice();
+    const on = await receiver();
+    const off = await receiver();
+    const kept = await addEndpoint(svc, practice.practiceId, on, { eventTypes: ['invoice.issued'] });
+    const turnedOff = await addEndpoint(svc, practice.practiceId, off, { eventTypes: ['invoice.issued'] });
+    await billVisit(svc, practice);
+    const disabled = await svc.admin('POST', endpointPath(practice.practiceId, turnedOff.id, '/disable'));
+    assert.equal(disabled.status, 200, disabled.text);
+
+    const taken = await takeDueJobs(svc.db, 'wrk_prepared', 10, 60_000, {
+      lanes: ['webhooks'],
+      prepare: prepareTakenDeliveries,
+    });
+    assert.equal(taken.length, 2, 'a delivery of invoice.issued to each endpoint');
+    const handed = taken.map((job) => handedOverWith(job) as PreparedAttempt | undefined);
+    const toKept = handed.find((attempt) => attempt?.endpoint.id === kept.id);
+    assert.ok(toKept, 'the delivery to the endpoint still on was handed its attempt');
+    assert.equal(toKept.endpoint.url, on.url());
+    assert.equal(toKept.event.type, 'invoice.issued');
+    assert.equal(handed.filter((attempt) => attempt === undefined).length, 1, 'the other, nothing');
+
+    // Their leases given back, the worker runs them: one send, to the endpoint still on.
+    await asOperator(svc.db, (trx) =>
+      sql`UPDATE jobs SET locked_by = NULL, locked_until = NULL WHERE practice_id = ${practice.practiceId}`.execute(
+        trx,
+      ),
+    );
+    await svc.worker.drain();
+    assert.equal(on.requests.length, 1);
+    on.assertAllVerified();
+    assert.equal(off.requests.length, 0);
   });
 
   test('each attempt has the same webhook-id and body, a fresh timestamp and a fresh signature', async () => {

@@ -11,7 +11,7 @@ import { recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.t
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { lockInvoice, readInvoice } from '../invoices/service.ts';
 import { lockInvoiceRowWithInsurerPaid } from '../invoices/store.ts';
-import { handedOverWith } from '../jobs/follow-on.ts';
+import { handedOverWith } from '../jobs/handoff.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { enqueueJob, finishJob, type JobRow, rescheduleJob, retryJob } from '../jobs/queue.ts';
 import type { Database } from '../platform/db/database.ts';

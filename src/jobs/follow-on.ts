@@ -11,9 +11,9 @@
 // still this worker's (finishJob). A follow-on handed over once its lane has stopped is not run: its
 // lease is given back, so that another worker takes it at its next take, not once the lease runs out.
 // What the queuing transaction already knows for the job (a delivery's endpoint and event) can be
-// handed over with it, so that the job need not read it again; a job taken from the queue has nothing
-// handed over.
+// handed over with it (src/jobs/handoff.ts), so that the job need not read it again.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { handOver } from './handoff.ts';
 import type { JobRow } from './job-row.ts';
 import type { JobLane } from './lanes.ts';
 
@@ -47,7 +47,6 @@ interface Scope {
 }
 
 const scope = new AsyncLocalStorage<Scope>();
-const handedOver = new WeakMap<JobRow, unknown>();
 
 /**
  * Runs a job's handler so that the jobs it queues due at once may follow on in this worker; any slot
@@ -92,7 +91,7 @@ export function followOnLease(
     keyCap: key === '' ? null : current.runner.keyCap(lane),
     claim: (insert, row, handoff) => {
       held.row = row;
-      if (handoff !== undefined) handedOver.set(row, handoff);
+      if (handoff !== undefined) handOver(row, handoff);
       current.built.set(insert, held);
     },
   };
@@ -136,9 +135,4 @@ export function takeFollowOns(
     }
   };
   return { hand, others };
-}
-
-/** What the transaction that queued a follow-on job handed over with it; undefined for a job taken from the queue. */
-export function handedOverWith(job: JobRow): unknown {
-  return handedOver.get(job);
 }

@@ -5,13 +5,13 @@
 // key) are capped at WEBHOOK_ENDPOINT_CONCURRENCY running at once, so a slow endpoint fills its own
 // slots only. Each lane is polled by a loop of its own (pollLane), woken by a commit that queued a
 // job in it (in this process, or by NOTIFY from another) and by a job of its own ending when more may
-// be due (its latest take filled its slots, or the job had a concurrency key), even one that ends while
-// a take is on its way; a follow-on job (src/jobs/follow-on.ts) runs in a slot held for it, never one
-// a take on its way may fill, and one handed over once the lane has stopped is not run. When a
-// take finds nothing it polls again after JOB_POLL_MS, doubling up to JOB_POLL_MAX_MS while nothing
-// comes. A take that finds nothing because the due jobs
-// were locked by another worker's take, or their key is at its cap, counts as finding nothing: the
-// statement does not tell these apart from an empty lane.
+// be due (its latest take filled its slots, or left a due job behind its key's cap and the job had a
+// concurrency key), even one that ends while a take is on its way; a follow-on job
+// (src/jobs/follow-on.ts) runs in a slot held for it, never one a take on its way may fill, and one
+// handed over once the lane has stopped is not run. When a take finds nothing it polls again after
+// JOB_POLL_MS, doubling up to JOB_POLL_MAX_MS while nothing comes. A take that finds nothing because
+// the due jobs were locked by another worker's take counts as finding nothing: the statement does not
+// tell this apart from an empty lane.
 import type { FastifyBaseLogger } from 'fastify';
 import type { JobRow } from './job-row.ts';
 
@@ -20,6 +20,17 @@ export type JobLane = (typeof JOB_LANES)[number];
 
 export function isJobLane(value: unknown): value is JobLane {
   return (JOB_LANES as readonly unknown[]).includes(value);
+}
+
+/** What a take leased, and whether it left due jobs waiting only because their key was at its cap. */
+export interface TakeAnswer {
+  jobs: JobRow[];
+  /**
+   * A key's cap held back a due job: one of that key's running jobs ending may free it, so the lane
+   * looks again when one does. False when every due job was dealt a slot, or was held back only by
+   * the take's limit.
+   */
+  heldBack: boolean;
 }
 
 /** What the lanes are configured by (src/platform/config.ts). */
@@ -70,7 +81,7 @@ export function pollLane(options: {
   lane: JobLane;
   limits: LaneLimits;
   settings: Pick<LaneSettings, 'jobPollMs' | 'jobPollMaxMs'>;
-  take: (limit: number) => Promise<JobRow[]>;
+  take: (limit: number) => Promise<TakeAnswer>;
   run: (job: JobRow) => Promise<void>;
   log: FastifyBaseLogger;
 }): LanePoller {
@@ -92,14 +103,16 @@ export function pollLane(options: {
   };
   // Whether the latest take filled every free slot: then more may be due than it took.
   let lastTakeFull = false;
+  // Whether the latest take left a due job behind a key's cap: a job of that key ending may free it.
+  let lastTakeHeldBack = false;
   const start = (job: JobRow): Promise<void> => {
     const run: Promise<void> = options.run(job).finally(() => {
       inFlight.delete(run);
       // A slot freed: look again at once when more may be due (the latest take filled its slots) or a
-      // key's cap may have held a job back (a keyed job ended), also when this lands while a take is on
-      // its way (no wake to call then). Otherwise nothing was left when the lane last looked, and a
-      // job queued since signals it.
-      if (lastTakeFull || job.concurrency_key !== '') {
+      // key's cap held a job back and a keyed job ended, also when this lands while a take is on its
+      // way (no wake to call then). Otherwise nothing was left when the lane last looked, and a job
+      // queued since signals it (its take then says whether a cap holds it back).
+      if (lastTakeFull || (lastTakeHeldBack && job.concurrency_key !== '')) {
         signalled = true;
         wake?.();
       }
@@ -115,9 +128,13 @@ export function pollLane(options: {
         signalled = false;
         taking = free;
         try {
-          taken = await options.take(free);
+          const answer = await options.take(free);
+          taken = answer.jobs;
+          lastTakeHeldBack = answer.heldBack;
         } catch (err) {
           log.warn({ err, lane }, 'taking jobs failed; will retry');
+          // Unknown: a keyed job ending looks again, as if a cap held one back.
+          lastTakeHeldBack = true;
         } finally {
           taking = 0;
         }

@@ -14,10 +14,11 @@ import type { Tables } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
 import { followOnLease, takeFollowOns } from './follow-on.ts';
+import type { TakenJobsPreparer } from './handoff.ts';
 import type { JobRow } from './job-row.ts';
 import { checkedPayload, type JobKind } from './kind.ts';
-import { JOB_LANES, type JobLane } from './lanes.ts';
-import { takeFairly } from './take.ts';
+import { JOB_LANES, type JobLane, type TakeAnswer } from './lanes.ts';
+import { type TakeRequest, takeFairly } from './take.ts';
 
 export type { JobRow };
 
@@ -238,9 +239,54 @@ export async function takeDueJobs(
   workerId: string,
   limit: number,
   leaseMs: number,
-  options: { lanes?: readonly JobLane[]; keyCap?: number | null } = {},
+  options: { lanes?: readonly JobLane[]; keyCap?: number | null; prepare?: TakenJobsPreparer } = {},
 ): Promise<JobRow[]> {
-  return takeFairly(db, workerId, limit, dueIn(leaseMs), options.lanes ?? JOB_LANES, options.keyCap ?? null);
+  const [answer] = await takeFairly(
+    db,
+    workerId,
+    dueIn(leaseMs),
+    [{ lanes: options.lanes ?? JOB_LANES, limit, keyCap: options.keyCap ?? null }],
+    options.prepare,
+  );
+  return answer!.jobs;
+}
+
+/**
+ * A worker's takes, lane by lane: the takes asked for in one turn of the event loop (a commit that
+ * queued jobs of two lanes wakes both at once) share one transaction, each answered as if taken alone;
+ * `prepare` reads what the jobs taken need in that transaction.
+ */
+export function batchedTakes(
+  db: Database,
+  workerId: string,
+  leaseMs: number,
+  prepare?: TakenJobsPreparer,
+): (request: TakeRequest) => Promise<TakeAnswer> {
+  let waiting: Array<{ request: TakeRequest; settle: PromiseWithResolvers<TakeAnswer> }> = [];
+  const flush = () => {
+    const batch = waiting;
+    waiting = [];
+    takeFairly(
+      db,
+      workerId,
+      dueIn(leaseMs),
+      batch.map((take) => take.request),
+      prepare,
+    ).then(
+      (answers) => {
+        for (const [i, take] of batch.entries()) take.settle.resolve(answers[i]!);
+      },
+      (error: unknown) => {
+        for (const take of batch) take.settle.reject(error);
+      },
+    );
+  };
+  return (request) => {
+    const settle = Promise.withResolvers<TakeAnswer>();
+    waiting.push({ request, settle });
+    if (waiting.length === 1) setImmediate(flush);
+    return settle.promise;
+  };
 }
 
 /** A job's key in the answer of renewLeases. */

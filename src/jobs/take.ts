@@ -14,54 +14,108 @@
 //    at most its share. Jobs locked but not leased are released when the take commits. (A transaction
 //    may lock rows of several shards one statement at a time; one statement may not.)
 // A practice's jobs that another worker locks between the two steps are skipped, so a take may lease
-// fewer jobs than it was dealt (never more); the rest wait for the next take. Due and free are judged
-// on the database's clock. Two processes that take at the same instant both count the running jobs
+// fewer jobs than it was dealt (never more); the rest wait for the next take. The pick also answers
+// whether a key's cap held a due job back (heldBack), so that a lane looks again when a job of a
+// capped key ends, and not after every keyed job. Several lanes' takes may share one transaction, one
+// after the other, each with its own limit and cap (src/jobs/queue.ts, batchedTakes). Due and free are
+// judged on the database's clock. Two processes that take at the same instant both count the running jobs
 // before either commits, so a key's cap can be passed by as many jobs as processes take at once (and
 // so can a follow-on job's insert, which counts them alike, src/jobs/queue.ts, beside another
 // process's take). Within one process a lane holds no slot for a follow-on while its take is on its
 // way (src/jobs/lanes.ts), so there the cap is not passed.
 import { type RawBuilder, sql } from 'kysely';
 import type { Database } from '../platform/db/database.ts';
-import { asOperator } from '../platform/db/transaction.ts';
+import { asOperator, type Trx } from '../platform/db/transaction.ts';
+import type { TakenJobsPreparer } from './handoff.ts';
 import type { JobRow } from './job-row.ts';
-import type { JobLane } from './lanes.ts';
+import type { JobLane, TakeAnswer } from './lanes.ts';
+
+/** One lane's take (or several lanes' in one statement): how many jobs, and each key's cap (null: none). */
+export interface TakeRequest {
+  lanes: readonly JobLane[];
+  limit: number;
+  keyCap: number | null;
+}
+
+const NOTHING: TakeAnswer = { jobs: [], heldBack: false };
 
 /**
- * Takes up to `limit` due jobs of `lanes` for this worker, leased until leaseEnd, at most keyCap of
- * one concurrency key running at once (null: no cap).
+ * Takes due jobs for this worker, leased until leaseEnd, for each request in turn, all in one
+ * transaction (a commit that queued jobs of two lanes wakes both, and their takes share it); then, in
+ * the same transaction, `prepare` reads what the jobs taken need (src/jobs/handoff.ts).
  */
 export async function takeFairly(
   db: Database,
   workerId: string,
-  limit: number,
   leaseEnd: RawBuilder<Date>,
-  lanes: readonly JobLane[],
-  keyCap: number | null,
-): Promise<JobRow[]> {
-  if (limit <= 0 || lanes.length === 0) return [];
+  requests: readonly TakeRequest[],
+  prepare?: TakenJobsPreparer,
+): Promise<TakeAnswer[]> {
+  const wanted = (request: TakeRequest) => request.limit > 0 && request.lanes.length > 0;
+  if (!requests.some(wanted)) return requests.map(() => NOTHING);
   // Planned once: a custom plan of these statements costs about a millisecond at every take.
   return asOperator(
     db,
     async (trx) => {
-      const shares = await sql<{ practice_id: string; share: number }>`
-      ${dealtSlots({ lanes, keyCap, limit, practiceId: null })}
-      SELECT practice_id, count(*)::int AS share FROM dealt
-       GROUP BY practice_id ORDER BY min(turn), practice_id`.execute(trx);
-      const taken: JobRow[] = [];
-      for (const { practice_id, share } of shares.rows) {
-        const leased = await sql<JobRow>`
+      const answers: TakeAnswer[] = [];
+      for (const request of requests)
+        answers.push(wanted(request) ? await takeOne(trx, workerId, leaseEnd, request) : NOTHING);
+      const taken = answers.flatMap((answer) => answer.jobs);
+      if (prepare && taken.length > 0) await prepare(trx, taken);
+      return answers;
+    },
+    { genericPlans: true },
+  );
+}
+
+async function takeOne(
+  trx: Trx,
+  workerId: string,
+  leaseEnd: RawBuilder<Date>,
+  { lanes, keyCap, limit }: TakeRequest,
+): Promise<TakeAnswer> {
+  const picked = await sql<{ practice_id: string | null; share: number | null; held_back: boolean }>`
+      ${dealtSlots({ lanes, keyCap, limit, practiceId: null })},
+      shares AS (
+        SELECT practice_id, count(*)::int AS share, min(turn) AS first FROM dealt GROUP BY practice_id
+      )
+      SELECT s.practice_id, s.share, f.held_back
+        FROM (SELECT ${heldBackByCap(keyCap)} AS held_back) AS f
+        LEFT JOIN shares AS s ON true
+       ORDER BY s.first, s.practice_id`.execute(trx);
+  const jobs: JobRow[] = [];
+  for (const { practice_id, share } of picked.rows) {
+    if (practice_id === null || share === null) continue;
+    const leased = await sql<JobRow>`
         ${dealtSlots({ lanes, keyCap, limit: share, practiceId: practice_id })}
         UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${leaseEnd},
                attempts = j.attempts + 1
           FROM dealt
          WHERE j.practice_id = ${practice_id} AND j.practice_id = dealt.practice_id AND j.id = dealt.id
          RETURNING j.*`.execute(trx);
-        taken.push(...leased.rows);
-      }
-      return taken;
-    },
-    { genericPlans: true },
-  );
+    jobs.push(...leased.rows);
+  }
+  return { jobs, heldBack: picked.rows[0]?.held_back === true };
+}
+
+/**
+ * Whether a keyed group (of the pick's `grp` and `held`) has more due and free jobs than its cap lets
+ * start now: one index probe per keyed group, reading at most one job past what the cap allows.
+ */
+function heldBackByCap(keyCap: number | null): RawBuilder<boolean> {
+  if (keyCap === null) return sql<boolean>`false`;
+  const room = sql`greatest(0, ${keyCap}::int - coalesce(h.running, 0))`;
+  return sql<boolean>`EXISTS (
+    SELECT 1 FROM grp AS g
+      LEFT JOIN held AS h
+        ON h.lane = g.lane AND h.practice_id = g.practice_id AND h.concurrency_key = g.concurrency_key
+     WHERE g.concurrency_key <> ''
+       AND (SELECT count(*) FROM (
+              SELECT 1 FROM jobs AS j
+               WHERE j.lane = g.lane AND j.practice_id = g.practice_id AND j.concurrency_key = g.concurrency_key
+                 AND j.state = 'queued' AND j.run_at <= now()
+                 AND (j.locked_until IS NULL OR j.locked_until <= now())
+               LIMIT ${room} + 1) AS free) > ${room})`;
 }
 
 /**

@@ -13,6 +13,7 @@ import type { Clock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { randomToken } from '../platform/ids.ts';
 import { type FollowOnRunner, runWithFollowOns } from './follow-on.ts';
+import type { TakenJobsPreparer } from './handoff.ts';
 import { JobPayloadError } from './kind.ts';
 import {
   isJobLane,
@@ -24,6 +25,7 @@ import {
   pollLane,
 } from './lanes.ts';
 import {
+  batchedTakes,
   failJob,
   isJobLeaseLost,
   JOBS_CHANNEL,
@@ -74,13 +76,15 @@ export interface Worker {
 }
 
 /**
- * Starts a worker running `handlers` by job kind and `tasks` on their schedules; `onStop` releases
- * what the handlers hold (the webhook sender's connections).
+ * Starts a worker running `handlers` by job kind and `tasks` on their schedules; `preparers` read, in
+ * the take's transaction, what jobs of their kind need (src/jobs/handoff.ts); `onStop` releases what
+ * the handlers hold (the webhook sender's connections).
  */
 export function startWorker(
   deps: WorkerDeps,
   options: {
     handlers: Record<string, JobHandler>;
+    preparers?: Record<string, TakenJobsPreparer>;
     tasks: PeriodicTask[];
     poll?: boolean;
     onStop?: () => Promise<void>;
@@ -210,16 +214,22 @@ export function startWorker(
     while (followOns.size > 0) await Promise.allSettled([...followOns]);
   };
 
+  const preparers = options.preparers ?? {};
+  const prepare: TakenJobsPreparer = async (trx, jobs) => {
+    for (const [kind, prepareKind] of Object.entries(preparers)) {
+      const ofKind = jobs.filter((job) => job.kind === kind);
+      if (ofKind.length > 0) await prepareKind(trx, ofKind);
+    }
+  };
+  // The lanes' takes of one turn share a transaction (a commit that queued jobs of both wakes both).
+  const takeBatched = batchedTakes(deps.db, workerId, leaseMs, prepare);
   const take = (lane: JobLane, limit: number) =>
-    takeDueJobs(deps.db, workerId, limit, leaseMs, {
-      lanes: [lane],
-      keyCap: laneLimits(config, lane).keyCap,
-    });
+    takeBatched({ lanes: [lane], limit, keyCap: laneLimits(config, lane).keyCap });
   // drain() takes from every lane in one statement, as many as all lanes' slots, each key capped.
   const takeAndRun = async (): Promise<number> => {
     const limit = JOB_LANES.reduce((sum, lane) => sum + laneLimits(config, lane).concurrency, 0);
     const keyCap = laneLimits(config, 'webhooks').keyCap;
-    const jobs = await takeDueJobs(deps.db, workerId, limit, leaseMs, { keyCap });
+    const jobs = await takeDueJobs(deps.db, workerId, limit, leaseMs, { keyCap, prepare });
     await Promise.all(jobs.map(runJob));
     await settleFollowOns();
     return jobs.length;

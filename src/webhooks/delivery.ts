@@ -4,12 +4,13 @@
 // a rotation's overlap, the previous one too. A 2xx is success; a 410 disables the endpoint; anything
 // else is retried, 8 attempts in all, at 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h after each
 // failure plus up to 20% jitter; an endpoint failing for three days since its last success is
-// disabled and the practice told. A delivery handed over with its job (a follow-on, src/jobs/follow-on.ts)
-// is sent to its endpoint as the queuing transaction read it before its commit, without reading it
-// again: an endpoint disabled (or its secret or address changed) in between still gets that one send.
+// disabled and the practice told. A delivery handed over with its job (a follow-on, src/jobs/follow-on.ts;
+// or read by the take's transaction, src/jobs/handoff.ts) is sent to its endpoint as that transaction
+// read it, without reading it again: an endpoint disabled (or its secret or address changed) in
+// between still gets that one send.
 import { Webhook } from 'standardwebhooks';
 import { type EventRecord, eventBody } from '../events/schemas.ts';
-import { handedOverWith } from '../jobs/follow-on.ts';
+import { handedOverWith, handOver } from '../jobs/handoff.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
 import { insertNotification } from '../notifications/store.ts';
@@ -24,6 +25,8 @@ import { DELIVER_JOB } from './job-kinds.ts';
 import type { WebhookSender } from './sender.ts';
 import {
   cancelDelivery,
+  type DeliveryToAttempt,
+  findDeliveriesToAttempt,
   findDeliveryToAttempt,
   insertAttemptWithCommit,
   updateDeliveryWithCommit,
@@ -65,7 +68,8 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
   const { deliveryId } = checkedPayload(DELIVER_JOB, job.payload);
   const practiceId = job.practice_id;
   // A follow-on job comes with what the transaction that queued it read (its delivery pending, its
-  // endpoint enabled); a job taken from the queue reads it.
+  // endpoint enabled), a job taken from the queue with what its take read (prepareTakenDeliveries);
+  // one handed nothing reads it.
   const prepared =
     (handedOverWith(job) as PreparedAttempt | undefined) ??
     (await inPractice(ctx.db, practiceId, (trx) => prepareAttempt(ctx, trx, job, deliveryId)));
@@ -111,7 +115,12 @@ async function prepareAttempt(
   }
   if (found.event_found === null)
     throw new Error(`the event ${found.event_id} of delivery ${deliveryId} is missing`);
-  const delivery = { id: deliveryId, attempts: found.attempts };
+  return attemptOf(found);
+}
+
+/** An attempt of a delivery found pending, its endpoint enabled and its event there. */
+function attemptOf(found: DeliveryToAttempt): PreparedAttempt {
+  const delivery = { id: found.id, attempts: found.attempts };
   const endpoint = {
     id: found.endpoint_id,
     url: found.url!,
@@ -128,6 +137,25 @@ async function prepareAttempt(
     detail: found.detail,
   };
   return { delivery, endpoint, event };
+}
+
+/**
+ * Reads the deliveries of jobs just taken in the take's transaction (one statement per practice) and
+ * hands each its attempt when it is pending, its endpoint enabled and its event there; any other
+ * delivery is handed nothing, and its job reads it again and ends or cancels it as prepareAttempt does.
+ */
+export async function prepareTakenDeliveries(trx: Trx, jobs: readonly JobRow[]): Promise<void> {
+  const byPractice = Map.groupBy(jobs, (job) => job.practice_id);
+  for (const [practiceId, ofPractice] of byPractice) {
+    const jobOf = new Map(
+      ofPractice.map((job) => [checkedPayload(DELIVER_JOB, job.payload).deliveryId, job] as const),
+    );
+    for (const found of await findDeliveriesToAttempt(trx, practiceId, [...jobOf.keys()])) {
+      const job = jobOf.get(found.id);
+      if (job && found.state === 'pending' && found.enabled && found.event_found !== null)
+        handOver(job, attemptOf(found));
+    }
+  }
 }
 
 /** Signs the body afresh and sends it, outside any transaction. */

@@ -304,7 +304,7 @@ export async function insertDeliveriesWithJobs(
 }
 
 /** The delivery with its endpoint and its event, in one statement (declared in src/table-owners.ts). */
-export async function findDeliveryToAttempt(trx: Trx, practiceId: string, deliveryId: string) {
+function deliveriesToAttempt(trx: Trx, practiceId: string) {
   return trx
     .selectFrom('webhook_deliveries as d')
     .leftJoin('webhook_endpoints as e', (join) =>
@@ -314,6 +314,7 @@ export async function findDeliveryToAttempt(trx: Trx, practiceId: string, delive
       join.onRef('ev.practice_id', '=', 'd.practice_id').onRef('ev.id', '=', 'd.event_id'),
     )
     .select([
+      'd.id',
       'd.state',
       'd.attempts',
       'd.endpoint_id',
@@ -331,9 +332,21 @@ export async function findDeliveryToAttempt(trx: Trx, practiceId: string, delive
       'ev.object_id',
       'ev.detail',
     ])
-    .where('d.practice_id', '=', practiceId)
-    .where('d.id', '=', deliveryId)
-    .executeTakeFirst();
+    .where('d.practice_id', '=', practiceId);
+}
+
+/** A delivery with its endpoint and event, as an attempt needs them (each undefined/null when gone). */
+export type DeliveryToAttempt = NonNullable<Awaited<ReturnType<typeof findDeliveryToAttempt>>>;
+
+export async function findDeliveryToAttempt(trx: Trx, practiceId: string, deliveryId: string) {
+  return deliveriesToAttempt(trx, practiceId).where('d.id', '=', deliveryId).executeTakeFirst();
+}
+
+/** Several deliveries of one practice, as findDeliveryToAttempt reads one; those not found are left out. */
+export async function findDeliveriesToAttempt(trx: Trx, practiceId: string, deliveryIds: readonly string[]) {
+  return deliveriesToAttempt(trx, practiceId)
+    .where('d.id', 'in', [...deliveryIds])
+    .execute();
 }
 
 export async function cancelDelivery(
