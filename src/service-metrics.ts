@@ -44,7 +44,7 @@ export const ServiceMetrics = Type.Object(
     ),
     endpointConcurrency: Count,
     requestsShed: Type.Object(
-      { connectionWait: Count, eventLoopLag: Count, inFlightLimit: Count },
+      { connectionWait: Count, eventLoopLag: Count, inFlightLimit: Count, claimBacklog: Count },
       { additionalProperties: false },
     ),
     requestsInFlight: Type.Object(
@@ -99,6 +99,7 @@ export async function serviceMetrics(trx: Trx, deps: Deps): Promise<ServiceMetri
       connectionWait: shed.connection_wait,
       eventLoopLag: shed.event_loop_lag,
       inFlightLimit: shed.in_flight_limit,
+      claimBacklog: shed.claim_backlog,
     },
     requestsInFlight: {
       running: deps.loadShedder.inFlight,

@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { asOperator } from '../src/platform/db/transaction.ts';
+import { issuedInvoice, newWorld, sendClaim } from './claims-fixtures.ts';
 import {
   call,
   describeEachBackend,
@@ -33,6 +34,15 @@ async function eventually(what: string, check: () => boolean): Promise<void> {
   }
 }
 
+/** As eventually, for a check that asks the service, a little apart. */
+async function eventuallyAsync(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`never happened: ${what}`);
+    await sleep(50);
+  }
+}
+
 const POOL_SIZE = 2;
 const IN_FLIGHT_LIMIT = 4;
 /** The capped service's bound: long, so that only a stalled machine makes its admitted requests 503. */
@@ -41,12 +51,16 @@ const CAPPED_BOUND_MS = 5000;
 /** A bound no request reaches while the test holds nothing: only held connections make waits. */
 const BOUND_MS = 1000;
 
+/** The claims backlog's bound; the test makes its claim job due well before it. */
+const BACKLOG_BOUND_MS = 2000;
+
 describeEachBackend('load shedding', (backend) => {
   // One service sheds on connection waits only, the other on event-loop lag only, so that neither
   // reason turns up in the other's test.
   let svc: TestService;
   let lagging: TestService;
   let capped: TestService;
+  let backlogged: TestService;
   before(async () => {
     svc = await startService(backend, {
       poolSize: POOL_SIZE,
@@ -63,9 +77,13 @@ describeEachBackend('load shedding', (backend) => {
         LOAD_SHED_MAX_IN_FLIGHT: String(IN_FLIGHT_LIMIT),
       },
     });
+    // No worker polls here: claim jobs wait until the test drains the queue.
+    backlogged = await startService(backend, {
+      env: { LOAD_SHED_CLAIM_BACKLOG_MS: String(BACKLOG_BOUND_MS) },
+    });
   });
   after(async () => {
-    await Promise.all([svc.close(), lagging.close(), capped.close()]);
+    await Promise.all([svc.close(), lagging.close(), capped.close(), backlogged.close()]);
   });
 
   /** Holds every connection of service's database in open transactions until the answer is called. */
@@ -321,10 +339,13 @@ describeEachBackend('load shedding', (backend) => {
       assert.equal(answer.headers.get('retry-after'), '1');
       assert.equal(answer.body.code, 'service_unavailable');
     }
-    const shedSince = (reason: 'connectionWait' | 'eventLoopLag' | 'inFlightLimit') =>
+    const shedSince = (reason: 'connectionWait' | 'eventLoopLag' | 'inFlightLimit' | 'claimBacklog') =>
       after.requestsShed[reason] - before.requestsShed[reason];
     assert.equal(
-      shedSince('inFlightLimit') + shedSince('connectionWait') + shedSince('eventLoopLag'),
+      shedSince('inFlightLimit') +
+        shedSince('connectionWait') +
+        shedSince('eventLoopLag') +
+        shedSince('claimBacklog'),
       refused.length,
       'every refusal is counted by its reason',
     );
@@ -353,5 +374,49 @@ describeEachBackend('load shedding', (backend) => {
       assert.equal(again.headers.get('idempotent-replayed'), null, 'served as new: the key was never used');
       assert.equal((await patients(practice.key, request.body, capped)).length, 1);
     }
+  });
+
+  test('while the claims backlog is older than its bound, requests that would queue claim work are answered 503 and change nothing; others are served; once the backlog clears, they are served again', async () => {
+    const w = await newWorld(backlogged);
+    const metrics = async () => (await backlogged.admin('GET', '/metrics')).body;
+    const before = await metrics();
+    // A claim queued, which no worker takes here, made due well past the bound.
+    const waiting = await issuedInvoice(w);
+    await sendClaim(w, waiting.invoiceId);
+    await asOperator(backlogged.db, (trx) =>
+      sql`UPDATE jobs SET run_at = now() - make_interval(secs => ${(3 * BACKLOG_BOUND_MS) / 1000})
+           WHERE practice_id = ${w.practiceId} AND lane = 'claims' AND state = 'queued'`.execute(trx),
+    );
+    const { invoiceId } = await issuedInvoice(w);
+    const key = uniqueKey();
+    const claim = () => w.api('POST', `/invoices/${invoiceId}/claim`, { body: {}, idempotencyKey: key });
+    // The backlog is read when such a request arrives, in the background: the answers turn to 503 once
+    // the reading is in (a request for an invoice that does not exist wakes it, changing nothing).
+    await eventuallyAsync('the claims backlog is read and judged', async () => {
+      const probe = await w.api('POST', '/invoices/inv_00000000000000000000000/claim', { body: {} });
+      return probe.status === 503;
+    });
+    const refused = await claim();
+    assert.equal(refused.status, 503, refused.text);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    assert.equal(refused.body.code, 'service_unavailable');
+    assert.equal((await w.api('GET', `/invoices/${invoiceId}/claim`)).status, 404, 'no claim was sent');
+    // Work that queues no claim is served meanwhile.
+    const patient = await w.api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() });
+    assert.equal(patient.status, 201, patient.text);
+    const shed = (await metrics()).requestsShed;
+    assert.ok(shed.claimBacklog - before.requestsShed.claimBacklog >= 2, 'each refusal is counted');
+
+    // The worker catches up: claims are taken again, the refused one with its key served as new.
+    await backlogged.worker.drain();
+    let sent!: Awaited<ReturnType<typeof claim>>;
+    await eventuallyAsync('a claim is served once the backlog has cleared', async () => {
+      sent = await claim();
+      return sent.status !== 503;
+    });
+    assert.equal(sent.status, 202, sent.text);
+    assert.equal(sent.headers.get('idempotent-replayed'), null, 'served as new: the key was never used');
+    await backlogged.worker.drain();
+    assert.equal((await w.api('GET', `/invoices/${invoiceId}/claim`)).body.status, 'accepted');
   });
 });

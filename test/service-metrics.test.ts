@@ -56,7 +56,12 @@ describeEachBackend('service metrics', (backend) => {
       { practiceId: busy.practiceId, endpointId: endpoint.id, running: 2, waiting: 1 },
     ]);
     assert.equal(metrics.endpointConcurrency, 2);
-    assert.deepEqual(metrics.requestsShed, { connectionWait: 0, eventLoopLag: 0, inFlightLimit: 0 });
+    assert.deepEqual(metrics.requestsShed, {
+      connectionWait: 0,
+      eventLoopLag: 0,
+      inFlightLimit: 0,
+      claimBacklog: 0,
+    });
     assert.deepEqual(metrics.requestsInFlight, { running: 0, peak: 1, limit: 50 });
 
     const refused = await call(svc.baseUrl, 'GET', '/metrics', {});

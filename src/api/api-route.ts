@@ -94,6 +94,11 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   bodyOptional?: boolean;
   /** The work's statements are planned once for any values (TransactionPlans in transaction.ts). */
   genericPlans?: boolean;
+  /**
+   * The operation may queue claim work (a submission, a reversal): refused at once while the claims
+   * lane's backlog is past LOAD_SHED_CLAIM_BACKLOG_MS (src/platform/http/load-shedding.ts).
+   */
+  queuesClaimWork?: boolean;
   /** Content types accepted for the body besides application/json. */
   consumes?: string[];
   successStatus: number;
@@ -208,7 +213,12 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
             route.httpPart === 'body' ? () => true : validatorCompiler(route),
         }
       : {}),
-    config: { permission: spec.permission, keyUse: keyUseOf(spec), resourceType: spec.resourceType },
+    config: {
+      permission: spec.permission,
+      keyUse: keyUseOf(spec),
+      resourceType: spec.resourceType,
+      queuesClaimWork: spec.queuesClaimWork === true,
+    },
     // Route hooks only where the route needs them: each is a step of every request.
     preValidation:
       spec.bodyOptional || spec.body

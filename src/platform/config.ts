@@ -54,6 +54,11 @@ export interface Config {
   loadShedEventLoopLagMs: number;
   /** Refuse API requests (503) while this many are in flight; 0: never. */
   loadShedMaxInFlight: number;
+  /**
+   * Refuse API requests that queue claim work (503) while the claims lane's oldest due job has waited
+   * this long for a worker; 0: never.
+   */
+  loadShedClaimBacklogMs: number;
   /** Webhook deliveries a worker runs at once (the webhooks lane). */
   webhookJobConcurrency: number;
   /** Deliveries to one endpoint running at once, in all workers. */
@@ -195,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       0,
       100_000,
     ),
+    loadShedClaimBacklogMs: integer(env, 'LOAD_SHED_CLAIM_BACKLOG_MS', databaseUrl ? 2000 : 0, 0, 600_000),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 8, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 3, 1, 64),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),

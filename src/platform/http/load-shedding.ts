@@ -9,7 +9,13 @@
 //    time) or a current wait already lasts that long; and otherwise, through its FirstConnectionBound
 //    (src/platform/db/connection-waits.ts), by each wait before its first transaction has a
 //    connection, predicted or reached. From its first transaction on, a request's waits are never
-//    cut: it may have done work by then.
+//    cut: it may have done work by then;
+//  - it would queue claim work (its route says so: a bill, a claim sent, resubmitted or reversed)
+//    while the claims lane's oldest due job has waited the claim-backlog bound or more for a worker
+//    (claim_backlog): the API then stops admitting more claim work than the workers finish, so the
+//    queue behind them stays short and its claims answered in seconds. The backlog is read by a
+//    statement of its own, at most every BACKLOG_SAMPLE_MS, only when such a request arrives, and
+//    trusted for BACKLOG_TRUST_MS.
 // Each refusal is logged and counted by its reason; requests in flight and how long first connections
 // waited are counted for the operator (src/service-metrics.ts). 429 stays the per-client rate limit
 // (docs/decisions.md). The event loop's lag is sampled by a timer (how late it fired) and judged over a
@@ -24,6 +30,8 @@ import type { Database } from '../db/database.ts';
 import { AppError } from './errors.ts';
 
 export interface LoadSheddingSettings {
+  /** Refuse requests that queue claim work while the claims backlog is this old (0: never). */
+  loadShedClaimBacklogMs: number;
   /** Refuse when a request's first connection would wait this long (0: never). */
   loadShedConnectionWaitMs: number;
   /** Refuse while the event loop lags this much (0: never). */
@@ -32,7 +40,12 @@ export interface LoadSheddingSettings {
   loadShedMaxInFlight: number;
 }
 
-export const SHED_REASONS = ['connection_wait', 'event_loop_lag', 'in_flight_limit'] as const;
+export const SHED_REASONS = [
+  'connection_wait',
+  'event_loop_lag',
+  'in_flight_limit',
+  'claim_backlog',
+] as const;
 export type ShedReason = (typeof SHED_REASONS)[number];
 
 /** How often the event loop's lag is sampled. */
@@ -40,6 +53,17 @@ const LAG_SAMPLE_MS = 50;
 
 /** The lag is the highest sample of this last stretch of time. */
 export const LAG_WINDOW_MS = 1000;
+
+/** The claims backlog is read at most this often, and only when a request that queues claim work arrives. */
+export const BACKLOG_SAMPLE_MS = 500;
+
+/** A reading of the claims backlog counts for this long; an older one is not used. */
+export const BACKLOG_TRUST_MS = 2000;
+
+/** Whether a request's route queues claim work (an API route's `queuesClaimWork`, src/api/api-route.ts). */
+function queuesClaimWork(request: FastifyRequest): boolean {
+  return (request.routeOptions.config as { queuesClaimWork?: boolean } | undefined)?.queuesClaimWork === true;
+}
 
 /** Seconds a refused caller is asked to wait. */
 export const SHED_RETRY_AFTER_SECONDS = 1;
@@ -66,7 +90,12 @@ export interface FirstConnectionWaits {
 
 export class LoadShedder {
   /** Requests refused, by reason, since the process started. */
-  readonly shed: Record<ShedReason, number> = { connection_wait: 0, event_loop_lag: 0, in_flight_limit: 0 };
+  readonly shed: Record<ShedReason, number> = {
+    connection_wait: 0,
+    event_loop_lag: 0,
+    in_flight_limit: 0,
+    claim_backlog: 0,
+  };
   readonly firstConnectionWaits: FirstConnectionWaits = { requests: 0, longestMs: 0 };
   #inFlight = 0;
   #peakInFlight = 0;
@@ -78,10 +107,39 @@ export class LoadShedder {
   readonly #contexts = new WeakMap<FastifyRequest, AsyncResource>();
   readonly #db: Database;
   readonly #settings: LoadSheddingSettings;
+  readonly #readClaimBacklogMs: (() => Promise<number>) | null;
+  /** The latest reading of the claims backlog, and when it was taken (performance.now()). */
+  #claimBacklog = { ms: 0, at: Number.NEGATIVE_INFINITY };
+  #readingBacklog = false;
 
-  constructor(db: Database, settings: LoadSheddingSettings) {
+  /** readClaimBacklogMs reads how long the claims lane's oldest due job has waited (milliseconds). */
+  constructor(db: Database, settings: LoadSheddingSettings, readClaimBacklogMs?: () => Promise<number>) {
     this.#db = db;
     this.#settings = settings;
+    this.#readClaimBacklogMs = readClaimBacklogMs ?? null;
+  }
+
+  /** The claims backlog as last read (milliseconds), while that reading is trusted; else 0. */
+  get claimBacklogMs(): number {
+    return performance.now() - this.#claimBacklog.at <= BACKLOG_TRUST_MS ? this.#claimBacklog.ms : 0;
+  }
+
+  /** Reads the claims backlog again in the background, unless read within BACKLOG_SAMPLE_MS or on its way. */
+  #sampleClaimBacklog(): void {
+    const read = this.#readClaimBacklogMs;
+    if (!read || this.#readingBacklog || performance.now() - this.#claimBacklog.at < BACKLOG_SAMPLE_MS)
+      return;
+    this.#readingBacklog = true;
+    read()
+      .then((ms) => {
+        this.#claimBacklog = { ms, at: performance.now() };
+      })
+      .catch(() => {
+        // Not known: the reading before it runs out after BACKLOG_TRUST_MS, and the next request reads again.
+      })
+      .finally(() => {
+        this.#readingBacklog = false;
+      });
   }
 
   /** The most requests in flight at once: 0 when there is no limit. */
@@ -131,8 +189,8 @@ export class LoadShedder {
     this.#readLag = read;
   }
 
-  /** Why a request arriving now is to be refused, or null to serve it. */
-  reasonToShed(): ShedReason | null {
+  /** Why a request arriving now is to be refused, or null to serve it; `queuesClaims` when it would queue claim work. */
+  reasonToShed(queuesClaims = false): ShedReason | null {
     const { loadShedConnectionWaitMs: waitBound, loadShedEventLoopLagMs: lagBound } = this.#settings;
     if (lagBound > 0 && this.eventLoopLagMs >= lagBound) return 'event_loop_lag';
     if (this.maxInFlight > 0 && this.#inFlight >= this.maxInFlight) return 'in_flight_limit';
@@ -143,6 +201,11 @@ export class LoadShedder {
     ) {
       return 'connection_wait';
     }
+    const backlogBound = this.#settings.loadShedClaimBacklogMs;
+    if (queuesClaims && backlogBound > 0) {
+      this.#sampleClaimBacklog();
+      if (this.claimBacklogMs >= backlogBound) return 'claim_backlog';
+    }
     return null;
   }
 
@@ -152,7 +215,7 @@ export class LoadShedder {
    * its first connection.
    */
   readonly admit = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
-    const reason = this.reasonToShed();
+    const reason = this.reasonToShed(queuesClaimWork(request));
     if (reason) {
       done(this.#refuse(request, reason, {}));
       return;
@@ -200,6 +263,7 @@ export class LoadShedder {
       {
         reason,
         eventLoopLagMs: Math.round(this.eventLoopLagMs),
+        claimBacklogMs: Math.round(this.claimBacklogMs),
         requestsInFlight: this.#inFlight,
         connectionWaiters: connections.waiters,
         longestConnectionWaitMs: Math.round(connections.longestWaitMs()),

@@ -2339,6 +2339,7 @@ export interface components {
                 connectionWait: number;
                 eventLoopLag: number;
                 inFlightLimit: number;
+                claimBacklog: number;
             };
             requestsInFlight: {
                 running: number;
