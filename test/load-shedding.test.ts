@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { asOperator } from '../src/platform/db/transaction.ts';
-import { issuedInvoice, newWorld, sendClaim } from './claims-fixtures.ts';
+import { issuedInvoice, newPatient, newWorld, sendClaim } from './claims-fixtures.ts';
 import {
   call,
   describeEachBackend,
@@ -22,6 +22,7 @@ import {
   uniqueKey,
 } from './harness.ts';
 import { sdkClient } from './sdk-fixtures.ts';
+import { bill, createEncounter } from './support/factories.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -376,7 +377,7 @@ describeEachBackend('load shedding', (backend) => {
     }
   });
 
-  test('while the claims backlog is older than its bound, requests that would queue claim work are answered 503 and change nothing; others are served; once the backlog clears, they are served again', async () => {
+  test('while the claims backlog is older than its bound, requests that would queue claim work (a claim, a bill with its claim) are answered 503 and change nothing; others are served; once the backlog clears, they are served again', async () => {
     const w = await newWorld(backlogged);
     const metrics = async () => (await backlogged.admin('GET', '/metrics')).body;
     const before = await metrics();
@@ -401,11 +402,30 @@ describeEachBackend('load shedding', (backend) => {
     assert.equal(refused.headers.get('retry-after'), '1');
     assert.equal(refused.body.code, 'service_unavailable');
     assert.equal((await w.api('GET', `/invoices/${invoiceId}/claim`)).status, 404, 'no claim was sent');
-    // Work that queues no claim is served meanwhile.
+    // A bill that would send its claim is refused once its body is read, having created nothing; one
+    // that sends none, and other work that queues no claim, are served meanwhile.
+    const { patientId } = await newPatient(w);
+    const visit = () => {
+      const end = backlogged.clock.now().getTime() - 60 * 60 * 1000;
+      return createEncounter(w.api, {
+        patientId,
+        practitionerId: w.practitionerId,
+        start: new Date(end - 30 * 60 * 1000).toISOString(),
+        end: new Date(end).toISOString(),
+        diagnoses: [{ code: 'J06.9' }],
+        procedures: [{ code: '0190', diagnosisCodes: ['J06.9'] }],
+      });
+    };
+    const claimedVisit = await visit();
+    const refusedBill = await bill(w.api, claimedVisit.id, { issue: true, submitClaim: true });
+    assert.equal(refusedBill.status, 503, refusedBill.text);
+    assert.equal(refusedBill.headers.get('retry-after'), '1');
+    const plainBill = await bill(w.api, (await visit()).id, { issue: true });
+    assert.equal(plainBill.status, 201, plainBill.text);
     const patient = await w.api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() });
     assert.equal(patient.status, 201, patient.text);
     const shed = (await metrics()).requestsShed;
-    assert.ok(shed.claimBacklog - before.requestsShed.claimBacklog >= 2, 'each refusal is counted');
+    assert.ok(shed.claimBacklog - before.requestsShed.claimBacklog >= 3, 'each refusal is counted');
 
     // The worker catches up: claims are taken again, the refused one with its key served as new.
     await backlogged.worker.drain();
@@ -416,6 +436,10 @@ describeEachBackend('load shedding', (backend) => {
     });
     assert.equal(sent.status, 202, sent.text);
     assert.equal(sent.headers.get('idempotent-replayed'), null, 'served as new: the key was never used');
+    // The refused bill created nothing: the visit is billed now, its claim with it.
+    const billedLater = await bill(w.api, claimedVisit.id, { issue: true, submitClaim: true });
+    assert.equal(billedLater.status, 201, billedLater.text);
+    assert.equal(billedLater.body.claimQueued, true);
     await backlogged.worker.drain();
     assert.equal((await w.api('GET', `/invoices/${invoiceId}/claim`)).body.status, 'accepted');
   });

@@ -95,10 +95,12 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   /** The work's statements are planned once for any values (TransactionPlans in transaction.ts). */
   genericPlans?: boolean;
   /**
-   * The operation may queue claim work (a submission, a reversal): refused at once while the claims
-   * lane's backlog is past LOAD_SHED_CLAIM_BACKLOG_MS (src/platform/http/load-shedding.ts).
+   * The operation queues claim work (a submission, a reversal): refused at once while the claims
+   * lane's backlog is past LOAD_SHED_CLAIM_BACKLOG_MS (src/platform/http/load-shedding.ts). A function
+   * judges the body (a bill queues a claim only with submitClaim): such a request is refused once its
+   * body is read, still before any of its work.
    */
-  queuesClaimWork?: boolean;
+  queuesClaimWork?: boolean | ((body: unknown) => boolean);
   /** Content types accepted for the body besides application/json. */
   consumes?: string[];
   successStatus: number;
@@ -117,6 +119,17 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
 
 // biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of routes, each typed at declaration
 export type AnyApiRoute = ApiRouteSpec<any, any, any, any>;
+
+/**
+ * For a request whose body queues claim work (a bill with submitClaim), read before any of its work:
+ * refused (503, no audit row, nothing done) while the claims backlog is past its bound.
+ */
+function refuseClaimWorkWhileBacklogged(deps: Deps, request: FastifyRequest): void {
+  const refusal = deps.loadShedder.claimWorkRefusal(request);
+  if (!refusal) return;
+  request.auditState.shed();
+  throw refusal;
+}
 
 /** Whether the operation requires an Idempotency-Key, honours one when sent, or ignores it. */
 export function keyUseOf(spec: Pick<AnyApiRoute, 'creates' | 'acceptsIdempotencyKey'>): KeyUse {
@@ -227,6 +240,8 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
               if (spec.bodyOptional && (request.body === undefined || request.body === null))
                 request.body = {};
               else if (spec.body && request.body === null) throw nullBodyRefused();
+              if (typeof spec.queuesClaimWork === 'function' && spec.queuesClaimWork(request.body))
+                refuseClaimWorkWhileBacklogged(deps, request);
             },
           ]
         : [],

@@ -97,7 +97,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       bodyOptional: true,
       // Look-ups by key, and the rates statement, whose custom plan took longer than its run.
       genericPlans: true,
-      queuesClaimWork: true,
+      queuesClaimWork: (body) => (body as { submitClaim?: unknown } | undefined)?.submitClaim === true,
       successStatus: 201,
       response: BillResult,
       errorStatuses: WRITE_ERRORS,

@@ -55,8 +55,8 @@ export interface Config {
   /** Refuse API requests (503) while this many are in flight; 0: never. */
   loadShedMaxInFlight: number;
   /**
-   * Refuse API requests that queue claim work (503) while the claims lane's oldest due job has waited
-   * this long for a worker; 0: never.
+   * Refuse API requests that queue claim work (503: a bill with submitClaim, a claim sent, resubmitted
+   * or reversed) while the claims lane's oldest due job has waited this long for a worker; 0: never.
    */
   loadShedClaimBacklogMs: number;
   /** Webhook deliveries a worker runs at once (the webhooks lane). */

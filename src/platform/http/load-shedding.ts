@@ -10,7 +10,8 @@
 //    (src/platform/db/connection-waits.ts), by each wait before its first transaction has a
 //    connection, predicted or reached. From its first transaction on, a request's waits are never
 //    cut: it may have done work by then;
-//  - it would queue claim work (its route says so: a bill, a claim sent, resubmitted or reversed)
+//  - it would queue claim work (its route says so: a claim sent, resubmitted or reversed; or its
+//    body, read before any work: a bill with submitClaim, through claimWorkRefusal)
 //    while the claims lane's oldest due job has waited the claim-backlog bound or more for a worker
 //    (claim_backlog): the API then stops admitting more claim work than the workers finish, so the
 //    queue behind them stays short and its claims answered in seconds. The backlog is read by a
@@ -201,12 +202,24 @@ export class LoadShedder {
     ) {
       return 'connection_wait';
     }
-    const backlogBound = this.#settings.loadShedClaimBacklogMs;
-    if (queuesClaims && backlogBound > 0) {
-      this.#sampleClaimBacklog();
-      if (this.claimBacklogMs >= backlogBound) return 'claim_backlog';
-    }
-    return null;
+    return queuesClaims ? this.#claimBacklogReason() : null;
+  }
+
+  #claimBacklogReason(): ShedReason | null {
+    const bound = this.#settings.loadShedClaimBacklogMs;
+    if (bound <= 0) return null;
+    this.#sampleClaimBacklog();
+    return this.claimBacklogMs >= bound ? 'claim_backlog' : null;
+  }
+
+  /**
+   * For an admitted request that turns out to queue claim work once its body is read (a bill with
+   * submitClaim): its refusal while the claims backlog is past the bound (logged and counted), or
+   * null to serve it. Asked before any of its work.
+   */
+  claimWorkRefusal(request: FastifyRequest): RequestShed | null {
+    const reason = this.#claimBacklogReason();
+    return reason ? this.#refuse(request, reason, {}) : null;
   }
 
   /**
