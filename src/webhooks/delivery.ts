@@ -104,6 +104,7 @@ async function prepareAttempt(
 ): Promise<PreparedAttempt | undefined> {
   const practiceId = job.practice_id;
   const found = await findDeliveryToAttempt(trx, practiceId, deliveryId);
+  if (found && attemptable(found)) return attemptOf(found);
   if (found?.state !== 'pending' || found.endpoint_found === null) {
     await finishJob(trx, job, ctx.now());
     return undefined;
@@ -113,9 +114,17 @@ async function prepareAttempt(
     await finishJob(trx, job, ctx.now());
     return undefined;
   }
-  if (found.event_found === null)
-    throw new Error(`the event ${found.event_id} of delivery ${deliveryId} is missing`);
-  return attemptOf(found);
+  throw new Error(`the event ${found.event_id} of delivery ${deliveryId} is missing`);
+}
+
+/** Whether a delivery as found can be attempted now: pending, its endpoint there and enabled, its event there. */
+function attemptable(found: DeliveryToAttempt): boolean {
+  return (
+    found.state === 'pending' &&
+    found.endpoint_found !== null &&
+    found.enabled === true &&
+    found.event_found !== null
+  );
 }
 
 /** An attempt of a delivery found pending, its endpoint enabled and its event there. */
@@ -152,8 +161,7 @@ export async function prepareTakenDeliveries(trx: Trx, jobs: readonly JobRow[]):
     );
     for (const found of await findDeliveriesToAttempt(trx, practiceId, [...jobOf.keys()])) {
       const job = jobOf.get(found.id);
-      if (job && found.state === 'pending' && found.enabled && found.event_found !== null)
-        handOver(job, attemptOf(found));
+      if (job && attemptable(found)) handOver(job, attemptOf(found));
     }
   }
 }
