@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import type { Clock } from '../platform/clock.ts';
 import { asBookkeeping, outsideConnectionBound } from '../platform/db/connection-waits.ts';
 import type { Database } from '../platform/db/database.ts';
-import { asOperator } from '../platform/db/transaction.ts';
+import { asOperator, callOperatorFunction } from '../platform/db/transaction.ts';
 import { parseApiKey, secretMatches } from './api-keys.ts';
 import { isAddressAllowed } from './ip-allow-list.ts';
 import { KeyCache } from './key-cache.ts';
@@ -67,16 +67,13 @@ interface KeyRow {
 }
 
 /**
- * One key's row, through the operator-owned look-up function (migration 0006). On PostgreSQL it is a
- * single statement outside any transaction; the embedded database has one connection whose open
- * transaction a bare statement would join, so there it runs in a transaction of its own. Bookkeeping
- * before the request's work: load shedding bounds its wait for a connection, as it bounds the work's.
+ * One key's row, through the operator-owned look-up function (migration 0006), one statement outside
+ * any transaction on PostgreSQL (callOperatorFunction). Bookkeeping before the request's work: load
+ * shedding bounds its wait for a connection, as it bounds the work's.
  */
 async function lookUpKey(db: Database, keyId: string): Promise<KeyRow | undefined> {
   const query = sql<KeyRow>`SELECT * FROM api_key_for_request(${keyId})`;
-  const result = await asBookkeeping(() =>
-    db.kind === 'postgres' ? query.execute(db.kysely) : asOperator(db, (trx) => query.execute(trx)),
-  );
+  const result = await asBookkeeping(() => callOperatorFunction(db, query));
   return result.rows[0];
 }
 

@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import { outsideConnectionBound } from '../platform/db/connection-waits.ts';
 import type { Database } from '../platform/db/database.ts';
-import { asOperator, type Trx } from '../platform/db/transaction.ts';
+import { callOperatorFunction, type Trx } from '../platform/db/transaction.ts';
 import { JOB_LANES, type JobLane } from './lanes.ts';
 
 export interface LaneFigures {
@@ -81,15 +81,12 @@ export async function queueFigures(trx: Trx, top = 10): Promise<QueueFigures> {
 }
 
 /**
- * How long the oldest due job of `lane` has waited for a worker, in milliseconds (0 when none waits):
- * one statement outside any transaction on PostgreSQL (the operator-owned function of migration 0023);
- * on the embedded database, whose one connection a bare statement would share with an open
- * transaction, in a transaction of its own. Never under a request's bound on its connection wait.
+ * How long the oldest due job of `lane` has waited for a worker, in milliseconds (0 when none waits),
+ * through the operator-owned function of migration 0023 (callOperatorFunction). Never under a
+ * request's bound on its connection wait.
  */
 export async function laneBacklogMs(db: Database, lane: JobLane): Promise<number> {
   const query = sql<{ ms: number }>`SELECT job_backlog_ms(${lane}) AS ms`;
-  const result = await outsideConnectionBound(() =>
-    db.kind === 'postgres' ? query.execute(db.kysely) : asOperator(db, (trx) => query.execute(trx)),
-  );
+  const result = await outsideConnectionBound(() => callOperatorFunction(db, query));
   return Number(result.rows[0]?.ms ?? 0);
 }

@@ -7,7 +7,7 @@
 // carries a SET LOCAL to the nodes that hold the rows, and a set_config call to none
 // (docs/scale-out.md).
 import { createHash } from 'node:crypto';
-import { sql, type Transaction } from 'kysely';
+import { type QueryResult, type RawBuilder, sql, type Transaction } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
 import type { Database } from './database.ts';
 import type { Tables } from './tables.ts';
@@ -146,6 +146,16 @@ export function asOperator<T>(
   plans: TransactionPlans = {},
 ): Promise<T> {
   return inTransaction(db, { role: OPERATOR_ROLE, ...plans }, fn);
+}
+
+/**
+ * One statement calling an operator-owned SECURITY DEFINER function (the key look-up, the job
+ * backlog), which runs as its owner: on PostgreSQL sent on its own, outside any transaction; on the
+ * embedded database, whose one connection a bare statement would share with an open transaction, in an
+ * operator transaction of its own.
+ */
+export function callOperatorFunction<R>(db: Database, query: RawBuilder<R>): Promise<QueryResult<R>> {
+  return db.kind === 'postgres' ? query.execute(db.kysely) : asOperator(db, (trx) => query.execute(trx));
 }
 
 /** Like asOperator, holding lockName as inPracticeHolding does. */
