@@ -5,7 +5,10 @@
 // service's own RateLimits on a pool of the service's size: 32 callers counting one client's requests
 // (as the patient scenarios do: one key, 32 connections), a warm-up on each store discarded, then
 // alternating rounds memory, PostgreSQL, ... The ratio is PostgreSQL's throughput ÷ memory's; the
-// p50 difference is what each API request pays for a count that every process shares.
+// p50 difference is what each API request pays for a count that every process shares. The shared
+// store is asked as the service asks it: a process reserves a hundredth of the allowance at a time and
+// counts from its reservation in memory, so at the allowance below nearly every count is served from a
+// reservation, and the figure is what a request pays for a shared count, not what one upsert costs.
 import type { Kysely } from 'kysely';
 import { openPostgres } from '../src/platform/db/database.ts';
 import { migrateToLatest } from '../src/platform/db/migrate.ts';
@@ -42,7 +45,7 @@ export interface RateLimitStoreResult {
   basis: string;
 }
 
-/** An allowance no caller reaches: every count is a real upsert, none is refused from memory. */
+/** An allowance no caller reaches: no count is refused (its reservations are a hundredth of it). */
 const UNREACHED = 1_000_000_000;
 
 async function countFor(limits: RateLimits, seconds: number, callers: number): Promise<StoreSummary> {

@@ -3,50 +3,52 @@
 // its COMMIT with ROLLBACK, which the service turns into an error). A request's last writes (its audit
 // row, an Idempotency-Key's answer) are sent with the COMMIT as literals: any text arrives exactly, a
 // statement that follows still sees them, and when one fails nothing of the transaction is kept.
-// On PostgreSQL, BEGIN and the held rows go out only when the client runs no other query: pg is never
-// asked to queue one query behind another (deprecated in pg 8, with a warning, and gone in pg 9).
+// On PostgreSQL, held text (BEGIN, the frame, rows held for the COMMIT) leaves in the same write as the
+// statement behind it, parameters or not: one round trip, answered in order.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { type AuditEntry, AuditLog, AuditUnavailableError } from '../src/platform/audit-log.ts';
 import { openPostgres } from '../src/platform/db/database.ts';
 import { withQueryOptions } from '../src/platform/db/query-options.ts';
 import { sendWithCommit } from '../src/platform/db/sent-with-commit.ts';
-import { asOperator, inPractice, type Trx } from '../src/platform/db/transaction.ts';
+import { asOperator, inPractice, inPracticeHolding, type Trx } from '../src/platform/db/transaction.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 
-/**
- * pg's warning when a query is asked of a client whose queue already holds one behind the running
- * query. It comes once per process, and not for a single query waiting, so every pg client's query is
- * also watched here: installed before any service starts, so the pool's clients (whose query
- * src/platform/db/database.ts wraps on connect) call this one.
- */
+/** pg's warning when a query is queued behind a running one outside pipeline mode. */
 const QUEUED_BEHIND_ANOTHER = /already executing a query/;
 const queuedWarnings: string[] = [];
 process.on('warning', (warning) => {
   if (QUEUED_BEHIND_ANOTHER.test(warning.message)) queuedWarnings.push(warning.stack ?? warning.message);
 });
-/** Queries asked of a pg client while one it was asked before was still unanswered. */
-const askedWhileBusy: string[] = [];
-const unanswered = new WeakMap<object, number>();
-const pgQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-(pg.Client.prototype as unknown as { query: typeof pgQuery }).query = function (
-  this: object,
-  ...args: unknown[]
-) {
-  const [config] = args;
-  const running = unanswered.get(this) ?? 0;
-  if (running > 0)
-    askedWhileBusy.push(typeof config === 'string' ? config : String((config as { text?: string }).text));
-  const answer = pgQuery.apply(this, args);
-  if (answer instanceof Promise) {
-    unanswered.set(this, running + 1);
-    const done = () => unanswered.set(this, (unanswered.get(this) ?? 1) - 1);
-    answer.then(done, done);
+
+/** Runs fn while counting the writes each TCP socket of this process makes, by its local port. */
+async function countingWrites<T>(
+  fn: () => Promise<T>,
+): Promise<{ result: T; writesFrom: (port: number) => number }> {
+  const writes = new Map<number, number>();
+  const socket = net.Socket.prototype as unknown as Record<
+    '_write' | '_writev',
+    (...args: unknown[]) => unknown
+  >;
+  const originals = { _write: socket._write, _writev: socket._writev };
+  for (const method of ['_write', '_writev'] as const) {
+    const original = originals[method];
+    socket[method] = function (this: net.Socket, ...args: unknown[]) {
+      const port = this.localPort ?? 0;
+      writes.set(port, (writes.get(port) ?? 0) + 1);
+      return original.apply(this, args);
+    };
   }
-  return answer;
-};
+  try {
+    const result = await fn();
+    return { result, writesFrom: (port) => writes.get(port) ?? 0 };
+  } finally {
+    socket._write = originals._write;
+    socket._writev = originals._writev;
+  }
+}
 
 describeEachBackend('transaction frame', (backend) => {
   let svc: TestService;
@@ -307,27 +309,121 @@ describeEachBackend('transaction frame', (backend) => {
     assert.equal(after, 1, 'the connection serves the next transaction');
   });
 
-  test('pg is never asked for a query while another runs on the same client', {
-    skip: backend === 'pglite' ? 'PGlite has no pg client' : false,
+  test('held text leaves in one write with the statement behind it, parameters or not, answered in order', {
+    skip: backend === 'pglite' ? 'PGlite runs in process: there is no round trip to save' : false,
   }, async () => {
-    // Every way a held statement goes out before the next: BEGIN before a first statement with
-    // parameters, and one or two rows held for the COMMIT before a statement that is not the COMMIT.
     const practice = await svc.newPractice();
-    await svc.db.kysely
-      .transaction()
-      .execute((trx) => sql`SELECT set_config('app.probe', ${'inside'}, true)`.execute(trx));
-    for (const rows of [['/one'], ['/one', '/two']]) {
-      const requestId = `req_queue_${rows.length}`;
-      const seen = await inPractice(svc.db, practice.practiceId, async (trx) => {
-        for (const route of rows)
-          await new AuditLog().write(trx, entryFor(practice.practiceId, requestId, route));
-        return routesOf(trx, requestId);
-      });
-      assert.deepEqual(seen.sort(), rows);
-    }
+    const requestId = 'req_pipelined';
+    const { result, writesFrom } = await countingWrites(() =>
+      inPractice(svc.db, practice.practiceId, async (trx) => {
+        // BEGIN and the frame, held, with a first statement that has parameters: one write.
+        const first = await sql<{ port: number; practice: string; role: string; probe: string }>`
+          SELECT inet_client_port() AS port, current_setting('app.practice_id') AS practice,
+                 current_user AS role, ${'probe'}::text AS probe`.execute(trx);
+        // A row held for the COMMIT, then a read with parameters that must see it: one write.
+        await new AuditLog().write(trx, entryFor(practice.practiceId, requestId, '/pipelined'));
+        const seen = await routesOf(trx, requestId);
+        // Two held rows before a read without parameters: joined in one message, one write.
+        await new AuditLog().write(trx, entryFor(practice.practiceId, requestId, '/joined-1'));
+        await new AuditLog().write(trx, entryFor(practice.practiceId, requestId, '/joined-2'));
+        const { rows } = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM audit_events WHERE request_id = 'req_pipelined'`.execute(trx);
+        // A row held for the COMMIT: the COMMIT's write.
+        await new AuditLog().write(trx, entryFor(practice.practiceId, requestId, '/last'));
+        return { first: first.rows[0]!, seen, counted: rows[0]!.n };
+      }),
+    );
+    assert.deepEqual(
+      { ...result.first, port: undefined },
+      { port: undefined, practice: practice.practiceId, role: 'practice_billing_app', probe: 'probe' },
+      'the first statement ran after the frame it was written with',
+    );
+    assert.deepEqual(result.seen, ['/pipelined'], 'the read behind the held row saw it');
+    assert.equal(result.counted, 3, 'the read behind two held rows saw both');
+    assert.equal(
+      writesFrom(result.first.port),
+      4,
+      'four writes: three statements with what was held, and the COMMIT',
+    );
+    const stored = await inPractice(svc.db, practice.practiceId, (trx) => routesOf(trx, requestId));
+    assert.deepEqual(stored.sort(), ['/joined-1', '/joined-2', '/last', '/pipelined']);
     // pg emits its warning on the next tick.
     await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(askedWhileBusy, [], 'no query was asked for while another ran, in this file');
     assert.deepEqual(queuedWarnings, [], 'pg warned of no query queued behind another, in this file');
+  });
+
+  test('a frame that tries a lock goes out with the first statement; whether the lock is held is answered after it', {
+    skip:
+      backend === 'pglite' ? 'PGlite has one connection: a second transaction waits for the first' : false,
+  }, async () => {
+    const practice = await svc.newPractice();
+    const lockName = `frame-lock-${practice.practiceId}`;
+    const { result, writesFrom } = await countingWrites(() =>
+      inPracticeHolding(svc.db, practice.practiceId, lockName, async (trx, holdsLock) => {
+        const { rows } = await sql<{ port: number; practice: string }>`
+          SELECT inet_client_port() AS port, current_setting('app.practice_id') AS practice, ${1}::int AS one`.execute(
+          trx,
+        );
+        const held = await holdsLock();
+        // Another transaction, on another connection, tries the same lock meanwhile: it cannot have it,
+        // whether it asks before its first statement (the frame then goes out on its own) or after.
+        const [before, after] = await Promise.all([
+          inPracticeHolding(svc.db, practice.practiceId, lockName, (_other, otherHolds) => otherHolds()),
+          inPracticeHolding(svc.db, practice.practiceId, lockName, async (other, otherHolds) => {
+            await sql`SELECT ${2}::int AS two`.execute(other);
+            return otherHolds();
+          }),
+        ]);
+        return { ...rows[0]!, held, before, after };
+      }),
+    );
+    assert.equal(result.practice, practice.practiceId);
+    assert.deepEqual(
+      { held: result.held, before: result.before, after: result.after },
+      {
+        held: true,
+        before: false,
+        after: false,
+      },
+    );
+    if (backend === 'postgres') {
+      assert.equal(
+        writesFrom(result.port),
+        2,
+        'BEGIN, the frame and the first statement in one write; the COMMIT',
+      );
+    }
+    const again = await inPracticeHolding(svc.db, practice.practiceId, lockName, (_trx, holdsLock) =>
+      holdsLock(),
+    );
+    assert.equal(again, true, 'released with the transaction that held it');
+  });
+
+  test('when the held frame fails, the statement written behind it fails with its error, and the connection serves the next transaction', {
+    skip: backend === 'pglite' ? 'PGlite runs in process: there is no round trip to save' : false,
+  }, async () => {
+    // A practice id PostgreSQL refuses as a setting's value cannot be made; a role that does not exist
+    // can: the frame's SET LOCAL ROLE fails, and the parameterised read written with it is refused.
+    let reached = false;
+    await assert.rejects(
+      svc.db.kysely.transaction().execute(async (trx) => {
+        await trx.executeQuery(
+          withQueryOptions(sql.raw('SET LOCAL ROLE no_such_role_for_this_test').compile(trx), { held: true }),
+        );
+        await sql`SELECT ${1}::int AS one`.execute(trx);
+        reached = true;
+      }),
+      /role "no_such_role_for_this_test" does not exist/,
+    );
+    assert.equal(reached, false);
+    const practice = await svc.newPractice();
+    const role = await inPractice(
+      svc.db,
+      practice.practiceId,
+      async (trx) =>
+        (await sql<{ role: string }>`SELECT current_user AS role, ${1}::int AS one`.execute(trx)).rows[0]!
+          .role,
+    );
+    assert.equal(role, 'practice_billing_app');
   });
 });

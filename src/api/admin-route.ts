@@ -16,7 +16,7 @@ import {
   sendAnswer,
   successAnswer,
 } from '../idempotency/keyed-request.ts';
-import { asOperator, asOperatorHolding, type Trx } from '../platform/db/transaction.ts';
+import { asOperator, asOperatorHolding, holdsNoLock, type Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { BODY_OPTIONAL, ProblemSchema } from '../platform/http/schema.ts';
 import { nullBodyRefused } from '../platform/http/validation.ts';
@@ -171,7 +171,9 @@ export function registerAdminScope(
           keepsRefusals: key !== undefined,
           secretAnswer: spec.answerHoldsSecret ? { box: deps.secrets } : undefined,
           transaction: (lockName, fn) =>
-            lockName ? asOperatorHolding(deps.db, lockName, fn) : asOperator(deps.db, (trx) => fn(trx, true)),
+            lockName
+              ? asOperatorHolding(deps.db, lockName, fn)
+              : asOperator(deps.db, (trx) => fn(trx, holdsNoLock)),
           perform: async (trx) => {
             const result = await spec.handler({
               trx,

@@ -20,6 +20,8 @@ import {
   successAnswer,
 } from '../idempotency/keyed-request.ts';
 import {
+  type HoldsLock,
+  holdsNoLock,
   inPractice,
   inPracticeHolding,
   type TransactionPlans,
@@ -376,12 +378,12 @@ function practiceTransaction<T>(
   deps: Deps,
   practiceId: string,
   lockName: string | undefined,
-  fn: (trx: Trx, holdsKey: boolean) => Promise<T>,
+  fn: (trx: Trx, holdsKey: HoldsLock) => Promise<T>,
   plans: TransactionPlans,
 ): Promise<T> {
   return lockName
     ? inPracticeHolding(deps.db, practiceId, lockName, fn, plans)
-    : inPractice(deps.db, practiceId, (trx) => fn(trx, true), plans);
+    : inPractice(deps.db, practiceId, (trx) => fn(trx, holdsNoLock), plans);
 }
 
 /** The route's work: its handler's result as the answer, the resource it touched noted for the audit. */

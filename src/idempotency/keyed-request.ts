@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type TSchema, Type } from 'typebox';
-import { type Trx, withSavepoint } from '../platform/db/transaction.ts';
+import { type HoldsLock, type Trx, withSavepoint } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { AppError, invalidParameters, problemOf } from '../platform/http/errors.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
@@ -112,7 +112,7 @@ export interface KeyedRequest {
   /** A refusal is answered from a committed transaction (its audit row); else it is only thrown. */
   keepsRefusals: boolean;
   /** Opens the request's one transaction; `lockName` (with a key) is tried in its first statement. */
-  transaction<T>(lockName: string | undefined, fn: (trx: Trx, holdsKey: boolean) => Promise<T>): Promise<T>;
+  transaction<T>(lockName: string | undefined, fn: (trx: Trx, holdsKey: HoldsLock) => Promise<T>): Promise<T>;
   /** The work: its success answer. A refusal is thrown as an AppError. */
   perform(trx: Trx): Promise<StoredAnswer>;
   /** Written in the same transaction as each answer (the audit row). */
@@ -144,11 +144,12 @@ export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAns
     body: JSON.stringify(problemOf(error, request.id, keyed.errorsDocUrl)),
   });
 
-  const work = async (trx: Trx, holdsKey: boolean, undoable: boolean) => {
+  const work = async (trx: Trx, holdsKey: HoldsLock, undoable: boolean) => {
     if (scope) {
-      if (!holdsKey) throw keyStillRunning();
-      faultPoint('idempotency.after_claim');
+      // Read with the frame that tries the key's lock, in its round trip; used only once it is held.
       const stored = await storedAnswer(trx, scope);
+      if (!(await holdsKey())) throw keyStillRunning();
+      faultPoint('idempotency.after_claim');
       if (stored) {
         if (stored.fingerprint !== fingerprint) {
           throw new AppError(

@@ -93,6 +93,8 @@ export function openPostgres(options: PostgresOptions): Database {
     connectionTimeoutMillis: 5000,
     application_name: options.applicationName ?? 'practice-billing',
     types: pgTypes,
+    // A transaction's held frame and its first statement are written together (src/platform/db/postgres-session.ts).
+    pipeline: true,
   });
   // A pool client that errors while idle (server restart, terminated session) must not crash the process.
   pool.on('error', () => {});

@@ -3,22 +3,24 @@
 // from its options (src/platform/db/query-options.ts) and the transaction it is in.
 //
 // The one place where the ways of sending meet, in the order a statement meets them:
-//  1. BEGIN is held, and goes out in front of whatever the transaction sends first (so the frame of
-//     src/platform/db/transaction.ts, literals only, travels with it); a transaction that ends before
-//     its first statement sends nothing at all.
-//  2. A statement `withCommit` is held, answered at once with no rows, and goes out in front of the
-//     next one: with the COMMIT, or before any other statement (a ROLLBACK drops it). Held text goes
-//     out in one simple-protocol message, joined with the statement behind it when that one has no
-//     parameters (a message of several statements takes none), else answered before it is sent; if a
-//     held statement fails, the statement behind it fails with that error, unsent.
+//  1. BEGIN is held, and goes out in front of whatever the transaction sends first; a transaction that
+//     ends before its first statement sends nothing at all.
+//  2. A statement `held` (a transaction's frame, a last write) is held, answered at once with no rows,
+//     and goes out in front of the next one: with the COMMIT, or before any other statement (a
+//     ROLLBACK drops it). Held text is one simple-protocol message. When the statement behind it has
+//     no parameters it joins that message; when it has, both are pipelined: written to the socket
+//     together (pg's pipeline mode, the socket corked around the two), answered in order. Either way
+//     they cost one round trip. If held text fails, the transaction is aborted, so the statement
+//     behind it fails too, and with the held text's error.
 //  3. Any other statement is sent as it is: under a prepared name when the database prepares
 //     statements and the statement is `prepared` (by default when it has parameters), else unnamed.
 //  4. The COMMIT's answer is checked: PostgreSQL answers COMMIT of a failed transaction with
 //     ROLLBACK and no error, which is made an error. A connection whose ROLLBACK fails (stalled, or
 //     broken) may still be inside the transaction: it is closed rather than pooled.
-// pg is asked for a query only when the connection runs none: queueing one behind a running query is
-// deprecated in pg 8 and removed in pg 9.
+// The pool's clients run in pg's pipeline mode (src/platform/db/database.ts), the supported way to
+// ask a client for a query before the one ahead is answered; the session does so only in step 2.
 import { createHash } from 'node:crypto';
+import type { Writable } from 'node:stream';
 import {
   type CompiledQuery,
   type DatabaseConnection,
@@ -28,7 +30,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type pg from 'pg';
-import { queryOptionsOf } from './query-options.ts';
+import { type AnswerSink, queryOptionsOf } from './query-options.ts';
 import { countRoundTrip, countTransaction } from './statement-counts.ts';
 
 /** A COMMIT that PostgreSQL answered with ROLLBACK: the transaction had failed, nothing was kept. */
@@ -63,6 +65,19 @@ function toQueryResult<R>(result: PgResult): QueryResult<R> {
   };
 }
 
+/** A statement held to go out in front of the next (header, step 2), and who waits for its answer. */
+interface HeldStatement {
+  text: string;
+  answer?: AnswerSink | undefined;
+}
+
+/** A statement to send behind what is held. */
+interface Behind {
+  text: string;
+  values: readonly unknown[];
+  prepared?: boolean | undefined;
+}
+
 /** One pooled pg client and the state of the transaction it runs. */
 export class PostgresSession implements DatabaseConnection {
   readonly #client: pg.PoolClient;
@@ -70,7 +85,7 @@ export class PostgresSession implements DatabaseConnection {
   readonly #names = new Map<string, string>();
   #inTransaction = false;
   #beginHeld = false;
-  #held: string[] = [];
+  #held: HeldStatement[] = [];
   #discarded = false;
 
   constructor(client: pg.PoolClient, prepares: boolean) {
@@ -82,17 +97,18 @@ export class PostgresSession implements DatabaseConnection {
     if (this.#discarded) throw new Error('the connection was closed after its ROLLBACK failed');
     const options = queryOptionsOf(compiled);
     const parameterless = compiled.parameters.length === 0;
-    const withCommit = options.withCommit === true;
-    if (this.#inTransaction && withCommit && parameterless) {
-      this.#held.push(compiled.sql);
+    if (this.#inTransaction && options.held === true && parameterless) {
+      this.#held.push({ text: compiled.sql, answer: options.answer });
       return { rows: [] };
     }
     const ahead = this.#takeAhead();
-    if (ahead.length > 0 && parameterless) {
-      return toQueryResult(lastOf(await this.#sendText([...ahead, compiled.sql])));
+    if (options.sendsHeld === true) {
+      if (ahead.length > 0) await this.#pipeline(ahead, undefined);
+      return { rows: [] };
     }
-    if (ahead.length > 0) await this.#sendText(ahead);
-    return toQueryResult(await this.#send(compiled.sql, compiled.parameters, options.prepared));
+    const behind = { text: compiled.sql, values: compiled.parameters, prepared: options.prepared };
+    if (ahead.length > 0) return toQueryResult((await this.#pipeline(ahead, behind))!);
+    return toQueryResult(await this.#send(behind));
   }
 
   streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
@@ -113,21 +129,24 @@ export class PostgresSession implements DatabaseConnection {
     await this.#sendText([`start transaction ${mode.join(' ').trim()}`]);
   }
 
-  /** Sends what is held with the COMMIT, in one message; a COMMIT answered ROLLBACK is an error. */
+  /** Sends what is held with the COMMIT, in one round trip; a COMMIT answered ROLLBACK is an error. */
   async commit(): Promise<void> {
     const ahead = this.#takeAhead();
     this.#inTransaction = false;
-    if (ahead.length === 1 && ahead[0] === 'BEGIN') return;
-    const result = lastOf(await this.#sendText([...ahead, 'COMMIT']));
-    if (result.command === 'ROLLBACK') throw new TransactionRolledBackError();
+    if (ahead.length === 1 && ahead[0]!.text === 'BEGIN') return;
+    const result = await this.#pipeline(ahead, { text: 'COMMIT', values: [] });
+    if (result!.command === 'ROLLBACK') throw new TransactionRolledBackError();
   }
 
   /** Drops what is held; sends ROLLBACK unless nothing was sent. A failed ROLLBACK closes the connection. */
   async rollback(): Promise<void> {
     const beganOnServer = !this.#beginHeld;
+    const dropped = this.#held;
     this.#beginHeld = false;
     this.#held = [];
     this.#inTransaction = false;
+    for (const { answer } of dropped)
+      answer?.failed(new Error('the transaction ended before the statement was sent'));
     if (!beganOnServer) return;
     try {
       await this.#sendText(['ROLLBACK']);
@@ -146,8 +165,8 @@ export class PostgresSession implements DatabaseConnection {
   }
 
   /** The held BEGIN and statements, in order, to go out in front of the next statement. */
-  #takeAhead(): string[] {
-    const ahead = [...(this.#beginHeld ? ['BEGIN'] : []), ...this.#held];
+  #takeAhead(): HeldStatement[] {
+    const ahead = this.#beginHeld ? [{ text: 'BEGIN' }, ...this.#held] : this.#held;
     this.#beginHeld = false;
     this.#held = [];
     return ahead;
@@ -155,13 +174,83 @@ export class PostgresSession implements DatabaseConnection {
 
   /** Statements without parameters, in one simple-protocol message; a transaction begins with the first. */
   #sendText(statements: string[]): Promise<PgResult | PgResult[]> {
-    countRoundTrip(statements.filter((text) => !isTransactionControl(text)).length);
-    if (statements[0] === 'BEGIN' || statements[0]!.startsWith('start transaction')) countTransaction();
+    this.#countRoundTrip(statements, 0);
+    return this.#queryText(statements);
+  }
+
+  #send(statement: Behind): Promise<PgResult> {
+    countRoundTrip(1);
+    return this.#queryStatement(statement);
+  }
+
+  /**
+   * Held statements and the statement behind them (if any) in one round trip (header, step 2): held
+   * text in simple-protocol messages, each ending with a statement whose answer is waited for (whose
+   * answer is then that message's last), the statement behind joined to the last message when it has
+   * no parameters, else sent after it as a prepared statement. All are asked of pg in one turn with
+   * the socket corked, so they leave in one write, and are answered in order. The first error, in
+   * order, is the one thrown: a statement behind a failed one fails because the transaction is
+   * aborted. Answers the statement behind's result.
+   */
+  async #pipeline(ahead: HeldStatement[], behind: Behind | undefined): Promise<PgResult | undefined> {
+    const messages: { texts: string[]; answer?: AnswerSink | undefined }[] = [];
+    let texts: string[] = [];
+    for (const held of ahead) {
+      texts.push(held.text);
+      if (held.answer) {
+        messages.push({ texts, answer: held.answer });
+        texts = [];
+      }
+    }
+    const behindJoins = behind !== undefined && behind.values.length === 0;
+    if (behindJoins) texts.push(behind.text);
+    if (texts.length > 0) messages.push({ texts });
+    const extended = behind !== undefined && !behindJoins ? behind : undefined;
+
+    this.#countRoundTrip(
+      ahead.map((held) => held.text),
+      behind !== undefined && !isTransactionControl(behind.text) ? 1 : 0,
+    );
+    const socket = (this.#client as unknown as { connection: { stream: Writable } }).connection.stream;
+    const answers: Promise<PgResult | PgResult[]>[] = [];
+    socket.cork();
+    try {
+      for (const message of messages) answers.push(this.#queryText(message.texts));
+      if (extended) answers.push(this.#queryStatement(extended));
+    } finally {
+      socket.uncork();
+    }
+    const settled = await Promise.allSettled(answers);
+    let failure: { reason: unknown } | undefined;
+    messages.forEach((message, i) => {
+      const answered = settled[i]!;
+      if (answered.status === 'fulfilled') message.answer?.answered(lastOf(answered.value).rows ?? []);
+      else message.answer?.failed(answered.reason);
+    });
+    for (const answered of settled) {
+      if (answered.status === 'rejected') {
+        failure = { reason: answered.reason };
+        break;
+      }
+    }
+    if (failure) throw failure.reason;
+    if (behind === undefined) return undefined;
+    const last = settled[settled.length - 1] as PromiseFulfilledResult<PgResult | PgResult[]>;
+    return lastOf(last.value);
+  }
+
+  /** One round trip carrying these texts (BEGIN, COMMIT and ROLLBACK are not counted as statements) and `more`. */
+  #countRoundTrip(statements: string[], more: number): void {
+    countRoundTrip(statements.filter((text) => !isTransactionControl(text)).length + more);
+    const first = statements[0];
+    if (first === 'BEGIN' || first?.startsWith('start transaction')) countTransaction();
+  }
+
+  #queryText(statements: string[]): Promise<PgResult | PgResult[]> {
     return this.#client.query(statements.join(';\n')) as unknown as Promise<PgResult | PgResult[]>;
   }
 
-  #send(text: string, values: readonly unknown[], prepared: boolean | undefined): Promise<PgResult> {
-    countRoundTrip(1);
+  #queryStatement({ text, values, prepared }: Behind): Promise<PgResult> {
     // Never named when the database prepares nothing (a pooler in transaction mode would lose them).
     const name = this.#prepares && (prepared ?? values.length > 0) ? this.#nameOf(text) : undefined;
     if (name === undefined) return this.#client.query(text, values as unknown[]);

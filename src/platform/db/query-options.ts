@@ -1,6 +1,6 @@
 // Owns the options a statement can carry to the database layer besides its text and values, the way
 // graphile-worker gives each query its `name`: whether it is sent as a prepared statement, and
-// whether it is held and sent with its transaction's COMMIT. Only PostgreSQL reads them
+// whether it is held and sent in front of its transaction's next statement or COMMIT. Only PostgreSQL reads them
 // (src/platform/db/postgres-session.ts); PGlite, in process, has no round trip to save and runs every
 // statement as it comes.
 import type { CompiledQuery } from 'kysely';
@@ -14,11 +14,27 @@ export interface QueryOptions {
    */
   prepared?: boolean;
   /**
-   * Held, answered at once with no rows, and sent in one message with the transaction's COMMIT: a last
-   * write whose answer nobody reads. Only a statement with no parameters can be (a message of several
-   * statements takes none); src/platform/db/sent-with-commit.ts writes one.
+   * Held, answered at once with no rows, and sent in front of the transaction's next statement, in the
+   * same message: usually its COMMIT. For a statement whose answer nobody reads: a transaction's frame
+   * (src/platform/db/transaction.ts), a last write (src/platform/db/sent-with-commit.ts). Only a
+   * statement with no parameters can be (held text goes out in a simple-protocol message, which takes
+   * none).
    */
-  withCommit?: boolean;
+  held?: boolean;
+  /**
+   * For a held statement whose answer is wanted (a frame that tries a lock): handed its rows when they
+   * arrive with the statement it went out with, or the error that ended it (or the transaction's end
+   * before it was sent). Held text ends its message here, so its answer is that message's last.
+   */
+  answer?: AnswerSink;
+  /** Sends what is held now, on its own, and nothing else (for an answer wanted before any statement). */
+  sendsHeld?: boolean;
+}
+
+/** Who waits for a held statement's answer. */
+export interface AnswerSink {
+  answered(rows: unknown[]): void;
+  failed(error: unknown): void;
 }
 
 const optionsOfQuery = new WeakMap<CompiledQuery, QueryOptions>();

@@ -55,5 +55,5 @@ export async function sendWithCommit(trx: Trx, query: OperationNodeSource): Prom
     await trx.executeQuery(new PostgresQueryCompiler().compileQuery(node, createQueryId()));
     return;
   }
-  await trx.executeQuery(withQueryOptions(compiled, { withCommit: true }));
+  await trx.executeQuery(withQueryOptions(compiled, { held: true }));
 }

@@ -2,7 +2,8 @@
 // and, for tenant work, sets the practice. Both settings are transaction-local, so a pooled
 // connection never carries one request's practice into another's. The frame's values are written as
 // literals (ids, role names and a lock number, never free text), so that on PostgreSQL it travels
-// with BEGIN in one message (src/platform/db/database.ts). On PostgreSQL the practice is set with SET
+// with BEGIN in one message (src/platform/db/postgres-session.ts); a frame whose answer nobody reads
+// (no lock to try) is held, and goes out with the work's first statement in the same round trip. On PostgreSQL the practice is set with SET
 // LOCAL, not set_config: a distributed PostgreSQL (Citus, with citus.propagate_set_commands = 'local')
 // carries a SET LOCAL to the nodes that hold the rows, and a set_config call to none
 // (docs/scale-out.md).
@@ -10,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { type QueryResult, type RawBuilder, sql, type Transaction } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
 import type { Database } from './database.ts';
+import { type AnswerSink, withQueryOptions } from './query-options.ts';
 import type { Tables } from './tables.ts';
 
 export type Trx = Transaction<Tables>;
@@ -85,16 +87,56 @@ function frameSql(db: Database, frame: Frame): string {
   return `SELECT ${settings.join(', ')}`;
 }
 
+/**
+ * Whether the transaction holds the lock its frame tried. On PostgreSQL the frame, held, goes out with
+ * the work's first statement, so its answer has arrived once that statement's has; asked before any,
+ * the frame is sent on its own.
+ */
+export type HoldsLock = () => Promise<boolean>;
+
+/** The answer of a transaction that tried no lock. */
+export const holdsNoLock: HoldsLock = () => Promise.resolve(true);
+
 async function inTransaction<T>(
   db: Database,
   frame: Frame,
-  fn: (trx: Trx, locked: boolean) => Promise<T>,
+  fn: (trx: Trx, holdsLock: HoldsLock) => Promise<T>,
 ): Promise<T> {
   let used: Trx | undefined;
   const result = await db.kysely.transaction().execute(async (trx) => {
     used = trx;
-    const { rows } = await sql.raw<{ locked?: boolean }>(frameSql(db, frame)).execute(trx);
-    return fn(trx, rows[0]?.locked !== false);
+    const setting = sql.raw<{ locked?: boolean }>(frameSql(db, frame));
+    if (frame.lockName === undefined) {
+      // Nobody reads its answer: held, it goes out with the work's first statement.
+      await trx.executeQuery(withQueryOptions(setting.compile(trx), { held: true }));
+      return fn(trx, holdsNoLock);
+    }
+    if (db.kind !== 'postgres') {
+      const { rows } = await setting.execute(trx);
+      const locked = rows[0]?.locked !== false;
+      return fn(trx, () => Promise.resolve(locked));
+    }
+    let arrived = false;
+    let sink: AnswerSink | undefined;
+    const locked = new Promise<boolean>((resolve, reject) => {
+      sink = {
+        answered: (rows) => {
+          arrived = true;
+          resolve((rows[0] as { locked?: boolean } | undefined)?.locked !== false);
+        },
+        failed: (error) => {
+          arrived = true;
+          reject(error);
+        },
+      };
+    });
+    // Its failure is the first statement's to report; it is thrown here only to whoever asks.
+    locked.catch(() => {});
+    await trx.executeQuery(withQueryOptions(setting.compile(trx), { held: true, answer: sink! }));
+    return fn(trx, async () => {
+      if (!arrived) await trx.executeQuery(withQueryOptions(sql.raw('').compile(trx), { sendsHeld: true }));
+      return locked;
+    });
   });
   const hooks = used && afterCommitHooks.get(used);
   if (hooks) {
@@ -127,13 +169,14 @@ export function advisoryLockKey(name: string): string {
 /**
  * Like inPractice, and in the same first statement tries to take a transaction-scoped advisory lock on
  * lockName (a 64-bit hash of it; released at commit or rollback, or when the connection dies). fn
- * learns whether it holds the lock: then no other transaction, in any process, holds that name.
+ * asks whether it holds the lock (holdsLock): then no other transaction, in any process, holds that
+ * name. Asked after fn's first statement, the answer costs no round trip of its own.
  */
 export function inPracticeHolding<T>(
   db: Database,
   practiceId: string,
   lockName: string,
-  fn: (trx: Trx, locked: boolean) => Promise<T>,
+  fn: (trx: Trx, holdsLock: HoldsLock) => Promise<T>,
   plans: TransactionPlans = {},
 ): Promise<T> {
   return inTransaction(db, { role: APP_ROLE, practiceId, lockName, ...plans }, fn);
@@ -162,7 +205,7 @@ export function callOperatorFunction<R>(db: Database, query: RawBuilder<R>): Pro
 export function asOperatorHolding<T>(
   db: Database,
   lockName: string,
-  fn: (trx: Trx, locked: boolean) => Promise<T>,
+  fn: (trx: Trx, holdsLock: HoldsLock) => Promise<T>,
 ): Promise<T> {
   return inTransaction(db, { role: OPERATOR_ROLE, lockName }, fn);
 }
