@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Deps } from './api/deps.ts';
 import { apiKeyCache } from './auth/authenticate.ts';
 import { catalogueHash, loadCatalogue, SHIPPED_CATALOGUE_DIR } from './catalogue/loader.ts';
@@ -19,6 +19,7 @@ import { type Database, openPglite, openPostgres } from './platform/db/database.
 import type { ListenLog } from './platform/db/listen.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
 import type { Tables } from './platform/db/tables.ts';
+import { advisoryLockKey } from './platform/db/transaction.ts';
 import { CursorCodec } from './platform/http/cursor.ts';
 import { LoadShedder } from './platform/http/load-shedding.ts';
 import { RateLimits } from './platform/http/rate-limit.ts';
@@ -46,29 +47,41 @@ export async function openConfiguredDatabase(
 
 const CATALOGUE_HASH_SETTING = 'catalogue_hash';
 
+/** The session lock held while the catalogue is judged and loaded (a name no transaction lock uses). */
+const CATALOGUE_LOCK_KEY = advisoryLockKey('practice-billing:catalogue-load');
+
 /**
  * Brings the schema to the latest migration and loads the published catalogue (the shipped one, then
  * `extraCatalogueDir` laid over it) unless the same content was loaded last time and no migration ran.
- * Runs as the connection's own role, the schema owner.
+ * Runs as the connection's own role, the schema owner. Processes starting together on one database
+ * (the API and the worker on a fresh one) judge and load the catalogue one at a time, under a session
+ * lock: the second finds the first's hash and loads nothing (two loads at once collided on the code
+ * systems' keys, and one process failed to start).
  */
 export async function prepareSchema(kysely: Kysely<Tables>, extraCatalogueDir?: string): Promise<string[]> {
   const applied = await migrateToLatest(kysely as unknown as Kysely<unknown>);
   const dirs = extraCatalogueDir ? [SHIPPED_CATALOGUE_DIR, extraCatalogueDir] : [SHIPPED_CATALOGUE_DIR];
   const hash = catalogueHash(dirs);
-  const loaded = await kysely
-    .selectFrom('service_settings')
-    .select('value')
-    .where('name', '=', CATALOGUE_HASH_SETTING)
-    .executeTakeFirst();
-  if (applied.length > 0 || loaded?.value !== hash) {
-    for (const dir of dirs) await loadCatalogue(kysely, dir);
-    // Written once every directory is in: a start that stops half-way loads again next time.
-    await kysely
-      .insertInto('service_settings')
-      .values({ name: CATALOGUE_HASH_SETTING, value: hash })
-      .onConflict((oc) => oc.column('name').doUpdateSet({ value: hash }))
-      .execute();
-  }
+  await kysely.connection().execute(async (one) => {
+    await sql`SELECT pg_advisory_lock(${sql.lit(CATALOGUE_LOCK_KEY)}::bigint)`.execute(one);
+    try {
+      const loaded = await one
+        .selectFrom('service_settings')
+        .select('value')
+        .where('name', '=', CATALOGUE_HASH_SETTING)
+        .executeTakeFirst();
+      if (applied.length === 0 && loaded?.value === hash) return;
+      for (const dir of dirs) await loadCatalogue(one, dir);
+      // Written once every directory is in: a start that stops half-way loads again next time.
+      await one
+        .insertInto('service_settings')
+        .values({ name: CATALOGUE_HASH_SETTING, value: hash })
+        .onConflict((oc) => oc.column('name').doUpdateSet({ value: hash }))
+        .execute();
+    } finally {
+      await sql`SELECT pg_advisory_unlock(${sql.lit(CATALOGUE_LOCK_KEY)}::bigint)`.execute(one);
+    }
+  });
   return applied;
 }
 

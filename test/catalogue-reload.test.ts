@@ -1,12 +1,18 @@
 // A start loads the catalogue only when its content differs from what was loaded last: an unchanged
 // catalogue is left alone, and a changed CATALOGUE_DIR file shows in the API after the next start.
+// Processes starting together on an empty PostgreSQL database (the API and the worker) both start.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import type { Kysely } from 'kysely';
+import pg from 'pg';
 import { prepareSchema } from '../src/bootstrap.ts';
 import { SHIPPED_CATALOGUE_DIR } from '../src/catalogue/loader.ts';
+import { openPostgres } from '../src/platform/db/database.ts';
+import { migrateToLatest } from '../src/platform/db/migrate.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 
 async function icd10Row(svc: TestService) {
@@ -46,4 +52,48 @@ describeEachBackend('catalogue reload', (backend) => {
     assert.equal(changed.title, 'ICD-10 (local edition)');
     assert.ok(changed.updated_at > loaded.updated_at);
   });
+});
+
+test('processes preparing an empty PostgreSQL database at once all start, and the catalogue is loaded once', {
+  skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL',
+}, async () => {
+  const base = process.env.DATABASE_URL!;
+  const name = `pb_t_start_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  const processes = [1, 2, 3].map(() =>
+    openPostgres({ url: url.toString(), poolSize: 2, statementTimeoutMs: 120_000 }),
+  );
+  try {
+    // The schema is migrated and the catalogue not yet loaded: as a second process finds it when the
+    // first has just finished migrating. Every process then judges the catalogue at the same moment.
+    await migrateToLatest(processes[0]!.kysely as unknown as Kysely<unknown>);
+    const started = await Promise.allSettled(processes.map((db) => prepareSchema(db.kysely)));
+    assert.deepEqual(
+      started.map((s) => (s.status === 'fulfilled' ? 'started' : String(s.reason))),
+      ['started', 'started', 'started'],
+    );
+    const db = processes[0]!.kysely;
+    const systems = await db
+      .selectFrom('code_systems')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
+    const shipped = JSON.parse(
+      fs.readFileSync(path.join(SHIPPED_CATALOGUE_DIR, 'code-systems.json'), 'utf8'),
+    ) as unknown[];
+    assert.equal(Number(systems.n), shipped.length, 'each shipped code system once');
+    const loads = await db
+      .selectFrom('service_settings')
+      .select('value')
+      .where('name', '=', 'catalogue_hash')
+      .execute();
+    assert.equal(loads.length, 1);
+  } finally {
+    await Promise.all(processes.map((db) => db.close()));
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
 });
