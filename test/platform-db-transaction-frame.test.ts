@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import { type AuditEntry, AuditLog, AuditUnavailableError } from '../src/platform/audit-log.ts';
 import { openPostgres } from '../src/platform/db/database.ts';
 import { withQueryOptions } from '../src/platform/db/query-options.ts';
-import { sendWithCommit } from '../src/platform/db/sent-with-commit.ts';
+import { writeUnanswered } from '../src/platform/db/unanswered-writes.ts';
 import { asOperator, inPractice, inPracticeHolding, type Trx } from '../src/platform/db/transaction.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 
@@ -250,7 +250,7 @@ describeEachBackend('transaction frame', (backend) => {
       inPractice(svc.db, practice.practiceId, async (trx) => {
         await new AuditLog().write(trx, entryFor(practice.practiceId, 'req_kept_not', '/first'));
         // Another practice's row: the row-level security policy refuses it.
-        await sendWithCommit(
+        await writeUnanswered(
           trx,
           sql`INSERT INTO audit_events (practice_id, actor, method, route, status, outcome, request_id)
           VALUES (${other.practiceId}, 'client', 'GET', '/second', 200, 'succeeded', 'req_kept_not')`,
@@ -272,7 +272,7 @@ describeEachBackend('transaction frame', (backend) => {
     await assert.rejects(
       inPractice(svc.db, practice.practiceId, async (trx) => {
         await new AuditLog().write(trx, entryFor(practice.practiceId, 'req_after_held', '/first'));
-        await sendWithCommit(
+        await writeUnanswered(
           trx,
           sql`INSERT INTO audit_events (practice_id, actor, method, route, status, outcome, request_id)
           VALUES (${other.practiceId}, 'client', 'GET', '/second', 200, 'succeeded', 'req_after_held')`,

@@ -2,6 +2,7 @@
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { ClaimItemsTable, ClaimsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
 
 export type ClaimRow = Selectable<ClaimsTable>;
 export type ClaimItemRow = Selectable<ClaimItemsTable>;
@@ -55,7 +56,10 @@ export async function findClaimWithBenefit(trx: Trx, practiceId: string, claimId
     .executeTakeFirst();
 }
 
-/** A claim's items, for a claim that has none (one submitting: a new submission starts without). */
+/**
+ * A claim's items, for a claim that has none (one submitting: a new submission starts without). Nobody
+ * reads the insert's answer: it goes out with the transaction's next statement.
+ */
 export async function insertClaimItems(
   trx: Trx,
   practiceId: string,
@@ -63,9 +67,9 @@ export async function insertClaimItems(
   items: Omit<ClaimItemRow, 'practice_id' | 'claim_id'>[],
 ) {
   if (items.length === 0) return;
-  await trx
-    .insertInto('claim_items')
-    .values(
+  await writeUnanswered(
+    trx,
+    trx.insertInto('claim_items').values(
       items.map((item) => ({
         ...item,
         practice_id: practiceId,
@@ -73,8 +77,8 @@ export async function insertClaimItems(
         rejections: JSON.stringify(item.rejections),
         warnings: JSON.stringify(item.warnings),
       })),
-    )
-    .execute();
+    ),
+  );
 }
 
 export async function replaceClaimItems(

@@ -9,9 +9,9 @@
 // the row, readable by the operator role and kept in backups, never holds that secret readable.
 import { type Kysely, sql } from 'kysely';
 import { compiledOnce } from '../platform/db/compiled-once.ts';
-import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
 import type { Tables } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
 
 export const KEY_LIFETIME_HOURS = 24;
@@ -99,7 +99,7 @@ export async function storeAnswer(
 ): Promise<void> {
   // Written last and read by nobody in this request: it goes with the COMMIT.
   const client = clientOf(scope);
-  await sendWithCommit(
+  await writeUnanswered(
     trx,
     sql`
     INSERT INTO idempotency_keys AS k

@@ -9,9 +9,9 @@ import type { InsertObject, QueryCreator, RawBuilder } from 'kysely';
 import { sql } from 'kysely';
 import type { Static, TSchema } from 'typebox';
 import type { Database } from '../platform/db/database.ts';
-import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
 import type { Tables } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
+import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
 import { newId } from '../platform/ids.ts';
 import { followOnLease, takeFollowOns } from './follow-on.ts';
 import type { TakenJobsPreparer } from './handoff.ts';
@@ -344,7 +344,7 @@ async function changeHeldJob(
     ([column, value]) => sql`${sql.ref(column)} = ${value}`,
   );
   if (delayMs !== undefined) assignments.push(sql`run_at = ${dueIn(delayMs)}`);
-  await sendWithCommit(
+  await writeUnanswered(
     trx,
     sql`
     WITH changed AS (

@@ -4,12 +4,14 @@ import { type Insertable, type RawBuilder, sql } from 'kysely';
 import { pastPosition } from '../paging/keyset.ts';
 import type { NotificationsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
 
+/** Nobody reads the insert's answer: it goes out with the transaction's next statement. */
 export async function insertNotification(
   trx: Trx,
   notification: Insertable<NotificationsTable>,
 ): Promise<void> {
-  await trx.insertInto('notifications').values(notification).execute();
+  await writeUnanswered(trx, trx.insertInto('notifications').values(notification));
 }
 
 /** A practice's notifications, newest first; `before` is the previous page's last (createdAt, id). */

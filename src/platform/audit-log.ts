@@ -2,8 +2,8 @@
 // the same transaction as the request's effect. A failed write surfaces as AuditUnavailableError so
 // the caller withholds the result (503) and nothing commits.
 import type { Database } from './db/database.ts';
-import { sendWithCommit } from './db/sent-with-commit.ts';
 import { inPractice, type Trx } from './db/transaction.ts';
+import { writeUnanswered } from './db/unanswered-writes.ts';
 
 export interface AuditEntry {
   practiceId: string;
@@ -63,7 +63,7 @@ export class AuditLog {
         idempotency_key: entry.idempotencyKey,
       };
       // The row is the request's last write and nothing reads its answer: it goes with the COMMIT.
-      await sendWithCommit(trx, trx.insertInto('audit_events').values(row));
+      await writeUnanswered(trx, trx.insertInto('audit_events').values(row));
     } catch (error) {
       throw new AuditUnavailableError(error);
     }

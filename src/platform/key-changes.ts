@@ -6,13 +6,13 @@
 // the application, not by a trigger: on a distributed PostgreSQL (Citus) a trigger fires on the node
 // that holds the row, whose notifications no process listens to (docs/scale-out.md).
 import { sql } from 'kysely';
-import { sendWithCommit } from './db/sent-with-commit.ts';
 import type { Trx } from './db/transaction.ts';
+import { writeUnanswered } from './db/unanswered-writes.ts';
 
 /** The channel of key changes; the payload is a practice's id, or '' for every practice. */
 export const KEY_CHANGES_CHANNEL = 'api_keys_changed';
 
 /** Tells every listening process, when trx commits, that practiceId's keys may have changed. */
 export async function signalKeyChange(trx: Trx, practiceId: string): Promise<void> {
-  await sendWithCommit(trx, sql`SELECT pg_notify(${KEY_CHANGES_CHANNEL}, ${practiceId})`);
+  await writeUnanswered(trx, sql`SELECT pg_notify(${KEY_CHANGES_CHANNEL}, ${practiceId})`);
 }

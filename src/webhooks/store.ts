@@ -15,7 +15,6 @@ import {
 import { insertEventRow } from '../events/store.ts';
 import { type InsertedJob, insertJobRows } from '../jobs/queue.ts';
 import { pastPosition } from '../paging/keyset.ts';
-import { sendWithCommit } from '../platform/db/sent-with-commit.ts';
 import type {
   EventsTable,
   Tables,
@@ -24,6 +23,7 @@ import type {
   WebhookEndpointsTable,
 } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
 import { orNotFound } from '../platform/http/errors.ts';
 
 type EndpointRow = Selectable<WebhookEndpointsTable>;
@@ -368,7 +368,7 @@ export async function insertAttemptWithCommit(
   trx: Trx,
   attempt: Insertable<WebhookAttemptsTable>,
 ): Promise<void> {
-  await sendWithCommit(trx, trx.insertInto('webhook_attempts').values(attempt));
+  await writeUnanswered(trx, trx.insertInto('webhook_attempts').values(attempt));
 }
 
 /**
@@ -393,10 +393,10 @@ export async function updateDeliveryWithCommit(
       .where('id', '=', deliveryId)
       .where('state', '=', 'pending');
   if (!cancelOthers) {
-    await sendWithCommit(trx, update(trx));
+    await writeUnanswered(trx, update(trx));
     return;
   }
-  await sendWithCommit(
+  await writeUnanswered(
     trx,
     trx
       .with('cancelled', (db) =>

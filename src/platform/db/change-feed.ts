@@ -9,9 +9,9 @@
 // stamped no earlier than its start, or ended, and then visible to the reader's next statement. So
 // H = min(t, oldest start) is safe. PGlite runs one transaction at a time, so H is the reader's start.
 import { type Kysely, PGliteAdapter, sql } from 'kysely';
-import { sendWithCommit } from './sent-with-commit.ts';
 import type { Tables } from './tables.ts';
 import type { Trx } from './transaction.ts';
+import { writeUnanswered } from './unanswered-writes.ts';
 
 const stamps = new WeakMap<Trx, Date>();
 
@@ -88,7 +88,7 @@ export async function recordChangeFeedSample(trx: Trx): Promise<void> {
   await sql`
     INSERT INTO change_feed_samples (sampled_at, next_xid)
     SELECT ${new Date(clock.rows[0]!.t)}, pg_current_xact_id()`.execute(trx);
-  await sendWithCommit(
+  await writeUnanswered(
     trx,
     sql`
     DELETE FROM change_feed_samples WHERE sampled_at < (

@@ -16,7 +16,7 @@ export interface QueryOptions {
   /**
    * Held, answered at once with no rows, and sent in front of the transaction's next statement, in the
    * same message: usually its COMMIT. For a statement whose answer nobody reads: a transaction's frame
-   * (src/platform/db/transaction.ts), a last write (src/platform/db/sent-with-commit.ts). Only a
+   * (src/platform/db/transaction.ts), a last write (src/platform/db/unanswered-writes.ts). Only a
    * statement with no parameters can be (held text goes out in a simple-protocol message, which takes
    * none).
    */

@@ -1,11 +1,14 @@
-// Owns statements sent with the COMMIT: a transaction's last writes whose answer nobody reads (a
-// request's audit row and stored answer, a job's end, a webhook attempt). Domain code says only that
-// a statement is such a write (sendWithCommit); how it travels is decided here and in the database
-// layer. On PostgreSQL such a statement is held back and sent in one message with its transaction's
-// COMMIT (src/platform/db/postgres-session.ts), so it costs no round trip of its own; if it fails,
-// the COMMIT fails with its error and nothing of the transaction is kept. A message of several
-// statements takes no parameters, so its values are written here as literals, in the escaped form
-// (E'...') that reads the same whatever standard_conforming_strings says.
+// Owns writes whose answer nobody reads: a request's audit row and stored answer, a job's end, a
+// webhook attempt, a notification, a claim's items. Domain code says only that a statement is such a
+// write (writeUnanswered); how it travels is decided here and in the database layer. On PostgreSQL
+// such a statement is held back and sent in front of the transaction's next statement, in the same
+// write (src/platform/db/postgres-session.ts): usually its COMMIT, else whatever the work sends next,
+// so it costs no round trip of its own. If it fails, the statement it went with fails with its error
+// (a COMMIT so fails, and nothing of the transaction is kept). Held text goes out in a
+// simple-protocol message, which takes no parameters, so its values are written here as literals, in
+// the escaped form (E'...') that reads the same whatever standard_conforming_strings says. A write
+// whose failure the work means to catch and handle is not such a write: its error would surface at
+// the next statement instead.
 import {
   createQueryId,
   type OperationNodeSource,
@@ -44,11 +47,11 @@ class LiteralCompiler extends PostgresQueryCompiler {
 }
 
 /**
- * Runs `query` as a last write of the transaction, whose answer nobody reads: its values become
- * literals and it is sent with the COMMIT. When a value cannot be a literal (text with a NUL) it is
- * sent on its own, with parameters, as any other statement (and refused there).
+ * Runs `query` as a write whose answer nobody reads: its values become literals and it is sent with
+ * the transaction's next statement or its COMMIT. When a value cannot be a literal (text with a NUL)
+ * it is sent on its own, with parameters, as any other statement (and refused there).
  */
-export async function sendWithCommit(trx: Trx, query: OperationNodeSource): Promise<void> {
+export async function writeUnanswered(trx: Trx, query: OperationNodeSource): Promise<void> {
   const node = query.toOperationNode() as RootOperationNode;
   const compiled = new LiteralCompiler().compileQuery(node, createQueryId());
   if (compiled.parameters.length > 0) {
