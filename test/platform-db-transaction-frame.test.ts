@@ -12,8 +12,8 @@ import { sql } from 'kysely';
 import { type AuditEntry, AuditLog, AuditUnavailableError } from '../src/platform/audit-log.ts';
 import { openPostgres } from '../src/platform/db/database.ts';
 import { withQueryOptions } from '../src/platform/db/query-options.ts';
-import { writeUnanswered } from '../src/platform/db/unanswered-writes.ts';
 import { asOperator, inPractice, inPracticeHolding, type Trx } from '../src/platform/db/transaction.ts';
+import { writeUnanswered } from '../src/platform/db/unanswered-writes.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 
 /** pg's warning when a query is queued behind a running one outside pipeline mode. */
