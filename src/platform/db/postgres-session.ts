@@ -7,11 +7,12 @@
 //     ends before its first statement sends nothing at all.
 //  2. A statement `held` (a transaction's frame, a last write) is held, answered at once with no rows,
 //     and goes out in front of the next one: with the COMMIT, or before any other statement (a
-//     ROLLBACK drops it). Held text is one simple-protocol message. When the statement behind it has
-//     no parameters it joins that message; when it has, both are pipelined: written to the socket
-//     together (pg's pipeline mode, the socket corked around the two), answered in order. Either way
-//     they cost one round trip. If held text fails, the transaction is aborted, so the statement
-//     behind it fails too, and with the held text's error.
+//     ROLLBACK drops it). Held text is one simple-protocol message, cut after any held statement whose
+//     answer is wanted (its `answer` sink is handed its message's last result). When the statement
+//     behind it has no parameters it joins the last message; when it has, they are pipelined: written
+//     to the socket together (pg's pipeline mode, the socket corked around them), answered in order.
+//     Either way they cost one round trip. If held text fails, the transaction is aborted, so the
+//     statement behind it fails too, and with the held text's error.
 //  3. Any other statement is sent as it is: under a prepared name when the database prepares
 //     statements and the statement is `prepared` (by default when it has parameters), else unnamed.
 //  4. The COMMIT's answer is checked: PostgreSQL answers COMMIT of a failed transaction with

@@ -1,12 +1,12 @@
 // Owns the only way to run SQL for the service: a transaction that first switches to a service role
 // and, for tenant work, sets the practice. Both settings are transaction-local, so a pooled
 // connection never carries one request's practice into another's. The frame's values are written as
-// literals (ids, role names and a lock number, never free text), so that on PostgreSQL it travels
-// with BEGIN in one message (src/platform/db/postgres-session.ts); a frame whose answer nobody reads
-// (no lock to try) is held, and goes out with the work's first statement in the same round trip. On PostgreSQL the practice is set with SET
-// LOCAL, not set_config: a distributed PostgreSQL (Citus, with citus.propagate_set_commands = 'local')
-// carries a SET LOCAL to the nodes that hold the rows, and a set_config call to none
-// (docs/scale-out.md).
+// literals (ids, role names and a lock number, never free text), so that on PostgreSQL it is held
+// with BEGIN and goes out in the same write as the work's first statement
+// (src/platform/db/postgres-session.ts); a frame that tries a lock is answered there too (HoldsLock).
+// On PostgreSQL the practice is set with SET LOCAL, not set_config: a distributed PostgreSQL (Citus,
+// with citus.propagate_set_commands = 'local') carries a SET LOCAL to the nodes that hold the rows, and
+// a set_config call to none (docs/scale-out.md).
 import { createHash } from 'node:crypto';
 import { type QueryResult, type RawBuilder, sql, type Transaction } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
