@@ -2,18 +2,16 @@
 // catalogue is left alone, and a changed CATALOGUE_DIR file shows in the API after the next start.
 // Processes starting together on an empty PostgreSQL database (the API and the worker) both start.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Kysely } from 'kysely';
-import pg from 'pg';
 import { prepareSchema } from '../src/bootstrap.ts';
 import { SHIPPED_CATALOGUE_DIR } from '../src/catalogue/loader.ts';
 import { openPostgres } from '../src/platform/db/database.ts';
 import { migrateToLatest } from '../src/platform/db/migrate.ts';
-import { describeEachBackend, startService, type TestService } from './harness.ts';
+import { describeEachBackend, emptyPostgresDatabase, startService, type TestService } from './harness.ts';
 
 async function icd10Row(svc: TestService) {
   return svc.db.kysely
@@ -57,15 +55,9 @@ describeEachBackend('catalogue reload', (backend) => {
 test('processes preparing an empty PostgreSQL database at once all start, and the catalogue is loaded once', {
   skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL',
 }, async () => {
-  const base = process.env.DATABASE_URL!;
-  const name = `pb_t_start_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(base);
-  url.pathname = `/${name}`;
+  const database = await emptyPostgresDatabase('pb_t_start');
   const processes = [1, 2, 3].map(() =>
-    openPostgres({ url: url.toString(), poolSize: 2, statementTimeoutMs: 120_000 }),
+    openPostgres({ url: database.url, poolSize: 2, statementTimeoutMs: 120_000 }),
   );
   try {
     // The schema is migrated and the catalogue not yet loaded: as a second process finds it when the
@@ -93,7 +85,6 @@ test('processes preparing an empty PostgreSQL database at once all start, and th
     assert.equal(loads.length, 1);
   } finally {
     await Promise.all(processes.map((db) => db.close()));
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await database.drop();
   }
 });

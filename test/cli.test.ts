@@ -14,6 +14,7 @@ import { type AnyAdminRoute, defineAdminRoute } from '../src/api/admin-route.ts'
 import { ADMIN_COMMANDS, ADMIN_COMMANDS_FILE, buildAdminRequest } from '../src/cli/admin-commands.ts';
 import { commandOf } from '../src/cli/command.ts';
 import { deriveAdminCommands, serialiseCommands } from '../src/cli/derive-commands.ts';
+import { emptyPostgresDatabase } from './harness.ts';
 import {
   BIN,
   childEnv,
@@ -683,15 +684,9 @@ test('migrate on a fresh embedded data directory prints the migrations it applie
 test('migrate on a fresh PostgreSQL database prints the migrations it applied', {
   skip: process.env.DATABASE_URL ? false : 'set DATABASE_URL to run it',
 }, async () => {
-  const base = process.env.DATABASE_URL!;
-  const name = `pb_cli_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
+  const database = await emptyPostgresDatabase('pb_cli');
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
-    const url = new URL(base);
-    url.pathname = `/${name}`;
-    const env = childEnv({ DATABASE_URL: url.toString() });
+    const env = childEnv({ DATABASE_URL: database.url });
     const first = await cli(['migrate'], env);
     assert.equal(first.code, 0, first.stderr);
     assert.deepEqual(json(first.stdout), { database: 'postgres', applied: MIGRATION_NAMES });
@@ -699,7 +694,7 @@ test('migrate on a fresh PostgreSQL database prints the migrations it applied', 
     assert.equal(again.code, 0, again.stderr);
     assert.deepEqual(json(again.stdout), { database: 'postgres', applied: [] });
 
-    const check = new pg.Client({ connectionString: url.toString() });
+    const check = new pg.Client({ connectionString: database.url });
     await check.connect();
     try {
       const rows = await check.query('SELECT name FROM kysely_migration ORDER BY name');
@@ -711,7 +706,6 @@ test('migrate on a fresh PostgreSQL database prints the migrations it applied', 
       await check.end();
     }
   } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await database.drop();
   }
 });

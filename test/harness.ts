@@ -185,6 +185,11 @@ export async function postgresDatabase(): Promise<{ url: string; drop: () => Pro
   } finally {
     await admin.end();
   }
+  return ownDatabase(base, name);
+}
+
+/** The database `name` on `base`'s server, with the drop that ends it and its sessions. */
+function ownDatabase(base: string, name: string): { url: string; drop: () => Promise<void> } {
   return {
     url: databaseUrlFor(base, name),
     drop: async () => {
@@ -194,6 +199,22 @@ export async function postgresDatabase(): Promise<{ url: string; drop: () => Pro
       await c.end();
     },
   };
+}
+
+/** A new empty PostgreSQL database (on DATABASE_URL's server), named `<prefix>_<random>`: no schema yet. */
+export async function emptyPostgresDatabase(
+  prefix: string,
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = process.env.DATABASE_URL!;
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  return ownDatabase(base, name);
 }
 
 const DAY_MS = 86_400_000;
