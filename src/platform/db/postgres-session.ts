@@ -222,19 +222,13 @@ export class PostgresSession implements DatabaseConnection {
       socket.uncork();
     }
     const settled = await Promise.allSettled(answers);
-    let failure: { reason: unknown } | undefined;
     messages.forEach((message, i) => {
       const answered = settled[i]!;
       if (answered.status === 'fulfilled') message.answer?.answered(lastOf(answered.value).rows ?? []);
       else message.answer?.failed(answered.reason);
     });
-    for (const answered of settled) {
-      if (answered.status === 'rejected') {
-        failure = { reason: answered.reason };
-        break;
-      }
-    }
-    if (failure) throw failure.reason;
+    const failed = settled.find((answered) => answered.status === 'rejected');
+    if (failed) throw failed.reason;
     if (behind === undefined) return undefined;
     const last = settled[settled.length - 1] as PromiseFulfilledResult<PgResult | PgResult[]>;
     return lastOf(last.value);

@@ -1,8 +1,8 @@
 // Owns the options a statement can carry to the database layer besides its text and values, the way
 // graphile-worker gives each query its `name`: whether it is sent as a prepared statement, and
-// whether it is held and sent in front of its transaction's next statement or COMMIT. Only PostgreSQL reads them
-// (src/platform/db/postgres-session.ts); PGlite, in process, has no round trip to save and runs every
-// statement as it comes.
+// whether it is held and sent in front of its transaction's next statement or COMMIT. Only
+// PostgreSQL reads them (src/platform/db/postgres-session.ts); PGlite, in process, has no round trip
+// to save and runs every statement as it comes.
 import type { CompiledQuery } from 'kysely';
 
 export interface QueryOptions {
@@ -15,7 +15,7 @@ export interface QueryOptions {
   prepared?: boolean;
   /**
    * Held, answered at once with no rows, and sent in front of the transaction's next statement, in the
-   * same message: usually its COMMIT. For a statement whose answer nobody reads: a transaction's frame
+   * same write: usually its COMMIT. For a statement whose answer nobody reads: a transaction's frame
    * (src/platform/db/transaction.ts), a last write (src/platform/db/unanswered-writes.ts). Only a
    * statement with no parameters can be (held text goes out in a simple-protocol message, which takes
    * none).
