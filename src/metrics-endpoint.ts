@@ -60,8 +60,12 @@ export async function prometheusText(
   gauge('api_requests_in_flight', 'API requests this process is serving now.').set(
     metrics.requestsInFlight.running,
   );
-  gauge('api_requests_in_flight_limit', 'API requests in flight past which this process sheds; 0: none.').set(
-    metrics.requestsInFlight.limit,
+  gauge(
+    'api_requests_in_flight_limit',
+    'API requests in flight past which this process sheds now; 0: none.',
+  ).set(metrics.requestsInFlight.limit);
+  gauge('api_requests_in_flight_ceiling', 'The most the in-flight limit rises to; 0: no limit.').set(
+    metrics.requestsInFlight.ceiling,
   );
   new Counter({
     name: 'practice_billing_first_connection_waits_total',

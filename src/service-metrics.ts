@@ -51,7 +51,19 @@ export const ServiceMetrics = Type.Object(
       {
         running: Count,
         peak: Type.Integer({ minimum: 0, description: 'The most at once since the process started.' }),
-        limit: Type.Integer({ minimum: 0, description: 'Past it requests are shed; 0: no limit.' }),
+        limit: Type.Integer({
+          minimum: 0,
+          description:
+            'Past it requests are shed now; 0: no limit. Under a latency target it falls while answers are slower than the target and rises back to the ceiling.',
+        }),
+        ceiling: Type.Integer({
+          minimum: 0,
+          description: 'The most the limit rises to (LOAD_SHED_MAX_IN_FLIGHT); 0: no limit.',
+        }),
+        latencyTargetMs: Type.Integer({
+          minimum: 0,
+          description: 'The answer time the limit steers by (LOAD_SHED_LATENCY_TARGET_MS); 0: a fixed limit.',
+        }),
       },
       { additionalProperties: false },
     ),
@@ -105,6 +117,8 @@ export async function serviceMetrics(trx: Trx, deps: Deps): Promise<ServiceMetri
       running: deps.loadShedder.inFlight,
       peak: deps.loadShedder.peakInFlight,
       limit: deps.loadShedder.maxInFlight,
+      ceiling: deps.loadShedder.inFlightCeiling,
+      latencyTargetMs: deps.loadShedder.latencyTargetMs,
     },
     firstConnectionWait: {
       requests: deps.loadShedder.firstConnectionWaits.requests,

@@ -7,7 +7,9 @@
 // never from the test's clock. Connections are held by open transactions of the test's own, and the
 // lag is set through readLagWith, so nothing depends on how busy the machine is. The client package
 // waits out the Retry-After and its retry succeeds. A refusal decided before the request's work (a
-// 403) keeps its answer and its audit row however long the row waits for a connection.
+// 403) keeps its answer and its audit row however long the row waits for a connection. Under a
+// latency target, answers made slow by held connections lower the in-flight limit, and quick ones
+// raise it back to its ceiling.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
@@ -49,6 +51,12 @@ const IN_FLIGHT_LIMIT = 4;
 /** The capped service's bound: long, so that only a stalled machine makes its admitted requests 503. */
 const CAPPED_BOUND_MS = 5000;
 
+/** The steered service's in-flight ceiling and latency target. */
+const STEERED_CEILING = 12;
+const STEERED_TARGET_MS = 200;
+/** How long the steered service's connections are held: every request waiting behind them answers slowly. */
+const STEERED_HOLD_MS = 3 * STEERED_TARGET_MS;
+
 /** A bound no request reaches while the test holds nothing: only held connections make waits. */
 const BOUND_MS = 1000;
 
@@ -62,6 +70,7 @@ describeEachBackend('load shedding', (backend) => {
   let lagging: TestService;
   let capped: TestService;
   let backlogged: TestService;
+  let steered: TestService;
   before(async () => {
     svc = await startService(backend, {
       poolSize: POOL_SIZE,
@@ -76,6 +85,16 @@ describeEachBackend('load shedding', (backend) => {
         LOAD_SHED_CONNECTION_WAIT_MS: String(CAPPED_BOUND_MS),
         LOAD_SHED_EVENT_LOOP_LAG_MS: '0',
         LOAD_SHED_MAX_IN_FLIGHT: String(IN_FLIGHT_LIMIT),
+        LOAD_SHED_LATENCY_TARGET_MS: '0',
+      },
+    });
+    steered = await startService(backend, {
+      poolSize: POOL_SIZE,
+      env: {
+        LOAD_SHED_CONNECTION_WAIT_MS: '0',
+        LOAD_SHED_EVENT_LOOP_LAG_MS: '0',
+        LOAD_SHED_MAX_IN_FLIGHT: String(STEERED_CEILING),
+        LOAD_SHED_LATENCY_TARGET_MS: String(STEERED_TARGET_MS),
       },
     });
     // No worker polls here: claim jobs wait until the test drains the queue.
@@ -84,7 +103,7 @@ describeEachBackend('load shedding', (backend) => {
     });
   });
   after(async () => {
-    await Promise.all([svc.close(), lagging.close(), capped.close(), backlogged.close()]);
+    await Promise.all([svc.close(), lagging.close(), capped.close(), backlogged.close(), steered.close()]);
   });
 
   /** Holds every connection of service's database in open transactions until the answer is called. */
@@ -375,6 +394,66 @@ describeEachBackend('load shedding', (backend) => {
       assert.equal(again.headers.get('idempotent-replayed'), null, 'served as new: the key was never used');
       assert.equal((await patients(practice.key, request.body, capped)).length, 1);
     }
+  });
+
+  test('under a latency target, answers slower than it lower the in-flight limit, past which requests are refused; quick answers raise it back to its ceiling', async () => {
+    const practice = await steered.newPractice();
+    const shedder = steered.deps.loadShedder;
+    const get = () =>
+      call(steered.baseUrl, 'GET', '/api/v1/patients?externalSystem=urn%3Atest&externalId=none', {
+        token: practice.key,
+      });
+    assert.equal(shedder.maxInFlight, STEERED_CEILING);
+
+    /** Sends n requests while the connections are held for STEERED_HOLD_MS; answers them all. */
+    const slowly = async (n: number) => {
+      const letGo = await holdConnections(steered);
+      let answered = 0;
+      const pending = Array.from({ length: n }, () =>
+        get().finally(() => {
+          answered += 1;
+        }),
+      );
+      try {
+        await eventually('every request is admitted or refused', () => shedder.inFlight + answered === n);
+        await sleep(STEERED_HOLD_MS);
+      } finally {
+        await letGo();
+      }
+      return Promise.all(pending);
+    };
+
+    // Three requests wait behind the held connections and answer after the target: the limit comes down.
+    const first = await slowly(3);
+    assert.deepEqual(
+      first.map((answer) => answer.status),
+      [200, 200, 200],
+    );
+    const lowered = shedder.maxInFlight;
+    assert.ok(lowered < STEERED_CEILING, `lowered to ${lowered}`);
+
+    // A burst as large as the ceiling: only the lowered limit's worth is admitted, the rest refused.
+    const shedBefore = shedder.shed.in_flight_limit;
+    const burst = await slowly(STEERED_CEILING);
+    const served = burst.filter((answer) => answer.status === 200).length;
+    assert.equal(served, lowered, 'as many served as the lowered limit');
+    for (const answer of burst.filter((each) => each.status !== 200)) {
+      assert.equal(answer.status, 503, answer.text);
+      assert.equal(answer.headers.get('retry-after'), '1');
+    }
+    assert.equal(shedder.shed.in_flight_limit - shedBefore, STEERED_CEILING - lowered);
+    const metrics = (await steered.admin('GET', '/metrics')).body;
+    assert.equal(metrics.requestsInFlight.limit, shedder.maxInFlight);
+    assert.equal(metrics.requestsInFlight.ceiling, STEERED_CEILING);
+    assert.equal(metrics.requestsInFlight.latencyTargetMs, STEERED_TARGET_MS);
+
+    // Quick answers, one after another, raise it back to the ceiling.
+    const deadline = Date.now() + 60_000;
+    while (shedder.maxInFlight < STEERED_CEILING) {
+      if (Date.now() > deadline) assert.fail(`the limit stayed at ${shedder.maxInFlight}`);
+      assert.equal((await get()).status, 200);
+    }
+    assert.equal(shedder.maxInFlight, STEERED_CEILING);
   });
 
   test('while the claims backlog is older than its bound, requests that would queue claim work (a claim, a bill with its claim) are answered 503 and change nothing; others are served; once the backlog clears, they are served again', async () => {

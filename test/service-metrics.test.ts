@@ -18,6 +18,8 @@ describeEachBackend('service metrics', (backend) => {
         LOAD_SHED_CONNECTION_WAIT_MS: '0',
         LOAD_SHED_EVENT_LOOP_LAG_MS: '60000',
         LOAD_SHED_MAX_IN_FLIGHT: '50',
+        // A target no answer here reaches: the limit stays at its ceiling.
+        LOAD_SHED_LATENCY_TARGET_MS: '60000',
       },
     });
     receiver = await Receiver.forService(svc);
@@ -62,7 +64,13 @@ describeEachBackend('service metrics', (backend) => {
       inFlightLimit: 0,
       claimBacklog: 0,
     });
-    assert.deepEqual(metrics.requestsInFlight, { running: 0, peak: 1, limit: 50 });
+    assert.deepEqual(metrics.requestsInFlight, {
+      running: 0,
+      peak: 1,
+      limit: 50,
+      ceiling: 50,
+      latencyTargetMs: 60000,
+    });
 
     const refused = await call(svc.baseUrl, 'GET', '/metrics', {});
     assert.equal(refused.status, 401);
@@ -84,6 +92,7 @@ describeEachBackend('service metrics', (backend) => {
     assert.match(text.text, /^practice_billing_requests_shed_total\{reason="connection_wait"\} 0$/m);
     assert.match(text.text, /^practice_billing_requests_shed_total\{reason="in_flight_limit"\} 0$/m);
     assert.match(text.text, /^practice_billing_api_requests_in_flight_limit 50$/m);
+    assert.match(text.text, /^practice_billing_api_requests_in_flight_ceiling 50$/m);
   });
 
   test('a shed request is counted, in the JSON and in the Prometheus text', async () => {

@@ -55,6 +55,11 @@ export interface Config {
   /** Refuse API requests (503) while this many are in flight; 0: never. */
   loadShedMaxInFlight: number;
   /**
+   * The answer time the in-flight limit steers by: an answer slower than this lowers the limit, quicker
+   * ones raise it again, never past loadShedMaxInFlight; 0: the limit stays loadShedMaxInFlight.
+   */
+  loadShedLatencyTargetMs: number;
+  /**
    * Refuse API requests that queue claim work (503: a bill with submitClaim, a claim sent, resubmitted
    * or reversed) while the claims lane's oldest due job has waited this long for a worker; 0: never.
    */
@@ -200,6 +205,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       0,
       100_000,
     ),
+    // Ten times a bill's answer on an idle two-core machine: reached only when requests queue for the
+    // cores or the connections (docs/decisions.md, "An in-flight limit that follows the machine").
+    loadShedLatencyTargetMs: integer(env, 'LOAD_SHED_LATENCY_TARGET_MS', databaseUrl ? 250 : 0, 0, 60_000),
     loadShedClaimBacklogMs: integer(env, 'LOAD_SHED_CLAIM_BACKLOG_MS', databaseUrl ? 2000 : 0, 0, 600_000),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 8, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 3, 1, 64),

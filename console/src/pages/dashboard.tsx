@@ -124,9 +124,12 @@ function ServiceLoad({ metrics }: { metrics: ServiceMetrics }) {
           ? ` (${connectionWait} waiting for the database, ${eventLoopLag} on event-loop lag, ${inFlightLimit} past the in-flight limit, ${claimBacklog} behind the claims backlog)`
           : ''}
         ; requests in flight {inFlight.running}
-        {inFlight.limit > 0 ? ` of ${inFlight.limit}` : ''} (at most {inFlight.peak}); longest wait for a
-        first connection {metrics.firstConnectionWait.longestMs} ms; event-loop lag {metrics.eventLoopLagMs}{' '}
-        ms.
+        {inFlight.limit > 0 ? ` of ${inFlight.limit}` : ''}
+        {inFlight.limit < inFlight.ceiling
+          ? ` (lowered from ${inFlight.ceiling}: answers slower than ${inFlight.latencyTargetMs} ms)`
+          : ''}{' '}
+        (at most {inFlight.peak}); longest wait for a first connection {metrics.firstConnectionWait.longestMs}{' '}
+        ms; event-loop lag {metrics.eventLoopLagMs} ms.
       </p>
       <table>
         <caption>Job queue by lane</caption>

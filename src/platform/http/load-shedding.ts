@@ -3,7 +3,9 @@
 // so that a retry is always safe, when:
 //  - it arrives while the event loop lags past a bound (event_loop_lag);
 //  - it arrives while as many requests as the in-flight limit are being served (in_flight_limit): a
-//    concurrency limiter, which bounds the queue for connections and so every later wait too;
+//    concurrency limiter, which bounds the queue for connections and so every later wait too; given a
+//    latency target, the limit follows the answer times of the requests it admits
+//    (AdaptiveInFlightLimit, ./adaptive-limit.ts);
 //  - its first connection would wait the connection-wait bound or more (connection_wait): refused on
 //    arrival while a newcomer's wait is predicted that long (the queue ahead of it at the recent hold
 //    time) or a current wait already lasts that long; and otherwise, through its FirstConnectionBound
@@ -28,6 +30,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { FirstConnectionBound, type RefusedWait, runWithConnectionBound } from '../db/connection-waits.ts';
 import type { Database } from '../db/database.ts';
+import { AdaptiveInFlightLimit } from './adaptive-limit.ts';
 import { AppError } from './errors.ts';
 
 export interface LoadSheddingSettings {
@@ -39,6 +42,8 @@ export interface LoadSheddingSettings {
   loadShedEventLoopLagMs: number;
   /** Refuse while this many requests are in flight (0: never). */
   loadShedMaxInFlight: number;
+  /** The answer time the in-flight limit steers by (0: the limit stays loadShedMaxInFlight). */
+  loadShedLatencyTargetMs: number;
 }
 
 export const SHED_REASONS = [
@@ -100,6 +105,7 @@ export class LoadShedder {
   readonly firstConnectionWaits: FirstConnectionWaits = { requests: 0, longestMs: 0 };
   #inFlight = 0;
   #peakInFlight = 0;
+  readonly #limit: AdaptiveInFlightLimit;
   /** The lag samples of the last LAG_WINDOW_MS, oldest first. */
   readonly #samples: { at: number; lagMs: number }[] = [];
   #readLag: (() => number) | null = null;
@@ -118,6 +124,7 @@ export class LoadShedder {
     this.#db = db;
     this.#settings = settings;
     this.#readClaimBacklogMs = readClaimBacklogMs ?? null;
+    this.#limit = new AdaptiveInFlightLimit(settings.loadShedMaxInFlight, settings.loadShedLatencyTargetMs);
   }
 
   /** The claims backlog as last read (milliseconds), while that reading is trusted; else 0. */
@@ -143,9 +150,19 @@ export class LoadShedder {
       });
   }
 
-  /** The most requests in flight at once: 0 when there is no limit. */
+  /** The most requests in flight at once now: 0 when there is no limit. */
   get maxInFlight(): number {
-    return this.#settings.loadShedMaxInFlight;
+    return this.#limit.current;
+  }
+
+  /** The most the in-flight limit rises to (LOAD_SHED_MAX_IN_FLIGHT): 0 when there is no limit. */
+  get inFlightCeiling(): number {
+    return this.#limit.ceiling;
+  }
+
+  /** The answer time the in-flight limit steers by: 0 when it is fixed. */
+  get latencyTargetMs(): number {
+    return this.#limit.targetMs;
   }
 
   /** Requests admitted and not yet answered. */
@@ -235,8 +252,10 @@ export class LoadShedder {
     }
     this.#inFlight += 1;
     this.#peakInFlight = Math.max(this.#peakInFlight, this.#inFlight);
+    const admittedAt = performance.now();
     reply.raw.once('close', () => {
       this.#inFlight -= 1;
+      if (reply.statusCode !== 503) this.#limit.answered(admittedAt, performance.now() - admittedAt);
     });
     const boundMs = this.#settings.loadShedConnectionWaitMs;
     if (boundMs <= 0) {

@@ -2345,8 +2345,12 @@ export interface components {
                 running: number;
                 /** @description The most at once since the process started. */
                 peak: number;
-                /** @description Past it requests are shed; 0: no limit. */
+                /** @description Past it requests are shed now; 0: no limit. Under a latency target it falls while answers are slower than the target and rises back to the ceiling. */
                 limit: number;
+                /** @description The most the limit rises to (LOAD_SHED_MAX_IN_FLIGHT); 0: no limit. */
+                ceiling: number;
+                /** @description The answer time the limit steers by (LOAD_SHED_LATENCY_TARGET_MS); 0: a fixed limit. */
+                latencyTargetMs: number;
             };
             firstConnectionWait: {
                 /** @description API requests whose first transaction had its connection, since the process started. */
