@@ -22,6 +22,7 @@ import * as m0020 from './0020_refunds.ts';
 import * as m0021 from './0021_practice_references.ts';
 import * as m0022 from './0022_key_change_signals_from_the_application.ts';
 import * as m0023 from './0023_job_backlog.ts';
+import * as m0024 from './0024_practice_job_backlog.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '0021_practice_references': m0021,
   '0022_key_change_signals_from_the_application': m0022,
   '0023_job_backlog': m0023,
+  '0024_practice_job_backlog': m0024,
 };

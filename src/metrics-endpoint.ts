@@ -57,6 +57,7 @@ export async function prometheusText(
   shed.inc({ reason: 'event_loop_lag' }, metrics.requestsShed.eventLoopLag);
   shed.inc({ reason: 'in_flight_limit' }, metrics.requestsShed.inFlightLimit);
   shed.inc({ reason: 'claim_backlog' }, metrics.requestsShed.claimBacklog);
+  shed.inc({ reason: 'webhook_backlog' }, metrics.requestsShed.webhookBacklog);
   gauge('api_requests_in_flight', 'API requests this process is serving now.').set(
     metrics.requestsInFlight.running,
   );

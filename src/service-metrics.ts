@@ -44,7 +44,13 @@ export const ServiceMetrics = Type.Object(
     ),
     endpointConcurrency: Count,
     requestsShed: Type.Object(
-      { connectionWait: Count, eventLoopLag: Count, inFlightLimit: Count, claimBacklog: Count },
+      {
+        connectionWait: Count,
+        eventLoopLag: Count,
+        inFlightLimit: Count,
+        claimBacklog: Count,
+        webhookBacklog: Count,
+      },
       { additionalProperties: false },
     ),
     requestsInFlight: Type.Object(
@@ -112,6 +118,7 @@ export async function serviceMetrics(trx: Trx, deps: Deps): Promise<ServiceMetri
       eventLoopLag: shed.event_loop_lag,
       inFlightLimit: shed.in_flight_limit,
       claimBacklog: shed.claim_backlog,
+      webhookBacklog: shed.webhook_backlog,
     },
     requestsInFlight: {
       running: deps.loadShedder.inFlight,

@@ -9,7 +9,8 @@
 // waits out the Retry-After and its retry succeeds. A refusal decided before the request's work (a
 // 403) keeps its answer and its audit row however long the row waits for a connection. Under a
 // latency target, answers made slow by held connections lower the in-flight limit, and quick ones
-// raise it back to its ceiling.
+// raise it back to its ceiling. Claim work is refused while the claims backlog, or its own practice's
+// webhook deliveries, are further behind than their bounds.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
@@ -25,6 +26,7 @@ import {
 } from './harness.ts';
 import { sdkClient } from './sdk-fixtures.ts';
 import { bill, createEncounter } from './support/factories.ts';
+import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -60,7 +62,7 @@ const STEERED_HOLD_MS = 3 * STEERED_TARGET_MS;
 /** A bound no request reaches while the test holds nothing: only held connections make waits. */
 const BOUND_MS = 1000;
 
-/** The claims backlog's bound; the test makes its claim job due well before it. */
+/** The claims backlog's bound, and the webhook deliveries' one; the tests make their jobs due well before it. */
 const BACKLOG_BOUND_MS = 2000;
 
 describeEachBackend('load shedding', (backend) => {
@@ -99,7 +101,10 @@ describeEachBackend('load shedding', (backend) => {
     });
     // No worker polls here: claim jobs wait until the test drains the queue.
     backlogged = await startService(backend, {
-      env: { LOAD_SHED_CLAIM_BACKLOG_MS: String(BACKLOG_BOUND_MS) },
+      env: {
+        LOAD_SHED_CLAIM_BACKLOG_MS: String(BACKLOG_BOUND_MS),
+        LOAD_SHED_WEBHOOK_BACKLOG_MS: String(BACKLOG_BOUND_MS),
+      },
     });
   });
   after(async () => {
@@ -359,13 +364,15 @@ describeEachBackend('load shedding', (backend) => {
       assert.equal(answer.headers.get('retry-after'), '1');
       assert.equal(answer.body.code, 'service_unavailable');
     }
-    const shedSince = (reason: 'connectionWait' | 'eventLoopLag' | 'inFlightLimit' | 'claimBacklog') =>
-      after.requestsShed[reason] - before.requestsShed[reason];
+    const shedSince = (
+      reason: 'connectionWait' | 'eventLoopLag' | 'inFlightLimit' | 'claimBacklog' | 'webhookBacklog',
+    ) => after.requestsShed[reason] - before.requestsShed[reason];
     assert.equal(
       shedSince('inFlightLimit') +
         shedSince('connectionWait') +
         shedSince('eventLoopLag') +
-        shedSince('claimBacklog'),
+        shedSince('claimBacklog') +
+        shedSince('webhookBacklog'),
       refused.length,
       'every refusal is counted by its reason',
     );
@@ -521,5 +528,73 @@ describeEachBackend('load shedding', (backend) => {
     assert.equal(billedLater.body.claimQueued, true);
     await backlogged.worker.drain();
     assert.equal((await w.api('GET', `/invoices/${invoiceId}/claim`)).body.status, 'accepted');
+  });
+
+  test("while a practice's webhook deliveries are further behind than their bound, that practice's claim work is answered 503 and changes nothing; its other work, and another practice's claims, are served", async () => {
+    const behind = await newWorld(backlogged);
+    const other = await newWorld(backlogged);
+    const receiver = await Receiver.forService(backlogged);
+    try {
+      await addEndpoint(backlogged, behind.practiceId, receiver);
+      // An issued invoice queues its webhook delivery, which no worker takes here; made due well past the bound.
+      const { invoiceId } = await issuedInvoice(behind);
+      const delivered = await asOperator(backlogged.db, (trx) =>
+        sql`UPDATE jobs SET run_at = now() - make_interval(secs => ${(3 * BACKLOG_BOUND_MS) / 1000})
+             WHERE practice_id = ${behind.practiceId} AND lane = 'webhooks' AND state = 'queued'`.execute(
+          trx,
+        ),
+      );
+      assert.ok(Number(delivered.numAffectedRows) >= 1, 'a delivery is queued');
+      const shedBefore = backlogged.deps.loadShedder.shed.webhook_backlog;
+      // Read per practice when its claim work arrives, in the background (a claim of no invoice wakes it).
+      await eventuallyAsync("the practice's webhook backlog is read and judged", async () => {
+        const probe = await behind.api('POST', '/invoices/inv_00000000000000000000000/claim', { body: {} });
+        return probe.status === 503;
+      });
+      const key = uniqueKey();
+      const refused = await behind.api('POST', `/invoices/${invoiceId}/claim`, {
+        body: {},
+        idempotencyKey: key,
+      });
+      assert.equal(refused.status, 503, refused.text);
+      assert.equal(refused.headers.get('retry-after'), '1');
+      assert.equal(refused.body.code, 'service_unavailable');
+      assert.equal(
+        (await behind.api('GET', `/invoices/${invoiceId}/claim`)).status,
+        404,
+        'no claim was sent',
+      );
+      assert.ok(
+        backlogged.deps.loadShedder.shed.webhook_backlog - shedBefore >= 2,
+        'each refusal is counted',
+      );
+
+      // The practice's work that queues no claim is served; so is another practice's claim.
+      const patient = await behind.api('POST', '/patients', {
+        body: patientBody(),
+        idempotencyKey: uniqueKey(),
+      });
+      assert.equal(patient.status, 201, patient.text);
+      const elsewhere = await issuedInvoice(other);
+      const otherClaim = await other.api('POST', `/invoices/${elsewhere.invoiceId}/claim`, {
+        body: {},
+        idempotencyKey: uniqueKey(),
+      });
+      assert.equal(otherClaim.status, 202, otherClaim.text);
+
+      // The deliveries go out: the refused claim, with its key, is served as new.
+      await backlogged.worker.drain();
+      assert.ok(receiver.requests.length >= 1, 'the delivery reached the receiver');
+      let sent!: Awaited<ReturnType<typeof behind.api>>;
+      await eventuallyAsync('the claim is served once the deliveries have gone', async () => {
+        sent = await behind.api('POST', `/invoices/${invoiceId}/claim`, { body: {}, idempotencyKey: key });
+        return sent.status !== 503;
+      });
+      assert.equal(sent.status, 202, sent.text);
+      assert.equal(sent.headers.get('idempotent-replayed'), null, 'served as new: the key was never used');
+      await backlogged.worker.drain();
+    } finally {
+      await receiver.close();
+    }
   });
 });

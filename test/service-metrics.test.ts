@@ -63,6 +63,7 @@ describeEachBackend('service metrics', (backend) => {
       eventLoopLag: 0,
       inFlightLimit: 0,
       claimBacklog: 0,
+      webhookBacklog: 0,
     });
     assert.deepEqual(metrics.requestsInFlight, {
       running: 0,

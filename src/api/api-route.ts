@@ -98,9 +98,10 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   genericPlans?: boolean;
   /**
    * The operation queues claim work (a submission, a reversal): refused at once while the claims
-   * lane's backlog is past LOAD_SHED_CLAIM_BACKLOG_MS (src/platform/http/load-shedding.ts). A function
-   * judges the body (a bill queues a claim only with submitClaim): such a request is refused once its
-   * body is read, still before any of its work.
+   * lane's backlog is past LOAD_SHED_CLAIM_BACKLOG_MS, and once its caller is known while the
+   * practice's webhook deliveries are behind LOAD_SHED_WEBHOOK_BACKLOG_MS
+   * (src/platform/http/load-shedding.ts). A function judges the body (a bill queues a claim only with
+   * submitClaim): such a request is judged once its body is read. Either way before any of its work.
    */
   queuesClaimWork?: boolean | ((body: unknown) => boolean);
   /** Content types accepted for the body besides application/json. */
@@ -123,11 +124,13 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
 export type AnyApiRoute = ApiRouteSpec<any, any, any, any>;
 
 /**
- * For a request whose body queues claim work (a bill with submitClaim), read before any of its work:
- * refused (503, no audit row, nothing done) while the claims backlog is past its bound.
+ * For a request that queues claim work (a claim sent, a bill with submitClaim), its caller known and
+ * its body read, before any of its work: refused (503, no audit row, nothing done) while the claims
+ * backlog or the practice's webhook deliveries' backlog is past its bound.
  */
 function refuseClaimWorkWhileBacklogged(deps: Deps, request: FastifyRequest): void {
-  const refusal = deps.loadShedder.claimWorkRefusal(request);
+  if (!request.auth) return;
+  const refusal = deps.loadShedder.claimWorkRefusal(request, request.auth.practice.id);
   if (!refusal) return;
   request.auditState.shed();
   throw refusal;
@@ -236,14 +239,17 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
     },
     // Route hooks only where the route needs them: each is a step of every request.
     preValidation:
-      spec.bodyOptional || spec.body
+      spec.bodyOptional || spec.body || spec.queuesClaimWork
         ? [
             async (request) => {
               if (spec.bodyOptional && (request.body === undefined || request.body === null))
                 request.body = {};
               else if (spec.body && request.body === null) throw nullBodyRefused();
-              if (typeof spec.queuesClaimWork === 'function' && spec.queuesClaimWork(request.body))
-                refuseClaimWorkWhileBacklogged(deps, request);
+              const queuesClaimWork =
+                typeof spec.queuesClaimWork === 'function'
+                  ? spec.queuesClaimWork(request.body)
+                  : spec.queuesClaimWork === true;
+              if (queuesClaimWork) refuseClaimWorkWhileBacklogged(deps, request);
             },
           ]
         : [],

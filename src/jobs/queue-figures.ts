@@ -90,3 +90,16 @@ export async function laneBacklogMs(db: Database, lane: JobLane): Promise<number
   const result = await outsideConnectionBound(() => callOperatorFunction(db, query));
   return Number(result.rows[0]?.ms ?? 0);
 }
+
+/**
+ * As laneBacklogMs, for one practice's jobs of `lane` only, through the function of migration 0024.
+ */
+export async function practiceLaneBacklogMs(
+  db: Database,
+  lane: JobLane,
+  practiceId: string,
+): Promise<number> {
+  const query = sql<{ ms: number }>`SELECT practice_job_backlog_ms(${lane}, ${practiceId}) AS ms`;
+  const result = await outsideConnectionBound(() => callOperatorFunction(db, query));
+  return Number(result.rows[0]?.ms ?? 0);
+}

@@ -64,6 +64,11 @@ export interface Config {
    * or reversed) while the claims lane's oldest due job has waited this long for a worker; 0: never.
    */
   loadShedClaimBacklogMs: number;
+  /**
+   * Refuse API requests that queue claim work (503) for a practice whose webhook deliveries' oldest due
+   * one has waited this long for a worker; 0: never.
+   */
+  loadShedWebhookBacklogMs: number;
   /** Webhook deliveries a worker runs at once (the webhooks lane). */
   webhookJobConcurrency: number;
   /** Deliveries to one endpoint running at once, in all workers. */
@@ -209,6 +214,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // cores or the connections (docs/decisions.md, "An in-flight limit that follows the machine").
     loadShedLatencyTargetMs: integer(env, 'LOAD_SHED_LATENCY_TARGET_MS', databaseUrl ? 250 : 0, 0, 60_000),
     loadShedClaimBacklogMs: integer(env, 'LOAD_SHED_CLAIM_BACKLOG_MS', databaseUrl ? 2000 : 0, 0, 600_000),
+    loadShedWebhookBacklogMs: integer(
+      env,
+      'LOAD_SHED_WEBHOOK_BACKLOG_MS',
+      databaseUrl ? 3000 : 0,
+      0,
+      600_000,
+    ),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 8, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 3, 1, 64),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),

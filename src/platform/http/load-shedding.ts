@@ -18,7 +18,14 @@
 //    (claim_backlog): the API then stops admitting more claim work than the workers finish, so the
 //    queue behind them stays short and its claims answered in seconds. The backlog is read by a
 //    statement of its own, at most every BACKLOG_SAMPLE_MS, only when such a request arrives, and
-//    trusted for BACKLOG_TRUST_MS.
+//    trusted for BACKLOG_TRUST_MS;
+//  - it would queue claim work for a practice whose own webhook deliveries have waited the webhook
+//    backlog bound or more for a worker (webhook_backlog), judged once the caller is known, still
+//    before any work: a claim's outcome reaches the practice by webhook, and deliveries to one
+//    endpoint run a few at a time, so claim work admitted faster than the practice's deliveries go
+//    out would answer its claims later and later, long after the overload. Only that practice's
+//    deliveries count, so a practice whose receiver is slow never holds back another's claims. Read
+//    per practice, sampled and trusted as the claims backlog.
 // Each refusal is logged and counted by its reason; requests in flight and how long first connections
 // waited are counted for the operator (src/service-metrics.ts). 429 stays the per-client rate limit
 // (docs/decisions.md). The event loop's lag is sampled by a timer (how late it fired) and judged over a
@@ -36,6 +43,8 @@ import { AppError } from './errors.ts';
 export interface LoadSheddingSettings {
   /** Refuse requests that queue claim work while the claims backlog is this old (0: never). */
   loadShedClaimBacklogMs: number;
+  /** Refuse requests that queue claim work while the practice's webhook deliveries are this far behind (0: never). */
+  loadShedWebhookBacklogMs: number;
   /** Refuse when a request's first connection would wait this long (0: never). */
   loadShedConnectionWaitMs: number;
   /** Refuse while the event loop lags this much (0: never). */
@@ -51,6 +60,7 @@ export const SHED_REASONS = [
   'event_loop_lag',
   'in_flight_limit',
   'claim_backlog',
+  'webhook_backlog',
 ] as const;
 export type ShedReason = (typeof SHED_REASONS)[number];
 
@@ -101,6 +111,7 @@ export class LoadShedder {
     event_loop_lag: 0,
     in_flight_limit: 0,
     claim_backlog: 0,
+    webhook_backlog: 0,
   };
   readonly firstConnectionWaits: FirstConnectionWaits = { requests: 0, longestMs: 0 };
   #inFlight = 0;
@@ -114,40 +125,23 @@ export class LoadShedder {
   readonly #contexts = new WeakMap<FastifyRequest, AsyncResource>();
   readonly #db: Database;
   readonly #settings: LoadSheddingSettings;
-  readonly #readClaimBacklogMs: (() => Promise<number>) | null;
-  /** The latest reading of the claims backlog, and when it was taken (performance.now()). */
-  #claimBacklog = { ms: 0, at: Number.NEGATIVE_INFINITY };
-  #readingBacklog = false;
+  /** The claims lane's backlog, one reading for the whole process. */
+  readonly #claimBacklog: BacklogReadings<null>;
+  /** Each practice's webhook deliveries' backlog, read per practice. */
+  readonly #webhookBacklogs: BacklogReadings<string>;
 
-  /** readClaimBacklogMs reads how long the claims lane's oldest due job has waited (milliseconds). */
-  constructor(db: Database, settings: LoadSheddingSettings, readClaimBacklogMs?: () => Promise<number>) {
+  constructor(db: Database, settings: LoadSheddingSettings, backlogs: BacklogReaders = {}) {
     this.#db = db;
     this.#settings = settings;
-    this.#readClaimBacklogMs = readClaimBacklogMs ?? null;
+    const { claimBacklogMs, practiceWebhookBacklogMs } = backlogs;
+    this.#claimBacklog = new BacklogReadings(claimBacklogMs ? () => claimBacklogMs() : null);
+    this.#webhookBacklogs = new BacklogReadings(practiceWebhookBacklogMs ?? null);
     this.#limit = new AdaptiveInFlightLimit(settings.loadShedMaxInFlight, settings.loadShedLatencyTargetMs);
   }
 
   /** The claims backlog as last read (milliseconds), while that reading is trusted; else 0. */
   get claimBacklogMs(): number {
-    return performance.now() - this.#claimBacklog.at <= BACKLOG_TRUST_MS ? this.#claimBacklog.ms : 0;
-  }
-
-  /** Reads the claims backlog again in the background, unless read within BACKLOG_SAMPLE_MS or on its way. */
-  #sampleClaimBacklog(): void {
-    const read = this.#readClaimBacklogMs;
-    if (!read || this.#readingBacklog || performance.now() - this.#claimBacklog.at < BACKLOG_SAMPLE_MS)
-      return;
-    this.#readingBacklog = true;
-    read()
-      .then((ms) => {
-        this.#claimBacklog = { ms, at: performance.now() };
-      })
-      .catch(() => {
-        // Not known: the reading before it runs out after BACKLOG_TRUST_MS, and the next request reads again.
-      })
-      .finally(() => {
-        this.#readingBacklog = false;
-      });
+    return this.#claimBacklog.trusted(null);
   }
 
   /** The most requests in flight at once now: 0 when there is no limit. */
@@ -225,18 +219,32 @@ export class LoadShedder {
   #claimBacklogReason(): ShedReason | null {
     const bound = this.#settings.loadShedClaimBacklogMs;
     if (bound <= 0) return null;
-    this.#sampleClaimBacklog();
+    this.#claimBacklog.sample(null);
     return this.claimBacklogMs >= bound ? 'claim_backlog' : null;
   }
 
+  #webhookBacklogReason(practiceId: string): ShedReason | null {
+    const bound = this.#settings.loadShedWebhookBacklogMs;
+    if (bound <= 0) return null;
+    this.#webhookBacklogs.sample(practiceId);
+    return this.#webhookBacklogs.trusted(practiceId) >= bound ? 'webhook_backlog' : null;
+  }
+
   /**
-   * For an admitted request that turns out to queue claim work once its body is read (a bill with
-   * submitClaim): its refusal while the claims backlog is past the bound (logged and counted), or
-   * null to serve it. Asked before any of its work.
+   * For an admitted request of practiceId's caller that queues claim work (judged once its caller is
+   * known and its body read: a bill with submitClaim, a claim sent, resubmitted or reversed): its
+   * refusal while the claims backlog, or the practice's webhook deliveries' backlog, is past its bound
+   * (logged and counted), or null to serve it. Asked before any of its work.
    */
-  claimWorkRefusal(request: FastifyRequest): RequestShed | null {
-    const reason = this.#claimBacklogReason();
-    return reason ? this.#refuse(request, reason, {}) : null;
+  claimWorkRefusal(request: FastifyRequest, practiceId: string): RequestShed | null {
+    const reason = this.#claimBacklogReason() ?? this.#webhookBacklogReason(practiceId);
+    if (!reason) return null;
+    return this.#refuse(
+      request,
+      reason,
+      {},
+      { webhookBacklogMs: Math.round(this.#webhookBacklogs.trusted(practiceId)) },
+    );
   }
 
   /**
@@ -288,7 +296,12 @@ export class LoadShedder {
   };
 
   /** The refusal of a request, logged and counted. */
-  #refuse(request: FastifyRequest, reason: ShedReason, wait: Partial<RefusedWait>): RequestShed {
+  #refuse(
+    request: FastifyRequest,
+    reason: ShedReason,
+    wait: Partial<RefusedWait>,
+    logged: Record<string, number> = {},
+  ): RequestShed {
     this.shed[reason] += 1;
     const connections = this.#db.connections;
     request.log.warn(
@@ -296,6 +309,7 @@ export class LoadShedder {
         reason,
         eventLoopLagMs: Math.round(this.eventLoopLagMs),
         claimBacklogMs: Math.round(this.claimBacklogMs),
+        ...logged,
         requestsInFlight: this.#inFlight,
         connectionWaiters: connections.waiters,
         longestConnectionWaitMs: Math.round(connections.longestWaitMs()),
@@ -305,5 +319,56 @@ export class LoadShedder {
       'request shed: the service is overloaded',
     );
     return new RequestShed(reason);
+  }
+}
+
+/** What reads the backlogs the shedder judges by (milliseconds the oldest due job has waited). */
+export interface BacklogReaders {
+  /** The claims lane's, all practices together. */
+  claimBacklogMs?: () => Promise<number>;
+  /** One practice's webhook deliveries'. */
+  practiceWebhookBacklogMs?: (practiceId: string) => Promise<number>;
+}
+
+/** Readings of a backlog per key (null: one for the process), each sampled and trusted as BACKLOG_*_MS say. */
+class BacklogReadings<K> {
+  readonly #read: ((key: K) => Promise<number>) | null;
+  readonly #readings = new Map<K, { ms: number; at: number }>();
+  readonly #reading = new Set<K>();
+
+  constructor(read: ((key: K) => Promise<number>) | null) {
+    this.#read = read;
+  }
+
+  /** The latest reading for key while it is trusted; else 0. */
+  trusted(key: K): number {
+    const reading = this.#readings.get(key);
+    return reading && performance.now() - reading.at <= BACKLOG_TRUST_MS ? reading.ms : 0;
+  }
+
+  /** Reads key's backlog again in the background, unless read within BACKLOG_SAMPLE_MS or on its way. */
+  sample(key: K): void {
+    const read = this.#read;
+    const last = this.#readings.get(key);
+    if (!read || this.#reading.has(key) || (last && performance.now() - last.at < BACKLOG_SAMPLE_MS)) return;
+    this.#reading.add(key);
+    read(key)
+      .then((ms) => {
+        this.#forgetStale();
+        this.#readings.set(key, { ms, at: performance.now() });
+      })
+      .catch(() => {
+        // Not known: the reading before it runs out after BACKLOG_TRUST_MS, and the next request reads again.
+      })
+      .finally(() => {
+        this.#reading.delete(key);
+      });
+  }
+
+  /** Drops readings no longer trusted, so that keys seen once do not stay. */
+  #forgetStale(): void {
+    if (this.#readings.size < 1000) return;
+    const since = performance.now() - BACKLOG_TRUST_MS;
+    for (const [key, reading] of this.#readings) if (reading.at < since) this.#readings.delete(key);
   }
 }

@@ -2340,6 +2340,7 @@ export interface components {
                 eventLoopLag: number;
                 inFlightLimit: number;
                 claimBacklog: number;
+                webhookBacklog: number;
             };
             requestsInFlight: {
                 running: number;
