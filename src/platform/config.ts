@@ -52,7 +52,7 @@ export interface Config {
   loadShedConnectionWaitMs: number;
   /** Refuse API requests (503) while the event loop lags this much; 0: never. */
   loadShedEventLoopLagMs: number;
-  /** Refuse API requests (503) while this many are in flight; 0: never. */
+  /** Refuse API requests (503) while this many are in flight, or the lower limit the latency target steers to; 0: never. */
   loadShedMaxInFlight: number;
   /**
    * The answer time the in-flight limit steers by: an answer slower than this lowers the limit, quicker
