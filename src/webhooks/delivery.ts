@@ -210,13 +210,15 @@ async function recordAttempt(ctx: DeliveryContext, trx: Trx, job: JobRow, prepar
   }
   if (disableReason && current.enabled)
     await tellPracticeDisabled(trx, practiceId, endpoint.id, endpoint.url, disableReason, job.id, now);
-  // The next attempt's time is the delivery's, on the service clock; the job waits as long on the
-  // database's.
+  // The next attempt's time is the delivery's, on the service clock; the job waits until then on the
+  // database's, counted from the transaction's start (now()). The clock is read again here, after the
+  // transaction's first statement: its BEGIN goes out with that statement, so the database's start
+  // may come after `now`, and counting from `now` would make the job due after the time the log gives.
   if (next)
     await rescheduleJob(
       trx,
       job,
-      next.getTime() - now.getTime(),
+      next.getTime() - ctx.now().getTime(),
       sent.result.error ?? `HTTP ${sent.result.statusCode}`,
     );
   else await finishJob(trx, job, now);
