@@ -11,7 +11,7 @@ import { InFlightRequests } from './idempotency/in-flight.ts';
 import { planRatesOf } from './insurance/store.ts';
 import type { Insurer } from './insurer/port.ts';
 import { SandboxInsurer } from './insurer/sandbox.ts';
-import { laneBacklogMs, practiceLaneBacklogMs } from './jobs/queue-figures.ts';
+import { laneBacklogMs } from './jobs/queue-figures.ts';
 import { type AuditFault, AuditLog } from './platform/audit-log.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
@@ -163,7 +163,7 @@ export async function buildDeps(
     secrets: secretBoxFor(config, db),
     loadShedder: new LoadShedder(db, config, {
       claimBacklogMs: () => laneBacklogMs(db, 'claims'),
-      practiceWebhookBacklogMs: (practiceId) => practiceLaneBacklogMs(db, 'webhooks', practiceId),
+      practiceWebhookBacklogMs: (practiceId) => laneBacklogMs(db, 'webhooks', practiceId),
     }),
   };
 }

@@ -134,7 +134,7 @@ export class LoadShedder {
     this.#db = db;
     this.#settings = settings;
     const { claimBacklogMs, practiceWebhookBacklogMs } = backlogs;
-    this.#claimBacklog = new BacklogReadings(claimBacklogMs ? () => claimBacklogMs() : null);
+    this.#claimBacklog = new BacklogReadings(claimBacklogMs ?? null);
     this.#webhookBacklogs = new BacklogReadings(practiceWebhookBacklogMs ?? null);
     this.#limit = new AdaptiveInFlightLimit(settings.loadShedMaxInFlight, settings.loadShedLatencyTargetMs);
   }
