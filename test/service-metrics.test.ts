@@ -15,6 +15,7 @@ describeEachBackend('service metrics', (backend) => {
     svc = await startService(backend, {
       env: {
         WEBHOOK_ENDPOINT_CONCURRENCY: '2',
+        WEBHOOK_JOB_CONCURRENCY: '6',
         LOAD_SHED_CONNECTION_WAIT_MS: '0',
         LOAD_SHED_EVENT_LOOP_LAG_MS: '60000',
         LOAD_SHED_MAX_IN_FLIGHT: '50',
@@ -45,7 +46,7 @@ describeEachBackend('service metrics', (backend) => {
     const webhooks = metrics.lanes.find((lane: { lane: string }) => lane.lane === 'webhooks');
     assert.equal(webhooks.running, 2);
     assert.equal(webhooks.waiting, 1);
-    assert.equal(webhooks.slots, 8);
+    assert.equal(webhooks.slots, 6);
     assert.ok(webhooks.oldestWaitingSeconds >= 0);
     const claims = metrics.lanes.find((lane: { lane: string }) => lane.lane === 'claims');
     assert.deepEqual([claims.running, claims.waiting], [0, 0]);
