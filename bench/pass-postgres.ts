@@ -7,6 +7,7 @@
 // (200,000 when a million would not fit the time budget, as the results then say) for the second
 // paging comparison.
 import { randomBytes } from 'node:crypto';
+import { type AutovacuumStandIn, startAutovacuumStandIn } from './autovacuum.ts';
 import { startBaseline } from './baseline.ts';
 import { postgresTarget } from './bulk-sql.ts';
 import { countedClaims } from './counted-claims.ts';
@@ -37,6 +38,15 @@ const AFTER_LARGE_LOAD_MS = 120_000;
  */
 const LOAD_SLOWDOWN = 1.8;
 
+/** Stops the autovacuum stand-in, if one ran, and notes what it did. */
+async function noteStandIn(ctx: PassContext, standIn: AutovacuumStandIn | undefined): Promise<void> {
+  if (!standIn) return;
+  await standIn.stop();
+  ctx.result.notes.push(
+    `the server runs with autovacuum off: the bench stood in for it (bench/autovacuum.ts), analysing ${standIn.counts.analysed} and vacuuming ${standIn.counts.vacuumed} tables at autovacuum's thresholds`,
+  );
+}
+
 export async function postgresPass(ctx: PassContext, databaseUrl: string): Promise<void> {
   const { settings } = ctx;
   if (settings.only === 'rate-limits') {
@@ -46,9 +56,11 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
   if (settings.only === 'isolation') {
     const db = await createDatabase(databaseUrl, `pb_bench_${randomSuffix()}`);
     ctx.result.notes.push(`database ${db.name}, dropped at the end`);
+    const standIn = await startAutovacuumStandIn([db.url]);
     try {
       await isolationOnly(ctx, { database: { url: db.url }, separateWorker: settings.separateWorker });
     } finally {
+      await noteStandIn(ctx, standIn);
       await db.drop();
     }
     return;
@@ -97,6 +109,7 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       await Promise.all([baseline.stop(), service.stop()]);
       throw error;
     });
+    let standIn: AutovacuumStandIn | undefined;
     try {
       const seeded = await seedThroughApi(ctx, service.baseUrl, adminToken);
       const plan = invoicePlan(settings, settings.largeInvoices);
@@ -126,6 +139,7 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       await baseline.copyPatients(seeded.patients);
       await baselineInvoices(1, settings.smallInvoices);
       await analyze(ctx, sql, baseline);
+      standIn = await startAutovacuumStandIn([serviceDb.url, baselineDb.url]);
 
       const everything = settings.only === undefined;
       if (settings.only !== 'claims') {
@@ -208,6 +222,7 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       }
       await isolationScenarios(ctx, service, adminToken);
     } finally {
+      await noteStandIn(ctx, standIn);
       await sql.close();
       await baseline.stop();
       await service.stop();
