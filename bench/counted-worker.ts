@@ -46,7 +46,7 @@ const handlers = Object.fromEntries(
 );
 const worker = startWorker(
   { db, clock: deps.clock, log, settings: config },
-  { handlers, preparers: jobPreparers, tasks: periodicTasks },
+  { handlers, preparers: jobPreparers, tasks: periodicTasks(config) },
 );
 
 const server = http.createServer((request, response) => {

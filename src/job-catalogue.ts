@@ -8,6 +8,7 @@ import { purgeExpiredKeys } from './idempotency/idempotency-store.ts';
 import type { Insurer } from './insurer/port.ts';
 import { markOverdueInvoices } from './invoices/overdue.ts';
 import type { TakenJobsPreparer } from './jobs/handoff.ts';
+import { purgeFinishedJobs } from './jobs/queue.ts';
 import { type JobHandler, type PeriodicTask, startWorker, type Worker } from './jobs/worker.ts';
 import type { Clock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
@@ -64,7 +65,10 @@ export const jobPreparers: Record<string, TakenJobsPreparer> = {
   [DELIVER_JOB.name]: prepareTakenDeliveries,
 };
 
-export const periodicTasks: PeriodicTask[] = [
+const DAY_MS = 24 * 3600 * 1000;
+
+/** The worker's periodic tasks; finished jobs are kept `jobRetentionDays`. */
+export const periodicTasks = (config: Pick<Config, 'jobRetentionDays'>): PeriodicTask[] => [
   {
     name: 'sample-change-feed-clock',
     everyMs: 1000,
@@ -92,6 +96,14 @@ export const periodicTasks: PeriodicTask[] = [
     everyMs: 60 * 1000,
     run: ({ db, clock }) => markOverdueInvoices(db, clock.now()),
   },
+  {
+    name: 'purge-finished-jobs',
+    everyMs: 10 * 60 * 1000,
+    run: ({ db, clock }) =>
+      asOperator(db, (trx) =>
+        purgeFinishedJobs(trx, new Date(clock.now().getTime() - config.jobRetentionDays * DAY_MS)),
+      ),
+  },
 ];
 
 /** A worker running every job kind and, unless told otherwise, every periodic task. */
@@ -105,7 +117,7 @@ export function startJobWorker(
     {
       handlers: jobHandlers(deps, sender),
       preparers: jobPreparers,
-      tasks: options.tasks ?? periodicTasks,
+      tasks: options.tasks ?? periodicTasks(deps.config),
       ...(options.poll !== undefined ? { poll: options.poll } : {}),
       onStop: () => sender.close(),
     },

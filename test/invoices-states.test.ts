@@ -276,7 +276,7 @@ describeEachBackend('invoice states', (backend) => {
   });
 
   test('the worker runs the overdue job on its schedule with its clock', async () => {
-    const task = periodicTasks.find((t) => t.name === 'mark-overdue-invoices');
+    const task = periodicTasks(svc.deps.config).find((t) => t.name === 'mark-overdue-invoices');
     assert.ok(task, 'the overdue job is scheduled');
     assert.ok(task.everyMs <= 60 * 60 * 1000);
     const invoice = await billedInvoice(svc, practice, { issue: true });

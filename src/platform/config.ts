@@ -74,6 +74,8 @@ export interface Config {
   /** Deliveries to one endpoint running at once, in all workers. */
   webhookEndpointConcurrency: number;
   jobLeaseSeconds: number;
+  /** Days a finished job (done or failed) is kept before the worker deletes it. */
+  jobRetentionDays: number;
   /** 32-byte key (base64 or hex) that encrypts webhook secrets at rest; the sandbox keeps one in DATA_DIR. */
   secretEncryptionKey: Buffer | undefined;
   /** How long a rotated-out webhook secret keeps signing beside the new one. */
@@ -224,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 24, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 64),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
+    jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 7, 1, 3650),
     secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     webhookSecretOverlapSeconds: integer(env, 'WEBHOOK_SECRET_OVERLAP_SECONDS', 24 * 3600, 0, 30 * 24 * 3600),
