@@ -8,6 +8,7 @@ import { buildDeps, migrateConfigured, openConfiguredDatabase } from './bootstra
 import { startJobWorker } from './job-catalogue.ts';
 import type { Worker } from './jobs/worker.ts';
 import { type Config, ConfigError } from './platform/config.ts';
+import { autovacuumCoverage, autovacuumWarning } from './platform/db/autovacuum.ts';
 import { changeFeedReadsThisLogin } from './platform/db/change-feed.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
 import { compilePendingSchemas } from './platform/http/lazy-compile.ts';
@@ -83,6 +84,10 @@ export async function runService(configured: Config, options: RunOptions): Promi
           '(pg_stat_activity), so feed pages lag by a second or more; GRANT this login to that role, or ' +
           'grant it pg_read_all_stats (README, Running against PostgreSQL)',
       );
+    }
+    if (db.kind === 'postgres') {
+      const warning = autovacuumWarning(await autovacuumCoverage(db.kysely));
+      if (warning) log.warn(warning);
     }
     const deps = await buildDeps(config, db, { log });
 
