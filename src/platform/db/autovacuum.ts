@@ -14,7 +14,8 @@ export interface AutovacuumCoverage {
 }
 
 export async function autovacuumCoverage(db: Kysely<Tables>): Promise<AutovacuumCoverage> {
-  const server = await sql<{ server_on: boolean }>`SELECT current_setting('autovacuum') = 'on' AS server_on`.execute(db);
+  const server = await sql<{ server_on: boolean }>`
+    SELECT current_setting('autovacuum') = 'on' AS server_on`.execute(db);
   const tables = await sql<{ name: string }>`
     SELECT c.relname AS name FROM pg_class c
      WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
