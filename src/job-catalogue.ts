@@ -10,7 +10,7 @@ import { markOverdueInvoices } from './invoices/overdue.ts';
 import type { TakenJobsPreparer } from './jobs/handoff.ts';
 import { purgeFinishedJobs } from './jobs/queue.ts';
 import { type JobHandler, type PeriodicTask, startWorker, type Worker } from './jobs/worker.ts';
-import type { Clock } from './platform/clock.ts';
+import { type Clock, DAY_MS } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import { recordChangeFeedSample } from './platform/db/change-feed.ts';
 import type { Database } from './platform/db/database.ts';
@@ -64,8 +64,6 @@ export function jobHandlers(
 export const jobPreparers: Record<string, TakenJobsPreparer> = {
   [DELIVER_JOB.name]: prepareTakenDeliveries,
 };
-
-const DAY_MS = 24 * 3600 * 1000;
 
 /** The worker's periodic tasks; finished jobs are kept `jobRetentionDays`. */
 export const periodicTasks = (config: Pick<Config, 'jobRetentionDays'>): PeriodicTask[] => [

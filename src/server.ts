@@ -78,14 +78,14 @@ export async function runService(configured: Config, options: RunOptions): Promi
 
   try {
     await migrateConfigured(config, db);
-    if (db.kind === 'postgres' && !(await changeFeedReadsThisLogin(db.kysely))) {
-      log.warn(
-        "change feeds: the role that ran the migrations cannot see when this login's transactions began " +
-          '(pg_stat_activity), so feed pages lag by a second or more; GRANT this login to that role, or ' +
-          'grant it pg_read_all_stats (README, Running against PostgreSQL)',
-      );
-    }
     if (db.kind === 'postgres') {
+      if (!(await changeFeedReadsThisLogin(db.kysely))) {
+        log.warn(
+          "change feeds: the role that ran the migrations cannot see when this login's transactions began " +
+            '(pg_stat_activity), so feed pages lag by a second or more; GRANT this login to that role, or ' +
+            'grant it pg_read_all_stats (README, Running against PostgreSQL)',
+        );
+      }
       const warning = autovacuumWarning(await autovacuumCoverage(db.kysely));
       if (warning) log.warn(warning);
     }

@@ -6,6 +6,7 @@
 // diagnosisCodes must name diagnoses of the same visit. The patient and practitioner must be the practice's.
 import { type CodeUsage, judgeCodings, refuseRepeatedDiagnoses } from '../code-systems/usage.ts';
 import { patientExists } from '../patients/service.ts';
+import { DAY_MS } from '../platform/clock.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { parseOffsetDateTime } from '../platform/http/date-time.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
@@ -19,7 +20,6 @@ import { type EncounterRecord, findEncounter, insertEncounter } from './store.ts
 export { listEncounters } from './store.ts';
 
 export const MAX_DAYS_AGO = 120;
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
  * The earliest service date a record made on `date` (YYYY-MM-DD) can bill: a visit may start at most

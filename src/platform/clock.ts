@@ -5,6 +5,9 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() };
 
+/** A day of elapsed time, in milliseconds. */
+export const DAY_MS = 24 * 60 * 60 * 1000;
+
 // Building an Intl.DateTimeFormat costs far more than formatting with one, and a request may ask for
 // dates many times: one formatter per time zone is kept (practices use a handful of zones).
 const dateFormats = new Map<string, Intl.DateTimeFormat>();
