@@ -5,23 +5,15 @@
 // whatever the machine's speed.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { type StatementCounts, statementCounts } from '../src/platform/db/statement-counts.ts';
+import { statementCounts } from '../src/platform/db/statement-counts.ts';
 import { newPatient, newWorld, readClaim, type World } from './claims-fixtures.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 import { bill, createEncounter } from './support/factories.ts';
+import { countsSince } from './support/statement-counts.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
 
 /** At most this many statements (BEGIN and COMMIT included) and transactions per claim. */
 const BUDGET = { statements: 60, transactions: 8 };
-
-function since(before: StatementCounts): StatementCounts {
-  const now = statementCounts();
-  return {
-    statements: now.statements - before.statements,
-    roundTrips: now.roundTrips - before.roundTrips,
-    transactions: now.transactions - before.transactions,
-  };
-}
 
 describeEachBackend('claims: statements and transactions per claim', (backend) => {
   let svc: TestService;
@@ -60,13 +52,13 @@ describeEachBackend('claims: statements and transactions per claim', (backend) =
     });
     const atBill = statementCounts();
     const billed = await bill(w.api, visit.id, { issue: true, submitClaim: true });
-    const billCounts = since(atBill);
+    const billCounts = countsSince(atBill);
     assert.equal(billed.status, 201, billed.text);
     assert.equal(billed.body.claimQueued, true);
     const atJobs = statementCounts();
     // One take: the submission and the first webhook; the answer's remittance and webhook follow on.
     const ran = await svc.worker.takeOnce();
-    const jobs = since(atJobs);
+    const jobs = countsSince(atJobs);
     assert.equal(ran, 4, 'the submission, the remittance and both webhooks ran after one take');
     assert.equal(await svc.worker.drain(), 0, 'nothing was left for another take');
     return { invoiceId: billed.body.invoice.id as string, bill: billCounts, jobs };

@@ -191,6 +191,18 @@ describeEachBackend('transaction frame', (backend) => {
     );
   });
 
+  /** A transaction with a parameterised statement runs, in the practice, under the app role. */
+  const assertNextTransactionServed = async (practiceId: string) => {
+    const role = await inPractice(
+      svc.db,
+      practiceId,
+      async (trx) =>
+        (await sql<{ role: string }>`SELECT current_user AS role, ${1}::int AS one`.execute(trx)).rows[0]!
+          .role,
+    );
+    assert.equal(role, 'practice_billing_app', 'the connection serves the next transaction');
+  };
+
   const entryFor = (practiceId: string, requestId: string, route: string): AuditEntry => ({
     practiceId,
     actor: 'client',
@@ -416,14 +428,117 @@ describeEachBackend('transaction frame', (backend) => {
       /role "no_such_role_for_this_test" does not exist/,
     );
     assert.equal(reached, false);
+    await assertNextTransactionServed((await svc.newPractice()).practiceId);
+  });
+  /** A read that records itself: a found row's audit row, and the row written when none is found. */
+  const readRecord = (practiceId: string, requestId: string) => {
+    const found = {
+      ...entryFor(practiceId, requestId, '/recorded/:id'),
+      resourceType: 'probe',
+      resourceId: 'asked',
+    };
+    return {
+      found,
+      none: { ...found, status: 404, outcome: 'refused', reason: 'not_found' },
+      patientColumn: 'patient',
+    };
+  };
+  const auditRowOf = async (practiceId: string, requestId: string) =>
+    inPractice(svc.db, practiceId, async (trx) => {
+      const { rows } = await sql<{
+        status: number;
+        outcome: string;
+        reason: string | null;
+        resource_id: string;
+        patient_id: string | null;
+      }>`
+        SELECT status, outcome, reason, resource_id, patient_id FROM audit_events WHERE request_id = ${requestId}`.execute(
+        trx,
+      );
+      return rows;
+    });
+
+  test('a read that records itself writes the row of what it found: the one row, or none found', async () => {
     const practice = await svc.newPractice();
-    const role = await inPractice(
-      svc.db,
-      practice.practiceId,
-      async (trx) =>
-        (await sql<{ role: string }>`SELECT current_user AS role, ${1}::int AS one`.execute(trx)).rows[0]!
-          .role,
+    const audit = new AuditLog();
+    const probe = (hit: boolean) =>
+      sql<{ id: string; patient: string }>`
+        SELECT id, patient FROM (VALUES (${'prb_1'}::text, ${'pat_1'}::text)) AS v (id, patient) WHERE ${hit}::boolean`;
+    const rows = await inPractice(svc.db, practice.practiceId, (trx) =>
+      audit.recordRead(trx, probe(true).compile(trx), readRecord(practice.practiceId, 'req_read_hit')),
     );
-    assert.equal(role, 'practice_billing_app');
+    assert.deepEqual(rows, [{ id: 'prb_1', patient: 'pat_1' }]);
+    assert.deepEqual(await auditRowOf(practice.practiceId, 'req_read_hit'), [
+      { status: 200, outcome: 'succeeded', reason: null, resource_id: 'prb_1', patient_id: 'pat_1' },
+    ]);
+    const none = await inPractice(svc.db, practice.practiceId, (trx) =>
+      audit.recordRead(trx, probe(false).compile(trx), readRecord(practice.practiceId, 'req_read_none')),
+    );
+    assert.deepEqual(none, []);
+    assert.deepEqual(await auditRowOf(practice.practiceId, 'req_read_none'), [
+      { status: 404, outcome: 'refused', reason: 'not_found', resource_id: 'asked', patient_id: null },
+    ]);
+  });
+
+  test('a read that fails keeps no row of it, and the connection serves the next transaction', async () => {
+    const practice = await svc.newPractice();
+    await assert.rejects(
+      inPractice(svc.db, practice.practiceId, (trx) =>
+        new AuditLog().recordRead(
+          trx,
+          sql<{ id: string }>`SELECT (1 / ${0}::int)::text AS id, NULL::text AS patient`.compile(trx),
+          readRecord(practice.practiceId, 'req_read_fails'),
+        ),
+      ),
+      (error: Error) =>
+        error instanceof AuditUnavailableError && /division by zero/.test(String(error.cause)),
+    );
+    assert.deepEqual(await auditRowOf(practice.practiceId, 'req_read_fails'), []);
+    await assertNextTransactionServed(practice.practiceId);
+  });
+
+  test('a read that records itself leaves with its frame and COMMIT in one write, and ends its transaction', {
+    skip: backend === 'pglite' ? 'PGlite runs in process: there is no round trip to save' : false,
+  }, async () => {
+    const practice = await svc.newPractice();
+    const audit = new AuditLog();
+    const { result, writesFrom } = await countingWrites(() =>
+      inPractice(svc.db, practice.practiceId, async (trx) => {
+        const [row] = await audit.recordRead(
+          trx,
+          sql<{ id: string; patient: string; port: number }>`
+            SELECT ${'prb_2'}::text AS id, NULL::text AS patient, inet_client_port() AS port`.compile(trx),
+          readRecord(practice.practiceId, 'req_read_one_write'),
+        );
+        return row!;
+      }),
+    );
+    assert.equal(
+      writesFrom(result.port),
+      1,
+      'BEGIN, the frame, the read with its row and the COMMIT: one write',
+    );
+    assert.equal((await auditRowOf(practice.practiceId, 'req_read_one_write')).length, 1, 'committed');
+
+    let followed = false;
+    await assert.rejects(
+      inPractice(svc.db, practice.practiceId, async (trx) => {
+        await audit.recordRead(
+          trx,
+          sql<{ id: string }>`SELECT ${'prb_3'}::text AS id, NULL::text AS patient`.compile(trx),
+          readRecord(practice.practiceId, 'req_read_then_more'),
+        );
+        await sql`SELECT ${1}::int AS one`.execute(trx);
+        followed = true;
+      }),
+      /committed with its last statement/,
+    );
+    assert.equal(followed, false, 'no statement runs after the read that ended the transaction');
+    assert.equal(
+      (await auditRowOf(practice.practiceId, 'req_read_then_more')).length,
+      1,
+      'the read had committed',
+    );
+    await assertNextTransactionServed(practice.practiceId);
   });
 });

@@ -4,6 +4,7 @@
 // transaction with its audit row and stored answer, and release of the claim if nothing committed.
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import type { CompiledQuery } from 'kysely';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { AuthContext } from '../auth/authenticate.ts';
 import { practitionerExists } from '../auth/performer-store.ts';
@@ -27,7 +28,13 @@ import {
   type TransactionPlans,
   type Trx,
 } from '../platform/db/transaction.ts';
-import { AppError, type FieldError, fieldErrors, invalidParameters } from '../platform/http/errors.ts';
+import {
+  AppError,
+  ERROR_CODES,
+  type FieldError,
+  fieldErrors,
+  invalidParameters,
+} from '../platform/http/errors.ts';
 import {
   mergeFieldErrors,
   type Partly,
@@ -52,6 +59,26 @@ export interface HandlerContext<P, Q, B> {
   requestId: string;
   performerId: string | null;
   now: Date;
+  /**
+   * Runs `read` as the work's last statement, the request's audit row written by that same statement
+   * from what it finds and the COMMIT sent behind it (AuditLog.recordRead): a read in one round trip.
+   * For a read whose answer follows from its rows alone: nothing may run after it, and a handler whose
+   * rule is `not_found` answers 404 not_found (notFound) when it finds no row.
+   */
+  readRecorded<R>(read: CompiledQuery<R>, rule: ReadRule): Promise<R[]>;
+}
+
+/** HandlerContext.readRecorded, for the domain function a handler hands it to. */
+export type ReadRecorded = HandlerContext<unknown, unknown, unknown>['readRecorded'];
+
+/** How a read that records itself reads what it finds (see HandlerContext.readRecorded). */
+export interface ReadRule {
+  /** Finding nothing is answered 404 not_found, or is a success (an empty list). */
+  none: 'not_found' | 'empty';
+  /** The column of a found row that names its patient, for the audit row. */
+  patientColumn?: string;
+  /** The order of the rows answered, as an ORDER BY list over the read's columns. */
+  orderBy?: string;
 }
 
 /** What a route's field rules get: the body without the fields its schema refused, and those fields. */
@@ -275,6 +302,7 @@ function refuseMissingExtraPermissions(spec: AnyApiRoute, auth: AuthContext | nu
 function contextOf(
   trx: Trx,
   deps: Deps,
+  spec: AnyApiRoute,
   auth: AuthContext,
   request: FastifyRequest,
   performerId: string | null,
@@ -290,7 +318,35 @@ function contextOf(
     requestId: request.id,
     performerId,
     now: deps.clock.now(),
+    readRecorded: (read, rule) => readRecorded(deps, spec, request, auth, trx, read, rule),
   };
+}
+
+/** HandlerContext.readRecorded: the audit row for both outcomes, then the read that writes one of them. */
+async function readRecorded<R>(
+  deps: Deps,
+  spec: AnyApiRoute,
+  request: FastifyRequest,
+  auth: AuthContext,
+  trx: Trx,
+  read: CompiledQuery<R>,
+  rule: ReadRule,
+): Promise<R[]> {
+  const audit = request.auditState;
+  const found = audit.entryOf(request, identityOf(auth), spec.successStatus);
+  const none =
+    rule.none === 'not_found'
+      ? { ...found, status: ERROR_CODES.not_found.status, outcome: 'refused', reason: 'not_found' }
+      : found;
+  const { patientColumn, orderBy } = rule;
+  const rows = await deps.audit.recordRead(trx, read, {
+    found,
+    none,
+    ...(patientColumn ? { patientColumn } : {}),
+    ...(orderBy ? { orderBy } : {}),
+  });
+  audit.written();
+  return rows;
 }
 
 /**
@@ -310,7 +366,7 @@ async function refuseWrongFields(
   const fieldRules = spec.fieldRules!;
   return inPractice(deps.db, auth.practice.id, async (trx) => {
     if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
-    const ctx = contextOf(trx, deps, auth, request, performerId);
+    const ctx = contextOf(trx, deps, spec, auth, request, performerId);
     let fromRules: FieldError[] = [];
     try {
       fromRules = await fieldRules({
@@ -403,7 +459,7 @@ async function performRoute(
   trx: Trx,
 ): Promise<StoredAnswer> {
   if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
-  const result = await spec.handler(contextOf(trx, deps, auth, request, performerId));
+  const result = await spec.handler(contextOf(trx, deps, spec, auth, request, performerId));
   if (result.resource) {
     request.auditState.resourceId = result.resource.id;
     request.auditState.patientId = result.resource.patientId ?? null;
@@ -423,6 +479,8 @@ async function recordAnswer(
   outcome: Outcome,
 ): Promise<void> {
   const audit = request.auditState;
+  // A read that recorded itself (readRecorded) has written its row, and its transaction has ended.
+  if (!audit.open) return;
   audit.outcome = outcome.kind;
   if (outcome.kind === 'refused') audit.reason = outcome.error.code;
   await deps.audit.write(trx, audit.entryOf(request, identityOf(auth), answer.status));

@@ -6,12 +6,12 @@ import { wholeList } from '../platform/http/cursor.ts';
 import { IdParam } from '../platform/http/schema.ts';
 import { Patient, PatientList, PatientPatch, PatientRequest } from './schemas.ts';
 import {
-  findByExternalId,
+  findByExternalIdRecorded,
   patchPatient,
   patchRuleErrors,
   patientOf,
   patientRuleErrors,
-  readPatient,
+  readPatientRecorded,
   registerPatient,
 } from './service.ts';
 
@@ -55,8 +55,8 @@ export const patientRoutes = [
     successStatus: 200,
     response: Patient,
     errorStatuses: [401, 403, 404, 429, 500, 503],
-    handler: async ({ trx, practiceId, params }) => {
-      const row = await readPatient(trx, practiceId, params.patientId);
+    handler: async ({ readRecorded, practiceId, params }) => {
+      const row = await readPatientRecorded(readRecorded, practiceId, params.patientId);
       return { body: patientOf(row), resource: { id: row.id, patientId: row.id } };
     },
   }),
@@ -80,8 +80,13 @@ export const patientRoutes = [
     successStatus: 200,
     response: PatientList,
     errorStatuses: [400, 401, 403, 429, 500, 503],
-    handler: async ({ trx, practiceId, query }) => {
-      const rows = await findByExternalId(trx, practiceId, query.externalSystem, query.externalId);
+    handler: async ({ readRecorded, practiceId, query }) => {
+      const rows = await findByExternalIdRecorded(
+        readRecorded,
+        practiceId,
+        query.externalSystem,
+        query.externalId,
+      );
       return {
         body: wholeList(rows.map(patientOf)),
         ...(rows.length === 1 ? { resource: { id: rows[0]!.id, patientId: rows[0]!.id } } : {}),

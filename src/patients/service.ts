@@ -1,6 +1,7 @@
 // Owns the rules for patients: registration with a unique practice number (externalId), reading,
 // finding by that number, and correcting demographics with a JSON merge patch.
 
+import type { ReadRecorded } from '../api/api-route.ts';
 import { insertUnlessTaken, isUniqueViolation, type Trx } from '../platform/db/transaction.ts';
 import { AppError, type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import type { Partly, WrongField } from '../platform/http/field-rules.ts';
@@ -9,12 +10,15 @@ import { newId } from '../platform/ids.ts';
 import { applyMergePatch } from './merge-patch.ts';
 import { type Patient, type PatientPatch, PatientRequest } from './schemas.ts';
 import {
+  EXTERNAL_ID_ORDER,
   findPatient,
   findPatientsByExternalId,
   insertPatient,
   type PatientRow,
   type PatientValues,
+  patientByIdRead,
   patientExists,
+  patientsByExternalIdRead,
   updatePatient,
 } from './store.ts';
 
@@ -125,8 +129,32 @@ export async function readPatient(trx: Trx, practiceId: string, id: string): Pro
   return row;
 }
 
-export async function findByExternalId(trx: Trx, practiceId: string, system: string, value: string) {
-  return findPatientsByExternalId(trx, practiceId, system, value);
+/** The patient, read by a statement that writes its request's audit row (HandlerContext.readRecorded). */
+export async function readPatientRecorded(
+  readRecorded: ReadRecorded,
+  practiceId: string,
+  id: string,
+): Promise<PatientRow> {
+  const [row] = await readRecorded(patientByIdRead(practiceId, id), {
+    none: 'not_found',
+    patientColumn: 'id',
+  });
+  if (!row) throw notFound('Patient');
+  return row;
+}
+
+/** The patients with an externalId (registration order), read as readPatientRecorded reads one. */
+export function findByExternalIdRecorded(
+  readRecorded: ReadRecorded,
+  practiceId: string,
+  system: string,
+  value: string,
+): Promise<PatientRow[]> {
+  return readRecorded(patientsByExternalIdRead(practiceId, system, value), {
+    none: 'empty',
+    patientColumn: 'id',
+    orderBy: EXTERNAL_ID_ORDER,
+  });
 }
 
 function requestOf(row: PatientRow): PatientRequest {

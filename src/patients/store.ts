@@ -1,5 +1,5 @@
 // Owns the patients table: reads and writes for one practice. Every query filters by practice_id.
-import type { Selectable } from 'kysely';
+import type { CompiledQuery, Selectable } from 'kysely';
 import { compiledOnce } from '../platform/db/compiled-once.ts';
 import type { PatientsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -116,16 +116,39 @@ export async function findPatient(
   return rows[0];
 }
 
-export async function findPatientsByExternalId(trx: Trx, practiceId: string, system: string, value: string) {
-  return trx
+/** The patient by id, as a statement to send its own way (a read that records itself). */
+export function patientByIdRead(practiceId: string, id: string): CompiledQuery<PatientRow> {
+  return findPatientRead.with({ practiceId, id });
+}
+
+const findByExternalIdStatement = compiledOnce<
+  { practiceId: string; system: string; value: string },
+  PatientRow
+>((db, value) =>
+  db
     .selectFrom('patients')
     .selectAll()
-    .where('practice_id', '=', practiceId)
-    .where('external_system', '=', system)
-    .where('external_value', '=', value)
+    .where('practice_id', '=', value('practiceId'))
+    .where('external_system', '=', value('system'))
+    .where('external_value', '=', value('value'))
     .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+    .orderBy('id'),
+);
+
+/** The order patients with one externalId are answered in: registration order. */
+export const EXTERNAL_ID_ORDER = 'created_at, id';
+
+export async function findPatientsByExternalId(trx: Trx, practiceId: string, system: string, value: string) {
+  return findByExternalIdStatement(trx, { practiceId, system, value });
+}
+
+/** The patients with an externalId, as a statement to send its own way; in EXTERNAL_ID_ORDER. */
+export function patientsByExternalIdRead(
+  practiceId: string,
+  system: string,
+  value: string,
+): CompiledQuery<PatientRow> {
+  return findByExternalIdStatement.with({ practiceId, system, value });
 }
 
 /** Whether the id names a patient of the practice. */

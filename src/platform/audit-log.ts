@@ -1,8 +1,11 @@
 // Owns the practice audit log: one append-only row per request that reaches a practice, written in
 // the same transaction as the request's effect. A failed write surfaces as AuditUnavailableError so
-// the caller withholds the result (503) and nothing commits.
+// the caller withholds the result (503) and nothing commits. A read answered by one statement can
+// write its row itself (recordRead): one round trip for the read, its row and the COMMIT.
+import type { CompiledQuery } from 'kysely';
 import type { Database } from './db/database.ts';
-import { inPractice, type Trx } from './db/transaction.ts';
+import { withQueryOptions } from './db/query-options.ts';
+import { inPractice, isDatabaseUnavailable, type Trx } from './db/transaction.ts';
 import { writeUnanswered } from './db/unanswered-writes.ts';
 
 export interface AuditEntry {
@@ -29,6 +32,70 @@ export class AuditUnavailableError extends Error {
     super('The audit log could not be written', { cause });
     this.name = 'AuditUnavailableError';
   }
+}
+
+/**
+ * How a read that writes its own audit row (recordRead) fills the row in from what it finds: the row
+ * when it finds something and when it finds nothing (a 404's refusal, or the same success for an
+ * empty list) differ only in status, outcome and reason. When it finds exactly one row, that row's
+ * `id` is the resource and its `patientColumn` (if given) the patient.
+ */
+export interface ReadRecord {
+  found: AuditEntry;
+  none: AuditEntry;
+  /** The column of a found row that names its patient. */
+  patientColumn?: string;
+  /** The order of the rows answered, as an ORDER BY list over the read's columns. */
+  orderBy?: string;
+}
+
+const AUDIT_COLUMNS =
+  'practice_id, actor, client_id, key_id, performer_id, source_ip, method, route, status, outcome, ' +
+  'reason, resource_type, resource_id, patient_id, request_id, idempotency_key';
+
+/**
+ * The read as a CTE, the audit row written from it, and the read's rows answered. `$n` numbering
+ * goes on after the read's own parameters, in the order of recordedReadValues.
+ */
+function recordedReadSql(read: string, readValues: number, record: ReadRecord): string {
+  const p = (i: number) => `$${readValues + i}`;
+  const patient = record.patientColumn ?? 'NULL::text';
+  return `WITH found AS (${read}),
+  one AS (SELECT max(id) AS id, max(${patient}) AS patient_id FROM found HAVING count(*) = 1),
+  recorded AS (
+    INSERT INTO audit_events (${AUDIT_COLUMNS})
+    SELECT ${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)},
+      CASE WHEN f.hit THEN ${p(9)}::int ELSE ${p(10)}::int END,
+      CASE WHEN f.hit THEN ${p(11)} ELSE ${p(12)} END,
+      CASE WHEN f.hit THEN ${p(13)} ELSE ${p(14)} END,
+      ${p(15)}, COALESCE((SELECT id FROM one), ${p(16)}), COALESCE((SELECT patient_id FROM one), ${p(17)}),
+      ${p(18)}, ${p(19)}
+    FROM (SELECT EXISTS (SELECT 1 FROM found) AS hit) f)
+SELECT * FROM found${record.orderBy ? ` ORDER BY ${record.orderBy}` : ''}`;
+}
+
+function recordedReadValues({ found, none }: ReadRecord): unknown[] {
+  return [
+    found.practiceId,
+    found.actor,
+    found.clientId,
+    found.keyId,
+    found.performerId,
+    found.sourceIp,
+    found.method,
+    found.route,
+    found.status,
+    none.status,
+    found.outcome,
+    none.outcome,
+    found.reason,
+    none.reason,
+    found.resourceType,
+    found.resourceId,
+    found.patientId,
+    found.requestId,
+    found.idempotencyKey,
+  ];
 }
 
 /** A test-only hook that runs before each audit insert; production leaves it unset. */
@@ -66,6 +133,27 @@ export class AuditLog {
       await writeUnanswered(trx, trx.insertInto('audit_events').values(row));
     } catch (error) {
       throw new AuditUnavailableError(error);
+    }
+  }
+
+  /**
+   * Runs `read`, the transaction's last statement, with the request's audit row written by the same
+   * statement from what it finds (ReadRecord), and the COMMIT behind it in the same write: the
+   * transaction ends here, and no statement may follow in it. Answers the read's rows.
+   */
+  async recordRead<R>(trx: Trx, read: CompiledQuery<R>, record: ReadRecord): Promise<R[]> {
+    const statement: CompiledQuery<R> = {
+      ...read,
+      sql: recordedReadSql(read.sql, read.parameters.length, record),
+      parameters: [...read.parameters, ...recordedReadValues(record)],
+    };
+    try {
+      await this.#fault?.(record.found);
+      const { rows } = await trx.executeQuery<R>(withQueryOptions(statement, { commits: true }));
+      return rows;
+    } catch (error) {
+      // The read and the row fail together: a database away is reported as such, all else as the row's.
+      throw isDatabaseUnavailable(error) ? error : new AuditUnavailableError(error);
     }
   }
 

@@ -5,6 +5,7 @@
 // postgres-session.ts). Statements whose shape depends on their values are built per call as usual.
 import {
   type Compilable,
+  type CompiledQuery,
   DummyDriver,
   Kysely,
   PostgresAdapter,
@@ -29,22 +30,30 @@ const PLACEHOLDER = '\u0000placeholder:';
 
 type Slot = { name: string } | { constant: unknown };
 
+/** A statement compiled once: run it with a call's values, or take it with them to run otherwise. */
+export interface CompiledOnce<V, R> {
+  (trx: Trx, values: V): Promise<R[]>;
+  /** The statement with the call's values, for a caller that sends it its own way. */
+  with(values: V): CompiledQuery<R>;
+}
+
 /**
  * A statement compiled once: `build` writes it with `value(name)` wherever a value of the call goes;
  * the function returned runs it in a transaction with the call's values and answers its rows.
  */
 export function compiledOnce<V extends Record<string, unknown>, R>(
   build: (db: Kysely<Tables>, value: <K extends keyof V & string>(name: K) => V[K]) => Compilable<R>,
-): (trx: Trx, values: V) => Promise<R[]> {
+): CompiledOnce<V, R> {
   const compiled = build(builder, (name) => `${PLACEHOLDER}${name}` as never).compile();
   const slots: Slot[] = compiled.parameters.map((p) =>
     typeof p === 'string' && p.startsWith(PLACEHOLDER)
       ? { name: p.slice(PLACEHOLDER.length) }
       : { constant: p },
   );
-  return async (trx, values) => {
-    const parameters = slots.map((slot) => ('name' in slot ? values[slot.name] : slot.constant));
-    const result = await trx.executeQuery<R>({ ...compiled, parameters });
-    return result.rows;
-  };
+  const withValues = (values: V): CompiledQuery<R> => ({
+    ...compiled,
+    parameters: slots.map((slot) => ('name' in slot ? values[slot.name] : slot.constant)),
+  });
+  const run = async (trx: Trx, values: V) => (await trx.executeQuery<R>(withValues(values))).rows;
+  return Object.assign(run, { with: withValues });
 }

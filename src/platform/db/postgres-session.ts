@@ -15,9 +15,13 @@
 //     statement behind it fails too, and with the held text's error.
 //  3. Any other statement is sent as it is: under a prepared name when the database prepares
 //     statements and the statement is `prepared` (by default when it has parameters), else unnamed.
-//  4. The COMMIT's answer is checked: PostgreSQL answers COMMIT of a failed transaction with
+//  4. A statement that `commits` (a transaction's last) goes out as in step 2 or 3 with the COMMIT
+//     behind it, in the same write; the transaction has then ended on the server, so its own commit
+//     or rollback sends nothing, and a statement after it is refused.
+//  5. The COMMIT's answer is checked: PostgreSQL answers COMMIT of a failed transaction with
 //     ROLLBACK and no error, which is made an error. A connection whose ROLLBACK fails (stalled, or
-//     broken) may still be inside the transaction: it is closed rather than pooled.
+//     broken), or whose COMMIT sent behind a statement went unanswered, may still be inside the
+//     transaction: it is closed rather than pooled.
 // The pool's clients run in pg's pipeline mode (src/platform/db/database.ts), the supported way to
 // ask a client for a query before the one ahead is answered; the session does so only in step 2.
 import { createHash } from 'node:crypto';
@@ -87,6 +91,8 @@ export class PostgresSession implements DatabaseConnection {
   #inTransaction = false;
   #beginHeld = false;
   #held: HeldStatement[] = [];
+  /** The transaction ended on the server with its last statement (step 4); Kysely's end of it is to come. */
+  #endedWithStatement = false;
   #discarded = false;
 
   constructor(client: pg.PoolClient, prepares: boolean) {
@@ -96,6 +102,9 @@ export class PostgresSession implements DatabaseConnection {
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     if (this.#discarded) throw new Error('the connection was closed after its ROLLBACK failed');
+    if (this.#endedWithStatement) {
+      throw new Error('the transaction committed with its last statement: no statement may follow it');
+    }
     const options = queryOptionsOf(compiled);
     const parameterless = compiled.parameters.length === 0;
     if (this.#inTransaction && options.held === true && parameterless) {
@@ -108,8 +117,29 @@ export class PostgresSession implements DatabaseConnection {
       return { rows: [] };
     }
     const behind = { text: compiled.sql, values: compiled.parameters, prepared: options.prepared };
+    if (options.commits === true && this.#inTransaction) return this.#sendCommitting(ahead, behind);
     if (ahead.length > 0) return toQueryResult((await this.#pipeline(ahead, behind))!);
     return toQueryResult(await this.#send(behind));
+  }
+
+  /**
+   * The transaction's last statement with its COMMIT behind it (header, step 4). Whatever the answer,
+   * the transaction is over on the server once the COMMIT is answered; a connection whose COMMIT went
+   * unanswered is closed, as one whose ROLLBACK failed.
+   */
+  async #sendCommitting<R>(ahead: HeldStatement[], behind: Behind): Promise<QueryResult<R>> {
+    this.#inTransaction = false;
+    this.#endedWithStatement = true;
+    let commandOfCommit: string | undefined;
+    try {
+      const result = await this.#pipeline(ahead, behind, (commit) => {
+        commandOfCommit = commit.command;
+      });
+      if (commandOfCommit === 'ROLLBACK') throw new TransactionRolledBackError();
+      return toQueryResult(result!);
+    } finally {
+      if (commandOfCommit === undefined) this.#discard();
+    }
   }
 
   streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
@@ -132,6 +162,10 @@ export class PostgresSession implements DatabaseConnection {
 
   /** Sends what is held with the COMMIT, in one round trip; a COMMIT answered ROLLBACK is an error. */
   async commit(): Promise<void> {
+    if (this.#endedWithStatement) {
+      this.#endedWithStatement = false;
+      return;
+    }
     const ahead = this.#takeAhead();
     this.#inTransaction = false;
     if (ahead.length === 1 && ahead[0]!.text === 'BEGIN') return;
@@ -141,6 +175,10 @@ export class PostgresSession implements DatabaseConnection {
 
   /** Drops what is held; sends ROLLBACK unless nothing was sent. A failed ROLLBACK closes the connection. */
   async rollback(): Promise<void> {
+    if (this.#endedWithStatement) {
+      this.#endedWithStatement = false;
+      return;
+    }
     const beganOnServer = !this.#beginHeld;
     const dropped = this.#held;
     this.#beginHeld = false;
@@ -152,8 +190,7 @@ export class PostgresSession implements DatabaseConnection {
     try {
       await this.#sendText(['ROLLBACK']);
     } catch (error) {
-      this.#discarded = true;
-      this.#client.end().catch(() => {});
+      this.#discard();
       throw error;
     }
   }
@@ -162,7 +199,15 @@ export class PostgresSession implements DatabaseConnection {
     this.#beginHeld = false;
     this.#held = [];
     this.#inTransaction = false;
+    this.#endedWithStatement = false;
     this.#client.release(this.#discarded);
+  }
+
+  /** Closes a connection that may still be inside a transaction, rather than pool it. */
+  #discard(): void {
+    if (this.#discarded) return;
+    this.#discarded = true;
+    this.#client.end().catch(() => {});
   }
 
   /** The held BEGIN and statements, in order, to go out in front of the next statement. */
@@ -191,9 +236,14 @@ export class PostgresSession implements DatabaseConnection {
    * no parameters, else sent after it as a prepared statement. All are asked of pg in one turn with
    * the socket corked, so they leave in one write, and are answered in order. The first error, in
    * order, is the one thrown: a statement behind a failed one fails because the transaction is
-   * aborted. Answers the statement behind's result.
+   * aborted. Answers the statement behind's result. With `commitAnswer`, a COMMIT goes last, in the
+   * same write, and its answer is handed there when it arrives.
    */
-  async #pipeline(ahead: HeldStatement[], behind: Behind | undefined): Promise<PgResult | undefined> {
+  async #pipeline(
+    ahead: HeldStatement[],
+    behind: Behind | undefined,
+    commitAnswer?: (answer: PgResult) => void,
+  ): Promise<PgResult | undefined> {
     const messages: { texts: string[]; answer?: AnswerSink | undefined }[] = [];
     let texts: string[] = [];
     for (const held of ahead) {
@@ -215,13 +265,20 @@ export class PostgresSession implements DatabaseConnection {
     const socket = (this.#client as unknown as { connection: { stream: Writable } }).connection.stream;
     const answers: Promise<PgResult | PgResult[]>[] = [];
     socket.cork();
+    let commit: Promise<PgResult | PgResult[]> | undefined;
     try {
       for (const message of messages) answers.push(this.#queryText(message.texts));
       if (extended) answers.push(this.#queryStatement(extended));
+      if (commitAnswer) commit = this.#queryText(['COMMIT']);
     } finally {
       socket.uncork();
     }
-    const settled = await Promise.allSettled(answers);
+    const settled = await Promise.allSettled(commit ? [...answers, commit] : answers);
+    if (commit) {
+      const committed = settled.pop()!;
+      if (committed.status === 'fulfilled') commitAnswer!(lastOf(committed.value));
+      else settled.push(committed);
+    }
     messages.forEach((message, i) => {
       const answered = settled[i]!;
       if (answered.status === 'fulfilled') message.answer?.answered(lastOf(answered.value).rows ?? []);

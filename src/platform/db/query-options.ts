@@ -29,6 +29,13 @@ export interface QueryOptions {
   answer?: AnswerSink;
   /** Sends what is held now, on its own, and nothing else (for an answer wanted before any statement). */
   sendsHeld?: boolean;
+  /**
+   * The transaction's last statement: its COMMIT goes out behind it, in the same write, and the
+   * transaction ends with them (committed, or rolled back when the statement failed). No statement
+   * may follow it in the transaction; the transaction's own commit then sends nothing. For a read
+   * that writes its request's audit row itself (AuditLog.recordRead).
+   */
+  commits?: boolean;
 }
 
 /** Who waits for a held statement's answer. */
