@@ -7,13 +7,12 @@
 //     ends before its first statement sends nothing at all.
 //  2. A statement `held` (a transaction's frame, a last write) is held, answered at once with no rows,
 //     and goes out in front of the next one: with the COMMIT, or before any other statement (a
-//     ROLLBACK drops it). Held statements without parameters go out as simple-protocol messages (one
-//     for a run of them, cut after any held statement whose answer is wanted: its `answer` sink is
-//     handed its message's last result); one with parameters, as a statement of its own, prepared as
-//     in step 3. The statement behind joins the last message when it has no parameters. All are
-//     pipelined: written to the socket together (pg's pipeline mode, the socket corked around them),
-//     answered in order, one round trip. If a held statement fails, the transaction is aborted, so
-//     the statement behind it fails too, and with the held statement's error.
+//     ROLLBACK drops it). Held text is one simple-protocol message, cut after any held statement whose
+//     answer is wanted (its `answer` sink is handed its message's last result). When the statement
+//     behind it has no parameters it joins the last message; when it has, they are pipelined: written
+//     to the socket together (pg's pipeline mode, the socket corked around them), answered in order.
+//     Either way they cost one round trip. If held text fails, the transaction is aborted, so the
+//     statement behind it fails too, and with the held text's error.
 //  3. Any other statement is sent as it is: under a prepared name when the database prepares
 //     statements and the statement is `prepared` (by default when it has parameters), else unnamed.
 //  4. A statement that `commits` (a transaction's last) goes out as in step 2 or 3 with the COMMIT
@@ -71,24 +70,18 @@ function toQueryResult<R>(result: PgResult): QueryResult<R> {
   };
 }
 
+/** A statement held to go out in front of the next (header, step 2), and who waits for its answer. */
+interface HeldStatement {
+  text: string;
+  answer?: AnswerSink | undefined;
+}
+
 /** A statement to send behind what is held. */
 interface Behind {
   text: string;
   values: readonly unknown[];
   prepared?: boolean | undefined;
 }
-
-/** A statement held to go out in front of the next (header, step 2), and who waits for its answer. */
-interface HeldStatement extends Behind {
-  answer?: AnswerSink | undefined;
-}
-
-/** One part of a pipelined write: a simple-protocol message of texts, or a statement with parameters. */
-type Part =
-  | { texts: string[]; answer?: AnswerSink | undefined }
-  | { statement: Behind; answer?: AnswerSink | undefined };
-
-const BEGIN: HeldStatement = { text: 'BEGIN', values: [] };
 
 /** One pooled pg client and the state of the transaction it runs. */
 export class PostgresSession implements DatabaseConnection {
@@ -113,13 +106,9 @@ export class PostgresSession implements DatabaseConnection {
       throw new Error('the transaction committed with its last statement: no statement may follow it');
     }
     const options = queryOptionsOf(compiled);
-    if (this.#inTransaction && options.held === true) {
-      this.#held.push({
-        text: compiled.sql,
-        values: compiled.parameters,
-        prepared: options.prepared,
-        answer: options.answer,
-      });
+    const parameterless = compiled.parameters.length === 0;
+    if (this.#inTransaction && options.held === true && parameterless) {
+      this.#held.push({ text: compiled.sql, answer: options.answer });
       return { rows: [] };
     }
     const ahead = this.#takeAhead();
@@ -223,7 +212,7 @@ export class PostgresSession implements DatabaseConnection {
 
   /** The held BEGIN and statements, in order, to go out in front of the next statement. */
   #takeAhead(): HeldStatement[] {
-    const ahead = this.#beginHeld ? [BEGIN, ...this.#held] : this.#held;
+    const ahead = this.#beginHeld ? [{ text: 'BEGIN' }, ...this.#held] : this.#held;
     this.#beginHeld = false;
     this.#held = [];
     return ahead;
@@ -241,39 +230,33 @@ export class PostgresSession implements DatabaseConnection {
   }
 
   /**
-   * Held statements and the statement behind them (if any) in one round trip (header, step 2): the
-   * parts of the write in order, runs of held texts in simple-protocol messages (each cut after a
-   * statement whose answer is waited for, whose answer is then that message's last), a held statement
-   * with parameters as a part of its own, and the statement behind joined to the last message when it
-   * has no parameters, else a part of its own. All are asked of pg in one turn with the socket corked,
-   * so they leave in one write, and are answered in order. The first error, in order, is the one
-   * thrown: a statement behind a failed one fails because the transaction is aborted. Answers the
-   * statement behind's result. With `commitAnswer`, a COMMIT goes last, in the same write, and its
-   * answer is handed there when it arrives.
+   * Held statements and the statement behind them (if any) in one round trip (header, step 2): held
+   * text in simple-protocol messages, each ending with a statement whose answer is waited for (whose
+   * answer is then that message's last), the statement behind joined to the last message when it has
+   * no parameters, else sent after it as a prepared statement. All are asked of pg in one turn with
+   * the socket corked, so they leave in one write, and are answered in order. The first error, in
+   * order, is the one thrown: a statement behind a failed one fails because the transaction is
+   * aborted. Answers the statement behind's result. With `commitAnswer`, a COMMIT goes last, in the
+   * same write, and its answer is handed there when it arrives.
    */
   async #pipeline(
     ahead: HeldStatement[],
     behind: Behind | undefined,
     commitAnswer?: (answer: PgResult) => void,
   ): Promise<PgResult | undefined> {
-    const parts: Part[] = [];
+    const messages: { texts: string[]; answer?: AnswerSink | undefined }[] = [];
     let texts: string[] = [];
-    const endTexts = (answer?: AnswerSink) => {
-      if (texts.length > 0) parts.push({ texts, answer });
-      texts = [];
-    };
     for (const held of ahead) {
-      if (held.values.length > 0) {
-        endTexts();
-        parts.push({ statement: held, answer: held.answer });
-        continue;
-      }
       texts.push(held.text);
-      if (held.answer) endTexts(held.answer);
+      if (held.answer) {
+        messages.push({ texts, answer: held.answer });
+        texts = [];
+      }
     }
-    if (behind !== undefined && behind.values.length === 0) texts.push(behind.text);
-    endTexts();
-    if (behind !== undefined && behind.values.length > 0) parts.push({ statement: behind });
+    const behindJoins = behind !== undefined && behind.values.length === 0;
+    if (behindJoins) texts.push(behind.text);
+    if (texts.length > 0) messages.push({ texts });
+    const extended = behind !== undefined && !behindJoins ? behind : undefined;
 
     this.#countRoundTrip(
       ahead.map((held) => held.text),
@@ -284,9 +267,8 @@ export class PostgresSession implements DatabaseConnection {
     socket.cork();
     let commit: Promise<PgResult | PgResult[]> | undefined;
     try {
-      for (const part of parts) {
-        answers.push('texts' in part ? this.#queryText(part.texts) : this.#queryStatement(part.statement));
-      }
+      for (const message of messages) answers.push(this.#queryText(message.texts));
+      if (extended) answers.push(this.#queryStatement(extended));
       if (commitAnswer) commit = this.#queryText(['COMMIT']);
     } finally {
       socket.uncork();
@@ -297,10 +279,10 @@ export class PostgresSession implements DatabaseConnection {
       if (committed.status === 'fulfilled') commitAnswer!(lastOf(committed.value));
       else settled.push(committed);
     }
-    parts.forEach((part, i) => {
+    messages.forEach((message, i) => {
       const answered = settled[i]!;
-      if (answered.status === 'fulfilled') part.answer?.answered(lastOf(answered.value).rows ?? []);
-      else part.answer?.failed(answered.reason);
+      if (answered.status === 'fulfilled') message.answer?.answered(lastOf(answered.value).rows ?? []);
+      else message.answer?.failed(answered.reason);
     });
     const failed = settled.find((answered) => answered.status === 'rejected');
     if (failed) throw failed.reason;

@@ -16,8 +16,9 @@ export interface QueryOptions {
   /**
    * Held, answered at once with no rows, and sent in front of the transaction's next statement, in the
    * same write: usually its COMMIT. For a statement whose answer nobody reads: a transaction's frame
-   * (src/platform/db/transaction.ts), a last write (src/platform/db/unanswered-writes.ts). Its error,
-   * if any, is reported by the statement it went out with.
+   * (src/platform/db/transaction.ts), a last write (src/platform/db/unanswered-writes.ts). Only a
+   * statement with no parameters can be (held text goes out in a simple-protocol message, which takes
+   * none).
    */
   held?: boolean;
   /**

@@ -3,11 +3,12 @@
 // write (writeUnanswered); how it travels is decided here and in the database layer. On PostgreSQL
 // such a statement is held back and sent in front of the transaction's next statement, in the same
 // write (src/platform/db/postgres-session.ts): usually its COMMIT, else whatever the work sends next,
-// so it costs no round trip of its own; it goes as a prepared statement with its values as
-// parameters, parsed and planned once per connection. If it fails, the statement it went with fails
-// with its error (a COMMIT so fails, and nothing of the transaction is kept). A write whose failure
-// the work means to catch and handle is not such a write: its error would surface at the next
-// statement instead.
+// so it costs no round trip of its own. If it fails, the statement it went with fails with its error
+// (a COMMIT so fails, and nothing of the transaction is kept). Held text goes out in a
+// simple-protocol message, which takes no parameters, so its values are written here as literals, in
+// the escaped form (E'...') that reads the same whatever standard_conforming_strings says. A write
+// whose failure the work means to catch and handle is not such a write: its error would surface at
+// the next statement instead.
 import {
   createQueryId,
   type OperationNodeSource,
@@ -17,23 +18,44 @@ import {
 import { withQueryOptions } from './query-options.ts';
 import type { Trx } from './transaction.ts';
 
-/** A value PostgreSQL refuses as text (it keeps no NUL): its write is sent at once, and refused there. */
-function refusedAsText(value: unknown): boolean {
-  return typeof value === 'string' && value.includes('\0');
+type LiteralValue = string | number | boolean | Date | null;
+
+function canBeLiteral(value: unknown): value is LiteralValue {
+  if (value === null || typeof value === 'boolean') return true;
+  // PostgreSQL keeps no NUL in text, and a NUL would cut the text short.
+  if (typeof value === 'string') return !value.includes('\0');
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (value instanceof Date) return !Number.isNaN(value.getTime());
+  return false;
+}
+
+/** The SQL literal of a value that can be one. */
+function literalText(value: LiteralValue): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+  if (typeof value === 'number') return String(value);
+  const text = value instanceof Date ? value.toISOString() : value;
+  return `E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+}
+
+/** Compiles values as literals where they can be; any other stays a parameter. */
+class LiteralCompiler extends PostgresQueryCompiler {
+  protected override appendValue(value: unknown): void {
+    if (canBeLiteral(value)) this.append(literalText(value));
+    else super.appendValue(value);
+  }
 }
 
 /**
- * Runs `query` as a write whose answer nobody reads: it is sent with the transaction's next statement
- * or its COMMIT. A write with a value PostgreSQL would refuse (text with a NUL) is sent on its own, as
- * any other statement, so that its refusal reaches the code that wrote it.
+ * Runs `query` as a write whose answer nobody reads: its values become literals and it is sent with
+ * the transaction's next statement or its COMMIT. When a value cannot be a literal (text with a NUL)
+ * it is sent on its own, with parameters, as any other statement (and refused there).
  */
 export async function writeUnanswered(trx: Trx, query: OperationNodeSource): Promise<void> {
-  const compiled = new PostgresQueryCompiler().compileQuery(
-    query.toOperationNode() as RootOperationNode,
-    createQueryId(),
-  );
-  if (compiled.parameters.some(refusedAsText)) {
-    await trx.executeQuery(compiled);
+  const node = query.toOperationNode() as RootOperationNode;
+  const compiled = new LiteralCompiler().compileQuery(node, createQueryId());
+  if (compiled.parameters.length > 0) {
+    await trx.executeQuery(new PostgresQueryCompiler().compileQuery(node, createQueryId()));
     return;
   }
   await trx.executeQuery(withQueryOptions(compiled, { held: true }));
