@@ -23,7 +23,7 @@
 //     broken), or whose COMMIT sent behind a statement went unanswered, may still be inside the
 //     transaction: it is closed rather than pooled.
 // The pool's clients run in pg's pipeline mode (src/platform/db/database.ts), the supported way to
-// ask a client for a query before the one ahead is answered; the session does so only in step 2.
+// ask a client for a query before the one ahead is answered; the session does so only in steps 2 and 4.
 import { createHash } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import {
@@ -101,7 +101,9 @@ export class PostgresSession implements DatabaseConnection {
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
-    if (this.#discarded) throw new Error('the connection was closed after its ROLLBACK failed');
+    if (this.#discarded) {
+      throw new Error('the connection was closed: its ROLLBACK failed, or its COMMIT went unanswered');
+    }
     if (this.#endedWithStatement) {
       throw new Error('the transaction committed with its last statement: no statement may follow it');
     }
