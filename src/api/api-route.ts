@@ -20,6 +20,7 @@ import {
   sendAnswer,
   successAnswer,
 } from '../idempotency/keyed-request.ts';
+import type { ReadRecord } from '../platform/audit-log.ts';
 import {
   type HoldsLock,
   holdsNoLock,
@@ -71,15 +72,11 @@ export interface HandlerContext<P, Q, B> {
 /** HandlerContext.readRecorded, for the domain function a handler hands it to. */
 export type ReadRecorded = HandlerContext<unknown, unknown, unknown>['readRecorded'];
 
-/** How a read that records itself reads what it finds (see HandlerContext.readRecorded). */
-export interface ReadRule {
-  /** Finding nothing is answered 404 not_found, or is a success (an empty list). */
-  none: 'not_found' | 'empty';
-  /** The column of a found row that names its patient, for the audit row. */
-  patientColumn?: string;
-  /** The order of the rows answered, as an ORDER BY list over the read's columns. */
-  orderBy?: string;
-}
+/**
+ * How a read that records itself reads what it finds (see HandlerContext.readRecorded): whether
+ * finding nothing is answered 404 not_found or is a success (an empty list), and ReadRecord's columns.
+ */
+export type ReadRule = { none: 'not_found' | 'empty' } & Pick<ReadRecord, 'patientColumn' | 'orderBy'>;
 
 /** What a route's field rules get: the body without the fields its schema refused, and those fields. */
 export interface RuleContext<P, Q, B> extends HandlerContext<P, Q, Partly<B>> {
@@ -338,13 +335,8 @@ async function readRecorded<R>(
     rule.none === 'not_found'
       ? { ...found, status: ERROR_CODES.not_found.status, outcome: 'refused', reason: 'not_found' }
       : found;
-  const { patientColumn, orderBy } = rule;
-  const rows = await deps.audit.recordRead(trx, read, {
-    found,
-    none,
-    ...(patientColumn ? { patientColumn } : {}),
-    ...(orderBy ? { orderBy } : {}),
-  });
+  const { none: _whenNone, ...columns } = rule;
+  const rows = await deps.audit.recordRead(trx, read, { found, none, ...columns });
   audit.written();
   return rows;
 }

@@ -49,53 +49,60 @@ export interface ReadRecord {
   orderBy?: string;
 }
 
-const AUDIT_COLUMNS =
-  'practice_id, actor, client_id, key_id, performer_id, source_ip, method, route, status, outcome, ' +
-  'reason, resource_type, resource_id, patient_id, request_id, idempotency_key';
-
-/**
- * The read as a CTE, the audit row written from it, and the read's rows answered. `$n` numbering
- * goes on after the read's own parameters, in the order of recordedReadValues.
- */
-function recordedReadSql(read: string, readValues: number, record: ReadRecord): string {
-  const p = (i: number) => `$${readValues + i}`;
-  const patient = record.patientColumn ?? 'NULL::text';
-  return `WITH found AS (${read}),
-  one AS (SELECT max(id) AS id, max(${patient}) AS patient_id FROM found HAVING count(*) = 1),
-  recorded AS (
-    INSERT INTO audit_events (${AUDIT_COLUMNS})
-    SELECT ${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)},
-      CASE WHEN f.hit THEN ${p(9)}::int ELSE ${p(10)}::int END,
-      CASE WHEN f.hit THEN ${p(11)} ELSE ${p(12)} END,
-      CASE WHEN f.hit THEN ${p(13)} ELSE ${p(14)} END,
-      ${p(15)}, COALESCE((SELECT id FROM one), ${p(16)}), COALESCE((SELECT patient_id FROM one), ${p(17)}),
-      ${p(18)}, ${p(19)}
-    FROM (SELECT EXISTS (SELECT 1 FROM found) AS hit) f)
-SELECT * FROM found${record.orderBy ? ` ORDER BY ${record.orderBy}` : ''}`;
+/** The audit_events row of an entry: the one place an entry's fields meet the table's columns. */
+function rowOf(entry: AuditEntry) {
+  return {
+    practice_id: entry.practiceId,
+    actor: entry.actor,
+    client_id: entry.clientId,
+    key_id: entry.keyId,
+    performer_id: entry.performerId,
+    source_ip: entry.sourceIp,
+    method: entry.method,
+    route: entry.route,
+    status: entry.status,
+    outcome: entry.outcome,
+    reason: entry.reason,
+    resource_type: entry.resourceType,
+    resource_id: entry.resourceId,
+    patient_id: entry.patientId,
+    request_id: entry.requestId,
+    idempotency_key: entry.idempotencyKey,
+  };
 }
 
-function recordedReadValues({ found, none }: ReadRecord): unknown[] {
-  return [
-    found.practiceId,
-    found.actor,
-    found.clientId,
-    found.keyId,
-    found.performerId,
-    found.sourceIp,
-    found.method,
-    found.route,
-    found.status,
-    none.status,
-    found.outcome,
-    none.outcome,
-    found.reason,
-    none.reason,
-    found.resourceType,
-    found.resourceId,
-    found.patientId,
-    found.requestId,
-    found.idempotencyKey,
-  ];
+/** The columns whose value follows from whether the read found a row (ReadRecord's found and none). */
+const DECIDED_BY_THE_READ: Record<string, string> = { status: '::int', outcome: '', reason: '' };
+
+/**
+ * The read as a CTE, the audit row written from it, and the read's rows answered; the row's values
+ * are parameters numbered on after the read's own. Answers the statement's text and those values.
+ */
+function recordedRead(read: string, readValues: number, record: ReadRecord) {
+  const found = rowOf(record.found);
+  const none = rowOf(record.none);
+  const values: unknown[] = [];
+  const param = (value: unknown) => {
+    values.push(value);
+    return `$${readValues + values.length}`;
+  };
+  const select = (Object.keys(found) as (keyof typeof found)[]).map((column) => {
+    const cast = DECIDED_BY_THE_READ[column];
+    if (cast !== undefined)
+      return `CASE WHEN f.hit THEN ${param(found[column])}${cast} ELSE ${param(none[column])}${cast} END`;
+    if (column === 'resource_id' || column === 'patient_id')
+      return `COALESCE((SELECT ${column} FROM one), ${param(found[column])})`;
+    return param(found[column]);
+  });
+  const patient = record.patientColumn ?? 'NULL::text';
+  const sql = `WITH found AS (${read}),
+  one AS (SELECT max(id) AS resource_id, max(${patient}) AS patient_id FROM found HAVING count(*) = 1),
+  recorded AS (
+    INSERT INTO audit_events (${Object.keys(found).join(', ')})
+    SELECT ${select.join(', ')}
+    FROM (SELECT EXISTS (SELECT 1 FROM found) AS hit) f)
+SELECT * FROM found${record.orderBy ? ` ORDER BY ${record.orderBy}` : ''}`;
+  return { sql, values };
 }
 
 /** A test-only hook that runs before each audit insert; production leaves it unset. */
@@ -111,26 +118,8 @@ export class AuditLog {
   async write(trx: Trx, entry: AuditEntry): Promise<void> {
     try {
       await this.#fault?.(entry);
-      const row = {
-        practice_id: entry.practiceId,
-        actor: entry.actor,
-        client_id: entry.clientId,
-        key_id: entry.keyId,
-        performer_id: entry.performerId,
-        source_ip: entry.sourceIp,
-        method: entry.method,
-        route: entry.route,
-        status: entry.status,
-        outcome: entry.outcome,
-        reason: entry.reason,
-        resource_type: entry.resourceType,
-        resource_id: entry.resourceId,
-        patient_id: entry.patientId,
-        request_id: entry.requestId,
-        idempotency_key: entry.idempotencyKey,
-      };
       // The row is the request's last write and nothing reads its answer: it goes with the COMMIT.
-      await writeUnanswered(trx, trx.insertInto('audit_events').values(row));
+      await writeUnanswered(trx, trx.insertInto('audit_events').values(rowOf(entry)));
     } catch (error) {
       throw new AuditUnavailableError(error);
     }
@@ -142,10 +131,11 @@ export class AuditLog {
    * transaction ends here, and no statement may follow in it. Answers the read's rows.
    */
   async recordRead<R>(trx: Trx, read: CompiledQuery<R>, record: ReadRecord): Promise<R[]> {
+    const recorded = recordedRead(read.sql, read.parameters.length, record);
     const statement: CompiledQuery<R> = {
       ...read,
-      sql: recordedReadSql(read.sql, read.parameters.length, record),
-      parameters: [...read.parameters, ...recordedReadValues(record)],
+      sql: recorded.sql,
+      parameters: [...read.parameters, ...recorded.values],
     };
     try {
       await this.#fault?.(record.found);
