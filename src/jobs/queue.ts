@@ -127,6 +127,22 @@ export function newJobRow<S extends TSchema>(
   concurrencyKey = '',
   handoff?: unknown,
 ): InsertObject<Tables, 'jobs'> & { id: string } {
+  return jobRowOf(practiceId, kind, payload, now, delayMs, concurrencyKey, handoff).insert;
+}
+
+/**
+ * newJobRow's row, and what its insert answers (insertJobRows) when that follows from the row alone:
+ * always, but for a follow-on whose key has a cap, leased or not as the insert finds the key.
+ */
+function jobRowOf<S extends TSchema>(
+  practiceId: string,
+  kind: JobKind<S>,
+  payload: Static<S>,
+  now: Date,
+  delayMs: number,
+  concurrencyKey: string,
+  handoff: unknown,
+): { insert: InsertObject<Tables, 'jobs'> & { id: string }; answer: InsertedJob | undefined } {
   checkedPayload(kind, payload);
   const id = newId('job');
   const lease = followOnLease(kind.lane, concurrencyKey, delayMs);
@@ -177,7 +193,7 @@ export function newJobRow<S extends TSchema>(
     },
     handoff,
   );
-  return insert;
+  return { insert, answer: belowCap ? undefined : { id, locked_by: lease?.locked_by ?? null } };
 }
 
 /** What an insert of job rows answers (insertJobRows): whether each came back leased. */
@@ -211,7 +227,9 @@ export function insertJobRows(db: QueryCreator<Tables>, jobs: InsertObject<Table
 
 /**
  * Enqueues a job due `delayMs` (default 0) from now on the database's clock; `handoff` goes with it
- * when it follows on in this worker (newJobRow).
+ * when it follows on in this worker (newJobRow). Such a job (no concurrency key) is leased by its
+ * insert exactly when it was built as a follow-on, so nobody need read the insert's answer: it is a
+ * write sent with the transaction's next statement or its COMMIT (src/platform/db/unanswered-writes.ts).
  */
 export async function enqueueJob<S extends TSchema>(
   trx: Trx,
@@ -222,10 +240,11 @@ export async function enqueueJob<S extends TSchema>(
   delayMs = 0,
   handoff?: unknown,
 ): Promise<string> {
-  const row = newJobRow(practiceId, kind, payload, now, delayMs, '', handoff);
-  const answered = await insertJobRows(trx, [row]).execute();
-  announceQueuedJobs(trx, kind.lane, [row], answered);
-  return row.id;
+  // No concurrency key, so no cap for the insert to look at: its answer is known.
+  const { insert, answer } = jobRowOf(practiceId, kind, payload, now, delayMs, '', handoff);
+  await writeUnanswered(trx, trx.insertInto('jobs').values(insert));
+  announceQueuedJobs(trx, kind.lane, [insert], [answer!]);
+  return insert.id;
 }
 
 /**

@@ -1,5 +1,5 @@
 // Owns writes whose answer nobody reads: a request's audit row and stored answer, a job's end, a
-// webhook attempt, a notification, a claim's items. Domain code says only that a statement is such a
+// queued job, a webhook attempt, a notification, a claim's items. Domain code says only that a statement is such a
 // write (writeUnanswered); how it travels is decided here and in the database layer. On PostgreSQL
 // such a statement is held back and sent in front of the transaction's next statement, in the same
 // write (src/platform/db/postgres-session.ts): usually its COMMIT, else whatever the work sends next,
