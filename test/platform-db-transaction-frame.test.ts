@@ -10,6 +10,7 @@ import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { type AuditEntry, AuditLog, AuditUnavailableError } from '../src/platform/audit-log.ts';
+import { stampChange } from '../src/platform/db/change-feed.ts';
 import { openPostgres } from '../src/platform/db/database.ts';
 import { withQueryOptions } from '../src/platform/db/query-options.ts';
 import { asOperator, inPractice, inPracticeHolding, type Trx } from '../src/platform/db/transaction.ts';
@@ -409,6 +410,61 @@ describeEachBackend('transaction frame', (backend) => {
       holdsLock(),
     );
     assert.equal(again, true, 'released with the transaction that held it');
+  });
+
+  test('a transaction begun to stamp has its stamp from the frame: its id taken before the first statement, and stamping sends nothing', {
+    skip:
+      backend === 'pglite'
+        ? 'PGlite stamps with a statement of its own: one transaction runs at a time'
+        : false,
+  }, async () => {
+    const practice = await svc.newPractice();
+    const heldId = (trx: Trx) =>
+      sql<{ held: string | null; clock: Date; port: number }>`
+        SELECT pg_current_xact_id_if_assigned()::text AS held, clock_timestamp() AS clock,
+               inet_client_port() AS port, ${1}::int AS one`.execute(trx);
+    const { result, writesFrom } = await countingWrites(() =>
+      inPractice(
+        svc.db,
+        practice.practiceId,
+        async (trx) => {
+          const { rows } = await heldId(trx);
+          const at = await stampChange(trx);
+          return { ...rows[0]!, at, again: await stampChange(trx) };
+        },
+        { stamps: true },
+      ),
+    );
+    assert.notEqual(result.held, null, 'the frame took the transaction id before the first statement ran');
+    assert.ok(
+      result.at.getTime() <= new Date(result.clock).getTime(),
+      'the stamp was read before that statement',
+    );
+    assert.equal(result.again, result.at, 'one stamp a transaction');
+    assert.equal(
+      writesFrom(result.port),
+      2,
+      'BEGIN, the frame and the first statement in one write; the COMMIT',
+    );
+
+    // Asked before any statement, the frame goes out on its own and its answer is the stamp.
+    const first = await inPractice(
+      svc.db,
+      practice.practiceId,
+      async (trx) => {
+        const at = await stampChange(trx);
+        return { at, held: (await heldId(trx)).rows[0]!.held };
+      },
+      { stamps: true },
+    );
+    assert.ok(!Number.isNaN(first.at.getTime()));
+    assert.notEqual(first.held, null);
+    const unstamped = await inPractice(
+      svc.db,
+      practice.practiceId,
+      async (trx) => (await heldId(trx)).rows[0]!,
+    );
+    assert.equal(unstamped.held, null, 'a transaction not begun to stamp takes no id in its frame');
   });
 
   test('when the held frame fails, the statement written behind it fails with its error, and the connection serves the next transaction', {

@@ -400,7 +400,11 @@ async function runApiHandler(
     changes: spec.method !== 'GET',
     keepsRefusals: true,
     transaction: (lockName, fn) =>
-      practiceTransaction(deps, auth.practice.id, lockName, fn, { genericPlans: spec.genericPlans === true }),
+      practiceTransaction(deps, auth.practice.id, lockName, fn, {
+        genericPlans: spec.genericPlans === true,
+        // A change may be stamped for the change feeds: the frame takes the stamp (TransactionPlans).
+        stamps: spec.method !== 'GET',
+      }),
     perform: (trx) => performRoute(deps, spec, request, reply, auth, performerId, trx),
     record: (trx, answer, outcome) => recordAnswer(deps, request, auth, trx, answer, outcome),
   });

@@ -81,11 +81,19 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
     answer = await ctx.insurer.submit(prepared.submission);
   } catch (error) {
     if (await retryWithinWindow(ctx, job, prepared.startedAt, error)) return;
-    await inPractice(ctx.db, job.practice_id, (trx) => rejectUnanswered(ctx, trx, job, prepared, ids));
+    await recording(ctx, job.practice_id, (trx) => rejectUnanswered(ctx, trx, job, prepared, ids));
     return;
   }
   faultPoint('claim.after_insurer_answer');
-  await inPractice(ctx.db, job.practice_id, (trx) => recordAnswer(ctx, trx, job, prepared, ids, answer));
+  await recording(ctx, job.practice_id, (trx) => recordAnswer(ctx, trx, job, prepared, ids, answer));
+}
+
+/**
+ * A transaction that records what the insurer said: it changes the claim's invoice and records events,
+ * so its frame takes their change stamp (TransactionPlans).
+ */
+function recording<T>(ctx: ClaimJobContext, practiceId: string, fn: (trx: Trx) => Promise<T>): Promise<T> {
+  return inPractice(ctx.db, practiceId, fn, { stamps: true });
 }
 
 type SubmitAnswer = Awaited<ReturnType<Insurer['submit']>>;
@@ -243,7 +251,7 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
     };
   }
 
-  await inPractice(ctx.db, practiceId, async (trx) => {
+  await recording(ctx, practiceId, async (trx) => {
     const now = ctx.now();
     await lockInvoice(trx, practiceId, prepared.claim.invoice_id);
     const claim = await findClaim(trx, practiceId, claimId, true);
@@ -310,7 +318,7 @@ const REMITTED_STATUSES: readonly string[] = ['accepted', 'partially_accepted', 
 export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
   const { claimId, submissionId, invoiceId: queuedFor } = checkedPayload(CLAIM_JOBS.remittance, job.payload);
   const practiceId = job.practice_id;
-  await inPractice(ctx.db, practiceId, async (trx) => {
+  await recording(ctx, practiceId, async (trx) => {
     const now = ctx.now();
     // The invoice is locked before the claim is read, in the order the reverse job takes them: a
     // reversal confirmed before the lock is seen (each statement reads what has committed), and none

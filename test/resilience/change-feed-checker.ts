@@ -2,11 +2,12 @@
 // pages a feed with the recipe never skips a change that commits. On a fresh PostgreSQL database it
 // runs CHANGE_FEED_TRANSACTIONS (5000) writer transactions as the app role, in rounds of two to
 // CHANGE_FEED_WRITERS (12) started together, each one: sometimes taking its transaction id early (an
-// earlier statement), then stamping with stampChange, then recording one or two events with that
-// stamp, then committing, or rolling back (about 1 in 5), with random pauses (often none) between the
-// steps; a few stay open for more than a second, so that readers give up waiting for them and fall
-// back to the stored samples, which a sampler records (as the worker does, as the operator role) every
-// 2 to 2 + CHANGE_FEED_SAMPLE_MS (40) ms all the while.
+// earlier statement), then stamping with stampChange (half of them with the stamp their transaction's
+// frame took, TransactionPlans.stamps), then recording one or two events with that stamp, then
+// committing, or rolling back (about 1 in 5), with random pauses (often none) between the steps; a few
+// stay open for more than a second, so that readers give up waiting for them and fall back to the
+// stored samples, which a sampler records (as the worker does, as the operator role) every 2 to
+// 2 + CHANGE_FEED_SAMPLE_MS (40) ms all the while.
 // Meanwhile CHANGE_FEED_FOLLOWERS (4) followers page the events as the app role, half of them as
 // GET /events?after= does (listEventRows from src/events/store.ts, after the last (stamp, seq)
 // listed), half as the invoices' updatedSince recipe does (src/invoices/store.ts: each run lists
@@ -55,6 +56,8 @@ export interface CheckerReport {
   committed: number;
   rolledBack: number;
   earlyIds: number;
+  /** Writers whose frame took their stamp (TransactionPlans.stamps). */
+  framedStamps: number;
   long: number;
   samples: number;
   committedEvents: number;
@@ -248,6 +251,7 @@ export async function runChangeFeedChecker(options: CheckerOptions): Promise<Che
     let committedTransactions = 0;
     let rolledBackTransactions = 0;
     let earlyIds = 0;
+    let framedStamps = 0;
     let long = 0;
     let samples = 0;
     let rounds = 0;
@@ -260,34 +264,43 @@ export async function runChangeFeedChecker(options: CheckerOptions): Promise<Che
       const events = random() < 0.2 ? 2 : 1;
       const rollBack = random() < 0.2;
       const hold = random() < options.longShare ? 1100 + Math.floor(random() * 400) : 0;
+      // Drawn last, so that a seed's other choices stay as they were before writers could be framed.
+      const framed = random() < 0.5;
       // Of one length, so that the database's collation orders them as JavaScript does.
       const ids = Array.from({ length: events }, (_, k) => `evt_chk_${String(n).padStart(7, '0')}_${k}`);
       if (early) earlyIds++;
       if (hold) long++;
+      if (framed) framedStamps++;
       try {
-        await inPractice(writersDb, practiceId, async (trx) => {
-          // An earlier statement that takes the transaction id, as an earlier write would.
-          if (early) await sql`SELECT pg_current_xact_id()`.execute(trx);
-          await pause(pauses[0]);
-          const at = await stampChange(trx);
-          await pause(pauses[1]);
-          await trx
-            .insertInto('events')
-            .values(
-              ids.map((id) => ({
-                practice_id: practiceId,
-                id,
-                type: 'invoice.issued',
-                object_type: 'invoice',
-                object_id: `inv_chk_${n % 97}`,
-                occurred_at: at,
-                stamp: at,
-              })),
-            )
-            .execute();
-          await pause(pauses[2] + hold);
-          if (rollBack) throw new RollBack();
-        });
+        await inPractice(
+          writersDb,
+          practiceId,
+          async (trx) => {
+            // An earlier statement that takes the transaction id, as an earlier write would.
+            if (early) await sql`SELECT pg_current_xact_id()`.execute(trx);
+            await pause(pauses[0]);
+            // Framed: the stamp the transaction's frame took with its first statement (or on its own).
+            const at = await stampChange(trx);
+            await pause(pauses[1]);
+            await trx
+              .insertInto('events')
+              .values(
+                ids.map((id) => ({
+                  practice_id: practiceId,
+                  id,
+                  type: 'invoice.issued',
+                  object_type: 'invoice',
+                  object_id: `inv_chk_${n % 97}`,
+                  occurred_at: at,
+                  stamp: at,
+                })),
+              )
+              .execute();
+            await pause(pauses[2] + hold);
+            if (rollBack) throw new RollBack();
+          },
+          { stamps: framed },
+        );
         for (const id of ids) committed.add(id);
         committedTransactions++;
       } catch (error) {
@@ -358,6 +371,7 @@ export async function runChangeFeedChecker(options: CheckerOptions): Promise<Che
       committed: committedTransactions,
       rolledBack: rolledBackTransactions,
       earlyIds,
+      framedStamps,
       long,
       samples,
       committedEvents: committed.size,
@@ -382,7 +396,7 @@ export function summary(report: CheckerReport): string {
     .join('; ');
   return (
     `change-feed checker (CHANGE_FEED_SEED=${report.seed}): ${report.transactions} writer transactions in ${report.rounds} rounds ` +
-    `(${report.committed} committed, ${report.rolledBack} rolled back, ${report.earlyIds} took their id early, ` +
+    `(${report.committed} committed, ${report.rolledBack} rolled back, ${report.earlyIds} took their id early, ${report.framedStamps} stamped by their frame, ` +
     `${report.long} held over a second), ${report.samples} samples, ${report.followers.length} followers, ` +
     `${report.missed} missed [${byFollower}] in ${report.seconds.toFixed(1)} s`
   );

@@ -9,6 +9,7 @@
 // stamped no earlier than its start, or ended, and then visible to the reader's next statement. So
 // H = min(t, oldest start) is safe. PGlite runs one transaction at a time, so H is the reader's start.
 import { type Kysely, PGliteAdapter, sql } from 'kysely';
+import { STAMP_AT, stampOfFrame, stampSql } from './change-stamp.ts';
 import type { Tables } from './tables.ts';
 import type { Trx } from './transaction.ts';
 import { writeUnanswered } from './unanswered-writes.ts';
@@ -21,21 +22,22 @@ function isPglite(trx: Trx): boolean {
 
 /**
  * The change time this transaction stamps on every row it changes (the same for all of them), in
- * whole milliseconds as the API shows it. On PostgreSQL it first takes the transaction's id.
+ * whole milliseconds as the API shows it. On PostgreSQL it first takes the transaction's id: in the
+ * transaction's frame when it was begun to stamp (src/platform/db/change-stamp.ts), else in a
+ * statement of its own here.
  */
 export async function stampChange(trx: Trx): Promise<Date> {
   const known = stamps.get(trx);
   if (known) return known;
-  // The materialised CTE is scanned before the outer projection runs, so the id is handed out before
-  // the clock is read.
-  const query = isPglite(trx)
-    ? sql<{ at: Date }>`SELECT date_trunc('milliseconds', clock_timestamp()) AS at`
-    : sql<{ at: Date }>`
-        WITH x AS MATERIALIZED (SELECT pg_current_xact_id() AS xid)
-        SELECT x.xid::text AS xid, date_trunc('milliseconds', clock_timestamp()) AS at FROM x`;
-  const at = new Date((await query.execute(trx)).rows[0]!.at);
+  const framed = stampOfFrame(trx);
+  const at = framed ? await framed() : await stampOnItsOwn(trx);
   stamps.set(trx, at);
   return at;
+}
+
+async function stampOnItsOwn(trx: Trx): Promise<Date> {
+  const query = sql.raw<{ at: Date }>(isPglite(trx) ? `SELECT ${STAMP_AT}` : stampSql());
+  return new Date((await query.execute(trx)).rows[0]!.at);
 }
 
 /** How long a reader waits, at most, for transactions that began before it to end. */

@@ -3,13 +3,15 @@
 // connection never carries one request's practice into another's. The frame's values are written as
 // literals (ids, role names and a lock number, never free text), so that on PostgreSQL it is held
 // with BEGIN and goes out in the same write as the work's first statement
-// (src/platform/db/postgres-session.ts); a frame that tries a lock is answered there too (HoldsLock).
+// (src/platform/db/postgres-session.ts); a frame that tries a lock, or takes the change stamp for a
+// transaction that will stamp its changes, is answered there too (HoldsLock, TransactionPlans.stamps).
 // On PostgreSQL the practice is set with SET LOCAL, not set_config: a distributed PostgreSQL (Citus,
 // with citus.propagate_set_commands = 'local') carries a SET LOCAL to the nodes that hold the rows, and
 // a set_config call to none (docs/scale-out.md).
 import { createHash } from 'node:crypto';
 import { type QueryResult, type RawBuilder, sql, type Transaction } from 'kysely';
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
+import { stampSql, stampTakenByFrame } from './change-stamp.ts';
 import type { Database } from './database.ts';
 import { type AnswerSink, withQueryOptions } from './query-options.ts';
 import type { Tables } from './tables.ts';
@@ -56,6 +58,12 @@ export interface TransactionPlans {
    * statement whose generic plan it estimates dearer, a millisecond and more each time.
    */
   genericPlans?: boolean;
+  /**
+   * The transaction will stamp the rows it changes (src/platform/db/change-feed.ts, stampChange). On
+   * PostgreSQL its frame takes the transaction's id and then reads the clock, and that answer, which
+   * arrives with the work's first statement, is the stamp: no statement of its own asks for it.
+   */
+  stamps?: boolean;
 }
 
 const lockTry = (lockName: string) =>
@@ -69,11 +77,12 @@ const lockTry = (lockName: string) =>
  */
 function frameSql(db: Database, frame: Frame): string {
   if (db.kind === 'postgres') {
+    const asked = frame.lockName === undefined ? [] : [lockTry(frame.lockName)];
     return [
       `SET LOCAL ROLE ${frame.role}`,
       ...(frame.practiceId === undefined ? [] : [`SET LOCAL app.practice_id = ${literal(frame.practiceId)}`]),
       ...(frame.genericPlans ? ['SET LOCAL plan_cache_mode = force_generic_plan'] : []),
-      ...(frame.lockName === undefined ? [] : [`SELECT ${lockTry(frame.lockName)}`]),
+      ...(frame.stamps ? [stampSql(asked)] : asked.length > 0 ? [`SELECT ${asked.join(', ')}`] : []),
     ].join(';\n');
   }
   const settings = [
@@ -97,6 +106,41 @@ export type HoldsLock = () => Promise<boolean>;
 /** The answer of a transaction that tried no lock. */
 export const holdsNoLock: HoldsLock = () => Promise.resolve(true);
 
+/** What a frame answers on PostgreSQL: whether it took its lock, and the transaction's stamp. */
+interface FrameAnswer {
+  locked?: boolean;
+  at?: Date;
+}
+
+/**
+ * Holds the frame, to go out with the work's first statement, and answers how to have its answer:
+ * once that statement's answer has come, at once; asked before any statement, the frame is sent on
+ * its own.
+ */
+async function heldFrame(trx: Trx, setting: RawBuilder<FrameAnswer>): Promise<() => Promise<FrameAnswer>> {
+  let arrived = false;
+  let sink: AnswerSink | undefined;
+  const answer = new Promise<FrameAnswer>((resolve, reject) => {
+    sink = {
+      answered: (rows) => {
+        arrived = true;
+        resolve((rows[0] as FrameAnswer | undefined) ?? {});
+      },
+      failed: (error) => {
+        arrived = true;
+        reject(error);
+      },
+    };
+  });
+  // Its failure is the first statement's to report; it is thrown here only to whoever asks.
+  answer.catch(() => {});
+  await trx.executeQuery(withQueryOptions(setting.compile(trx), { held: true, answer: sink! }));
+  return async () => {
+    if (!arrived) await trx.executeQuery(withQueryOptions(sql.raw('').compile(trx), { sendsHeld: true }));
+    return answer;
+  };
+}
+
 async function inTransaction<T>(
   db: Database,
   frame: Frame,
@@ -105,8 +149,9 @@ async function inTransaction<T>(
   let used: Trx | undefined;
   const result = await db.kysely.transaction().execute(async (trx) => {
     used = trx;
-    const setting = sql.raw<{ locked?: boolean }>(frameSql(db, frame));
-    if (frame.lockName === undefined) {
+    const framed = db.kind === 'postgres' ? frame : { ...frame, stamps: false };
+    const setting = sql.raw<FrameAnswer>(frameSql(db, framed));
+    if (framed.lockName === undefined && !framed.stamps) {
       // Nobody reads its answer: held, it goes out with the work's first statement.
       await trx.executeQuery(withQueryOptions(setting.compile(trx), { held: true }));
       return fn(trx, holdsNoLock);
@@ -116,27 +161,9 @@ async function inTransaction<T>(
       const locked = rows[0]?.locked !== false;
       return fn(trx, () => Promise.resolve(locked));
     }
-    let arrived = false;
-    let sink: AnswerSink | undefined;
-    const locked = new Promise<boolean>((resolve, reject) => {
-      sink = {
-        answered: (rows) => {
-          arrived = true;
-          resolve((rows[0] as { locked?: boolean } | undefined)?.locked !== false);
-        },
-        failed: (error) => {
-          arrived = true;
-          reject(error);
-        },
-      };
-    });
-    // Its failure is the first statement's to report; it is thrown here only to whoever asks.
-    locked.catch(() => {});
-    await trx.executeQuery(withQueryOptions(setting.compile(trx), { held: true, answer: sink! }));
-    return fn(trx, async () => {
-      if (!arrived) await trx.executeQuery(withQueryOptions(sql.raw('').compile(trx), { sendsHeld: true }));
-      return locked;
-    });
+    const answer = await heldFrame(trx, setting);
+    if (framed.stamps) stampTakenByFrame(trx, async () => new Date((await answer()).at!));
+    return fn(trx, async () => (await answer()).locked !== false);
   });
   const hooks = used && afterCommitHooks.get(used);
   if (hooks) {
