@@ -392,18 +392,19 @@ async function runApiHandler(
     await refuseWrongFields(deps, spec, request, auth, performerId, bodyCheck.errors ?? []);
   }
   const scope = keyScopeOf(request, spec, auth);
+  const changes = spec.method !== 'GET';
   const { answer, replayed } = await runKeyed({
     request,
     scope,
     inFlight: deps.inFlight,
     errorsDocUrl: deps.config.errorsDocUrl,
-    changes: spec.method !== 'GET',
+    changes,
     keepsRefusals: true,
     transaction: (lockName, fn) =>
       practiceTransaction(deps, auth.practice.id, lockName, fn, {
         genericPlans: spec.genericPlans === true,
         // A change may be stamped for the change feeds: the frame takes the stamp (TransactionPlans).
-        stamps: spec.method !== 'GET',
+        stamps: changes,
       }),
     perform: (trx) => performRoute(deps, spec, request, reply, auth, performerId, trx),
     record: (trx, answer, outcome) => recordAnswer(deps, request, auth, trx, answer, outcome),

@@ -149,9 +149,10 @@ async function inTransaction<T>(
   let used: Trx | undefined;
   const result = await db.kysely.transaction().execute(async (trx) => {
     used = trx;
-    const framed = db.kind === 'postgres' ? frame : { ...frame, stamps: false };
-    const setting = sql.raw<FrameAnswer>(frameSql(db, framed));
-    if (framed.lockName === undefined && !framed.stamps) {
+    // Only PostgreSQL's frame takes the stamp (frameSql).
+    const stamps = frame.stamps === true && db.kind === 'postgres';
+    const setting = sql.raw<FrameAnswer>(frameSql(db, frame));
+    if (frame.lockName === undefined && !stamps) {
       // Nobody reads its answer: held, it goes out with the work's first statement.
       await trx.executeQuery(withQueryOptions(setting.compile(trx), { held: true }));
       return fn(trx, holdsNoLock);
@@ -162,7 +163,7 @@ async function inTransaction<T>(
       return fn(trx, () => Promise.resolve(locked));
     }
     const answer = await heldFrame(trx, setting);
-    if (framed.stamps) stampTakenByFrame(trx, async () => new Date((await answer()).at!));
+    if (stamps) stampTakenByFrame(trx, async () => new Date((await answer()).at!));
     return fn(trx, async () => (await answer()).locked !== false);
   });
   const hooks = used && afterCommitHooks.get(used);

@@ -1,14 +1,14 @@
 // Owns writes whose answer nobody reads: a request's audit row and stored answer, a job's end, a
-// queued job, a webhook attempt, a notification, a claim's items. Domain code says only that a statement is such a
-// write (writeUnanswered); how it travels is decided here and in the database layer. On PostgreSQL
-// such a statement is held back and sent in front of the transaction's next statement, in the same
-// write (src/platform/db/postgres-session.ts): usually its COMMIT, else whatever the work sends next,
-// so it costs no round trip of its own. If it fails, the statement it went with fails with its error
-// (a COMMIT so fails, and nothing of the transaction is kept). Held text goes out in a
-// simple-protocol message, which takes no parameters, so its values are written here as literals, in
-// the escaped form (E'...') that reads the same whatever standard_conforming_strings says. A write
-// whose failure the work means to catch and handle is not such a write: its error would surface at
-// the next statement instead.
+// queued job, a webhook attempt, a notification, a claim's items. Domain code says only that a
+// statement is such a write (writeUnanswered); how it travels is decided here and in the database
+// layer. On PostgreSQL such a statement is held back and sent in front of the transaction's next
+// statement, in the same write (src/platform/db/postgres-session.ts): usually its COMMIT, else
+// whatever the work sends next, so it costs no round trip of its own. If it fails, the statement it
+// went with fails with its error (a COMMIT so fails, and nothing of the transaction is kept). Held
+// text goes out in a simple-protocol message, which takes no parameters, so its values are written
+// here as literals, in the escaped form (E'...') that reads the same whatever
+// standard_conforming_strings says. A write whose failure the work means to catch and handle is not
+// such a write: its error would surface at the next statement instead.
 import {
   createQueryId,
   type OperationNodeSource,
