@@ -237,7 +237,7 @@ async function sendClaimOf(
   now: Date,
   created?: InvoiceRecord,
   knownCoverage?: CoverageRow | null,
-): Promise<{ claim: ClaimRow; invoice: InvoiceRow; submit: (invoiceNumber: string) => Promise<void> }> {
+): Promise<{ claim: ClaimRow; invoice: InvoiceRow; submit: () => Promise<void> }> {
   const record = created ?? (await readInvoice(trx, billing.id, invoiceId, true));
   const existing = created ? undefined : await findClaimOfInvoice(trx, billing.id, invoiceId, true);
   if (existing) {
@@ -280,13 +280,11 @@ async function sendClaimOf(
   await recordEvent(trx, billing.id, 'claim.status_changed', { type: 'invoice', id: invoiceId }, now, {
     claim: { id: claim.id, status: 'submitting' },
   });
-  // A new invoice (`created`) is numbered last in its transaction: its submission is queued then.
-  const submit = (invoiceNumber: string) =>
-    queueSubmission(trx, billing, claim, now, {
-      record: { ...record, invoice: { ...record.invoice, number: invoiceNumber } },
-      coverage: readiness.coverage,
-    });
-  if (!created) await submit(record.invoice.number);
+  // A new invoice (`created`) is numbered last in its transaction, with the COMMIT: its submission is
+  // queued behind the number, whose provisional stand-in it carries until then
+  // (src/invoices/store.ts, numberInvoiceAtCommit).
+  const submit = () => queueSubmission(trx, billing, claim, now, { record, coverage: readiness.coverage });
+  if (!created) await submit();
   return { claim, invoice: touched.row, submit: created ? submit : async () => {} };
 }
 
@@ -298,7 +296,7 @@ export async function queueClaimFromBill(
   request: ClaimRequest & { coverage: CoverageRow | null },
   now: Date,
 ): Promise<
-  | { queued: true; invoice: InvoiceRow; submit: (invoiceNumber: string) => Promise<void> }
+  | { queued: true; invoice: InvoiceRow; submit: () => Promise<void> }
   | { queued: false; reason: string; invoice: InvoiceRow }
 > {
   try {

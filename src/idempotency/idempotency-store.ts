@@ -9,6 +9,7 @@
 // the row, readable by the operator role and kept in backups, never holds that secret readable.
 import { type Kysely, sql } from 'kysely';
 import { compiledOnce } from '../platform/db/compiled-once.ts';
+import { jsonWithLateTexts } from '../platform/db/late-text.ts';
 import type { Tables } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
@@ -97,7 +98,8 @@ export async function storeAnswer(
   fingerprint: string,
   answer: StoredAnswer,
 ): Promise<void> {
-  // Written last and read by nobody in this request: it goes with the COMMIT.
+  // Written last and read by nobody in this request: it goes with the COMMIT. The body may name a text
+  // the transaction gives with its COMMIT (a new invoice's number), which it takes in SQL.
   const client = clientOf(scope);
   await writeUnanswered(
     trx,
@@ -106,7 +108,7 @@ export async function storeAnswer(
       (practice_id, client_id, key, fingerprint, response_status, response_headers, response_body,
        created_at, expires_at)
     VALUES (${client?.practiceId ?? null}, ${client?.clientId ?? null}, ${scope.key}, ${fingerprint},
-      ${answer.status}, ${JSON.stringify(answer.headers)}, ${answer.body}, now(),
+      ${answer.status}, ${JSON.stringify(answer.headers)}, ${jsonWithLateTexts(trx, answer.body)}, now(),
       now() + make_interval(hours => ${KEY_LIFETIME_HOURS}))
     ON CONFLICT ON CONSTRAINT idempotency_keys_holder_key DO UPDATE SET
       fingerprint = excluded.fingerprint, response_status = excluded.response_status,

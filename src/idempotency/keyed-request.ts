@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type TSchema, Type } from 'typebox';
+import { lateTextFinisher } from '../platform/db/late-text.ts';
 import { type HoldsLock, type Trx, withSavepoint } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { AppError, invalidParameters, problemOf } from '../platform/http/errors.ts';
@@ -185,7 +186,7 @@ export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAns
       await storeAnswer(trx, scope, fingerprint, kept);
     }
     if (keyed.changes) faultPoint('request.before_commit');
-    return { answer, replayed: false };
+    return { answer, replayed: false, finish: lateTextFinisher(trx) };
   };
 
   const authorization = request.headers.authorization;
@@ -196,11 +197,13 @@ export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAns
     // Changes run first without a savepoint. A refusal the service decides is stored with its audit
     // row, but its partial work must not be: then the whole transaction is rolled back and the
     // request runs once more with the work inside a savepoint, which that refusal rolls back to.
-    const result = await attempt(false).catch((error: unknown) => {
+    const { finish, ...result } = await attempt(false).catch((error: unknown) => {
       if (error instanceof RunAgainUndoable) return attempt(true);
       throw error;
     });
     if (keyed.changes && !result.replayed) faultPoint('request.after_commit');
+    // The answer may name a text the transaction gave with its COMMIT (a new invoice's number).
+    if (finish) result.answer = { ...result.answer, body: await finish(result.answer.body) };
     return result;
   } finally {
     leaveInFlight?.();

@@ -26,11 +26,11 @@ import { codeKey, ratesForCodes } from './rates.ts';
 import type { BillRequest, BillResult } from './schemas.ts';
 import { announceIssued, dueDateFrom, invoiceOf, issueRefusal } from './service.ts';
 import {
-  assignInvoiceNumber,
   type InvoiceRecord,
   type InvoiceRow,
   insertInvoice,
   liveInvoiceOfEncounter,
+  numberInvoiceAtCommit,
 } from './store.ts';
 
 const NOT_BILLED = ['not_done', 'entered_in_error'];
@@ -55,8 +55,11 @@ export type ClaimQueuer = (
   | {
       queued: true;
       invoice: InvoiceRow;
-      /** Queues the claim's submission once the invoice has its number (the last statement but this). */
-      submit: (invoiceNumber: string) => Promise<void>;
+      /**
+       * Queues the claim's submission once the invoice's number is given (numberInvoiceAtCommit): its
+       * held write goes out behind the number's, and so takes the number.
+       */
+      submit: () => Promise<void>;
     }
   | { queued: false; reason: string; invoice: InvoiceRow }
 >;
@@ -83,8 +86,9 @@ export async function billEncounter(
   const patient = await findPatient(trx, billing.id, visit.encounter.patient_id);
   if (!patient) throw notFound('Patient');
   const lines = await billedLines(trx, billing, invoiceId, visit, pricingCoverage?.plan_id ?? null);
-  // The invoice's number is given last (assignInvoiceNumber); until then it carries a provisional one
-  // made from its id, unique among the practice's numbers and never seen outside this transaction.
+  // The invoice's number is given with the COMMIT (numberInvoiceAtCommit); until then it carries a
+  // provisional one made from its id, unique among the practice's numbers and never seen outside this
+  // transaction.
   const provisionalNumber = `#${invoiceId}`;
   // Issuing a new invoice is refused for want of lines or for lines no rate was found for; otherwise
   // it is inserted issued.
@@ -110,19 +114,20 @@ export async function billEncounter(
     now,
     queueClaim,
   );
-  const number = await assignInvoiceNumber(trx, billing.id, invoiceId, billing.invoiceNumberPrefix, {
+  await numberInvoiceAtCommit(trx, billing.id, invoiceId, billing.invoiceNumberPrefix, {
     number: provisionalNumber,
     notifiedAt: outcome.issued ? now : null,
   });
-  record.invoice.number = number;
-  await submit?.(number);
+  await submit?.();
+  // It names the invoice by its provisional number, which the request's answer (and its stored copy)
+  // has replaced by the number once the transaction has committed.
   return {
     object: 'bill_result',
     invoice: invoiceOf(record),
     issued: outcome.issued,
-    issueSkippedReason: outcome.issueSkippedReason?.replaceAll(provisionalNumber, number) ?? null,
+    issueSkippedReason: outcome.issueSkippedReason,
     claimQueued: outcome.claimQueued,
-    claimSkippedReason: outcome.claimSkippedReason?.replaceAll(provisionalNumber, number) ?? null,
+    claimSkippedReason: outcome.claimSkippedReason,
   };
 }
 
@@ -348,7 +353,7 @@ async function issueAndClaim(
 ): Promise<{
   outcome: IssueAndClaimOutcome;
   record: InvoiceRecord;
-  submit: ((invoiceNumber: string) => Promise<void>) | undefined;
+  submit: (() => Promise<void>) | undefined;
 }> {
   const outcome: IssueAndClaimOutcome = {
     issued: null,
@@ -358,7 +363,7 @@ async function issueAndClaim(
   };
   // The invoice as this transaction holds it: issuing and claiming go on from it without reading it again.
   let current = created;
-  let submit: ((invoiceNumber: string) => Promise<void>) | undefined;
+  let submit: (() => Promise<void>) | undefined;
   if (request.issue === true) {
     outcome.issued = known.issueRefused === null;
     outcome.issueSkippedReason = known.issueRefused;

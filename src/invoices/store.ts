@@ -5,8 +5,10 @@ import { renumberInvoiceNotifications } from '../notifications/store.ts';
 import { pastPosition } from '../paging/keyset.ts';
 import { safeHighWaterMark } from '../platform/db/change-feed.ts';
 import { childRows } from '../platform/db/child-rows.ts';
+import { addLateText } from '../platform/db/late-text.ts';
 import type { InvoiceLinesTable, InvoicesTable, PaymentsTable, RefundsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
+import { writeAnsweredLater } from '../platform/db/unanswered-writes.ts';
 import { practiceTimezoneOf } from '../practices/store.ts';
 import type { InvoiceStatus } from './schemas.ts';
 
@@ -20,20 +22,25 @@ export interface InvoiceRecord {
 }
 
 /**
- * Gives the invoice the practice's next invoice number. Meant as the last data statement of the
- * transaction that creates the invoice: the practice's counter row stays locked from here until
- * commit, so numbers are gap-free (a rollback gives the number back) while other invoice work of the
- * practice waits only for this statement and the commit. Issued notifications written earlier in the
- * transaction name the invoice by its provisional number, which is replaced here too.
+ * Gives the invoice the practice's next invoice number, as the last write of the transaction that
+ * creates the invoice: held, it goes out in the COMMIT's own write, so the practice's counter row is
+ * locked from this statement to the commit and across no round trip. Numbers are gap-free (a rollback
+ * gives the number back) while other invoice work of the practice waits only for this statement and
+ * the commit. Until then the invoice carries its provisional number, which stands for the number in
+ * what the transaction still writes and answers (src/platform/db/late-text.ts): held writes queued
+ * after this one (the claim's submission, the stored answer) and the request's answer take the number.
+ * Issued notifications written earlier in the transaction are renumbered by this statement.
  */
-export async function assignInvoiceNumber(
+export async function numberInvoiceAtCommit(
   trx: Trx,
   practiceId: string,
   invoiceId: string,
   prefix: string,
   provisional: { number: string; notifiedAt: Date | null },
-): Promise<string> {
-  const result = await sql<{ number: string }>`
+): Promise<void> {
+  const numbered = await writeAnsweredLater<{ number: string }>(
+    trx,
+    sql`
     WITH n AS (
       INSERT INTO invoice_clocks AS c (practice_id, last_number) VALUES (${practiceId}, 1)
       ON CONFLICT (practice_id) DO UPDATE SET last_number = c.last_number + 1
@@ -45,8 +52,14 @@ export async function assignInvoiceNumber(
       RETURNING i.number
     ),
     told AS (${renumberInvoiceNotifications(practiceId, invoiceId, provisional, 'n')})
-    SELECT number FROM numbered`.execute(trx);
-  return result.rows[0]!.number;
+    SELECT number FROM numbered`,
+  );
+  addLateText(trx, {
+    placeholder: provisional.number,
+    read: sql<string>`(SELECT number FROM invoices WHERE practice_id = ${practiceId} AND id = ${invoiceId})`,
+    value: async () => (await numbered.rows())[0]!.number,
+    known: () => numbered.known()?.[0]?.number,
+  });
 }
 
 export async function findInvoiceRow(trx: Trx, practiceId: string, id: string, forUpdate = false) {

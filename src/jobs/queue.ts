@@ -9,6 +9,7 @@ import type { InsertObject, QueryCreator, RawBuilder } from 'kysely';
 import { sql } from 'kysely';
 import type { Static, TSchema } from 'typebox';
 import type { Database } from '../platform/db/database.ts';
+import { jsonWithLateTexts } from '../platform/db/late-text.ts';
 import type { Tables } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
@@ -242,7 +243,10 @@ export async function enqueueJob<S extends TSchema>(
 ): Promise<string> {
   // No concurrency key, so no cap for the insert to look at: its answer is known.
   const { insert, answer } = jobRowOf(practiceId, kind, payload, now, delayMs, '', handoff);
-  await writeUnanswered(trx, trx.insertInto('jobs').values(insert));
+  // A payload may name a text the transaction gives with its COMMIT (a new invoice's number).
+  const json = jsonWithLateTexts(trx, insert.payload as string);
+  const row = { ...insert, payload: typeof json === 'string' ? json : sql<string>`(${json})::jsonb` };
+  await writeUnanswered(trx, trx.insertInto('jobs').values(row));
   announceQueuedJobs(trx, kind.lane, [insert], [answer!]);
   return insert.id;
 }

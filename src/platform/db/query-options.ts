@@ -1,8 +1,9 @@
 // Owns the options a statement can carry to the database layer besides its text and values, the way
 // graphile-worker gives each query its `name`: whether it is sent as a prepared statement, and
-// whether it is held and sent in front of its transaction's next statement or COMMIT. Only
-// PostgreSQL reads them (src/platform/db/postgres-session.ts); PGlite, in process, has no round trip
-// to save and runs every statement as it comes.
+// whether it is held and sent in front of its transaction's next statement or COMMIT. PostgreSQL reads
+// them (src/platform/db/postgres-session.ts); PGlite, in process, has no round trip to save and runs
+// every statement as it comes, handing an answer sink its rows at once
+// (src/platform/db/statement-counts.ts).
 import type { CompiledQuery } from 'kysely';
 
 export interface QueryOptions {
@@ -22,9 +23,10 @@ export interface QueryOptions {
    */
   held?: boolean;
   /**
-   * For a held statement whose answer is wanted (a frame that tries a lock): handed its rows when they
-   * arrive with the statement it went out with, or the error that ended it (or the transaction's end
-   * before it was sent). Held text ends its message here, so its answer is that message's last.
+   * For a held statement whose answer is wanted (a frame that tries a lock, an invoice's number given
+   * with the COMMIT): handed its rows when they arrive with the statement it went out with, or the
+   * error that ended it (or the transaction's end before it was sent). Held text ends its message
+   * here, so its answer is that message's last.
    */
   answer?: AnswerSink;
   /** Sends what is held now, on its own, and nothing else (for an answer wanted before any statement). */
@@ -42,6 +44,37 @@ export interface QueryOptions {
 export interface AnswerSink {
   answered(rows: unknown[]): void;
   failed(error: unknown): void;
+}
+
+/**
+ * A sink for a held statement's answer, and the answer as a promise (its failure handled here, so it
+ * is thrown only to whoever awaits it: the statement it went out with reports it first). `arrived`
+ * holds the rows once they have come; `settled` says whether the rows or the failure has.
+ */
+export function awaitedAnswer(): {
+  sink: AnswerSink;
+  rows: Promise<unknown[]>;
+  arrived: () => unknown[] | undefined;
+  settled: () => boolean;
+} {
+  let arrived: unknown[] | undefined;
+  let settled = false;
+  let sink: AnswerSink | undefined;
+  const rows = new Promise<unknown[]>((resolve, reject) => {
+    sink = {
+      answered: (answered) => {
+        arrived = answered;
+        settled = true;
+        resolve(answered);
+      },
+      failed: (error) => {
+        settled = true;
+        reject(error);
+      },
+    };
+  });
+  rows.catch(() => {});
+  return { sink: sink!, rows, arrived: () => arrived, settled: () => settled };
 }
 
 const optionsOfQuery = new WeakMap<CompiledQuery, QueryOptions>();

@@ -5,9 +5,11 @@
 // reaches the database: a transaction that ends before its first statement sends nothing and is not
 // counted). The drivers count as they send (src/platform/db/postgres-session.ts for PostgreSQL,
 // pgliteCounted for the embedded database); src/service-metrics.ts reports them. Always on: an
-// integer add per send.
-import type { DatabaseConnection, Driver, TransactionSettings } from 'kysely';
+// integer add per send. The embedded database's driver also hands a statement's answer sink its rows
+// (src/platform/db/query-options.ts), as PostgreSQL's session does for a held statement.
+import type { CompiledQuery, DatabaseConnection, Driver, TransactionSettings } from 'kysely';
 import { PGliteDialect } from 'kysely';
+import { queryOptionsOf } from './query-options.ts';
 
 export interface StatementCounts {
   statements: number;
@@ -50,9 +52,18 @@ class CountingPgliteDriver implements Driver {
     const connection = await this.#driver.acquireConnection();
     if (!this.#counted.has(connection)) {
       const executeQuery = connection.executeQuery.bind(connection);
-      connection.executeQuery = (compiled) => {
+      connection.executeQuery = async <R>(compiled: CompiledQuery) => {
         countRoundTrip(1);
-        return executeQuery(compiled);
+        const sink = queryOptionsOf(compiled).answer;
+        if (!sink) return executeQuery<R>(compiled);
+        try {
+          const result = await executeQuery<R>(compiled);
+          sink.answered(result.rows as unknown[]);
+          return result;
+        } catch (error) {
+          sink.failed(error);
+          throw error;
+        }
       };
       this.#counted.add(connection);
     }

@@ -13,7 +13,7 @@ import { type QueryResult, type RawBuilder, sql, type Transaction } from 'kysely
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
 import { stampSql, stampTakenByFrame } from './change-stamp.ts';
 import type { Database } from './database.ts';
-import { type AnswerSink, withQueryOptions } from './query-options.ts';
+import { awaitedAnswer, withQueryOptions } from './query-options.ts';
 import type { Tables } from './tables.ts';
 
 export type Trx = Transaction<Tables>;
@@ -118,26 +118,13 @@ interface FrameAnswer {
  * its own.
  */
 async function heldFrame(trx: Trx, setting: RawBuilder<FrameAnswer>): Promise<() => Promise<FrameAnswer>> {
-  let arrived = false;
-  let sink: AnswerSink | undefined;
-  const answer = new Promise<FrameAnswer>((resolve, reject) => {
-    sink = {
-      answered: (rows) => {
-        arrived = true;
-        resolve((rows[0] as FrameAnswer | undefined) ?? {});
-      },
-      failed: (error) => {
-        arrived = true;
-        reject(error);
-      },
-    };
-  });
-  // Its failure is the first statement's to report; it is thrown here only to whoever asks.
-  answer.catch(() => {});
-  await trx.executeQuery(withQueryOptions(setting.compile(trx), { held: true, answer: sink! }));
+  const answer = awaitedAnswer();
+  await trx.executeQuery(withQueryOptions(setting.compile(trx), { held: true, answer: answer.sink }));
   return async () => {
-    if (!arrived) await trx.executeQuery(withQueryOptions(sql.raw('').compile(trx), { sendsHeld: true }));
-    return answer;
+    if (!answer.settled()) {
+      await trx.executeQuery(withQueryOptions(sql.raw('').compile(trx), { sendsHeld: true }));
+    }
+    return ((await answer.rows)[0] as FrameAnswer | undefined) ?? {};
   };
 }
 

@@ -8,14 +8,16 @@
 // text goes out in a simple-protocol message, which takes no parameters, so its values are written
 // here as literals, in the escaped form (E'...') that reads the same whatever
 // standard_conforming_strings says. A write whose failure the work means to catch and handle is not
-// such a write: its error would surface at the next statement instead.
+// such a write: its error would surface at the next statement instead. A write whose answer is
+// wanted only after that next statement (the number an invoice is given with the COMMIT) travels the
+// same way, its answer handed over when it arrives (writeAnsweredLater).
 import {
   createQueryId,
   type OperationNodeSource,
   PostgresQueryCompiler,
   type RootOperationNode,
 } from 'kysely';
-import { withQueryOptions } from './query-options.ts';
+import { awaitedAnswer, withQueryOptions } from './query-options.ts';
 import type { Trx } from './transaction.ts';
 
 type LiteralValue = string | number | boolean | Date | null;
@@ -59,4 +61,26 @@ export async function writeUnanswered(trx: Trx, query: OperationNodeSource): Pro
     return;
   }
   await trx.executeQuery(withQueryOptions(compiled, { held: true }));
+}
+
+/**
+ * Runs `query` as writeUnanswered does, for a write whose answer is wanted only once the transaction's
+ * next statement (or its COMMIT) has been answered: it answers how to have the write's rows then. On
+ * the embedded database, which runs each statement as it comes, they are had at once.
+ */
+export async function writeAnsweredLater<R>(
+  trx: Trx,
+  query: OperationNodeSource,
+): Promise<{ rows: () => Promise<R[]>; known: () => R[] | undefined }> {
+  const node = query.toOperationNode() as RootOperationNode;
+  const compiled = new LiteralCompiler().compileQuery(node, createQueryId());
+  if (compiled.parameters.length > 0) {
+    const { rows } = await trx.executeQuery<R>(
+      new PostgresQueryCompiler().compileQuery(node, createQueryId()),
+    );
+    return { rows: () => Promise.resolve(rows), known: () => rows };
+  }
+  const answer = awaitedAnswer();
+  await trx.executeQuery(withQueryOptions(compiled, { held: true, answer: answer.sink }));
+  return { rows: () => answer.rows as Promise<R[]>, known: () => answer.arrived() as R[] | undefined };
 }

@@ -1,0 +1,77 @@
+// Owns texts a transaction learns only from a write sent with its COMMIT: an invoice's number, given
+// in the COMMIT's own write so that the practice's numbering lock is held across no round trip
+// (src/invoices/store.ts). Until the write is answered a placeholder stands for the text in what the
+// transaction builds: a held write that carries JSON (a stored answer, a queued job's payload) has it
+// replaced in SQL, by the value the earlier statement wrote (jsonWithLateTexts); the request's own
+// answer is finished once the transaction has committed (lateTextFinisher). The placeholder must
+// appear in JSON as it is (no character JSON escapes), and be unique: every occurrence is replaced.
+// A job handed over as a follow-on carries its payload object, which is not finished: a worker's
+// transaction gives no late text.
+import { type RawBuilder, sql } from 'kysely';
+import type { Trx } from './transaction.ts';
+
+export interface LateText {
+  /** Stands for the text until it is known. */
+  placeholder: string;
+  /** The text as SQL that a later statement of the transaction reads (a scalar subquery). */
+  read: RawBuilder<string>;
+  /** The text, once the write that gives it has been answered (at the COMMIT at the latest). */
+  value: () => Promise<string>;
+  /** The text when its write has been answered already (always, on the embedded database). */
+  known: () => string | undefined;
+}
+
+const lateTexts = new WeakMap<Trx, LateText[]>();
+
+/** The transaction's write just queued gives `late`'s text. */
+export function addLateText(trx: Trx, late: LateText): void {
+  const texts = lateTexts.get(trx);
+  if (texts) texts.push(late);
+  else lateTexts.set(trx, [late]);
+}
+
+/** A text as it appears inside a JSON string. */
+function inJson(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}
+
+/**
+ * The JSON text for a write held to go out after the writes that give the transaction's late texts:
+ * as it is when it holds no placeholder still unknown, else SQL (text) that replaces each, in JSON's
+ * escaping, by what the transaction wrote (the placeholder kept if that write was undone).
+ */
+export function jsonWithLateTexts(trx: Trx, json: string): string | RawBuilder<string> {
+  let known = json;
+  const pending: LateText[] = [];
+  for (const late of lateTexts.get(trx) ?? []) {
+    if (!known.includes(late.placeholder)) continue;
+    const value = late.known();
+    if (value === undefined) pending.push(late);
+    else known = known.replaceAll(late.placeholder, inJson(value));
+  }
+  if (pending.length === 0) return known;
+  return pending.reduce<RawBuilder<string>>(
+    (text, late) =>
+      sql<string>`replace(${text}, ${late.placeholder}, (SELECT substr(j, 2, length(j) - 2)
+        FROM (SELECT to_json(coalesce(${late.read}, ${late.placeholder}))::text AS j) AS late))`,
+    sql<string>`${known}::text`,
+  );
+}
+
+/**
+ * How to finish a JSON text the transaction built (its answer) once it has committed: each placeholder
+ * replaced by its text. Undefined when the transaction gave no late text.
+ */
+export function lateTextFinisher(trx: Trx): ((json: string) => Promise<string>) | undefined {
+  const texts = lateTexts.get(trx);
+  if (!texts) return undefined;
+  return async (json) => {
+    let finished = json;
+    for (const late of texts) {
+      if (finished.includes(late.placeholder)) {
+        finished = finished.replaceAll(late.placeholder, inJson(await late.value()));
+      }
+    }
+    return finished;
+  };
+}
