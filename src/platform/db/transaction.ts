@@ -14,6 +14,7 @@ import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
 import { stampSql, stampTakenByFrame } from './change-stamp.ts';
 import type { Database } from './database.ts';
 import { awaitedAnswer, withQueryOptions } from './query-options.ts';
+import { textLiteral } from './sql-literal.ts';
 import type { Tables } from './tables.ts';
 
 export type Trx = Transaction<Tables>;
@@ -33,13 +34,10 @@ export function afterCommit(trx: Trx, hook: (db: Database) => void): void {
   hooks.add(hook);
 }
 
-/**
- * A string as an SQL literal in the escaped form (E'...', backslashes and quotes doubled), which reads
- * the same whatever standard_conforming_strings says.
- */
+/** A setting's value as an SQL literal. */
 function literal(value: string): string {
   if (value.includes('\0')) throw new Error('a transaction setting cannot hold a NUL character');
-  return `E'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+  return textLiteral(value);
 }
 
 /** What the frame sets: the role, the practice for tenant work, and an advisory lock to try. */

@@ -6,11 +6,10 @@
 // whatever the work sends next, so it costs no round trip of its own. If it fails, the statement it
 // went with fails with its error (a COMMIT so fails, and nothing of the transaction is kept). Held
 // text goes out in a simple-protocol message, which takes no parameters, so its values are written
-// here as literals, in the escaped form (E'...') that reads the same whatever
-// standard_conforming_strings says. A write whose failure the work means to catch and handle is not
-// such a write: its error would surface at the next statement instead. A write whose answer is
-// wanted only after that next statement (the number an invoice is given with the COMMIT) travels the
-// same way, its answer handed over when it arrives (writeAnsweredLater).
+// here as literals (src/platform/db/sql-literal.ts). A write whose failure the work means to catch
+// and handle is not such a write: its error would surface at the next statement instead. A write
+// whose answer is wanted only after that next statement (the number an invoice is given with the
+// COMMIT) travels the same way, its answer handed over when it arrives (writeAnsweredLater).
 import {
   createQueryId,
   type OperationNodeSource,
@@ -18,6 +17,7 @@ import {
   type RootOperationNode,
 } from 'kysely';
 import { awaitedAnswer, withQueryOptions } from './query-options.ts';
+import { textLiteral } from './sql-literal.ts';
 import type { Trx } from './transaction.ts';
 
 type LiteralValue = string | number | boolean | Date | null;
@@ -36,8 +36,7 @@ function literalText(value: LiteralValue): string {
   if (value === null) return 'NULL';
   if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
   if (typeof value === 'number') return String(value);
-  const text = value instanceof Date ? value.toISOString() : value;
-  return `E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+  return textLiteral(value instanceof Date ? value.toISOString() : value);
 }
 
 /** Compiles values as literals where they can be; any other stays a parameter. */
