@@ -9,12 +9,10 @@
 // stamped no earlier than its start, or ended, and then visible to the reader's next statement. So
 // H = min(t, oldest start) is safe. PGlite runs one transaction at a time, so H is the reader's start.
 import { type Kysely, PGliteAdapter, sql } from 'kysely';
-import { STAMP_AT, stampOfFrame, stampSql } from './change-stamp.ts';
+import { keepStamp, STAMP_AT, stampOf, stampSql } from './change-stamp.ts';
 import type { Tables } from './tables.ts';
 import type { Trx } from './transaction.ts';
 import { writeUnanswered } from './unanswered-writes.ts';
-
-const stamps = new WeakMap<Trx, Date>();
 
 function isPglite(trx: Trx): boolean {
   return trx.getExecutor().adapter instanceof PGliteAdapter;
@@ -27,11 +25,10 @@ function isPglite(trx: Trx): boolean {
  * statement of its own here.
  */
 export async function stampChange(trx: Trx): Promise<Date> {
-  const known = stamps.get(trx);
-  if (known) return known;
-  const framed = stampOfFrame(trx);
-  const at = framed ? await framed() : await stampOnItsOwn(trx);
-  stamps.set(trx, at);
+  const known = stampOf(trx);
+  if (known instanceof Date) return known;
+  const at = known ? await known() : await stampOnItsOwn(trx);
+  keepStamp(trx, at);
   return at;
 }
 

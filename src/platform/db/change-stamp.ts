@@ -1,8 +1,9 @@
-// Owns the change stamp's SQL on PostgreSQL, and where a transaction whose frame took the stamp
-// (TransactionPlans.stamps, src/platform/db/transaction.ts) leaves how to have it, for stampChange
-// (src/platform/db/change-feed.ts). The argument for the stamp is in docs/decisions.md ("Change feeds").
+// Owns the change stamp's SQL on PostgreSQL, and each transaction's stamp: the one its frame took
+// (TransactionPlans.stamps, src/platform/db/transaction.ts), as how to have it until it is had, or the
+// one stampChange (src/platform/db/change-feed.ts) has had. The argument for the stamp is in
+// docs/decisions.md ("Change feeds").
 
-const takenByFrame = new WeakMap<object, () => Promise<Date>>();
+const stamps = new WeakMap<object, Date | (() => Promise<Date>)>();
 
 export const STAMP_AT = "date_trunc('milliseconds', clock_timestamp()) AS at";
 
@@ -17,10 +18,15 @@ export function stampSql(columns: readonly string[] = []): string {
 
 /** The transaction's frame took the stamp: `answer` gives it once the frame's answer has come. */
 export function stampTakenByFrame(trx: object, answer: () => Promise<Date>): void {
-  takenByFrame.set(trx, answer);
+  stamps.set(trx, answer);
 }
 
-/** How to have the stamp the transaction's frame took; undefined when it took none. */
-export function stampOfFrame(trx: object): (() => Promise<Date>) | undefined {
-  return takenByFrame.get(trx);
+/** The transaction's stamp, had once: the same Date for every change it stamps. */
+export function keepStamp(trx: object, at: Date): void {
+  stamps.set(trx, at);
+}
+
+/** The transaction's stamp when had, else how to have the one its frame took; undefined for neither. */
+export function stampOf(trx: object): Date | (() => Promise<Date>) | undefined {
+  return stamps.get(trx);
 }
