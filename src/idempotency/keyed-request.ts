@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type TSchema, Type } from 'typebox';
-import { lateTextFinisher } from '../platform/db/late-text.ts';
+import { forgetLateTextsSince, lateTextCount, lateTextFinisher } from '../platform/db/late-text.ts';
 import { type HoldsLock, type Trx, withSavepoint } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { AppError, invalidParameters, problemOf } from '../platform/http/errors.ts';
@@ -169,12 +169,14 @@ export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAns
     }
     let answer: StoredAnswer;
     let outcome: Outcome;
+    const lateTextsBefore = lateTextCount(trx);
     try {
       answer = undoable ? await withSavepoint(trx, () => keyed.perform(trx)) : await keyed.perform(trx);
       outcome = { kind: 'succeeded' };
     } catch (error) {
       if (!(error instanceof AppError) || !isStoredRefusal(error) || !keyed.keepsRefusals) throw error;
       if (!undoable && keyed.changes) throw new RunAgainUndoable();
+      forgetLateTextsSince(trx, lateTextsBefore);
       answer = refusalAnswer(error);
       outcome = { kind: 'refused', error };
     }

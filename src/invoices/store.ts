@@ -57,6 +57,7 @@ export async function numberInvoiceAtCommit(
   addLateText(trx, {
     placeholder: provisional.number,
     read: sql<string>`(SELECT number FROM invoices WHERE practice_id = ${practiceId} AND id = ${invoiceId})`,
+    // The statement updates the invoice this transaction inserted and holds: it answers one row.
     value: async () => (await numbered.rows())[0]!.number,
     known: () => numbered.known()?.[0]?.number,
   });

@@ -5,8 +5,10 @@
 // replaced in SQL, by the value the earlier statement wrote (jsonWithLateTexts); the request's own
 // answer is finished once the transaction has committed (lateTextFinisher). The placeholder must
 // appear in JSON as it is (no character JSON escapes), and be unique: every occurrence is replaced.
-// A job handed over as a follow-on carries its payload object, which is not finished: a worker's
-// transaction gives no late text.
+// A job handed over as a follow-on carries its payload object, and an answer stored sealed (a secret
+// shown once) its ciphertext, neither of which is finished: a worker's transaction, and a request
+// whose answer holds a secret, give no late text. Work rolled back to a savepoint forgets the late
+// texts it gave (forgetLateTextsSince): the text may have been had, and belongs to nothing kept.
 import { type RawBuilder, sql } from 'kysely';
 import type { Trx } from './transaction.ts';
 
@@ -28,6 +30,19 @@ export function addLateText(trx: Trx, late: LateText): void {
   const texts = lateTexts.get(trx);
   if (texts) texts.push(late);
   else lateTexts.set(trx, [late]);
+}
+
+/** How many late texts the transaction has given so far, for forgetLateTextsSince. */
+export function lateTextCount(trx: Trx): number {
+  return lateTexts.get(trx)?.length ?? 0;
+}
+
+/** Forgets the late texts given after the first `count` (work rolled back to a savepoint). */
+export function forgetLateTextsSince(trx: Trx, count: number): void {
+  const texts = lateTexts.get(trx);
+  if (!texts) return;
+  if (count === 0) lateTexts.delete(trx);
+  else texts.length = count;
 }
 
 /** A text as it appears inside a JSON string. */
