@@ -28,6 +28,7 @@ import {
   startServiceProcess,
   tempDir,
 } from './processes.ts';
+import { skipInMidnightRun } from './support/midnight-run.ts';
 
 const MIGRATION_NAMES = Object.keys(migrations);
 const tempDirs: string[] = [];
@@ -349,7 +350,7 @@ test('the bin refuses an older Node clearly', async (t) => {
   assert.equal(refused.stdout, '');
 });
 
-describe('admin commands against a running server', () => {
+describe('admin commands against a running server', { skip: skipInMidnightRun }, () => {
   let server: ServiceProcess;
   let dataDir: string;
   let env: NodeJS.ProcessEnv;

@@ -22,6 +22,7 @@ import {
 } from './child-service.ts';
 import { call, patientBody } from './harness.ts';
 import { freePort } from './processes.ts';
+import { skipInMidnightRun } from './support/midnight-run.ts';
 
 const PG_BIN = '/usr/lib/postgresql/15/bin';
 const STATEMENT_TIMEOUT_MS = 1500;
@@ -236,7 +237,9 @@ async function timedCall(
   }
 }
 
-describe('database faults (own PostgreSQL cluster)', { skip: clusterUnavailable() ?? false }, () => {
+describe('database faults (own PostgreSQL cluster)', {
+  skip: skipInMidnightRun || (clusterUnavailable() ?? false),
+}, () => {
   let cluster: TempCluster | undefined;
   let proxy: StallProxy | undefined;
   let service: ServeProcess | undefined;

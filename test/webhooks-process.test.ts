@@ -15,11 +15,12 @@ import {
   startServiceProcess,
   tempDir,
 } from './processes.ts';
+import { skipInMidnightRun } from './support/midnight-run.ts';
 import { Receiver, sleep } from './webhooks-fixtures.ts';
 
 const ENV = { INSURER_DELAY_MS: '0', REMITTANCE_DELAY_MS: '0', JOB_LEASE_SECONDS: '5', LOG_LEVEL: 'warn' };
 
-describe('webhooks survive a killed service process (embedded database)', () => {
+describe('webhooks survive a killed service process (embedded database)', { skip: skipInMidnightRun }, () => {
   const dataDir = tempDir('webhooks-crash');
   const running: ServiceProcess[] = [];
   let receiver: Receiver | undefined;
