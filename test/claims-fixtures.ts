@@ -85,16 +85,11 @@ const STANDARD: Procedure[] = [
   { code: '0191', dx: ['I10'] },
 ];
 
-/** Records a visit and bills it; answers the bill call. */
-export async function billVisit(
-  w: World,
-  patientId: string,
-  procedures: Procedure[] = STANDARD,
-  billBody: Record<string, unknown> = { issue: true },
-): Promise<Answer> {
+/** Records a half-hour visit that ended an hour ago, with the procedures and their diagnoses. */
+export function recordVisit(w: World, patientId: string, procedures: Procedure[] = STANDARD) {
   const end = w.svc.clock.now().getTime() - 60 * 60 * 1000;
   const codes = [...new Set(procedures.flatMap((p) => p.dx))];
-  const encounter = await createEncounter(w.api, {
+  return createEncounter(w.api, {
     patientId,
     practitionerId: w.practitionerId,
     start: new Date(end - 30 * 60 * 1000).toISOString(),
@@ -102,6 +97,16 @@ export async function billVisit(
     diagnoses: (codes.length > 0 ? codes : ['J06.9']).map((code) => ({ code })),
     procedures: procedures.map((p) => ({ code: p.code, diagnosisCodes: p.dx })),
   });
+}
+
+/** Records a visit and bills it; answers the bill call. */
+export async function billVisit(
+  w: World,
+  patientId: string,
+  procedures: Procedure[] = STANDARD,
+  billBody: Record<string, unknown> = { issue: true },
+): Promise<Answer> {
+  const encounter = await recordVisit(w, patientId, procedures);
   const billed = await bill(w.api, encounter.id, billBody);
   assert.equal(billed.status, 201, billed.text);
   return billed;

@@ -4,11 +4,12 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { asOperator } from '../src/platform/db/transaction.ts';
-import { newPatient, newWorld, type World } from './claims-fixtures.ts';
+import { newPatient, newWorld, type Procedure, recordVisit, type World } from './claims-fixtures.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
-import { bill, createEncounter } from './support/factories.ts';
+import { bill } from './support/factories.ts';
 
 const PROVISIONAL = /#inv_/;
+const ONE_LINE: Procedure[] = [{ code: '0190', dx: ['J06.9'] }];
 
 describeEachBackend("a bill's invoice number", (backend) => {
   let svc: TestService;
@@ -21,21 +22,9 @@ describeEachBackend("a bill's invoice number", (backend) => {
     await svc.close();
   });
 
-  async function visit(patientId: string, procedures: { code: string; diagnosisCodes: string[] }[]) {
-    const end = svc.clock.now().getTime() - 60 * 60 * 1000;
-    return createEncounter(w.api, {
-      patientId,
-      practitionerId: w.practitionerId,
-      start: new Date(end - 30 * 60 * 1000).toISOString(),
-      end: new Date(end).toISOString(),
-      diagnoses: [{ code: 'J06.9' }],
-      procedures,
-    });
-  }
-
   test('reaches the answer, its replay, the stored answer and the queued submission', async () => {
     const { patientId } = await newPatient(w);
-    const encounter = await visit(patientId, [{ code: '0190', diagnosisCodes: ['J06.9'] }]);
+    const encounter = await recordVisit(w, patientId, ONE_LINE);
     const key = `bill-number-${encounter.id}`;
     const billed = await bill(w.api, encounter.id, { issue: true, submitClaim: true }, key);
     assert.equal(billed.status, 201, billed.text);
@@ -78,7 +67,7 @@ describeEachBackend("a bill's invoice number", (backend) => {
   test('reaches the reasons a bill gives for what it skipped', async () => {
     const { patientId } = await newPatient(w);
     // No procedure done: nothing to bill, so the invoice is not issued and its claim not sent.
-    const encounter = await visit(patientId, [{ code: '0190', diagnosisCodes: ['J06.9'] }]);
+    const encounter = await recordVisit(w, patientId, ONE_LINE);
     await asOperator(svc.db, (trx) =>
       trx
         .updateTable('encounter_procedures')
@@ -101,7 +90,7 @@ describeEachBackend("a bill's invoice number", (backend) => {
     const patients = await Promise.all(Array.from({ length: 4 }, () => newPatient(w)));
     const visits = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        visit(patients[i % patients.length]!.patientId, [{ code: '0190', diagnosisCodes: ['J06.9'] }]),
+        recordVisit(w, patients[i % patients.length]!.patientId, ONE_LINE),
       ),
     );
     const billed = await Promise.all(

@@ -16,7 +16,7 @@ import {
   PostgresQueryCompiler,
   type RootOperationNode,
 } from 'kysely';
-import { awaitedAnswer, withQueryOptions } from './query-options.ts';
+import { type AnswerSink, awaitedAnswer, withQueryOptions } from './query-options.ts';
 import { textLiteral } from './sql-literal.ts';
 import type { Trx } from './transaction.ts';
 
@@ -48,18 +48,24 @@ class LiteralCompiler extends PostgresQueryCompiler {
 }
 
 /**
- * Runs `query` as a write whose answer nobody reads: its values become literals and it is sent with
- * the transaction's next statement or its COMMIT. When a value cannot be a literal (text with a NUL)
- * it is sent on its own, with parameters, as any other statement (and refused there).
+ * Holds `query`, its values as literals, to go out with the transaction's next statement or its
+ * COMMIT, its rows handed to `answer` when given; undefined then. When a value cannot be a literal
+ * (text with a NUL) it is sent on its own, with parameters, as any other statement (and refused
+ * there), and its rows are answered.
  */
-export async function writeUnanswered(trx: Trx, query: OperationNodeSource): Promise<void> {
+async function hold<R>(trx: Trx, query: OperationNodeSource, answer?: AnswerSink): Promise<R[] | undefined> {
   const node = query.toOperationNode() as RootOperationNode;
   const compiled = new LiteralCompiler().compileQuery(node, createQueryId());
   if (compiled.parameters.length > 0) {
-    await trx.executeQuery(new PostgresQueryCompiler().compileQuery(node, createQueryId()));
-    return;
+    return (await trx.executeQuery<R>(new PostgresQueryCompiler().compileQuery(node, createQueryId()))).rows;
   }
-  await trx.executeQuery(withQueryOptions(compiled, { held: true }));
+  await trx.executeQuery(withQueryOptions(compiled, answer ? { held: true, answer } : { held: true }));
+  return undefined;
+}
+
+/** Runs `query` as a write whose answer nobody reads (hold). */
+export async function writeUnanswered(trx: Trx, query: OperationNodeSource): Promise<void> {
+  await hold(trx, query);
 }
 
 /**
@@ -71,15 +77,8 @@ export async function writeAnsweredLater<R>(
   trx: Trx,
   query: OperationNodeSource,
 ): Promise<{ rows: () => Promise<R[]>; known: () => R[] | undefined }> {
-  const node = query.toOperationNode() as RootOperationNode;
-  const compiled = new LiteralCompiler().compileQuery(node, createQueryId());
-  if (compiled.parameters.length > 0) {
-    const { rows } = await trx.executeQuery<R>(
-      new PostgresQueryCompiler().compileQuery(node, createQueryId()),
-    );
-    return { rows: () => Promise.resolve(rows), known: () => rows };
-  }
   const answer = awaitedAnswer();
-  await trx.executeQuery(withQueryOptions(compiled, { held: true, answer: answer.sink }));
+  const sent = await hold<R>(trx, query, answer.sink);
+  if (sent) return { rows: () => Promise.resolve(sent), known: () => sent };
   return { rows: () => answer.rows as Promise<R[]>, known: () => answer.arrived() as R[] | undefined };
 }
