@@ -11,20 +11,18 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { MISSED_BEATS, RECONNECT_AFTER_MISSED_BEATS } from '../src/platform/db/listen.ts';
 import { postgresDatabase, startService, type TestService } from './harness.ts';
-import { askUntil, changeByHand, countLookUps, lookUps, rememberedPractice } from './support/key-cache.ts';
+import {
+  askUntil,
+  changeByHand,
+  countLookUps,
+  lookUps,
+  rememberedPractice,
+  until,
+} from './support/key-cache.ts';
 import { type NotifyProxy, startNotifyProxy } from './support/notify-proxy.ts';
 
 const HEARTBEAT_MS = 500;
 const CACHE = { API_KEY_CACHE_SECONDS: '600', DATABASE_LISTEN_HEARTBEAT_MS: String(HEARTBEAT_MS) };
-
-async function until(condition: () => boolean, ms: number, what: string): Promise<number> {
-  const started = Date.now();
-  while (!condition()) {
-    assert.ok(Date.now() - started < ms, `${what} within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return Date.now() - started;
-}
 
 describe('API key cache when notifications do not arrive (postgres)', {
   skip: !process.env.DATABASE_URL,

@@ -19,6 +19,7 @@ import {
   askUntil,
   changeByHand,
   countLookUps,
+  followingKeyChanges,
   lookUps,
   PROMPTLY_MS,
   rememberedPractice,
@@ -40,6 +41,7 @@ describeEachBackend('API key cache', (backend) => {
       env: { API_KEY_CACHE_SECONDS: '600', TRUST_PROXY: 'true' },
     });
     await countLookUps(svc);
+    await followingKeyChanges(svc);
   });
   after(async () => {
     await svc.close();
@@ -308,6 +310,7 @@ describe('API key cache across processes and connections (postgres)', {
   before(async () => {
     svc = await startService('postgres', { poolSize: 1, env: { API_KEY_CACHE_SECONDS: '600' } });
     await countLookUps(svc);
+    await followingKeyChanges(svc);
     admin = new pg.Client({ connectionString: svc.databaseUrl });
     await admin.connect();
   });

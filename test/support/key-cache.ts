@@ -45,6 +45,25 @@ export async function askUntil(
   }
 }
 
+/** Waits until `condition` holds, failing after `ms`; answers how long it took. */
+export async function until(condition: () => boolean, ms: number, what: string): Promise<number> {
+  const started = Date.now();
+  while (!condition()) {
+    assert.ok(Date.now() - started < ms, `${what} within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return Date.now() - started;
+}
+
+/**
+ * Waits until the service's key cache follows key changes. Until its listening connection first hears
+ * its heartbeat the cache serves nothing, by design, which on a loaded machine can outlast a test's
+ * first requests and so add look-ups to its count.
+ */
+export async function followingKeyChanges(svc: TestService): Promise<void> {
+  await until(() => svc.deps.keyCache.following, 15_000, 'the key cache follows key changes');
+}
+
 /** A practice whose key has just let a request in (and so is remembered). */
 export async function rememberedPractice(
   svc: TestService,
