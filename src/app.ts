@@ -148,7 +148,6 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       deps.loadShedder.start();
       api.addHook('onClose', async () => deps.loadShedder.stop());
       api.addHook('onRequest', deps.loadShedder.admit);
-      api.addHook('preValidation', deps.loadShedder.resume);
       registerApiScope(api, deps, apiRoutes);
     },
     { prefix: '/api/v1' },

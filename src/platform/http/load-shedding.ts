@@ -32,7 +32,6 @@
 // window: the highest sample of the last LAG_WINDOW_MS, so one late timer keeps counting for a while
 // rather than until the next sample. How the lag is read can be replaced (readLagWith), for a caller
 // that must not depend on how busy the machine is, such as a test, or for another monitor.
-import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { FirstConnectionBound, type RefusedWait, runWithConnectionBound } from '../db/connection-waits.ts';
@@ -121,8 +120,6 @@ export class LoadShedder {
   readonly #samples: { at: number; lagMs: number }[] = [];
   #readLag: (() => number) | null = null;
   #timer: NodeJS.Timeout | undefined;
-  /** Each admitted request's async context, entered again once its body has been read. */
-  readonly #contexts = new WeakMap<FastifyRequest, AsyncResource>();
   readonly #db: Database;
   readonly #settings: LoadSheddingSettings;
   /** The claims lane's backlog, one reading for the whole process. */
@@ -278,21 +275,9 @@ export class LoadShedder {
         this.firstConnectionWaits.longestMs = Math.max(this.firstConnectionWaits.longestMs, waitedMs);
       },
     );
-    runWithConnectionBound(bound, () => {
-      const context = new AsyncResource('practice-billing:api-request');
-      this.#contexts.set(request, context);
-      context.runInAsyncScope(done);
-    });
-  };
-
-  /**
-   * A preValidation hook: reading the body leaves the request's async context (the stream's events
-   * run in the socket's), so the bound would be lost for the handler; this enters it again.
-   */
-  readonly resume = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
-    const context = this.#contexts.get(request);
-    if (context) context.runInAsyncScope(done);
-    else done();
+    // The rest of the request runs under the bound. Reading a body does not leave it: Fastify's
+    // content-type parser goes on, once the body is read, in the async context it was called in.
+    runWithConnectionBound(bound, () => done());
   };
 
   /** The refusal of a request, logged and counted. */
