@@ -59,7 +59,7 @@ async function hold<R>(trx: Trx, query: OperationNodeSource, answer?: AnswerSink
   if (compiled.parameters.length > 0) {
     return (await trx.executeQuery<R>(new PostgresQueryCompiler().compileQuery(node, createQueryId()))).rows;
   }
-  await trx.executeQuery(withQueryOptions(compiled, answer ? { held: true, answer } : { held: true }));
+  await trx.executeQuery(withQueryOptions(compiled, { held: true, answer }));
   return undefined;
 }
 

@@ -277,7 +277,7 @@ export class LoadShedder {
     );
     // The rest of the request runs under the bound. Reading a body does not leave it: Fastify's
     // content-type parser goes on, once the body is read, in the async context it was called in.
-    runWithConnectionBound(bound, () => done());
+    runWithConnectionBound(bound, done);
   };
 
   /** The refusal of a request, logged and counted. */
