@@ -20,6 +20,7 @@ import {
   changeByHand,
   countLookUps,
   followingKeyChanges,
+  keyChangesHeard,
   lookUps,
   PROMPTLY_MS,
   rememberedPractice,
@@ -49,6 +50,7 @@ describeEachBackend('API key cache', (backend) => {
 
   test('a key that let a request in is not looked up again; every refusal still is', async () => {
     const practice = await svc.newPractice();
+    await keyChangesHeard(svc);
     const api = apiClient(svc, practice.key);
     const start = await lookUps(svc);
     const patient = await createPatient(api);
@@ -62,6 +64,7 @@ describeEachBackend('API key cache', (backend) => {
     // remembered key from an address its client does not allow, and an unknown key each cost one
     // look-up, as before the cache.
     const restricted = await svc.newPractice({ allowedIps: ['127.0.0.1'] });
+    await keyChangesHeard(svc);
     const askRestricted = (headers: Record<string, string> = {}) =>
       call(svc.baseUrl, 'GET', `/api/v1${UNKNOWN_PATIENT}`, { token: restricted.key, headers });
     assert.equal((await askRestricted()).status, 404);
@@ -129,6 +132,7 @@ describeEachBackend('API key cache', (backend) => {
       expiresAt: new Date(svc.clock.now().getTime() + 60_000).toISOString(),
     });
     assert.equal(issued.status, 201, issued.text);
+    await keyChangesHeard(svc);
     const ask = () => apiClient(svc, issued.body.key as string)('GET', UNKNOWN_PATIENT);
     assert.equal((await ask()).status, 404);
     const start = await lookUps(svc);
@@ -162,6 +166,7 @@ describeEachBackend('API key cache', (backend) => {
       'the old key expires an hour after the new one is issued',
     );
     assert.equal(fresh.body.expiresAt, null, 'the new key does not expire');
+    await keyChangesHeard(svc);
     assert.equal((await ask(old.body.key)).status, 404, 'the old key still works during the grace');
     const start = await lookUps(svc);
     assert.equal((await ask(old.body.key)).status, 404);

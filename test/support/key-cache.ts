@@ -1,6 +1,7 @@
 // What the API-key cache tests share: counting the key look-ups a service makes (PostgreSQL's own
 // function statistics), asking until an answer changes, and a practice whose key is remembered.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { KEY_CHANGES_CHANNEL } from '../../src/auth/key-cache.ts';
@@ -64,11 +65,38 @@ export async function followingKeyChanges(svc: TestService): Promise<void> {
   await until(() => svc.deps.keyCache.following, 15_000, 'the key cache follows key changes');
 }
 
+/**
+ * Waits until the service's key cache has heard every key change announced so far. A write's
+ * announcement reaches the cache on the listening connection, after the write's answer; heard late,
+ * it drops what the requests after that write remembered, and a count of look-ups taken across it
+ * finds one more. Announcements reach a listener in commit order, so a marker announced now (a
+ * practice id no row has) is heard after them all. A cache that follows no changes remembers nothing,
+ * so there is nothing to wait for.
+ */
+export async function keyChangesHeard(svc: TestService): Promise<void> {
+  const cache = svc.deps.keyCache;
+  if (!cache.following) return;
+  const marker = `prac_marker_${randomUUID().replaceAll('-', '')}`;
+  let heard = false;
+  const forgetPractice = cache.forgetPractice;
+  cache.forgetPractice = function (practiceId: string) {
+    if (practiceId === marker) heard = true;
+    forgetPractice.call(this, practiceId);
+  };
+  try {
+    await sql`SELECT pg_notify(${KEY_CHANGES_CHANNEL}, ${marker})`.execute(svc.db.kysely);
+    await until(() => heard, 15_000, 'the key cache hears a change announced');
+  } finally {
+    cache.forgetPractice = forgetPractice;
+  }
+}
+
 /** A practice whose key has just let a request in (and so is remembered). */
 export async function rememberedPractice(
   svc: TestService,
 ): Promise<TestPractice & { ask: () => Promise<Answer> }> {
   const practice = await svc.newPractice();
+  await keyChangesHeard(svc);
   const api = apiClient(svc, practice.key);
   const ask = () => api('GET', UNKNOWN_PATIENT);
   for (let i = 0; i < 2; i++) assert.equal((await ask()).status, 404);
