@@ -40,6 +40,16 @@ export interface TargetSummary {
   p99Ms: number;
 }
 
+/** CPU ms per request sent over the measured rounds, by who used it. */
+export interface CpuPerRequest {
+  /** The target's own processes: the service's API and worker, or the baseline server. */
+  server: number;
+  /** The PostgreSQL backends of the target's database (on PGlite, inside the server). */
+  postgres: number;
+  /** The bench: the load generator and its other work. */
+  bench: number;
+}
+
 export interface AbResult {
   key: string;
   title: string;
@@ -52,6 +62,7 @@ export interface AbResult {
   failures: Record<TargetName, number>;
   /** Statements, round trips and transactions per answer over the measured rounds, per target that counts. */
   perRequest: Partial<Record<TargetName, DbCounts>>;
+  cpuPerRequest: Partial<Record<TargetName, CpuPerRequest>>;
 }
 
 export interface AbOptions {
@@ -152,6 +163,19 @@ export async function runAb(
       sent,
     );
   }
+  const cpuPerRequest: Partial<Record<TargetName, CpuPerRequest>> = {};
+  for (const target of ['service', 'baseline'] as const) {
+    const watched = of(target).filter((r) => r.cpu && r.sent);
+    const sent = watched.reduce((n, r) => n + r.sent!, 0);
+    if (sent === 0) continue;
+    const total = (ms: (cpu: CpuUse) => number) =>
+      round(watched.reduce((n, r) => n + ms(r.cpu!), 0) / sent, 3);
+    cpuPerRequest[target] = {
+      server: total((c) => c.apiMs + c.workerMs),
+      postgres: total((c) => c.postgresMs),
+      bench: total((c) => c.benchMs),
+    };
+  }
   return {
     key: scenario.key,
     title: scenario.title,
@@ -161,5 +185,6 @@ export async function runAb(
     ratio: round(median(ratios), 3),
     failures: { service: failures('service'), baseline: failures('baseline') },
     perRequest,
+    cpuPerRequest,
   };
 }

@@ -9,6 +9,8 @@ import type { LoadedPatient } from './seed-api.ts';
 export interface RunningBaseline {
   child: Child;
   baseUrl: string;
+  /** The PostgreSQL database it serves; none on PGlite, whose database runs inside its process. */
+  database?: string;
   setPractice(practiceId: string): Promise<void>;
   copyPatients(patients: LoadedPatient[]): Promise<void>;
   addInvoices(spec: {
@@ -50,6 +52,7 @@ export async function startBaseline(
   return {
     child,
     baseUrl,
+    ...('url' in database ? { database: decodeURIComponent(new URL(database.url).pathname.slice(1)) } : {}),
     setPractice: async (practiceId) => {
       await post('/_bench/practice', { practiceId });
     },

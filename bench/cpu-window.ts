@@ -14,10 +14,13 @@ type Role = 'api' | 'worker' | 'postgres' | 'bench';
 
 export interface WindowSpec {
   label: string;
-  /** The service's API process (on the embedded database: the one process, database included). */
+  /**
+   * The service's API process (on the embedded database: the one process, database included); in an
+   * A/B round of the baseline, the baseline server.
+   */
   apiPid?: number;
   workerPid?: number;
-  /** PostgreSQL: the server's URL (for pg_stat_activity) and the service's database name. */
+  /** PostgreSQL: the server's URL (for pg_stat_activity) and the measured side's database name. */
   postgres?: { adminUrl: string; serviceDatabase?: string };
 }
 
@@ -29,7 +32,7 @@ export interface CpuUse {
   /** CPU ms in the window, per user. */
   apiMs: number;
   workerMs: number;
-  /** The backends serving the service's database. */
+  /** The backends serving the measured side's database. */
   postgresMs: number;
   benchMs: number;
   othersMs: number;

@@ -74,7 +74,10 @@ function roundProbe(
     return {
       async begin() {
         before = await read();
-        window = await CpuWindow.open({ ...ctx.cpu, label: `${scenario.key} round ${round} ${target}` });
+        const label = `${scenario.key} round ${round} ${target}`;
+        window = await CpuWindow.open(
+          target === 'service' ? { ...ctx.cpu, label } : baselineWindow(ctx, baseline, label),
+        );
         window.begin();
       },
       async end(sent) {
@@ -89,9 +92,22 @@ function roundProbe(
               ? ctx.counter!.difference(before, after)
               : minus(after, before)
             : undefined;
-        return { cpu, ...(counts ? { counts, sent } : {}) };
+        return { cpu, sent, ...(counts ? { counts } : {}) };
       },
     };
+  };
+}
+
+/**
+ * A baseline round's window: its server in the API's place and the backends of its own database in the
+ * service's, so that both sides' CPU per request is split alike (server, PostgreSQL, the bench).
+ */
+function baselineWindow(ctx: PassContext, baseline: RunningBaseline, label: string): WindowSpec {
+  const adminUrl = ctx.cpu?.postgres?.adminUrl;
+  return {
+    label,
+    apiPid: baseline.child.pid,
+    ...(adminUrl && baseline.database ? { postgres: { adminUrl, serviceDatabase: baseline.database } } : {}),
   };
 }
 

@@ -2,6 +2,7 @@
 // (printed and written to <date>.md) and the ratio chart <date>.svg.
 import fs from 'node:fs';
 import path from 'node:path';
+import type { CpuPerRequest } from './ab.ts';
 import type { ClaimResult } from './claim-pipeline.ts';
 import type { CountedClaims } from './counted-claims.ts';
 import type { DbCounts } from './db-counts.ts';
@@ -23,6 +24,10 @@ function ms(value: number | null, drainMs: number): string {
 
 function triple(c: DbCounts | undefined): string {
   return c ? `${c.statements} / ${c.roundTrips} / ${c.transactions}` : '-';
+}
+
+function cpuSplit(c: CpuPerRequest | undefined): string {
+  return c ? `${c.server} / ${c.postgres} / ${c.bench}` : '-';
 }
 
 function cpuCell(c: MeasuredClaims['cpuMsPerClaim']): string {
@@ -165,8 +170,9 @@ function passSection(pass: PassResult): string[] {
         'Ratio',
         'Failed answers (svc/base)',
         'Statements / round trips / transactions per request (svc; base)',
+        'CPU ms per request: server / PostgreSQL / bench (svc; base)',
       ]),
-      row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---']),
+      row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---', '---']),
     );
     for (const s of pass.scenarios) {
       lines.push(
@@ -181,6 +187,7 @@ function passSection(pass: PassResult): string[] {
           `**${s.ratio.toFixed(2)}×**`,
           `${s.failures.service}/${s.failures.baseline}`,
           `${triple(s.perRequest.service)}; ${triple(s.perRequest.baseline)}`,
+          `${cpuSplit(s.cpuPerRequest.service)}; ${cpuSplit(s.cpuPerRequest.baseline)}`,
         ]),
       );
     }
