@@ -46,7 +46,7 @@ export interface CpuPerRequest {
   server: number;
   /** The PostgreSQL backends of the target's database (on PGlite, inside the server). */
   postgres: number;
-  /** The bench: the load generator and its other work. */
+  /** The bench: the load generator, the rest of the bench's process, PostgreSQL's background processes. */
   bench: number;
 }
 
