@@ -1,5 +1,6 @@
 // What the API-key cache tests share: counting the key look-ups a service makes (PostgreSQL's own
-// function statistics), asking until an answer changes, and a practice whose key is remembered.
+// function statistics), asking until an answer changes, waiting until the cache follows and has heard
+// the key changes announced, and a practice whose key is remembered.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
