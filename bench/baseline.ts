@@ -29,7 +29,7 @@ export interface RunningBaseline {
 }
 
 export async function startBaseline(
-  database: { url: string } | { dataDir: string },
+  database: { url: string; name: string } | { dataDir: string },
   poolSize: number,
 ): Promise<RunningBaseline> {
   const port = await freePort();
@@ -52,7 +52,7 @@ export async function startBaseline(
   return {
     child,
     baseUrl,
-    ...('url' in database ? { database: decodeURIComponent(new URL(database.url).pathname.slice(1)) } : {}),
+    ...('url' in database ? { database: database.name } : {}),
     setPractice: async (practiceId) => {
       await post('/_bench/practice', { practiceId });
     },

@@ -101,7 +101,7 @@ export async function postgresPass(ctx: PassContext, databaseUrl: string): Promi
       await service.stop();
       throw error;
     });
-    const baseline = await startBaseline({ url: baselineDb.url }, settings.poolSize).catch(async (error) => {
+    const baseline = await startBaseline(baselineDb, settings.poolSize).catch(async (error) => {
       await service.stop();
       throw error;
     });

@@ -2,10 +2,10 @@
 // function statistics), asking until an answer changes, waiting until the cache follows and has heard
 // the key changes announced, and a practice whose key is remembered.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { KEY_CHANGES_CHANNEL } from '../../src/auth/key-cache.ts';
+import { randomToken } from '../../src/platform/ids.ts';
 import { type Answer, apiClient, type TestPractice, type TestService } from '../harness.ts';
 
 export const UNKNOWN_PATIENT = '/patients/pat_0000000000000000000000';
@@ -77,7 +77,7 @@ export async function followingKeyChanges(svc: TestService): Promise<void> {
 export async function keyChangesHeard(svc: TestService): Promise<void> {
   const cache = svc.deps.keyCache;
   if (!cache.following) return;
-  const marker = `prac_marker_${randomUUID().replaceAll('-', '')}`;
+  const marker = `prac_marker_${randomToken()}`;
   let heard = false;
   const forgetPractice = cache.forgetPractice;
   cache.forgetPractice = function (practiceId: string) {
