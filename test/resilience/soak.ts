@@ -2,9 +2,10 @@
 // workload for SOAK_SECONDS (default 600), SOAK_CLIENTS (8) clients each pausing SOAK_THINK_MS (30)
 // between requests: register patients with a coverage, read and find them,
 // record visits, bill them with issue and submitClaim, read claims, page the invoice change feed, while
-// a local receiver verifies every webhook. Afterwards: no error answer, GET patient p99 within the
-// benchmark's budget (25 ms), memory flat (the last minute's resident size within 15% of the second
-// minute's), every claim answered and every claim event delivered and verified.
+// a local receiver verifies every webhook. Afterwards: no error answer, every claim answered, every
+// claim event delivered and verified, memory flat (the last minute's resident size within 15% of the
+// second minute's). Latencies are printed, never judged: speed is judged only by the bench, against a
+// baseline run side by side.
 // On PostgreSQL when DATABASE_URL is set, else on the embedded database. Run by `npm run test:resilience`.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -19,7 +20,6 @@ const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const CLIENTS = Number(process.env.SOAK_CLIENTS ?? 8);
 /** Each client's pause between requests: a steady load well below saturation, not a stress test. */
 const THINK_MS = Number(process.env.SOAK_THINK_MS ?? 30);
-const GET_PATIENT_P99_BUDGET_MS = 25;
 const ADMIN_TOKEN = `adm_soak_${randomBytes(12).toString('hex')}`;
 const PLAN_ID = 'pln_ubuntu_essential';
 
@@ -253,8 +253,6 @@ describe(`soak (${process.env.DATABASE_URL ? 'postgres' : 'pglite'}, ${SECONDS} 
 
     assert.deepEqual(failures.slice(0, 10), [], `${failures.length} error answers`);
     assert.ok(samples.length > 0);
-    const getP99 = percentile(byOperation.get('get patient') ?? [], 99);
-    assert.ok(getP99 <= GET_PATIENT_P99_BUDGET_MS, `GET patient p99 ${getP99.toFixed(1)} ms`);
     assert.deepEqual(pending, [], 'every claim reached its answer');
     assert.equal(claimEvents().size, invoices.length, 'a verified claim.status_changed for every claim');
     assert.equal(receiver.requests.filter((r) => !r.verified).length, 0, 'every delivery verifies');
