@@ -8,7 +8,8 @@ import lockfile from 'proper-lockfile';
 import { ConnectionGate } from './connection-waits.ts';
 import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn, quoted } from './listen.ts';
 import { PostgresSessionDialect } from './postgres-session.ts';
-import { CountedPgliteDialect, countRoundTrip } from './statement-counts.ts';
+import { PgliteSessionDialect } from './pglite-session.ts';
+import { countRoundTrip } from './statement-counts.ts';
 import type { Tables } from './tables.ts';
 
 export { TransactionRolledBackError } from './postgres-session.ts';
@@ -222,7 +223,7 @@ export async function openPglite(options: PgliteOptions): Promise<Database & { p
   });
   // One session: one transaction at a time.
   const connections = new ConnectionGate(1);
-  const kysely = new Kysely<Tables>({ dialect: connections.dialect(new CountedPgliteDialect({ pglite })) });
+  const kysely = new Kysely<Tables>({ dialect: connections.dialect(new PgliteSessionDialect({ pglite })) });
   return {
     kind: 'pglite',
     kysely,

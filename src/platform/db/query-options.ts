@@ -1,9 +1,9 @@
 // Owns the options a statement can carry to the database layer besides its text and values, the way
-// graphile-worker gives each query its `name`: whether it is sent as a prepared statement, and
-// whether it is held and sent in front of its transaction's next statement or COMMIT. PostgreSQL reads
-// them (src/platform/db/postgres-session.ts); PGlite, in process, has no round trip to save and runs
-// every statement as it comes, handing an answer sink its rows at once
-// (src/platform/db/statement-counts.ts).
+// graphile-worker gives each query its `name`: whether it is sent as a prepared statement, whether it is
+// deferred to go out in front of its transaction's next statement or COMMIT, and whether the COMMIT goes
+// behind it. Both databases' sessions read them (src/platform/db/postgres-session.ts,
+// src/platform/db/pglite-session.ts) and treat them alike, so that a statement's error surfaces at the
+// same point of the work on both.
 import type { CompiledQuery } from 'kysely';
 
 export interface QueryOptions {
@@ -15,22 +15,15 @@ export interface QueryOptions {
    */
   prepared?: boolean;
   /**
-   * Held, answered at once with no rows, and sent in front of the transaction's next statement, in the
-   * same write: usually its COMMIT. For a statement whose answer nobody reads: a transaction's frame
-   * (src/platform/db/transaction.ts), a last write (src/platform/db/unanswered-writes.ts). Only a
-   * statement with no parameters can be (held text goes out in a simple-protocol message, which takes
-   * none).
+   * Deferred: answered at once with no rows, and sent with its parameters in front of the
+   * transaction's next statement (usually its COMMIT), in the same write. If it fails, that next
+   * statement throws its error and the transaction is aborted. Its own rows, for the few who want
+   * them, are had with deferredRows once that statement has been answered. Outside a transaction a
+   * statement is never deferred.
    */
-  held?: boolean;
-  /**
-   * For a held statement whose answer is wanted (a frame that tries a lock, an invoice's number given
-   * with the COMMIT): handed its rows when they arrive with the statement it went out with, or the
-   * error that ended it (or the transaction's end before it was sent). Held text ends its message
-   * here, so its answer is that message's last.
-   */
-  answer?: AnswerSink;
-  /** Sends what is held now, on its own, and nothing else (for an answer wanted before any statement). */
-  sendsHeld?: boolean;
+  deferred?: boolean;
+  /** Sends what is deferred now, on its own, and nothing else (for an answer wanted before any statement). */
+  sendsDeferred?: boolean;
   /**
    * The transaction's last statement: its COMMIT goes out behind it, in the same write, and the
    * transaction ends with them (committed, or rolled back when the statement failed). No statement
@@ -40,57 +33,48 @@ export interface QueryOptions {
   commits?: boolean;
 }
 
-/** Who waits for a held statement's answer. */
-export interface AnswerSink {
-  answered(rows: unknown[]): void;
-  failed(error: unknown): void;
+interface Carried {
+  options: QueryOptions;
+  rows?: PromiseWithResolvers<unknown[]>;
 }
 
-/**
- * A sink for a held statement's answer, and the answer as a promise (its failure handled here, so it
- * is thrown only to whoever awaits it: the statement it went out with reports it first). `arrived`
- * holds the rows once they have come; `settled` says whether the rows or the failure has.
- */
-export function awaitedAnswer(): {
-  sink: AnswerSink;
-  rows: Promise<unknown[]>;
-  arrived: () => unknown[] | undefined;
-  settled: () => boolean;
-} {
-  let arrived: unknown[] | undefined;
-  let settled = false;
-  let sink: AnswerSink | undefined;
-  const rows = new Promise<unknown[]>((resolve, reject) => {
-    sink = {
-      answered: (answered) => {
-        arrived = answered;
-        settled = true;
-        resolve(answered);
-      },
-      failed: (error) => {
-        settled = true;
-        reject(error);
-      },
-    };
-  });
-  rows.catch(() => {});
-  return { sink: sink!, rows, arrived: () => arrived, settled: () => settled };
-}
-
-const optionsOfQuery = new WeakMap<CompiledQuery, QueryOptions>();
+const carried = new WeakMap<CompiledQuery, Carried>();
 
 /**
  * The compiled query carrying `options` (a copy: the original keeps none), to run with
  * `trx.executeQuery(...)`; for example `withQueryOptions(query.compile(), { prepared: false })` for a
  * text that is never repeated.
  */
-export function withQueryOptions(query: CompiledQuery, options: QueryOptions): CompiledQuery {
-  const carrier: CompiledQuery = { ...query };
-  optionsOfQuery.set(carrier, options);
+export function withQueryOptions<R>(query: CompiledQuery<R>, options: QueryOptions): CompiledQuery<R> {
+  const carrier: CompiledQuery<R> = { ...query };
+  carried.set(carrier, { options });
   return carrier;
 }
 
 /** The options a compiled query carries; none for an ordinary one. */
 export function queryOptionsOf(query: CompiledQuery): QueryOptions {
-  return optionsOfQuery.get(query) ?? {};
+  return carried.get(query)?.options ?? {};
+}
+
+function rowsOf(query: CompiledQuery): PromiseWithResolvers<unknown[]> {
+  const entry = carried.get(query) ?? { options: {} };
+  if (!entry.rows) {
+    entry.rows = Promise.withResolvers<unknown[]>();
+    // Thrown only to whoever asks for the rows: the statement it went out with reports it first.
+    entry.rows.promise.catch(() => {});
+    carried.set(query, entry);
+  }
+  return entry.rows;
+}
+
+/** The rows of a deferred statement (a query run with `deferred`), once it has been sent and answered. */
+export function deferredRows<R>(query: CompiledQuery<R>): Promise<R[]> {
+  return rowsOf(query).promise as Promise<R[]>;
+}
+
+/** For the sessions: a deferred statement was answered with `rows`, or failed (or was never sent). */
+export function settleDeferred(query: CompiledQuery, outcome: { rows: unknown[] } | { error: unknown }): void {
+  const rows = rowsOf(query);
+  if ('rows' in outcome) rows.resolve(outcome.rows);
+  else rows.reject(outcome.error);
 }

@@ -1,10 +1,11 @@
 // Owns the only way to run SQL for the service: a transaction that first switches to a service role
 // and, for tenant work, sets the practice. Both settings are transaction-local, so a pooled
-// connection never carries one request's practice into another's. The frame's values are written as
-// literals (ids, role names and a lock number, never free text), so that on PostgreSQL it is held
-// with BEGIN and goes out in the same write as the work's first statement
-// (src/platform/db/postgres-session.ts); a frame that tries a lock, or takes the change stamp for a
-// transaction that will stamp its changes, is answered there too (HoldsLock, TransactionPlans.stamps).
+// connection never carries one request's practice into another's. The frame is deferred
+// (src/platform/db/query-options.ts), so that it goes out with BEGIN in the same write as the work's
+// first statement; a frame that tries a lock, or takes the change stamp for a transaction that will
+// stamp its changes, is answered there too (HoldsLock, TransactionPlans.stamps). SET LOCAL takes no
+// parameters: its values are the only literals the service writes, and only values the service made
+// (a role name, a practice id, a lock number), each checked against its pattern first (frameLiteral).
 // On PostgreSQL the practice is set with SET LOCAL, not set_config: a distributed PostgreSQL (Citus,
 // with citus.propagate_set_commands = 'local') carries a SET LOCAL to the nodes that hold the rows, and
 // a set_config call to none (docs/scale-out.md).
@@ -13,8 +14,7 @@ import { type QueryResult, type RawBuilder, sql, type Transaction } from 'kysely
 import { APP_ROLE, OPERATOR_ROLE } from '../../../migrations/security.ts';
 import { stampSql, stampTakenByFrame } from './change-stamp.ts';
 import type { Database } from './database.ts';
-import { awaitedAnswer, withQueryOptions } from './query-options.ts';
-import { textLiteral } from './sql-literal.ts';
+import { deferredRows, withQueryOptions } from './query-options.ts';
 import type { Tables } from './tables.ts';
 
 export type Trx = Transaction<Tables>;
@@ -34,10 +34,13 @@ export function afterCommit(trx: Trx, hook: (db: Database) => void): void {
   hooks.add(hook);
 }
 
-/** A setting's value as an SQL literal. */
-function literal(value: string): string {
-  if (value.includes('\0')) throw new Error('a transaction setting cannot hold a NUL character');
-  return textLiteral(value);
+/** The shapes of the values a frame writes as literals: role names, and ids the service made. */
+const FRAME_LITERALS = { role: /^[a-z_][a-z0-9_]{0,62}$/, practiceId: /^[0-9A-Za-z_]{1,100}$/ };
+
+/** A frame's value as an SQL literal, refused unless it has its pattern (no quote, no backslash). */
+function frameLiteral(kind: keyof typeof FRAME_LITERALS, value: string): string {
+  if (!FRAME_LITERALS[kind].test(value)) throw new Error(`not a ${kind} the service made: refused in a frame`);
+  return kind === 'role' ? value : `'${value}'`;
 }
 
 /** What the frame sets: the role, the practice for tenant work, and an advisory lock to try. */
@@ -68,30 +71,32 @@ const lockTry = (lockName: string) =>
   `pg_try_advisory_xact_lock(${advisoryLockKey(lockName)}::bigint) AS locked`;
 
 /**
- * The frame's SQL. PostgreSQL: SET LOCAL statements (and the lock's try), as one text that the session
- * sends with BEGIN, in one message, answered by its last statement. PGlite (one process, never
- * distributed, whose statements go one at a time): the same transaction-local settings made by
- * set_config, in one SELECT.
+ * The frame's SQL. PostgreSQL: SET LOCAL statements (and the lock's try), as one text without
+ * parameters, answered by its last statement. PGlite (one process, never distributed): the same
+ * transaction-local settings made by set_config, with parameters, in one SELECT.
  */
-function frameSql(db: Database, frame: Frame): string {
+function frameSql(db: Database, frame: Frame): RawBuilder<FrameAnswer> {
+  // Checked on both databases alike, though PGlite's frame takes parameters.
+  const role = frameLiteral('role', frame.role);
+  const practice = frame.practiceId === undefined ? undefined : frameLiteral('practiceId', frame.practiceId);
   if (db.kind === 'postgres') {
     const asked = frame.lockName === undefined ? [] : [lockTry(frame.lockName)];
-    return [
-      `SET LOCAL ROLE ${frame.role}`,
-      ...(frame.practiceId === undefined ? [] : [`SET LOCAL app.practice_id = ${literal(frame.practiceId)}`]),
-      ...(frame.genericPlans ? ['SET LOCAL plan_cache_mode = force_generic_plan'] : []),
-      ...(frame.stamps ? [stampSql(asked)] : asked.length > 0 ? [`SELECT ${asked.join(', ')}`] : []),
-    ].join(';\n');
+    return sql.raw<FrameAnswer>(
+      [
+        `SET LOCAL ROLE ${role}`,
+        ...(practice === undefined ? [] : [`SET LOCAL app.practice_id = ${practice}`]),
+        ...(frame.genericPlans ? ['SET LOCAL plan_cache_mode = force_generic_plan'] : []),
+        ...(frame.stamps ? [stampSql(asked)] : asked.length > 0 ? [`SELECT ${asked.join(', ')}`] : []),
+      ].join(';\n'),
+    );
   }
   const settings = [
-    `set_config('role', ${literal(frame.role)}, true)`,
-    ...(frame.practiceId === undefined
-      ? []
-      : [`set_config('app.practice_id', ${literal(frame.practiceId)}, true)`]),
-    ...(frame.genericPlans ? [`set_config('plan_cache_mode', 'force_generic_plan', true)`] : []),
-    ...(frame.lockName === undefined ? [] : [lockTry(frame.lockName)]),
+    sql`set_config('role', ${frame.role}, true)`,
+    ...(frame.practiceId === undefined ? [] : [sql`set_config('app.practice_id', ${frame.practiceId}, true)`]),
+    ...(frame.genericPlans ? [sql`set_config('plan_cache_mode', 'force_generic_plan', true)`] : []),
+    ...(frame.lockName === undefined ? [] : [sql.raw(lockTry(frame.lockName))]),
   ];
-  return `SELECT ${settings.join(', ')}`;
+  return sql<FrameAnswer>`SELECT ${sql.join(settings)}`;
 }
 
 /**
@@ -111,18 +116,26 @@ interface FrameAnswer {
 }
 
 /**
- * Holds the frame, to go out with the work's first statement, and answers how to have its answer:
+ * Defers the frame, to go out with the work's first statement, and answers how to have its answer:
  * once that statement's answer has come, at once; asked before any statement, the frame is sent on
  * its own.
  */
-async function heldFrame(trx: Trx, setting: RawBuilder<FrameAnswer>): Promise<() => Promise<FrameAnswer>> {
-  const answer = awaitedAnswer();
-  await trx.executeQuery(withQueryOptions(setting.compile(trx), { held: true, answer: answer.sink }));
+async function deferredFrame(trx: Trx, setting: RawBuilder<FrameAnswer>): Promise<() => Promise<FrameAnswer>> {
+  const frame = withQueryOptions(setting.compile(trx), { deferred: true });
+  await trx.executeQuery(frame);
+  const rows = deferredRows(frame);
+  let settled = false;
+  rows.then(
+    () => {
+      settled = true;
+    },
+    () => {
+      settled = true;
+    },
+  );
   return async () => {
-    if (!answer.settled()) {
-      await trx.executeQuery(withQueryOptions(sql.raw('').compile(trx), { sendsHeld: true }));
-    }
-    return ((await answer.rows)[0] as FrameAnswer | undefined) ?? {};
+    if (!settled) await trx.executeQuery(withQueryOptions(sql.raw('').compile(trx), { sendsDeferred: true }));
+    return (await rows)[0] ?? {};
   };
 }
 
@@ -134,21 +147,12 @@ async function inTransaction<T>(
   let used: Trx | undefined;
   const result = await db.kysely.transaction().execute(async (trx) => {
     used = trx;
+    const answer = await deferredFrame(trx, frameSql(db, frame));
     // Only PostgreSQL's frame takes the stamp (frameSql).
-    const stamps = frame.stamps === true && db.kind === 'postgres';
-    const setting = sql.raw<FrameAnswer>(frameSql(db, frame));
-    if (frame.lockName === undefined && !stamps) {
-      // Nobody reads its answer: held, it goes out with the work's first statement.
-      await trx.executeQuery(withQueryOptions(setting.compile(trx), { held: true }));
-      return fn(trx, holdsNoLock);
+    if (frame.stamps === true && db.kind === 'postgres') {
+      stampTakenByFrame(trx, async () => new Date((await answer()).at!));
     }
-    if (db.kind !== 'postgres') {
-      const { rows } = await setting.execute(trx);
-      const locked = rows[0]?.locked !== false;
-      return fn(trx, () => Promise.resolve(locked));
-    }
-    const answer = await heldFrame(trx, setting);
-    if (stamps) stampTakenByFrame(trx, async () => new Date((await answer()).at!));
+    if (frame.lockName === undefined) return fn(trx, holdsNoLock);
     return fn(trx, async () => (await answer()).locked !== false);
   });
   const hooks = used && afterCommitHooks.get(used);
