@@ -494,7 +494,9 @@ describeEachBackend('transaction frame', (backend) => {
     await assert.rejects(
       svc.db.kysely.transaction().execute(async (trx) => {
         await trx.executeQuery(
-          withQueryOptions(sql.raw('SET LOCAL ROLE no_such_role_for_this_test').compile(trx), { deferred: true }),
+          withQueryOptions(sql.raw('SET LOCAL ROLE no_such_role_for_this_test').compile(trx), {
+            deferred: true,
+          }),
         );
         await sql`SELECT ${1}::int AS one`.execute(trx);
         reached = true;

@@ -7,8 +7,8 @@ import pg from 'pg';
 import lockfile from 'proper-lockfile';
 import { ConnectionGate } from './connection-waits.ts';
 import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn, quoted } from './listen.ts';
-import { PostgresSessionDialect } from './postgres-session.ts';
 import { PgliteSessionDialect } from './pglite-session.ts';
+import { PostgresSessionDialect } from './postgres-session.ts';
 import { countRoundTrip } from './statement-counts.ts';
 import type { Tables } from './tables.ts';
 

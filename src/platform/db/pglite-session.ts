@@ -131,7 +131,8 @@ class PgliteSessionDriver implements Driver {
       await this.#driver.commitTransaction(connection);
     } catch (error) {
       // A transaction whose statement failed is rolled back, and said so as PostgreSQL's session says it.
-      if (error instanceof Error && error.name === 'AbortedTransactionError') throw new TransactionRolledBackError();
+      if (error instanceof Error && error.name === 'AbortedTransactionError')
+        throw new TransactionRolledBackError();
       throw error;
     }
   }

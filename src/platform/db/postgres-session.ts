@@ -221,7 +221,10 @@ export class PostgresSession implements DatabaseConnection {
     const offset = ahead.length - deferred.length;
     deferred.forEach((query, i) => {
       const answer = settled[offset + i]!;
-      settleDeferred(query, answer.status === 'fulfilled' ? { rows: answer.value.rows ?? [] } : { error: answer.reason });
+      settleDeferred(
+        query,
+        answer.status === 'fulfilled' ? { rows: answer.value.rows ?? [] } : { error: answer.reason },
+      );
     });
     const failed = settled.find((answer) => answer.status === 'rejected');
     if (failed) throw failed.reason;
@@ -236,7 +239,8 @@ export class PostgresSession implements DatabaseConnection {
       return lastOf(await (this.#client.query(text) as unknown as Promise<PgResult | PgResult[]>));
     }
     // Never named when the database prepares nothing (a pooler in transaction mode would lose them).
-    const name = this.#prepares && (queryOptionsOf(statement).prepared ?? true) ? this.#nameOf(text) : undefined;
+    const name =
+      this.#prepares && (queryOptionsOf(statement).prepared ?? true) ? this.#nameOf(text) : undefined;
     const values = (parameters as unknown[]) ?? NO_VALUES;
     if (name === undefined) return this.#client.query(text, values);
     return this.#client.query({ name, text, values });

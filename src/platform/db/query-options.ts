@@ -73,7 +73,10 @@ export function deferredRows<R>(query: CompiledQuery<R>): Promise<R[]> {
 }
 
 /** For the sessions: a deferred statement was answered with `rows`, or failed (or was never sent). */
-export function settleDeferred(query: CompiledQuery, outcome: { rows: unknown[] } | { error: unknown }): void {
+export function settleDeferred(
+  query: CompiledQuery,
+  outcome: { rows: unknown[] } | { error: unknown },
+): void {
   const rows = rowsOf(query);
   if ('rows' in outcome) rows.resolve(outcome.rows);
   else rows.reject(outcome.error);

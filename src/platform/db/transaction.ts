@@ -39,7 +39,8 @@ const FRAME_LITERALS = { role: /^[a-z_][a-z0-9_]{0,62}$/, practiceId: /^[0-9A-Za
 
 /** A frame's value as an SQL literal, refused unless it has its pattern (no quote, no backslash). */
 function frameLiteral(kind: keyof typeof FRAME_LITERALS, value: string): string {
-  if (!FRAME_LITERALS[kind].test(value)) throw new Error(`not a ${kind} the service made: refused in a frame`);
+  if (!FRAME_LITERALS[kind].test(value))
+    throw new Error(`not a ${kind} the service made: refused in a frame`);
   return kind === 'role' ? value : `'${value}'`;
 }
 
@@ -92,7 +93,9 @@ function frameSql(db: Database, frame: Frame): RawBuilder<FrameAnswer> {
   }
   const settings = [
     sql`set_config('role', ${frame.role}, true)`,
-    ...(frame.practiceId === undefined ? [] : [sql`set_config('app.practice_id', ${frame.practiceId}, true)`]),
+    ...(frame.practiceId === undefined
+      ? []
+      : [sql`set_config('app.practice_id', ${frame.practiceId}, true)`]),
     ...(frame.genericPlans ? [sql`set_config('plan_cache_mode', 'force_generic_plan', true)`] : []),
     ...(frame.lockName === undefined ? [] : [sql.raw(lockTry(frame.lockName))]),
   ];
@@ -120,7 +123,10 @@ interface FrameAnswer {
  * once that statement's answer has come, at once; asked before any statement, the frame is sent on
  * its own.
  */
-async function deferredFrame(trx: Trx, setting: RawBuilder<FrameAnswer>): Promise<() => Promise<FrameAnswer>> {
+async function deferredFrame(
+  trx: Trx,
+  setting: RawBuilder<FrameAnswer>,
+): Promise<() => Promise<FrameAnswer>> {
   const frame = withQueryOptions(setting.compile(trx), { deferred: true });
   await trx.executeQuery(frame);
   const rows = deferredRows(frame);

@@ -31,7 +31,8 @@ async function defer<R>(trx: Trx, query: OperationNodeSource): Promise<{ rows: P
     query.toOperationNode() as RootOperationNode,
     createQueryId(),
   ) as CompiledQuery<R>;
-  if (compiled.parameters.some(refusedAsText)) return { rows: Promise.resolve((await trx.executeQuery(compiled)).rows) };
+  if (compiled.parameters.some(refusedAsText))
+    return { rows: Promise.resolve((await trx.executeQuery(compiled)).rows) };
   const deferred = withQueryOptions(compiled, { deferred: true });
   await trx.executeQuery(deferred);
   return { rows: deferredRows(deferred) };
