@@ -1,10 +1,11 @@
 // The transaction frame on both databases: the role and the practice are set before the work's first
 // statement, and a transaction that failed inside is never reported as committed (PostgreSQL answers
 // its COMMIT with ROLLBACK, which the service turns into an error). A request's last writes (its audit
-// row, an Idempotency-Key's answer) are sent with the COMMIT as literals: any text arrives exactly, a
-// statement that follows still sees them, and when one fails nothing of the transaction is kept.
-// On PostgreSQL, held text (BEGIN, the frame, rows held for the COMMIT) leaves in the same write as the
-// statement behind it, parameters or not: one round trip, answered in order.
+// row, an Idempotency-Key's answer) are deferred with their parameters to go with the COMMIT: any text
+// arrives exactly, a statement that follows still sees them, and when one fails the statement behind
+// it fails with its error and nothing of the transaction is kept, on both databases alike. On
+// PostgreSQL, what is deferred (BEGIN, the frame, rows for the COMMIT) leaves in the same write as the
+// statement behind it: one round trip, answered in order.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
@@ -236,7 +237,7 @@ describeEachBackend('transaction frame', (backend) => {
       )
     ).rows.map((row) => row.route);
 
-  test('a row sent with the COMMIT keeps any text exactly, and a later statement sees it', async () => {
+  test('a deferred row keeps any text exactly, and a later statement sees it', async () => {
     const practice = await svc.newPractice();
     const awkward = "it's \\' \\x41 \\\\ E'\\n' $$ -- /* ; COMMIT; */ Zoë 🩺 \n\t end\\";
     const audit = new AuditLog();
@@ -263,7 +264,7 @@ describeEachBackend('transaction frame', (backend) => {
     assert.deepEqual(await inPractice(svc.db, practice.practiceId, (trx) => routesOf(trx, 'req_nul')), []);
   });
 
-  test('when a row sent with the COMMIT fails, the COMMIT fails with its error and nothing is kept', async () => {
+  test('when a deferred row fails, the COMMIT fails with its error and nothing is kept', async () => {
     const practice = await svc.newPractice();
     const other = await svc.newPractice();
     await assert.rejects(
@@ -285,7 +286,7 @@ describeEachBackend('transaction frame', (backend) => {
     );
   });
 
-  test("a statement after a row held for the COMMIT fails with that row's error, and nothing is kept", async () => {
+  test("a statement after a deferred row fails with that row's error, and nothing is kept", async () => {
     const practice = await svc.newPractice();
     const other = await svc.newPractice();
     let reached = false;
