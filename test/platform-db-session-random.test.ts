@@ -113,7 +113,11 @@ type PlainTransaction = (fn: (query: Query) => Promise<void>) => Promise<void>;
  * Runs the work plainly: one statement at a time, each answered before the next, and a plain COMMIT.
  * Only where an error is reported follows deferral's rule.
  */
-async function plainly(transaction: PlainTransaction, w: Work, compile: (o: Op) => CompiledQuery): Promise<Seen> {
+async function plainly(
+  transaction: PlainTransaction,
+  w: Work,
+  compile: (o: Op) => CompiledQuery,
+): Promise<Seen> {
   const reads: unknown[][] = [];
   try {
     await transaction(async (query) => {
@@ -176,7 +180,8 @@ describeEachBackend('database session: deferred statements against plain executi
       // The embedded database's one session, in its own exclusive transactions (never a bare
       // statement, which could land inside another caller's transaction).
       const pglite = (svc.db as Database & { pglite: PGlite }).pglite;
-      transaction = (fn) => pglite.transaction((tx) => fn((text, values) => tx.query(text, values as unknown[])));
+      transaction = (fn) =>
+        pglite.transaction((tx) => fn((text, values) => tx.query(text, values as unknown[])));
       closePlain = async () => {};
     }
   });
@@ -208,7 +213,9 @@ describeEachBackend('database session: deferred statements against plain executi
         try {
           for (const w of works) {
             const seen = await throughSession(session, mine, w);
-            const expected = await plainly(transaction, w, (o) => statementOf(theirs, o).compile(session.kysely));
+            const expected = await plainly(transaction, w, (o) =>
+              statementOf(theirs, o).compile(session.kysely),
+            );
             assert.deepEqual(seen, expected, JSON.stringify(w));
             assert.deepEqual(
               await plain(`SELECT k, v, s FROM ${mine} ORDER BY k`),
