@@ -94,7 +94,7 @@ export function openPostgres(options: PostgresOptions): Database {
     connectionTimeoutMillis: 5000,
     application_name: options.applicationName ?? 'practice-billing',
     types: pgTypes,
-    // A transaction's held frame and its first statement are written together (src/platform/db/postgres-session.ts).
+    // A transaction's deferred frame and its first statement are written together (src/platform/db/postgres-session.ts).
     pipeline: true,
   });
   // A pool client that errors while idle (server restart, terminated session) must not crash the process.
@@ -105,7 +105,7 @@ export function openPostgres(options: PostgresOptions): Database {
   pool.on('connect', (client) => {
     client.on('error', () => {});
   });
-  // How each statement travels (prepared, held for the COMMIT, joined with BEGIN) is decided in one
+  // How each statement travels (prepared, deferred to the COMMIT, pipelined with BEGIN) is decided in one
   // place, per statement: src/platform/db/postgres-session.ts.
   const connections = new ConnectionGate(options.poolSize);
   const kysely = new Kysely<Tables>({

@@ -1,7 +1,7 @@
 // Owns texts a transaction learns only from a write sent with its COMMIT: an invoice's number, given
 // in the COMMIT's own write so that the practice's numbering lock is held across no round trip
 // (src/invoices/store.ts). Until the write is answered a placeholder stands for the text in what the
-// transaction builds: a held write that carries JSON (a stored answer, a queued job's payload) has it
+// transaction builds: a deferred write that carries JSON (a stored answer, a queued job's payload) has it
 // replaced in SQL, by the value the earlier statement wrote (jsonWithLateTexts); the request's own
 // answer is finished once the transaction has committed (lateTextFinisher). The placeholder must
 // appear in JSON as it is (no character JSON escapes), and be unique: every occurrence is replaced.
@@ -51,7 +51,7 @@ function inJson(text: string): string {
 }
 
 /**
- * The JSON text for a write held to go out after the writes that give the transaction's late texts:
+ * The JSON text for a write deferred to go out after the writes that give the transaction's late texts:
  * as it is when it holds no placeholder still unknown, else SQL (text) that replaces each, in JSON's
  * escaping, by what the transaction wrote (the placeholder kept if that write was undone).
  */

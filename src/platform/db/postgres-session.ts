@@ -198,7 +198,8 @@ export class PostgresSession implements DatabaseConnection {
    * Sends the kept BEGIN, the deferred statements and then `statements`, in one write (header), and
    * answers the results of `statements`. Each deferred statement is handed its own answer. The first
    * failure, in order, is thrown: a statement behind a failed one fails because the transaction is
-   * aborted. `lastAnswered` is called once the last statement has been answered, whatever its answer.
+   * aborted. `lastAnswered` is called once the last statement has been answered (ROLLBACK, for a COMMIT
+   * of a failed transaction, is an answer; a broken connection is none).
    */
   async #send(statements: Outgoing[], lastAnswered?: () => void): Promise<PgResult[]> {
     const ahead: Outgoing[] = this.#beginHeld ? ['BEGIN', ...this.#deferred] : this.#deferred;
@@ -216,7 +217,7 @@ export class PostgresSession implements DatabaseConnection {
     } finally {
       socket.uncork();
     }
-    if (lastAnswered) answers[answers.length - 1]!.then(lastAnswered, lastAnswered);
+    if (lastAnswered) answers[answers.length - 1]!.then(lastAnswered, () => {});
     const settled = await Promise.allSettled(answers);
     const offset = ahead.length - deferred.length;
     deferred.forEach((query, i) => {
