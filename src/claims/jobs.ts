@@ -6,9 +6,7 @@
 // twice.
 import { findCoverage } from '../insurance/service.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
-import { OWING_STATUSES } from '../invoices/payment-status.ts';
 import { recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
-import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { lockInvoice, readInvoice } from '../invoices/service.ts';
 import { lockInvoiceRowWithInsurerPaid } from '../invoices/store.ts';
 import { handedOverWith } from '../jobs/handoff.ts';
@@ -20,6 +18,7 @@ import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
 import { type PracticeBilling, practiceBilling } from '../practices/service.ts';
 import { CLAIM_JOBS } from './job-kinds.ts';
+import { decideRemittance } from './remittance.ts';
 import { setClaimStatus } from './service.ts';
 import { findClaim, findClaimWithBenefit, insertClaimItems } from './store.ts';
 import { submissionOf } from './submission.ts';
@@ -305,15 +304,10 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
 }
 
 /**
- * Claim statuses in which the insurer still stands by the acceptance the remittance pays: accepted in
- * whole or in part, or a reversal of it that failed (the acceptance stands, so does its money).
- */
-const REMITTED_STATUSES: readonly string[] = ['accepted', 'partially_accepted', 'reversal_failed'];
-
-/**
  * Pays the approved benefits of an accepted claim as the insurer's payment on the invoice, net of what
  * the insurer already paid on it (a confirmed reversal takes the insurer's payments back). While a
  * reversal is under way the payment waits for its end: paid if it fails, never if it is confirmed.
+ * Gathers the claim and the locked invoice, decides (decideRemittance), then writes.
  */
 export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promise<void> {
   const { claimId, submissionId, invoiceId: queuedFor } = checkedPayload(CLAIM_JOBS.remittance, job.payload);
@@ -327,37 +321,42 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
     const invoiceId = queuedFor ?? (await findClaim(trx, practiceId, claimId))?.invoice_id;
     const locked = invoiceId ? await lockInvoiceRowWithInsurerPaid(trx, practiceId, invoiceId) : undefined;
     const claim = locked ? await findClaimWithBenefit(trx, practiceId, claimId) : undefined;
-    if (claim?.submission_id === submissionId && claim.status === 'reversing') {
-      await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, 'the claim is being reversed');
+    const decision = decideRemittance({
+      submissionId,
+      ...(claim && {
+        claim: {
+          submissionId: claim.submission_id,
+          status: claim.status,
+          approvedBenefit: Number(claim.approved_benefit),
+        },
+      }),
+      ...(locked && {
+        invoice: {
+          status: locked.status,
+          balanceDue: Number(locked.balance_due),
+          insurerPaid: Number(locked.insurer_paid),
+        },
+      }),
+    });
+    if (decision.kind === 'wait') {
+      await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, decision.reason);
       return;
     }
-    if (claim && locked && claim.submission_id === submissionId && REMITTED_STATUSES.includes(claim.status)) {
-      const { insurer_paid: paidByInsurer, ...invoice } = locked;
-      // Net of what the insurer already paid on this invoice and did not take back.
-      const amount = Math.min(
-        Number(claim.approved_benefit) - Number(paidByInsurer),
-        Number(invoice.balance_due),
+    if (decision.kind === 'pay') {
+      const { insurer_paid: _paid, ...invoice } = locked!;
+      await recordPaymentOn(
+        trx,
+        (handedOverWith(job) as PracticeBilling | undefined) ?? (await practiceBilling(trx, practiceId)),
+        invoice,
+        {
+          invoiceId: claim!.invoice_id,
+          amount: decision.amount,
+          method: 'remittance',
+          reference: claim!.authorization_reference,
+          source: 'insurer',
+        },
+        now,
       );
-      if (amount > 0 && (invoice.status === 'amending' || invoice.status === 'draft')) {
-        // The practice is changing the invoice: pay once it is issued again, not never.
-        await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, 'invoice is being amended');
-        return;
-      }
-      if (amount > 0 && OWING_STATUSES.includes(invoice.status as InvoiceStatus)) {
-        await recordPaymentOn(
-          trx,
-          (handedOverWith(job) as PracticeBilling | undefined) ?? (await practiceBilling(trx, practiceId)),
-          invoice,
-          {
-            invoiceId: claim.invoice_id,
-            amount,
-            method: 'remittance',
-            reference: claim.authorization_reference,
-            source: 'insurer',
-          },
-          now,
-        );
-      }
     }
     await finishJob(trx, job, now);
   });
