@@ -17,6 +17,7 @@ import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
 import { type PracticeBilling, practiceBilling } from '../practices/service.ts';
+import { answerEffect } from './answer.ts';
 import { CLAIM_JOBS } from './job-kinds.ts';
 import { decideRemittance } from './remittance.ts';
 import { setClaimStatus } from './service.ts';
@@ -158,7 +159,7 @@ async function rejectUnanswered(
 
 /**
  * The insurer's answer, when the claim is still this submission's: its items, its status, and the
- * remittance job when it was not rejected.
+ * remittance job when it was not rejected. Gathers the locked claim, decides (answerEffect), writes.
  */
 async function recordAnswer(
   ctx: ClaimJobContext,
@@ -174,43 +175,28 @@ async function recordAnswer(
   // claim is read once, locked.
   await lockInvoice(trx, practiceId, prepared.invoiceId);
   const claim = await findClaim(trx, practiceId, claimId, true);
-  if (claim?.status !== 'submitting' || claim.submission_id !== submissionId) {
+  const effect = answerEffect(
+    claim && { status: claim.status, submissionId: claim.submission_id },
+    { submissionId, lines: prepared.submission.lines },
+    answer,
+    ctx.remittanceDelayMs !== null,
+  );
+  if (effect.kind === 'stale') {
     await finishJob(trx, job, now);
     return;
   }
-  const lineIds = new Map(prepared.submission.lines.map((l) => [l.lineNumber, l.lineItemId]));
   // A claim submitting has no items: a new submission starts without (setClaimStatus).
-  await insertClaimItems(
-    trx,
-    practiceId,
-    claimId,
-    answer.lines.map((line) => ({
-      line_number: line.lineNumber,
-      line_item_id: lineIds.get(line.lineNumber) ?? null,
-      decision: line.decision,
-      submitted: line.submitted,
-      benefit: line.benefit,
-      rejections: line.rejections,
-      warnings: line.warnings,
-    })),
-  );
+  await insertClaimItems(trx, practiceId, claimId, effect.items);
   const billing = prepared.billing ?? (await practiceBilling(trx, practiceId));
-  await setClaimStatus(
-    trx,
-    billing,
-    claim,
-    answer.status,
-    { message: answer.message, authorization_reference: answer.authorizationReference },
-    now,
-  );
-  if (answer.status !== 'rejected' && ctx.remittanceDelayMs !== null) {
+  await setClaimStatus(trx, billing, claim!, effect.status, effect.fields, now);
+  if (effect.remittance) {
     await enqueueJob(
       trx,
       practiceId,
       CLAIM_JOBS.remittance,
       { claimId, submissionId, invoiceId: prepared.invoiceId },
       now,
-      ctx.remittanceDelayMs,
+      ctx.remittanceDelayMs!,
       // Following on in this worker, it pays with the practice's settings read here.
       billing,
     );
