@@ -200,11 +200,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobPollMaxMs: integer(env, 'JOB_POLL_MAX_MS', 2000, 10, 60_000),
     jobConcurrency: integer(env, 'JOB_CONCURRENCY', 8, 1, 256),
     // On by default with PostgreSQL; the embedded database runs each statement on the event loop, one
-    // transaction after another, so one slow statement would look like overload (docs/decisions.md).
+    // transaction after another, so one slow statement would look like overload (docs/decisions/0022-load-shedding-answers-503.md).
     loadShedConnectionWaitMs: integer(env, 'LOAD_SHED_CONNECTION_WAIT_MS', databaseUrl ? 500 : 0, 0, 60_000),
     loadShedEventLoopLagMs: integer(env, 'LOAD_SHED_EVENT_LOOP_LAG_MS', databaseUrl ? 500 : 0, 0, 60_000),
     // Four times the API's connections: never reached by callers whose requests are served quickly,
-    // and at most four holds of a connection ahead of any transaction when it is (docs/decisions.md).
+    // and at most four holds of a connection ahead of any transaction when it is (docs/decisions/0022-load-shedding-answers-503.md).
     loadShedMaxInFlight: integer(
       env,
       'LOAD_SHED_MAX_IN_FLIGHT',
@@ -213,7 +213,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       100_000,
     ),
     // Ten times a bill's answer on an idle two-core machine: reached only when requests queue for the
-    // cores or the connections (docs/decisions.md, "An in-flight limit that follows the machine").
+    // cores or the connections (docs/decisions/0022-load-shedding-answers-503.md, "An in-flight limit that follows the machine").
     loadShedLatencyTargetMs: integer(env, 'LOAD_SHED_LATENCY_TARGET_MS', databaseUrl ? 250 : 0, 0, 60_000),
     loadShedClaimBacklogMs: integer(env, 'LOAD_SHED_CLAIM_BACKLOG_MS', databaseUrl ? 2000 : 0, 0, 600_000),
     loadShedWebhookBacklogMs: integer(

@@ -28,7 +28,7 @@
 //    per practice, sampled and trusted as the claims backlog.
 // Each refusal is logged and counted by its reason; requests in flight and how long first connections
 // waited are counted for the operator (src/service-metrics.ts). 429 stays the per-client rate limit
-// (docs/decisions.md). The event loop's lag is sampled by a timer (how late it fired) and judged over a
+// (docs/decisions/0022-load-shedding-answers-503.md). The event loop's lag is sampled by a timer (how late it fired) and judged over a
 // window: the highest sample of the last LAG_WINDOW_MS, so one late timer keeps counting for a while
 // rather than until the next sample. How the lag is read can be replaced (readLagWith), for a caller
 // that must not depend on how busy the machine is, such as a test, or for another monitor.
