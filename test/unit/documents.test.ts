@@ -1,0 +1,121 @@
+// Keeps the documents beside the README honest: every local link and heading anchor in them
+// resolves, every `npm` script CONTRIBUTING.md and bench/README.md name exists, every decision record
+// under docs/decisions/ has its five sections and a line in the index, and every benchmark run a
+// document cites is committed under bench/results/. Reads files only; no database.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const DECISIONS = path.join(ROOT, 'docs', 'decisions');
+
+function read(relative: string): string {
+  return fs.readFileSync(path.join(ROOT, relative), 'utf8');
+}
+
+/** The documents: the top-level Markdown files, bench/README.md and every Markdown file in docs/. */
+function documents(): string[] {
+  const inDir = (dir: string): string[] =>
+    fs
+      .readdirSync(path.join(ROOT, dir))
+      .filter((name) => name.endsWith('.md'))
+      .map((name) => path.join(dir, name));
+  return [
+    'README.md',
+    'CONTRIBUTING.md',
+    path.join('bench', 'README.md'),
+    ...inDir('docs'),
+    ...inDir('docs/decisions'),
+  ];
+}
+
+/** Markdown without its fenced blocks, where a link or a heading is only text. */
+function prose(markdown: string): string {
+  return markdown.replace(/^```\w*\n[\s\S]*?^```$/gm, '');
+}
+
+/** GitHub's anchor for a heading. */
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\w\- ]/g, '')
+    .replace(/ /g, '-');
+}
+
+function anchorsOf(markdown: string): Set<string> {
+  return new Set([...prose(markdown).matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1]!)));
+}
+
+test('every local link and heading anchor in the documents resolves', () => {
+  const broken: string[] = [];
+  for (const document of documents()) {
+    const text = read(document);
+    for (const m of prose(text).matchAll(/\]\(([^)\s]*)\)/g)) {
+      const [target, anchor] = m[1]!.split('#') as [string, string | undefined];
+      if (/^[a-z]+:/.test(target)) continue;
+      const file =
+        target === '' ? path.join(ROOT, document) : path.resolve(ROOT, path.dirname(document), target);
+      if (!fs.existsSync(file)) {
+        broken.push(`${document}: ${m[1]} (no such file)`);
+        continue;
+      }
+      if (anchor && file.endsWith('.md') && !anchorsOf(fs.readFileSync(file, 'utf8')).has(anchor)) {
+        broken.push(`${document}: ${m[1]} (no such heading)`);
+      }
+    }
+  }
+  assert.deepEqual(broken, []);
+});
+
+test('every npm script CONTRIBUTING.md and bench/README.md name exists in package.json', () => {
+  const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+  const builtins = new Set(['install', 'ci', 'exec', 'i', 'run', 'pack']);
+  for (const document of ['CONTRIBUTING.md', path.join('bench', 'README.md')]) {
+    const named = [...read(document).matchAll(/\bnpm (?:run )?([a-z][\w:-]*)/g)]
+      .map((m) => m[1]!)
+      .filter((script) => !builtins.has(script));
+    assert.ok(named.length > 0, `${document} names no npm script`);
+    for (const script of named)
+      assert.ok(scripts[script], `${document}: npm script "${script}" does not exist`);
+  }
+});
+
+test('every decision record has its five sections and a line in the index', () => {
+  const records = fs.readdirSync(DECISIONS).filter((name) => /^\d{4}-[a-z0-9-]+\.md$/.test(name));
+  assert.ok(records.length >= 99, `${records.length} records`);
+  const numbers = records.map((name) => name.slice(0, 4));
+  assert.equal(new Set(numbers).size, numbers.length, 'two records share a number');
+  const index = read('docs/decisions/README.md');
+  for (const name of records) {
+    const text = fs.readFileSync(path.join(DECISIONS, name), 'utf8');
+    for (const section of ['Status', 'Date', 'Context', 'Decision', 'Consequences']) {
+      assert.match(text, new RegExp(`^(?:#+ |\\*\\*)${section}\\b`, 'm'), `${name} has no ${section}`);
+    }
+    assert.ok(index.includes(`](${name})`), `${name} is not listed in docs/decisions/README.md`);
+  }
+});
+
+test('a decision taken back says so and links to what replaced it', () => {
+  const record = read('docs/decisions/0008-held-writes-as-parameters.md');
+  const status = /^## Status\n\n([\s\S]*?)\n## /m.exec(record)?.[1] ?? '';
+  assert.match(status, /^Reversed/);
+  assert.match(status, /\]\(0006-[a-z0-9-]+\.md\)/);
+  assert.match(read('docs/decisions/README.md'), /\| 0008 \| .* \| Reversed \|/);
+});
+
+test('every benchmark run a document cites is committed under bench/results/', () => {
+  const runs = new Set(
+    fs.readdirSync(path.join(ROOT, 'bench', 'results')).map((name) => name.replace(/\.\w+$/, '')),
+  );
+  const missing: string[] = [];
+  for (const document of documents()) {
+    for (const m of read(document).matchAll(
+      /`(?:bench\/results\/)?(2026-\d\d-\d\dT\d\d-\d\d-\d\dZ)(?:\.md)?`/g,
+    )) {
+      if (!runs.has(m[1]!)) missing.push(`${document}: ${m[1]}`);
+    }
+  }
+  assert.deepEqual(missing, []);
+});
