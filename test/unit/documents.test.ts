@@ -1,11 +1,14 @@
 // Keeps the documents beside the README honest: every local link and heading anchor in them
-// resolves, every `npm` script CONTRIBUTING.md and bench/README.md name exists, every decision record
+// resolves, every `npm` script CONTRIBUTING.md and bench/README.md name exists, every `practice-billing`
+// command and admin command (with its flags) the documents show exists, every decision record
 // under docs/decisions/ has its five sections and a line in the index, and every benchmark run a
 // document cites is committed under bench/results/. Reads files only; no database.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { findCommand } from '../../src/cli/admin-commands.ts';
+import { USAGE } from '../../src/cli/main.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const DECISIONS = path.join(ROOT, 'docs', 'decisions');
@@ -80,6 +83,50 @@ test('every npm script CONTRIBUTING.md and bench/README.md name exists in packag
     for (const script of named)
       assert.ok(scripts[script], `${document}: npm script "${script}" does not exist`);
   }
+});
+
+/** A document's code: fenced blocks (continued lines joined) and inline code spans, one entry per line. */
+function codeLines(markdown: string): string[] {
+  const lines: string[] = [];
+  for (const m of markdown.matchAll(/^```\w*\n([\s\S]*?)^```$/gm))
+    lines.push(...m[1]!.replace(/\\\n\s*/g, ' ').split('\n'));
+  for (const m of prose(markdown).matchAll(/`([^`\n]+)`/g)) lines.push(m[1]!);
+  return lines;
+}
+
+/** What is wrong with one line's `practice-billing` command or admin command, if anything. */
+function commandProblems(line: string, commands: Set<string>): string[] {
+  const problems = [...line.matchAll(/(?:^\s*|\bnpx )practice-billing ([a-z][\w-]*)/g)]
+    .filter((m) => !commands.has(m[1]!))
+    .map((m) => `"practice-billing ${m[1]}" is not a command`);
+  const admin = /(?:practice-billing |^)admin ([a-z][\w-]*)(?: ([a-z][\w-]*))?(.*)$/.exec(line);
+  if (!admin || admin[1] === 'help') return problems;
+  const [, resource, action, rest] = admin;
+  const command = findCommand(resource!, action ?? '');
+  if (!command) return [...problems, `"admin ${resource} ${action ?? ''}" is not an admin command`];
+  const known = new Set(['url', 'token', 'help', ...command.flags.map((f) => f.flag)]);
+  if (command.idempotencyKey) known.add('idempotency-key');
+  if (command.target) known.add(command.target.flag);
+  const args = rest!.split(/\s(?:#|\||&&)\s/)[0]!;
+  for (const flag of args.matchAll(/(?:^|\s)--([a-z][\w-]*)/g)) {
+    if (!known.has(flag[1]!)) problems.push(`--${flag[1]} is not a flag of "admin ${resource} ${action}"`);
+  }
+  return problems;
+}
+
+test('every practice-billing command and admin command the documents show exists, with its flags', () => {
+  const commands = new Set([...USAGE.matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1]!));
+  assert.ok(commands.has('serve') && commands.has('admin'), USAGE);
+  const problems: string[] = [];
+  let adminCommands = 0;
+  for (const document of documents()) {
+    for (const line of codeLines(read(document))) {
+      if (/(?:practice-billing |^)admin [a-z]/.test(line)) adminCommands += 1;
+      problems.push(...commandProblems(line, commands).map((problem) => `${document}: ${problem}:\n${line}`));
+    }
+  }
+  assert.deepEqual(problems, []);
+  assert.ok(adminCommands >= 10, `${adminCommands} admin commands in the documents`);
 });
 
 test('every decision record has its five sections and a line in the index', () => {
