@@ -1,11 +1,17 @@
-// The service's figures (src/service-metrics.ts) as Prometheus text at GET /metrics, with prom-client,
-// behind the admin token (checked as the admin API checks it). Hidden from the OpenAPI document: it is
-// for a scraper, not a client.
-import type { FastifyInstance } from 'fastify';
+// Prometheus text at GET /metrics, with prom-client: this process's own figures
+// (src/platform/observability/metrics.ts) and, in a process that serves the API, the service's
+// (src/service-metrics.ts). On the API's port it is read with METRICS_TOKEN (or, when none is set, the
+// admin token); on a port of its own (METRICS_PORT, the worker's way of being scraped) with
+// METRICS_TOKEN when one is set, and without any when none is: the operator's choice, for a port only
+// the scraper reaches. Hidden from the OpenAPI document: it is for a scraper, not a client.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Counter, Gauge, Registry } from 'prom-client';
-import { registerAdminScope } from './api/admin-route.ts';
 import type { Deps } from './api/deps.ts';
 import { asOperator } from './platform/db/transaction.ts';
+import { AppError } from './platform/http/errors.ts';
+import { processMetricsText } from './platform/observability/metrics.ts';
 import { type ServiceMetrics, serviceMetrics } from './service-metrics.ts';
 
 /** The figures as Prometheus text (exposition format 0.0.4). */
@@ -96,18 +102,85 @@ export async function prometheusText(
   return { contentType: registry.contentType, text: await registry.metrics() };
 }
 
-/** Serves GET /metrics (Prometheus text) behind the admin token, as the admin API authenticates. */
+const digest = (token: string) => createHash('sha256').update(token).digest();
+
+/** Whether an Authorization header carries `Bearer <token>` (compared in constant time). */
+function bearerMatches(authorization: string | undefined, expected: Buffer): boolean {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+  return match !== null && timingSafeEqual(digest(match[1]!), expected);
+}
+
+/** Everything a scrape of this process reads: its own figures, then the service's when it serves the API. */
+export async function scrapeText(deps: Deps | undefined): Promise<{ contentType: string; text: string }> {
+  const own = await processMetricsText();
+  if (!deps) return { contentType: new Registry().contentType, text: own };
+  const figures = await asOperator(deps.db, (trx) => serviceMetrics(trx, deps));
+  const service = await prometheusText(figures);
+  return { contentType: service.contentType, text: `${own}\n${service.text}` };
+}
+
+/** Serves GET /metrics on the API's port, to the bearer of `token` (METRICS_TOKEN, else the admin token). */
 export async function registerMetricsEndpoint(
   app: FastifyInstance,
   deps: Deps,
-  adminToken: string,
+  token: string,
 ): Promise<void> {
-  await app.register(async (scope) => {
-    registerAdminScope(scope, deps, adminToken, []);
-    scope.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
-      const metrics = await asOperator(deps.db, (trx) => serviceMetrics(trx, deps));
-      const { contentType, text } = await prometheusText(metrics);
-      return reply.type(contentType).send(text);
-    });
+  const expected = digest(token);
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    if (!bearerMatches(request.headers.authorization, expected)) {
+      reply.header('www-authenticate', 'Bearer');
+      throw new AppError('unauthenticated', '/metrics needs Authorization: Bearer <METRICS_TOKEN>.');
+    }
+    const { contentType, text } = await scrapeText(deps);
+    return reply.type(contentType).send(text);
   });
+}
+
+/**
+ * Serves GET /metrics alone on a port of its own (METRICS_PORT): to the bearer of `token` when one is
+ * given, to anyone otherwise. Resolves once it listens, with how to close it.
+ */
+export async function serveMetricsPort(options: {
+  port: number;
+  host: string;
+  token: string | undefined;
+  deps: Deps | undefined;
+  log: FastifyBaseLogger;
+}): Promise<{ port: number; close(): Promise<void> }> {
+  const expected = options.token === undefined ? undefined : digest(options.token);
+  const server = http.createServer((request, response) => {
+    const path = (request.url ?? '').split('?')[0];
+    if (request.method !== 'GET' || path !== '/metrics') {
+      response
+        .writeHead(404, { 'content-type': 'text/plain' })
+        .end('not found: only GET /metrics is served here\n');
+      return;
+    }
+    if (expected && !bearerMatches(request.headers.authorization, expected)) {
+      response.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer' });
+      response.end('/metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
+      return;
+    }
+    scrapeText(options.deps).then(
+      ({ contentType, text }) => response.writeHead(200, { 'content-type': contentType }).end(text),
+      (err: unknown) => {
+        options.log.warn({ err }, 'metrics scrape failed');
+        response.writeHead(503, { 'content-type': 'text/plain' }).end('metrics unavailable\n');
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  options.log.info(
+    { port, authenticated: expected !== undefined },
+    `metrics served at http://${options.host}:${port}/metrics`,
+  );
+  return {
+    port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

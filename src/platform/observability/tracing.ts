@@ -1,0 +1,67 @@
+// Owns starting OpenTelemetry tracing in a process: the Node SDK, configured by the standard OTEL_*
+// variables alone (endpoint, protocol http/protobuf or http/json, service name, sampler), with the
+// instrumentations of incoming and outgoing HTTP (node:http), PostgreSQL (pg) and undici (webhook
+// deliveries, the insurer). Started before the service's modules are loaded: the pg instrumentation
+// patches pg's files as they are first required, so this module requires pg itself once the SDK runs,
+// and the service's later `import` gets the patched module from the same cache. Traces only: metrics
+// are Prometheus's (src/platform/observability/metrics.ts), logs are pino's. Nothing of the SDK is
+// loaded when tracing is off.
+import { createRequire } from 'node:module';
+import { tracingStarted } from './spans.ts';
+
+export interface Tracing {
+  /** Sends what is still buffered and stops. */
+  shutdown(): Promise<void>;
+}
+
+const off: Tracing = { shutdown: async () => {} };
+let started: Tracing | undefined;
+
+/**
+ * Starts tracing once per process when configured (src/platform/config.ts decides); otherwise nothing.
+ * `defaultName` names the service unless OTEL_SERVICE_NAME does.
+ */
+export async function startTracing(
+  configured: { serviceName: string | undefined } | undefined,
+  defaultName: string,
+): Promise<Tracing> {
+  if (!configured) return off;
+  if (started) return started;
+  const [{ NodeSDK }, { HttpInstrumentation }, { PgInstrumentation }, { UndiciInstrumentation }] =
+    await Promise.all([
+      import('@opentelemetry/sdk-node'),
+      import('@opentelemetry/instrumentation-http'),
+      import('@opentelemetry/instrumentation-pg'),
+      import('@opentelemetry/instrumentation-undici'),
+    ]);
+  const sdk = new NodeSDK({
+    serviceName: configured.serviceName ?? defaultName,
+    // Metrics and logs are not exported by OTLP: Prometheus scrapes the metrics, logs go to stdout.
+    metricReaders: [],
+    logRecordProcessors: [],
+    instrumentations: [
+      new HttpInstrumentation({
+        // The collector's own endpoint is not traced (a span per export would feed itself).
+        ignoreOutgoingRequestHook: (request) => (request.path ?? '').startsWith('/v1/'),
+        // Scrapes and probes are not requests anyone waits on.
+        ignoreIncomingRequestHook: (request) => /^\/(metrics|healthz|readyz)(\?|$)/.test(request.url ?? ''),
+        // No headers, no query strings: only the method, route, status and sizes.
+        headersToSpanAttributes: { client: { requestHeaders: [], responseHeaders: [] } },
+      }),
+      new PgInstrumentation({
+        // The statement's text is recorded (placeholders only; values are never sent as attributes).
+        enhancedDatabaseReporting: false,
+        requireParentSpan: true,
+      }),
+      new UndiciInstrumentation(),
+    ],
+  });
+  sdk.start();
+  tracingStarted();
+  // pg's client file is patched when it is required: require it here, after the SDK, so that every
+  // later import of pg (an ES module import of a CommonJS package shares the require cache) is traced.
+  const require = createRequire(import.meta.url);
+  require('pg');
+  started = { shutdown: () => sdk.shutdown() };
+  return started;
+}
