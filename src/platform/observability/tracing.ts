@@ -49,9 +49,17 @@ export async function startTracing(
         headersToSpanAttributes: { client: { requestHeaders: [], responseHeaders: [] } },
       }),
       new PgInstrumentation({
-        // The statement's text is recorded (placeholders only; values are never sent as attributes).
+        // Parameters are never recorded; and since some statements carry their values inline (a
+        // transaction's held frame is sent as one text, src/platform/db/postgres-session.ts), the
+        // statement's text is recorded with every literal replaced by a placeholder.
         enhancedDatabaseReporting: false,
         requireParentSpan: true,
+        requestHook: (span, { query }) => {
+          const text = statementShape(query.text);
+          span.setAttribute('db.query.text', text);
+          const recorded = (span as { attributes?: Record<string, unknown> }).attributes;
+          if (recorded && 'db.statement' in recorded) span.setAttribute('db.statement', text);
+        },
       }),
       new UndiciInstrumentation(),
     ],
@@ -64,4 +72,19 @@ export async function startTracing(
   require('pg');
   started = { shutdown: () => sdk.shutdown() };
   return started;
+}
+
+/**
+ * A statement's text with its literals replaced by `?`: quoted strings (E'...' with backslash escapes,
+ * '...' with doubled quotes, $tag$...$tag$) and numbers outside names. Whatever is left that could
+ * still open a literal makes the whole text give way to its first word.
+ */
+export function statementShape(text: string): string {
+  const shaped = text
+    .replace(/\$([A-Za-z_]*)\$[\s\S]*?\$\1\$/g, '?')
+    .replace(/[Ee]'(?:[^'\\]|\\[\s\S]|'')*'/g, '?')
+    .replace(/'(?:[^']|'')*'/g, '?')
+    .replace(/(?<![\w$.])-?\d+(?:\.\d+)?(?![\w$])/g, '?');
+  if (/['$]/.test(shaped.replace(/\$\d+/g, ''))) return text.trim().split(/\s+/)[0] ?? '';
+  return shaped;
 }
