@@ -39,11 +39,11 @@ interface OtlpExport {
   }>;
 }
 
-const valueOf = (v: OtlpValue) =>
+const otlpValue = (v: OtlpValue) =>
   v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : (v.doubleValue ?? v.boolValue ?? ''));
 
 const attributesOf = (list: OtlpAttribute[] = []) =>
-  Object.fromEntries(list.map((a) => [a.key, valueOf(a.value)]));
+  Object.fromEntries(list.map((a) => [a.key, otlpValue(a.value)]));
 
 export interface OtlpReceiver {
   endpoint: string;
