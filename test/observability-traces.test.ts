@@ -4,7 +4,9 @@
 // span named by its route with the database's spans inside it, and the worker's submission, the
 // insurer's answer, the remittance and the webhook deliveries in the same trace; nothing exported
 // carries the patient's data. Both processes' Prometheus text is scraped with METRICS_TOKEN (the
-// worker's on METRICS_PORT). Needs DATABASE_URL.
+// worker's on METRICS_PORT). The PostgreSQL block needs DATABASE_URL; the embedded database's block
+// (`npm start`, one process) runs the same bill and finds the same spans, its statements as client
+// spans of their own.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -18,7 +20,14 @@ import {
   type WorkerProcess,
 } from './child-service.ts';
 import { call, patientBody, startService, type TestService } from './harness.ts';
-import { freePort } from './processes.ts';
+import {
+  freePort,
+  removeDataDir,
+  type ServiceProcess,
+  sandboxBanner,
+  startServiceProcess,
+  tempDir,
+} from './processes.ts';
 import { createCoverage, createEncounter, createPatient } from './support/factories.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './support/otlp-receiver.ts';
 
@@ -31,6 +40,112 @@ async function until<T>(what: string, read: () => T | undefined, timeoutMs = 30_
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+interface Scenario {
+  baseUrl: string;
+  key: string;
+  practiceId: string;
+  practitionerId: string;
+  /** What the client's id matches. */
+  clientId: RegExp;
+  apiService: string;
+  workerService: string;
+  /** Whether a span is one of the database's statements. */
+  databaseSpan: (span: ReceivedSpan) => boolean;
+  output: () => string;
+}
+
+/**
+ * Bills a visit with a claim, sent with a traceparent, and follows it in the receiver: the server span
+ * by its route, a database span inside it, the submission, the insurer's answer, the remittance and a
+ * delivery with its outgoing POST, all in the request's trace; no patient data anywhere in the export.
+ */
+async function followOneBill(receiver: OtlpReceiver, at: Scenario): Promise<void> {
+  const remote = (method: string, p: string, options: Parameters<typeof call>[3] = {}) =>
+    call(at.baseUrl, method, `/api/v1${p}`, { token: at.key, ...options });
+  const person = patientBody({
+    givenNames: ['Nomvula', 'Thandeka'],
+    lastName: 'Xabanisa',
+    birthDate: '1977-11-23',
+  });
+  const patient = await createPatient(remote, person);
+  await createCoverage(remote, patient.id, { planId: 'pln_ubuntu_essential', memberNumber: 'M-31415' });
+  const when = new Date(Date.now() - 3600_000).toISOString();
+  const encounter = await createEncounter(remote, {
+    patientId: patient.id,
+    practitionerId: at.practitionerId,
+    start: when,
+    end: when,
+    diagnoses: [{ code: 'J06.9' }],
+    procedures: [{ code: '0190', diagnosisCodes: ['J06.9'] }],
+  });
+  const traceId = randomBytes(16).toString('hex');
+  const billed = await remote('POST', `/encounters/${encounter.id}/bill`, {
+    body: { issue: true, submitClaim: true },
+    idempotencyKey: `idem-${randomBytes(8).toString('hex')}`,
+    headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+  });
+  assert.equal(billed.status, 201, billed.text);
+
+  const inTrace = () => receiver.spans.filter((s) => s.traceId === traceId);
+  const named = (name: string) => (spans: ReceivedSpan[]) => spans.find((s) => s.name === name);
+  const wait = (what: string, find: (spans: ReceivedSpan[]) => ReceivedSpan | undefined) =>
+    until(
+      `${what} in the trace (spans so far: ${inTrace()
+        .map((s) => s.name)
+        .join(', ')})\n${at.output()}`,
+      () => find(inTrace()),
+    );
+
+  const server = await wait('the server span', named('POST /api/v1/encounters/:encounterId/bill'));
+  assert.equal(server.attributes['http.route'], '/api/v1/encounters/:encounterId/bill');
+  assert.equal(server.attributes['http.request.method'], 'POST');
+  assert.equal(server.attributes['http.response.status_code'], 201);
+  assert.equal(server.attributes['practice_billing.practice.id'], at.practiceId);
+  assert.match(String(server.attributes['practice_billing.client.id']), at.clientId);
+  assert.equal(server.service, at.apiService);
+  // The request's statements are spans inside it (a child of the server span, or of one of its children).
+  const byId = new Map(inTrace().map((span) => [span.spanId, span]));
+  const under = (span: ReceivedSpan, ancestor: ReceivedSpan): boolean => {
+    for (let p = byId.get(span.parentSpanId); p; p = byId.get(p.parentSpanId))
+      if (p === ancestor) return true;
+    return false;
+  };
+  await wait('a database span inside the request', (spans) => {
+    for (const span of spans) byId.set(span.spanId, span);
+    return spans.find((span) => at.databaseSpan(span) && under(span, server));
+  });
+
+  const submit = await wait('the submission', named('claim.submit process'));
+  assert.equal(submit.service, at.workerService);
+  assert.equal(submit.attributes['practice_billing.practice.id'], at.practiceId);
+  const insurer = await wait('the insurer answer', named('insurer submit'));
+  assert.equal(insurer.parentSpanId, submit.spanId);
+  await wait('the remittance', named('insurer.remittance process'));
+  const delivery = await wait('a webhook delivery', (spans) =>
+    spans.find(
+      (s) => s.name === 'webhook.deliver process' && s.attributes['practice_billing.webhook.endpoint.id'],
+    ),
+  );
+  assert.match(String(delivery.attributes['practice_billing.webhook.endpoint.id']), /^whe_|^[a-z]+_/);
+  assert.equal(delivery.attributes['practice_billing.webhook.attempt'], 1);
+  await wait("the delivery's outgoing POST", (spans) =>
+    spans.find((s) => s.parentSpanId === delivery.spanId && s.kind === 3),
+  );
+
+  // Nothing exported names the patient (the export as a whole, every attribute of every span).
+  const exported = receiver.raw();
+  for (const secret of [
+    ...person.givenNames,
+    person.lastName,
+    person.birthDate,
+    person.externalId.value,
+    'M-31415',
+  ]) {
+    const carrier = receiver.spans.find((s) => JSON.stringify(s).includes(secret));
+    assert.ok(!exported.includes(secret), `the traces carry ${secret}: ${JSON.stringify(carrier)}`);
   }
 }
 
@@ -94,85 +209,18 @@ describe('traces and metrics across the API and worker processes (postgres)', {
   });
 
   test('one bill with a claim, sent with a traceparent: the API, the database and the worker in one trace', async () => {
-    const remote = (method: string, p: string, options: Parameters<typeof call>[3] = {}) =>
-      call(api.baseUrl, method, `/api/v1${p}`, { token: practice.key, ...options });
-    const person = patientBody({
-      givenNames: ['Nomvula', 'Thandeka'],
-      lastName: 'Xabanisa',
-      birthDate: '1977-11-23',
-    });
-    const patient = await createPatient(remote, person);
-    await createCoverage(remote, patient.id, { planId: 'pln_ubuntu_essential', memberNumber: 'M-31415' });
-    const when = new Date(Date.now() - 3600_000).toISOString();
-    const encounter = await createEncounter(remote, {
-      patientId: patient.id,
+    await followOneBill(receiver, {
+      baseUrl: api.baseUrl,
+      key: practice.key,
+      practiceId: practice.practiceId,
       practitionerId: practice.practitionerId,
-      start: when,
-      end: when,
-      diagnoses: [{ code: 'J06.9' }],
-      procedures: [{ code: '0190', diagnosisCodes: ['J06.9'] }],
+      clientId: new RegExp(`^${practice.clientId}$`),
+      apiService: 'practice-billing-api',
+      workerService: 'practice-billing-worker',
+      databaseSpan: (span) =>
+        span.attributes['db.system.name'] === 'postgresql' && span.name.startsWith('pg.query:'),
+      output: () => worker.output(),
     });
-    const traceId = randomBytes(16).toString('hex');
-    const billed = await remote('POST', `/encounters/${encounter.id}/bill`, {
-      body: { issue: true, submitClaim: true },
-      idempotencyKey: `idem-${randomBytes(8).toString('hex')}`,
-      headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
-    });
-    assert.equal(billed.status, 201, billed.text);
-
-    const inTrace = () => receiver.spans.filter((s) => s.traceId === traceId);
-    const named = (name: string) => (spans: ReceivedSpan[]) => spans.find((s) => s.name === name);
-    const wait = (what: string, find: (spans: ReceivedSpan[]) => ReceivedSpan | undefined) =>
-      until(
-        `${what} in the trace (spans so far: ${inTrace()
-          .map((s) => s.name)
-          .join(', ')})\n${worker.output()}`,
-        () => find(inTrace()),
-      );
-
-    const server = await wait('the server span', named('POST /api/v1/encounters/:encounterId/bill'));
-    assert.equal(server.attributes['http.route'], '/api/v1/encounters/:encounterId/bill');
-    assert.equal(server.attributes['practice_billing.practice.id'], practice.practiceId);
-    assert.equal(server.attributes['practice_billing.client.id'], practice.clientId);
-    assert.equal(server.service, 'practice-billing-api');
-    const dbSpan = await wait('a PostgreSQL span of the request', (spans) =>
-      spans.find(
-        (s) =>
-          (s.attributes['db.system'] === 'postgresql' || s.attributes['db.system.name'] === 'postgresql') &&
-          s.service === 'practice-billing-api',
-      ),
-    );
-    assert.ok(dbSpan);
-
-    const submit = await wait('the submission', named('claim.submit process'));
-    assert.equal(submit.service, 'practice-billing-worker');
-    assert.equal(submit.attributes['practice_billing.practice.id'], practice.practiceId);
-    const insurer = await wait('the insurer answer', named('insurer submit'));
-    assert.equal(insurer.parentSpanId, submit.spanId);
-    await wait('the remittance', named('insurer.remittance process'));
-    const delivery = await wait('a webhook delivery', (spans) =>
-      spans.find(
-        (s) => s.name === 'webhook.deliver process' && s.attributes['practice_billing.webhook.endpoint.id'],
-      ),
-    );
-    assert.match(String(delivery.attributes['practice_billing.webhook.endpoint.id']), /^whe_|^[a-z]+_/);
-    assert.equal(delivery.attributes['practice_billing.webhook.attempt'], 1);
-    await wait("the delivery's outgoing POST", (spans) =>
-      spans.find((s) => s.parentSpanId === delivery.spanId && s.kind === 3),
-    );
-
-    // Nothing exported names the patient (the export as a whole, every attribute of every span).
-    const exported = receiver.raw();
-    for (const secret of [
-      ...person.givenNames,
-      person.lastName,
-      person.birthDate,
-      person.externalId.value,
-      'M-31415',
-    ]) {
-      const carrier = receiver.spans.find((s) => JSON.stringify(s).includes(secret));
-      assert.ok(!exported.includes(secret), `the traces carry ${secret}: ${JSON.stringify(carrier)}`);
-    }
   });
 
   test('both processes are scraped with METRICS_TOKEN; the admin token and no token are refused', async () => {
@@ -221,5 +269,66 @@ describe('traces and metrics across the API and worker processes (postgres)', {
     assert.equal(submitted.outcome, 'done');
     assert.equal(typeof submitted.attempt, 'number');
     assert.equal(typeof submitted.durationMs, 'number');
+  });
+});
+
+describe('traces on the embedded database (`npm start`: the API and the worker in one process)', () => {
+  let receiver: OtlpReceiver;
+  let hooks: http.Server;
+  let service: ServiceProcess;
+  let dataDir: string;
+
+  before(async () => {
+    receiver = await startOtlpReceiver();
+    hooks = http.createServer((_request, response) => response.writeHead(204).end());
+    await new Promise<void>((resolve) => hooks.listen(0, '127.0.0.1', resolve));
+    dataDir = tempDir('traces');
+    service = await startServiceProcess({
+      dataDir,
+      port: await freePort(),
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        INSURER_DELAY_MS: '0',
+        REMITTANCE_DELAY_MS: '0',
+      },
+      timeoutMs: 60_000,
+    });
+  });
+  after(async () => {
+    await service?.stop();
+    if (dataDir) removeDataDir(dataDir);
+    await receiver?.close();
+    await new Promise((resolve) => hooks?.close(resolve));
+  });
+
+  test('the same request and job spans, and the statements as client spans inside the request', async () => {
+    const banner = sandboxBanner(service.stdout());
+    const practitionerId = /practitioner +(prt_\S+)/.exec(service.stdout())?.[1];
+    assert.ok(practitionerId);
+    const address = hooks.address();
+    const endpoint = await call(
+      service.baseUrl,
+      'POST',
+      `/admin/v1/practices/${banner.practiceId}/webhook-endpoints`,
+      {
+        token: banner.adminToken,
+        body: { url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/hooks` },
+      },
+    );
+    assert.equal(endpoint.status, 201, endpoint.text);
+    await followOneBill(receiver, {
+      baseUrl: service.baseUrl,
+      key: banner.apiKey,
+      practiceId: banner.practiceId,
+      practitionerId,
+      clientId: /^cli_/,
+      apiService: 'practice-billing',
+      workerService: 'practice-billing',
+      databaseSpan: (span) =>
+        span.attributes['db.system.name'] === 'postgresql' && span.name.startsWith('pglite.query:'),
+      output: () => `${service.stdout()}\n${service.stderr()}`,
+    });
   });
 });

@@ -14,6 +14,8 @@ import {
   trace,
 } from '@opentelemetry/api';
 
+import { statementShape } from './statement-shape.ts';
+
 let on = false;
 
 /** Called by the tracing start: from now on spans are made. */
@@ -89,4 +91,19 @@ export function nameServerSpan(method: string, route: string): void {
   if (!span) return;
   span.setAttribute('http.route', route);
   span.updateName(`${method} ${route}`);
+}
+
+/**
+ * Runs one statement of the embedded database (which has no client library to instrument) inside a
+ * client span shaped as the pg instrumentation's are, when a span is active to hold it.
+ */
+export function traceStatement<T>(sqlText: string, run: () => Promise<T>): Promise<T> {
+  if (!on || !trace.getActiveSpan()) return run();
+  const shape = statementShape(sqlText);
+  return inSpan(
+    `pglite.query:${shape.split(/\s+/, 1)[0]?.toUpperCase() ?? ''}`,
+    { 'db.system.name': 'postgresql', 'db.query.text': shape },
+    run,
+    { role: 'client' },
+  );
 }

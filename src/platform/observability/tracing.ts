@@ -8,6 +8,7 @@
 // loaded when tracing is off.
 import { createRequire } from 'node:module';
 import { tracingStarted } from './spans.ts';
+import { statementShape } from './statement-shape.ts';
 
 export interface Tracing {
   /** Sends what is still buffered and stops. */
@@ -72,19 +73,4 @@ export async function startTracing(
   require('pg');
   started = { shutdown: () => sdk.shutdown() };
   return started;
-}
-
-/**
- * A statement's text with its literals replaced by `?`: quoted strings (E'...' with backslash escapes,
- * '...' with doubled quotes, $tag$...$tag$) and numbers outside names. Whatever is left that could
- * still open a literal makes the whole text give way to its first word.
- */
-export function statementShape(text: string): string {
-  const shaped = text
-    .replace(/\$([A-Za-z_]*)\$[\s\S]*?\$\1\$/g, '?')
-    .replace(/[Ee]'(?:[^'\\]|\\[\s\S]|'')*'/g, '?')
-    .replace(/'(?:[^']|'')*'/g, '?')
-    .replace(/(?<![\w$.])-?\d+(?:\.\d+)?(?![\w$])/g, '?');
-  if (/['$]/.test(shaped.replace(/\$\d+/g, ''))) return text.trim().split(/\s+/)[0] ?? '';
-  return shaped;
 }
