@@ -112,3 +112,26 @@ test('the first session with LOG_LEVEL=debug: no patient data in the whole log; 
   assert.equal(typeof submit.attempt, 'number');
   assert.equal(typeof submit.durationMs, 'number');
 });
+
+test('LOG_FORMAT=pretty writes lines for a person at a terminal, not JSON', { timeout: 90_000 }, async () => {
+  const dataDir = tempDir('pretty');
+  const service = await startServiceProcess({
+    dataDir,
+    port: await freePort(),
+    env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' },
+    timeoutMs: 40_000,
+  });
+  try {
+    const health = await fetch(`${service.baseUrl}/healthz`);
+    assert.equal(health.status, 200);
+  } finally {
+    await service.stop();
+    removeDataDir(dataDir);
+  }
+  const lines = service.stdout().split('\n');
+  const completed = lines.find((line) => line.includes('request completed'));
+  assert.ok(completed, service.stdout());
+  assert.ok(!completed.trimStart().startsWith('{'), completed);
+  assert.match(completed, /INFO/);
+  assert.ok(!lines.some((line) => line.startsWith('{"level"')), service.stdout());
+});
