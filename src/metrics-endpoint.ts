@@ -1,18 +1,21 @@
 // Prometheus text at GET /metrics, with prom-client: this process's own figures
-// (src/platform/observability/metrics.ts) and, in a process that serves the API, the service's
-// (src/service-metrics.ts). On the API's port it is read with METRICS_TOKEN (or, when none is set, the
+// (src/platform/observability/metrics.ts), whether it reaches its database, and, in a process that
+// serves the API, the service's (src/service-metrics.ts) and the failing webhook endpoints. On the API's port it is read with METRICS_TOKEN (or, when none is set, the
 // admin token); on a port of its own (METRICS_PORT, the worker's way of being scraped) with
 // METRICS_TOKEN when one is set, and without any when none is: the operator's choice, for a port only
 // the scraper reaches. Hidden from the OpenAPI document: it is for a scraper, not a client.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { Deps } from './api/deps.ts';
+import type { Database } from './platform/db/database.ts';
 import { asOperator } from './platform/db/transaction.ts';
 import { AppError } from './platform/http/errors.ts';
 import { processMetricsText } from './platform/observability/metrics.ts';
 import { type ServiceMetrics, serviceMetrics } from './service-metrics.ts';
+import { failingEndpoints } from './webhooks/store.ts';
 
 /** The figures as Prometheus text (exposition format 0.0.4). */
 export async function prometheusText(
@@ -110,13 +113,48 @@ function bearerMatches(authorization: string | undefined, expected: Buffer): boo
   return match !== null && timingSafeEqual(digest(match[1]!), expected);
 }
 
-/** Everything a scrape of this process reads: its own figures, then the service's when it serves the API. */
-export async function scrapeText(deps: Deps | undefined): Promise<{ contentType: string; text: string }> {
-  const own = await processMetricsText();
-  if (!deps) return { contentType: new Registry().contentType, text: own };
-  const figures = await asOperator(deps.db, (trx) => serviceMetrics(trx, deps));
-  const service = await prometheusText(figures);
-  return { contentType: service.contentType, text: `${own}\n${service.text}` };
+/**
+ * Everything a scrape of this process reads: its own figures; whether it reaches its database now
+ * (practice_billing_ready, as /readyz asks); and, in a process that serves the API and while the
+ * database answers, the service's figures and the webhook endpoints whose deliveries are failing.
+ */
+export async function scrapeText(
+  db: Database,
+  deps: Deps | undefined,
+): Promise<{ contentType: string; text: string }> {
+  const registry = new Registry();
+  const ready = await sql`SELECT 1`.execute(db.kysely).then(
+    () => true,
+    () => false,
+  );
+  new Gauge({
+    name: 'practice_billing_ready',
+    help: 'Whether this process reached its database at this scrape (1) or not (0), as /readyz asks.',
+    registers: [registry],
+  }).set(ready ? 1 : 0);
+  const parts = [await processMetricsText()];
+  if (deps && ready) {
+    const { figures, failing } = await asOperator(deps.db, async (trx) => ({
+      figures: await serviceMetrics(trx, deps),
+      failing: await failingEndpoints(trx),
+    }));
+    const failingFor = new Gauge({
+      name: 'practice_billing_webhook_endpoint_failing_seconds',
+      help: "Seconds since an enabled endpoint's deliveries began failing (none listed: every endpoint's latest delivery succeeded).",
+      labelNames: ['practice', 'endpoint'],
+      registers: [registry],
+    });
+    const now = deps.clock.now().getTime();
+    for (const row of failing) {
+      failingFor.set(
+        { practice: row.practiceId, endpoint: row.endpointId },
+        Math.max(0, (now - row.failingSince.getTime()) / 1000),
+      );
+    }
+    parts.push((await prometheusText(figures)).text);
+  }
+  parts.push(await registry.metrics());
+  return { contentType: registry.contentType, text: parts.join('\n') };
 }
 
 /** Serves GET /metrics on the API's port, to the bearer of `token` (METRICS_TOKEN, else the admin token). */
@@ -131,7 +169,7 @@ export async function registerMetricsEndpoint(
       reply.header('www-authenticate', 'Bearer');
       throw new AppError('unauthenticated', '/metrics needs Authorization: Bearer <METRICS_TOKEN>.');
     }
-    const { contentType, text } = await scrapeText(deps);
+    const { contentType, text } = await scrapeText(deps.db, deps);
     return reply.type(contentType).send(text);
   });
 }
@@ -144,6 +182,9 @@ export async function serveMetricsPort(options: {
   port: number;
   host: string;
   token: string | undefined;
+  /** The database this process reaches (the worker's pool in a worker). */
+  db: Database;
+  /** The API's, in a process that serves it. */
   deps: Deps | undefined;
   log: FastifyBaseLogger;
 }): Promise<{ port: number; close(): Promise<void> }> {
@@ -161,7 +202,7 @@ export async function serveMetricsPort(options: {
       response.end('/metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
       return;
     }
-    scrapeText(options.deps).then(
+    scrapeText(options.db, options.deps).then(
       ({ contentType, text }) => response.writeHead(200, { 'content-type': contentType }).end(text),
       (err: unknown) => {
         options.log.warn({ err }, 'metrics scrape failed');

@@ -130,6 +130,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
         port: config.metricsPort,
         host: config.host,
         token: config.metricsToken,
+        db: workerDb,
         deps: options.api ? deps : undefined,
         log,
       });

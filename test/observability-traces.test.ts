@@ -255,6 +255,7 @@ describe('traces and metrics across the API and worker processes (postgres)', {
     assert.match(text, /^claims_answered_total\{outcome="accepted"\} 1$/m);
     assert.match(text, /^webhook_attempts_total\{outcome="delivered"\} [1-9]\d*$/m);
     assert.match(text, /^db_pool_connections_max\{pool="practice-billing-worker"\} \d+$/m);
+    assert.match(text, /^practice_billing_ready 1$/m, 'the worker says it reaches its database');
     assert.equal((await call(workerUrl, 'GET', '/metrics', {})).status, 401);
 
     // The worker logs each job's start and end at info, naming kind, practice, attempt and outcome.

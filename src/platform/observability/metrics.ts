@@ -90,6 +90,18 @@ export function countRateLimitRefusal(reason: 'client' | 'source'): void {
   rateLimited.inc({ reason });
 }
 
+const unavailable = new Counter({
+  name: 'requests_unavailable_total',
+  help: 'API requests answered 503 because a write could not be made, by cause: audit (the audit row could not be written) or database (the database was unavailable).',
+  labelNames: ['cause'],
+  registers,
+});
+
+/** One request answered 503, nothing done, because the audit write or the database failed. */
+export function countUnavailable(cause: 'audit' | 'database'): void {
+  unavailable.inc({ cause });
+}
+
 /** What a connection pool tells of itself. */
 export interface PoolFigures {
   size: number;
