@@ -72,6 +72,12 @@ async function followOneBill(receiver: OtlpReceiver, at: Scenario): Promise<void
   });
   const patient = await createPatient(remote, person);
   await createCoverage(remote, patient.id, { planId: 'pln_ubuntu_essential', memberNumber: 'M-31415' });
+  // A look-up by the patient's identifier: its value is in the query string, never in a span.
+  const found = await remote(
+    'GET',
+    `/patients?externalSystem=${encodeURIComponent(person.externalId.system)}&externalId=${person.externalId.value}`,
+  );
+  assert.equal(found.status, 200, found.text);
   const when = new Date(Date.now() - 3600_000).toISOString();
   const encounter = await createEncounter(remote, {
     patientId: patient.id,
@@ -135,6 +141,18 @@ async function followOneBill(receiver: OtlpReceiver, at: Scenario): Promise<void
     spans.find((s) => s.parentSpanId === delivery.spanId && s.kind === 3),
   );
 
+  await wait('the look-up, its query string without values', () =>
+    receiver.spans.find(
+      (span) =>
+        span.name === 'GET /api/v1/patients' &&
+        span.attributes['url.query'] === 'externalSystem=REDACTED&externalId=REDACTED',
+    ),
+  );
+  // The exports themselves are not traced (a span per export would feed itself).
+  assert.ok(
+    !receiver.spans.some((span) => String(span.attributes['url.full'] ?? '').includes('/v1/traces')),
+    'an export to the collector was traced',
+  );
   // Nothing exported names the patient (the export as a whole, every attribute of every span).
   const exported = receiver.raw();
   for (const secret of [

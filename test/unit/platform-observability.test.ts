@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/platform/config.ts';
 import { currentTraceparent, inSpan } from '../../src/platform/observability/spans.ts';
 import { statementShape } from '../../src/platform/observability/statement-shape.ts';
+import { queryNamesOnly } from '../../src/platform/observability/tracing.ts';
 
 test('a statement keeps its shape and loses every literal', () => {
   const held = `insert into "audit_events" ("practice_id", "route", "status") values (E'org_1', E'/api/v1/patients', 201);
@@ -74,4 +75,13 @@ test('LOG_FORMAT, METRICS_TOKEN and METRICS_PORT', () => {
 test('without tracing started, no trace context is stored and spans only call through', async () => {
   assert.equal(currentTraceparent(), null);
   assert.equal(await inSpan('job', {}, async (span) => (span === undefined ? 'through' : 'span')), 'through');
+});
+
+test("a query string's values are not recorded, only its parameters' names", () => {
+  assert.equal(
+    queryNamesOnly('externalSystem=urn%3Ademo&externalId=MRN-1001'),
+    'externalSystem=REDACTED&externalId=REDACTED',
+  );
+  assert.equal(queryNamesOnly('token=abc&token=def'), 'token=REDACTED');
+  assert.equal(queryNamesOnly(''), '');
 });

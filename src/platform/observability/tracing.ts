@@ -42,12 +42,14 @@ export async function startTracing(
     logRecordProcessors: [],
     instrumentations: [
       new HttpInstrumentation({
-        // The collector's own endpoint is not traced (a span per export would feed itself).
-        ignoreOutgoingRequestHook: (request) => (request.path ?? '').startsWith('/v1/'),
+        // The exports themselves are not traced: the SDK sends them with tracing suppressed.
         // Scrapes and probes are not requests anyone waits on.
         ignoreIncomingRequestHook: (request) => /^\/(metrics|healthz|readyz)(\?|$)/.test(request.url ?? ''),
-        // No headers, no query strings: only the method, route, status and sizes.
-        headersToSpanAttributes: { client: { requestHeaders: [], responseHeaders: [] } },
+        // A query string's values may identify a patient (GET /patients?externalId=...): names only.
+        startIncomingSpanHook: (request) => {
+          const at = (request.url ?? '').indexOf('?');
+          return at < 0 ? {} : { 'url.query': queryNamesOnly(request.url!.slice(at + 1)) };
+        },
       }),
       new PgInstrumentation({
         // Parameters are never recorded; and since some statements carry their values inline (a
@@ -62,7 +64,15 @@ export async function startTracing(
           if (recorded && 'db.statement' in recorded) span.setAttribute('db.statement', text);
         },
       }),
-      new UndiciInstrumentation(),
+      // An endpoint's address may carry a token in its query string: its values are not recorded.
+      new UndiciInstrumentation({
+        startSpanHook: (request) => {
+          const at = request.path.indexOf('?');
+          if (at < 0) return {};
+          const query = queryNamesOnly(request.path.slice(at + 1));
+          return { 'url.query': query, 'url.full': `${request.origin}${request.path.slice(0, at)}?${query}` };
+        },
+      }),
     ],
   });
   sdk.start();
@@ -73,4 +83,10 @@ export async function startTracing(
   require('pg');
   started = { shutdown: () => sdk.shutdown() };
   return started;
+}
+
+/** A query string with every value replaced by REDACTED: which parameters were sent, not what. */
+export function queryNamesOnly(query: string): string {
+  const params = new URLSearchParams(query);
+  return [...new Set(params.keys())].map((name) => `${encodeURIComponent(name)}=REDACTED`).join('&');
 }
