@@ -28,52 +28,13 @@ export async function startTracing(
 ): Promise<Tracing> {
   if (!configured) return off;
   if (started) return started;
-  const [{ NodeSDK }, { HttpInstrumentation }, { PgInstrumentation }, { UndiciInstrumentation }] =
-    await Promise.all([
-      import('@opentelemetry/sdk-node'),
-      import('@opentelemetry/instrumentation-http'),
-      import('@opentelemetry/instrumentation-pg'),
-      import('@opentelemetry/instrumentation-undici'),
-    ]);
+  const { NodeSDK } = await import('@opentelemetry/sdk-node');
   const sdk = new NodeSDK({
     serviceName: configured.serviceName ?? defaultName,
     // Metrics and logs are not exported by OTLP: Prometheus scrapes the metrics, logs go to stdout.
     metricReaders: [],
     logRecordProcessors: [],
-    instrumentations: [
-      new HttpInstrumentation({
-        // The exports themselves are not traced: the SDK sends them with tracing suppressed.
-        // Scrapes and probes are not requests anyone waits on.
-        ignoreIncomingRequestHook: (request) => /^\/(metrics|healthz|readyz)(\?|$)/.test(request.url ?? ''),
-        // A query string's values may identify a patient (GET /patients?externalId=...): names only.
-        startIncomingSpanHook: (request) => {
-          const at = (request.url ?? '').indexOf('?');
-          return at < 0 ? {} : { 'url.query': queryNamesOnly(request.url!.slice(at + 1)) };
-        },
-      }),
-      new PgInstrumentation({
-        // Parameters are never recorded; and since some statements carry their values inline (a
-        // transaction's held frame is sent as one text, src/platform/db/postgres-session.ts), the
-        // statement's text is recorded with every literal replaced by a placeholder.
-        enhancedDatabaseReporting: false,
-        requireParentSpan: true,
-        requestHook: (span, { query }) => {
-          const text = statementShape(query.text);
-          span.setAttribute('db.query.text', text);
-          const recorded = (span as { attributes?: Record<string, unknown> }).attributes;
-          if (recorded && 'db.statement' in recorded) span.setAttribute('db.statement', text);
-        },
-      }),
-      // An endpoint's address may carry a token in its query string: its values are not recorded.
-      new UndiciInstrumentation({
-        startSpanHook: (request) => {
-          const at = request.path.indexOf('?');
-          if (at < 0) return {};
-          const query = queryNamesOnly(request.path.slice(at + 1));
-          return { 'url.query': query, 'url.full': `${request.origin}${request.path.slice(0, at)}?${query}` };
-        },
-      }),
-    ],
+    instrumentations: await instrumentations(),
   });
   sdk.start();
   tracingStarted();
@@ -83,6 +44,49 @@ export async function startTracing(
   require('pg');
   started = { shutdown: () => sdk.shutdown() };
   return started;
+}
+
+/** HTTP in and out (node:http), PostgreSQL (pg) and undici, each told what it must not record. */
+async function instrumentations() {
+  const [{ HttpInstrumentation }, { PgInstrumentation }, { UndiciInstrumentation }] = await Promise.all([
+    import('@opentelemetry/instrumentation-http'),
+    import('@opentelemetry/instrumentation-pg'),
+    import('@opentelemetry/instrumentation-undici'),
+  ]);
+  return [
+    new HttpInstrumentation({
+      // The exports themselves are not traced: the SDK sends them with tracing suppressed.
+      // Scrapes and probes are not requests anyone waits on.
+      ignoreIncomingRequestHook: (request) => /^\/(metrics|healthz|readyz)(\?|$)/.test(request.url ?? ''),
+      // A query string's values may identify a patient (GET /patients?externalId=...): names only.
+      startIncomingSpanHook: (request) => {
+        const at = (request.url ?? '').indexOf('?');
+        return at < 0 ? {} : { 'url.query': queryNamesOnly(request.url!.slice(at + 1)) };
+      },
+    }),
+    new PgInstrumentation({
+      // Parameters are never recorded; and since some statements carry their values inline (a
+      // transaction's held frame is sent as one text, src/platform/db/postgres-session.ts), the
+      // statement's text is recorded with every literal replaced by a placeholder.
+      enhancedDatabaseReporting: false,
+      requireParentSpan: true,
+      requestHook: (span, { query }) => {
+        const text = statementShape(query.text);
+        span.setAttribute('db.query.text', text);
+        const recorded = (span as { attributes?: Record<string, unknown> }).attributes;
+        if (recorded && 'db.statement' in recorded) span.setAttribute('db.statement', text);
+      },
+    }),
+    // An endpoint's address may carry a token in its query string: its values are not recorded.
+    new UndiciInstrumentation({
+      startSpanHook: (request) => {
+        const at = request.path.indexOf('?');
+        if (at < 0) return {};
+        const query = queryNamesOnly(request.path.slice(at + 1));
+        return { 'url.query': query, 'url.full': `${request.origin}${request.path.slice(0, at)}?${query}` };
+      },
+    }),
+  ];
 }
 
 /** A query string with every value replaced by REDACTED: which parameters were sent, not what. */
