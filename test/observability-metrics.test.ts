@@ -51,6 +51,10 @@ describeEachBackend('metrics the alert rules watch', (backend) => {
     const ep = await addEndpoint(svc, practice.practiceId, r);
     const series = `practice_billing_webhook_endpoint_failing_seconds{practice="${practice.practiceId}",endpoint="${ep.id}"}`;
     const failedBefore = value(await scrape(), 'webhook_attempts_total{outcome="failed"}');
+    const retriedBefore = value(
+      await scrape(),
+      'jobs_completed_total{kind="webhook.deliver",outcome="retry"}',
+    );
     assert.ok(!(await scrape()).includes(series), 'not failing before its first delivery');
     await billVisit(svc, practice);
     await svc.worker.drain();
@@ -59,6 +63,11 @@ describeEachBackend('metrics the alert rules watch', (backend) => {
     assert.ok(text.includes(series), text);
     assert.ok(value(text, series) >= 60, `failing for ${value(text, series)} s`);
     assert.equal(value(text, 'webhook_attempts_total{outcome="failed"}'), failedBefore + 1);
+    assert.equal(
+      value(text, 'jobs_completed_total{kind="webhook.deliver",outcome="retry"}'),
+      retriedBefore + 1,
+      'the delivery job is given back to run again',
+    );
   });
 
   test('a request whose audit row cannot be written is answered 503 and counted as an audit failure', async () => {

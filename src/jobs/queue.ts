@@ -449,4 +449,13 @@ export async function failJob(db: Database, job: JobRow, now: Date, error: strin
  */
 export async function rescheduleJob(trx: Trx, job: JobRow, delayMs: number, error: string): Promise<void> {
   await changeHeldJob(trx, job, { locked_by: null, last_error: error.slice(0, 2000) }, delayMs);
+  rescheduled.add(job);
+}
+
+/** Jobs given back to the queue to run again later, by their handler or by the worker. */
+const rescheduled = new WeakSet<JobRow>();
+
+/** Whether this run of the job gave it back to run again (a retry), rather than ending it. */
+export function wasRescheduled(job: JobRow): boolean {
+  return rescheduled.has(job);
 }

@@ -39,6 +39,7 @@ import {
   renewLeases,
   retryJob,
   takeDueJobs,
+  wasRescheduled,
 } from './queue.ts';
 
 export interface WorkerDeps {
@@ -201,7 +202,8 @@ export function startWorker(
     try {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
       await runWithFollowOns(followOnRunner, () => handler(job));
-      return 'done';
+      // A handler may give the job back itself (a failed delivery attempt, an insurer not answering).
+      return wasRescheduled(job) ? 'retry' : 'done';
     } catch (err) {
       if (isJobLeaseLost(err)) {
         log.warn(

@@ -26,7 +26,7 @@ export function observeRequest(method: string, route: string, statusCode: number
 
 const jobsCompleted = new Counter({
   name: 'jobs_completed_total',
-  help: 'Jobs this worker ran, by kind and outcome (done, retry, failed, lease_lost).',
+  help: 'Jobs this worker ran, by kind and outcome: done (ended), retry (given back to run again later), failed (for good), lease_lost (another worker has it).',
   labelNames: ['kind', 'outcome'],
   registers,
 });
