@@ -8,6 +8,8 @@
 // lease; a worker that dies leaves its jobs to be taken again when their lease runs out, and one that
 // lost a lease learns it and records nothing of that job. Any number of workers can share one
 // database, whatever their clocks say; each should have its own pool (WORKER_DATABASE_POOL_SIZE).
+// Each run is logged at its start and end, counted by kind and outcome, and traced as a span that
+// continues the trace of the work that queued the job (src/platform/observability/).
 import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../platform/clock.ts';
