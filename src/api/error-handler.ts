@@ -8,6 +8,7 @@ import { AppError, fieldErrors, invalidParameters, problemOf } from '../platform
 import { RequestShed } from '../platform/http/load-shedding.ts';
 import type { RefuseUnrouted } from '../platform/http/not-found.ts';
 import { toFieldErrors } from '../platform/http/validation.ts';
+import { countUnavailable } from '../platform/observability/metrics.ts';
 
 function toAppError(error: FastifyError | Error, request: FastifyRequest): AppError {
   // Shed before any work: nothing to record, and no connection to spend on recording it.
@@ -23,6 +24,7 @@ function toAppError(error: FastifyError | Error, request: FastifyRequest): AppEr
   }
   if (error instanceof AuditUnavailableError || isDatabaseUnavailable(error)) {
     request.auditState?.failed();
+    countUnavailable(error instanceof AuditUnavailableError ? 'audit' : 'database');
     return new AppError(
       'service_unavailable',
       error instanceof AuditUnavailableError

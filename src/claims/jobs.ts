@@ -18,6 +18,8 @@ import type { Database } from '../platform/db/database.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
+import { countClaimAnswer } from '../platform/observability/metrics.ts';
+import { inSpan, PRACTICE_ID } from '../platform/observability/spans.ts';
 import { type PracticeBilling, practiceBilling } from '../practices/service.ts';
 import { CLAIM_JOBS } from './job-kinds.ts';
 import { setClaimStatus } from './service.ts';
@@ -78,13 +80,24 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
   if (!prepared) return;
   let answer: SubmitAnswer;
   try {
-    answer = await ctx.insurer.submit(prepared.submission);
+    answer = await inSpan(
+      'insurer submit',
+      { [PRACTICE_ID]: job.practice_id, 'practice_billing.claim.id': claimId },
+      async (span) => {
+        const answered = await ctx.insurer.submit(prepared.submission);
+        span?.setAttribute('practice_billing.claim.outcome', answered.status);
+        return answered;
+      },
+      { role: 'client' },
+    );
   } catch (error) {
     if (await retryWithinWindow(ctx, job, prepared.startedAt, error)) return;
+    countClaimAnswer('unanswered');
     await recording(ctx, job.practice_id, (trx) => rejectUnanswered(ctx, trx, job, prepared, ids));
     return;
   }
   faultPoint('claim.after_insurer_answer');
+  countClaimAnswer(answer.status);
   await recording(ctx, job.practice_id, (trx) => recordAnswer(ctx, trx, job, prepared, ids, answer));
 }
 

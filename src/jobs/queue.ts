@@ -14,6 +14,7 @@ import type { Tables } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
 import { newId } from '../platform/ids.ts';
+import { currentTraceparent } from '../platform/observability/spans.ts';
 import { followOnLease, takeFollowOns } from './follow-on.ts';
 import type { TakenJobsPreparer } from './handoff.ts';
 import type { JobRow } from './job-row.ts';
@@ -146,6 +147,7 @@ function jobRowOf<S extends TSchema>(
 ): { insert: InsertObject<Tables, 'jobs'> & { id: string }; answer: InsertedJob | undefined } {
   checkedPayload(kind, payload);
   const id = newId('job');
+  const traceContext = currentTraceparent();
   const lease = followOnLease(kind.lane, concurrencyKey, delayMs);
   const belowCap =
     lease?.keyCap != null
@@ -173,6 +175,7 @@ function jobRowOf<S extends TSchema>(
     ...(lease ? { attempts: leased(sql<number>`${lease.attempts}::int`, sql<number>`0`) } : {}),
     last_error: null,
     finished_at: null,
+    trace_context: traceContext,
   };
   lease?.claim(
     insert,
@@ -191,6 +194,7 @@ function jobRowOf<S extends TSchema>(
       state: 'queued',
       last_error: null,
       finished_at: null,
+      trace_context: traceContext,
     },
     handoff,
   );
@@ -445,4 +449,13 @@ export async function failJob(db: Database, job: JobRow, now: Date, error: strin
  */
 export async function rescheduleJob(trx: Trx, job: JobRow, delayMs: number, error: string): Promise<void> {
   await changeHeldJob(trx, job, { locked_by: null, last_error: error.slice(0, 2000) }, delayMs);
+  rescheduled.add(job);
+}
+
+/** Jobs given back to the queue to run again later, by their handler or by the worker. */
+const rescheduled = new WeakSet<JobRow>();
+
+/** Whether this run of the job gave it back to run again (a retry), rather than ending it. */
+export function wasRescheduled(job: JobRow): boolean {
+  return rescheduled.has(job);
 }

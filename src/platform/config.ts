@@ -26,6 +26,17 @@ export interface Config {
   publicBaseUrl: string;
   errorsDocUrl: string;
   logLevel: string;
+  /** JSON lines (the default), or pretty for a person at a terminal (LOG_FORMAT). */
+  logFormat: 'json' | 'pretty';
+  /**
+   * Whether traces are exported (OpenTelemetry): an OTLP endpoint is set and OTEL_SDK_DISABLED is not
+   * true. The SDK reads the rest of the standard OTEL_* variables itself.
+   */
+  tracing: { serviceName: string | undefined } | undefined;
+  /** The bearer token that reads /metrics; undefined: the admin token reads it on the API's port. */
+  metricsToken: string | undefined;
+  /** A port of its own serving /metrics (and nothing else); undefined: none. */
+  metricsPort: number | undefined;
   insurerDelayMs: number;
   databasePoolSize: number;
   workerDatabasePoolSize: number;
@@ -142,6 +153,18 @@ function faultPointsOf(raw: string | undefined): FaultPoints {
   return points;
 }
 
+/**
+ * Traces go out when an OTLP endpoint is named (for every signal or for traces) and the SDK is not
+ * disabled: with neither, nothing of OpenTelemetry is started.
+ */
+function tracingOf(env: NodeJS.ProcessEnv): Config['tracing'] {
+  const disabled = (env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true';
+  const exporter = (env.OTEL_TRACES_EXPORTER ?? '').trim().toLowerCase();
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  if (disabled || exporter === 'none' || !endpoint) return undefined;
+  return { serviceName: env.OTEL_SERVICE_NAME || undefined };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST || '127.0.0.1';
@@ -165,9 +188,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent`);
   }
+  const logFormat = env.LOG_FORMAT || 'json';
+  if (logFormat !== 'json' && logFormat !== 'pretty') {
+    throw new ConfigError(`LOG_FORMAT must be json or pretty, got "${logFormat}"`);
+  }
+  const metricsPort = env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined;
   return {
     port,
     host,
+    logFormat,
+    tracing: tracingOf(env),
+    metricsToken: env.METRICS_TOKEN || undefined,
+    metricsPort,
     databaseUrl,
     migrationDatabaseUrl: env.MIGRATION_DATABASE_URL || databaseUrl,
     databaseListenUrl: databaseListenUrl ?? databaseUrl,

@@ -7,8 +7,9 @@
 // pgliteCounted for the embedded database); src/service-metrics.ts reports them. Always on: an
 // integer add per send. The embedded database's driver also hands a statement's answer sink its rows
 // (src/platform/db/query-options.ts), as PostgreSQL's session does for a held statement.
-import type { CompiledQuery, DatabaseConnection, Driver, TransactionSettings } from 'kysely';
+import type { CompiledQuery, DatabaseConnection, Driver, QueryResult, TransactionSettings } from 'kysely';
 import { PGliteDialect } from 'kysely';
+import { traceStatement } from '../observability/spans.ts';
 import { queryOptionsOf } from './query-options.ts';
 
 export interface StatementCounts {
@@ -52,22 +53,28 @@ class CountingPgliteDriver implements Driver {
     const connection = await this.#driver.acquireConnection();
     if (!this.#counted.has(connection)) {
       const executeQuery = connection.executeQuery.bind(connection);
-      connection.executeQuery = async <R>(compiled: CompiledQuery) => {
-        countRoundTrip(1);
-        const sink = queryOptionsOf(compiled).answer;
-        if (!sink) return executeQuery<R>(compiled);
-        try {
-          const result = await executeQuery<R>(compiled);
-          sink.answered(result.rows as unknown[]);
-          return result;
-        } catch (error) {
-          sink.failed(error);
-          throw error;
-        }
-      };
+      connection.executeQuery = <R>(compiled: CompiledQuery) =>
+        traceStatement(compiled.sql, () => this.#execute<R>(executeQuery, compiled));
       this.#counted.add(connection);
     }
     return connection;
+  }
+
+  async #execute<R>(
+    executeQuery: <T>(compiled: CompiledQuery) => Promise<QueryResult<T>>,
+    compiled: CompiledQuery,
+  ): Promise<QueryResult<R>> {
+    countRoundTrip(1);
+    const sink = queryOptionsOf(compiled).answer;
+    if (!sink) return executeQuery<R>(compiled);
+    try {
+      const result = await executeQuery<R>(compiled);
+      sink.answered(result.rows as unknown[]);
+      return result;
+    } catch (error) {
+      sink.failed(error);
+      throw error;
+    }
   }
 
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {

@@ -330,6 +330,7 @@ export interface JobsTable {
   practice_id: string;
   run_at: Date;
   state: Generated<'queued' | 'done' | 'failed'>;
+  trace_context: string | null;
 }
 
 export interface NotificationsTable {
