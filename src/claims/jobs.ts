@@ -6,8 +6,7 @@
 // twice.
 import { findCoverage } from '../insurance/service.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
-import { OWING_STATUSES } from '../invoices/payment-status.ts';
-import { recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
+import { REMITTABLE_STATUSES, recordRemittanceOn, takeBackInsurerPayments } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { lockInvoice, readInvoice } from '../invoices/service.ts';
 import { lockInvoiceRowWithInsurerPaid } from '../invoices/store.ts';
@@ -333,28 +332,20 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
     }
     if (claim && locked && claim.submission_id === submissionId && REMITTED_STATUSES.includes(claim.status)) {
       const { insurer_paid: paidByInsurer, ...invoice } = locked;
-      // Net of what the insurer already paid on this invoice and did not take back.
-      const amount = Math.min(
-        Number(claim.approved_benefit) - Number(paidByInsurer),
-        Number(invoice.balance_due),
-      );
+      // Net of what the insurer already paid on this invoice and did not take back; never capped at
+      // the balance, so a patient who paid first is owed the difference (creditDue) and no money is lost.
+      const amount = Number(claim.approved_benefit) - Number(paidByInsurer);
       if (amount > 0 && (invoice.status === 'amending' || invoice.status === 'draft')) {
         // The practice is changing the invoice: pay once it is issued again, not never.
         await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, 'invoice is being amended');
         return;
       }
-      if (amount > 0 && OWING_STATUSES.includes(invoice.status as InvoiceStatus)) {
-        await recordPaymentOn(
+      if (amount > 0 && REMITTABLE_STATUSES.includes(invoice.status as InvoiceStatus)) {
+        await recordRemittanceOn(
           trx,
           (handedOverWith(job) as PracticeBilling | undefined) ?? (await practiceBilling(trx, practiceId)),
           invoice,
-          {
-            invoiceId: claim.invoice_id,
-            amount,
-            method: 'remittance',
-            reference: claim.authorization_reference,
-            source: 'insurer',
-          },
+          { amount, reference: claim.authorization_reference },
           now,
         );
       }

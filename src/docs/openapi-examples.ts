@@ -66,6 +66,8 @@ const issuedInvoice = {
   totalGross: 123_750,
   amountPaid: 0,
   balanceDue: 123_750,
+  amountWrittenOff: 0,
+  creditDue: 0,
   lineItems: lines,
   closingReason: null,
   updatedAt: '2026-03-10T09:00:00.466Z',

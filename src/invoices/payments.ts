@@ -1,5 +1,5 @@
-// Owns payments against an invoice: recording one (from the patient at the practice, or from the
-// insurer's remittance), and taking back the insurer's money when it confirms a reversal (a negative
+// Owns payments against an invoice: recording one (from the patient at the practice, never above the
+// balance; or the insurer's remittance, always in full), and taking back the insurer's money when it confirms a reversal (a negative
 // insurer payment). Each moves the invoice's amount paid, sets its status from its money and writes
 // payment.created.
 import type { Selectable } from 'kysely';
@@ -11,7 +11,7 @@ import { AppError, fieldErrors } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
-import { OWING_STATUSES } from './payment-status.ts';
+import { OPEN_STATUSES, OWING_STATUSES } from './payment-status.ts';
 import {
   type InvoiceStatus,
   type Payment,
@@ -111,6 +111,41 @@ export async function recordPaymentOn(
     invoice,
     { ...request, source: request.source ?? 'patient' },
     receivedAt,
+    now,
+  );
+}
+
+/**
+ * The statuses of an invoice an insurer's remittance is recorded on: every issued one, paid in full
+ * or not, and one written off. The scheme's money is never turned away: paid beyond what is owed, it
+ * shows as the invoice's `creditDue` (the practice owes the patient, settled by a refund); on a
+ * written-off invoice it lowers the amount written off.
+ */
+export const REMITTABLE_STATUSES: readonly InvoiceStatus[] = [...OPEN_STATUSES, 'written_off'];
+
+/**
+ * Records the insurer's remittance in full on an invoice whose row the caller has locked: the amount
+ * the scheme approved and has not yet paid, whatever the patient already paid.
+ */
+export async function recordRemittanceOn(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoice: InvoiceRow,
+  remittance: { amount: number; reference: string | null },
+  now: Date,
+) {
+  return writePayment(
+    trx,
+    billing,
+    invoice,
+    {
+      invoiceId: invoice.id,
+      amount: remittance.amount,
+      method: 'remittance',
+      reference: remittance.reference,
+      source: 'insurer',
+    },
+    now,
     now,
   );
 }

@@ -483,7 +483,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       operationId: 'recordInvoiceRefund',
       summary: 'Record a refund given back to the patient',
       description:
-        "Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund (else 422 `business_rule`). `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.",
+        "Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund, and a written-off one up to its `creditDue` (else 422 `business_rule`). A refund settles the invoice's `creditDue` (money received beyond its total, such as a medical scheme's remittance after the patient paid) first; beyond that `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.",
       tag: 'Invoices',
       permission: 'REFUNDS:CREATE',
       creates: true,

@@ -81,7 +81,24 @@ export const Invoice = Type.Object(
     totalNet: Amount,
     totalGross: Amount,
     amountPaid: Amount,
-    balanceDue: Amount,
+    balanceDue: Type.Integer({
+      minimum: 0,
+      maximum: MAX_AMOUNT,
+      description:
+        'What is still owed on the invoice: totalGross less amountPaid while it is open, never below 0; 0 once it is cancelled, entered in error or written off (a closed invoice owes nothing).',
+    }),
+    amountWrittenOff: Type.Integer({
+      minimum: 0,
+      maximum: MAX_AMOUNT,
+      description:
+        'The balance the practice gave up when it wrote the invoice off (totalGross less amountPaid); 0 unless the invoice is written_off.',
+    }),
+    creditDue: Type.Integer({
+      minimum: 0,
+      maximum: MAX_AMOUNT,
+      description:
+        "What the practice owes the patient: money received beyond totalGross (amountPaid less totalGross, else 0), as when the medical scheme's payment arrives after the patient paid at the desk. A refund settles it.",
+    }),
     lineItems: Type.Array(InvoiceLine),
     closingReason: Nullable(
       Type.String({

@@ -48,6 +48,15 @@ export function unsettledClaimReason(invoice: InvoiceRow): string | null {
   return `Invoice ${invoice.number} has a claim that is ${status}; ${next}.`;
 }
 
+/**
+ * Why the invoice's claim stops a write-off, or null: only a claim the insurer is still working on
+ * (submitting, reversing), whose answer could move money the write-off would then misstate.
+ */
+export function claimInFlightReason(invoice: InvoiceRow): string | null {
+  if (!CLAIM_IN_FLIGHT.includes(invoice.claim_status ?? '')) return null;
+  return `Invoice ${invoice.number} has a claim that is ${invoice.claim_status}; wait for the insurer's answer.`;
+}
+
 /** The due date of an invoice dated `date` (YYYY-MM-DD): the practice's payment terms later. */
 export function dueDateFrom(date: string, billing: PracticeBilling): string {
   const d = new Date(`${date}T00:00:00Z`);
@@ -74,6 +83,8 @@ export function invoiceOf(record: InvoiceRecord): Invoice {
     totalGross: Number(i.total_gross),
     amountPaid: Number(i.amount_paid),
     balanceDue: Number(i.balance_due),
+    amountWrittenOff: Number(i.amount_written_off),
+    creditDue: Number(i.credit_due),
     lineItems: record.lines.map((l) => ({
       id: l.id,
       serviceDate: l.service_date,

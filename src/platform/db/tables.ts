@@ -282,12 +282,14 @@ export interface InvoiceLinesTable {
 
 export interface InvoicesTable {
   amount_paid: Generated<number>;
+  amount_written_off: GeneratedAlways<number | null>;
   balance_due: GeneratedAlways<number>;
   claim_status: string | null;
   closed_at: Date | null;
   closed_reason: string | null;
   coverage_id: string | null;
   created_at: Generated<NeverUpdated<Date>>;
+  credit_due: GeneratedAlways<number | null>;
   currency: string;
   date: string;
   due_date: string | null;

@@ -428,7 +428,7 @@ export interface paths {
         put?: never;
         /**
          * Record a refund given back to the patient
-         * @description Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund (else 422 `business_rule`). `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.
+         * @description Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund, and a written-off one up to its `creditDue` (else 422 `business_rule`). A refund settles the invoice's `creditDue` (money received beyond its total, such as a medical scheme's remittance after the patient paid) first; beyond that `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.
          */
         post: operations["recordInvoiceRefund"];
         delete?: never;
@@ -809,6 +809,8 @@ export interface components {
          *         "totalGross": 123750,
          *         "amountPaid": 0,
          *         "balanceDue": 123750,
+         *         "amountWrittenOff": 0,
+         *         "creditDue": 0,
          *         "lineItems": [
          *           {
          *             "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
@@ -1449,6 +1451,8 @@ export interface components {
          *       "totalGross": 123750,
          *       "amountPaid": 0,
          *       "balanceDue": 123750,
+         *       "amountWrittenOff": 0,
+         *       "creditDue": 0,
          *       "lineItems": [
          *         {
          *           "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
@@ -1517,6 +1521,8 @@ export interface components {
          *       "totalGross": 123750,
          *       "amountPaid": 123750,
          *       "balanceDue": 0,
+         *       "amountWrittenOff": 0,
+         *       "creditDue": 0,
          *       "lineItems": [
          *         {
          *           "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
@@ -1589,7 +1595,12 @@ export interface components {
             totalNet: number;
             totalGross: number;
             amountPaid: number;
+            /** @description What is still owed on the invoice: totalGross less amountPaid while it is open, never below 0; 0 once it is cancelled, entered in error or written off (a closed invoice owes nothing). */
             balanceDue: number;
+            /** @description The balance the practice gave up when it wrote the invoice off (totalGross less amountPaid); 0 unless the invoice is written_off. */
+            amountWrittenOff: number;
+            /** @description What the practice owes the patient: money received beyond totalGross (amountPaid less totalGross, else 0), as when the medical scheme's payment arrives after the patient paid at the desk. A refund settles it. */
+            creditDue: number;
             lineItems: components["schemas"]["InvoiceLine"][];
             /** @description Why the invoice was cancelled, entered in error or written off, as given then; null while it is not closed. */
             closingReason: string | null;
