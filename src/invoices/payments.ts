@@ -19,7 +19,14 @@ import {
   RECEIVED_AT_SKEW_MINUTES,
 } from './schemas.ts';
 import { lockInvoice, readInvoice, touchInvoice } from './service.ts';
-import { findPayment, type InvoiceRow, insertPayment, insurerPaid, listPayments } from './store.ts';
+import {
+  earliestServiceDate,
+  findPayment,
+  type InvoiceRow,
+  insertPayment,
+  insurerPaid,
+  listPayments,
+} from './store.ts';
 
 export function paymentOf(row: Selectable<PaymentsTable>): Payment {
   return {
@@ -65,6 +72,19 @@ function receivedAtOf(request: PaymentRequest, now: Date): Date {
   return at;
 }
 
+/**
+ * Why a payment received at `receivedOn` (the practice's date of it) is refused for an invoice whose
+ * earliest date of service is `earliestService`, or null: money is not received for a service not
+ * yet given.
+ */
+export function receivedBeforeServiceReason(
+  receivedOn: string,
+  earliestService: string | null,
+): string | null {
+  if (earliestService === null || receivedOn >= earliestService) return null;
+  return `receivedAt (${receivedOn} in the practice's time zone) is before the invoice's earliest date of service (${earliestService})`;
+}
+
 /** For a body that names its invoice (the operator's): an invoice not found is a wrong `invoiceId`. */
 export function invoiceFieldError(error: unknown): never {
   if (error instanceof AppError && error.code === 'not_found') {
@@ -99,6 +119,11 @@ export async function recordPaymentOn(
     );
   }
   const receivedAt = receivedAtOf(request, now);
+  if (request.receivedAt !== undefined) {
+    const earliest = await earliestServiceDate(trx, billing.id, invoice.id);
+    const reason = receivedBeforeServiceReason(dateIn(billing.timezone, receivedAt), earliest);
+    if (reason) throw fieldErrors([{ field: 'receivedAt', code: 'invalid', message: reason }]);
+  }
   const balance = Number(invoice.balance_due);
   if (request.amount > balance) {
     throw fieldErrors([

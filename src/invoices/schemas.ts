@@ -273,7 +273,7 @@ export const PaymentFields = {
   reference: MoneyReference,
   receivedAt: Type.Optional(
     OffsetDateTime(
-      `When the money was received; default now. At most ${RECEIVED_AT_SKEW_MINUTES} minutes ahead of the service's clock and at most ${RECEIVED_AT_MAX_AGE_DAYS} days back. Returned in UTC.`,
+      `When the money was received; default now. At most ${RECEIVED_AT_SKEW_MINUTES} minutes ahead of the service's clock and at most ${RECEIVED_AT_MAX_AGE_DAYS} days back, and not before the invoice's earliest date of service (in the practice's time zone). Returned in UTC.`,
     ),
   ),
 };

@@ -2087,7 +2087,7 @@ export interface components {
             reference?: string | null;
             /**
              * Format: offset-date-time
-             * @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. When the money was received; default now. At most 5 minutes ahead of the service's clock and at most 366 days back. Returned in UTC.
+             * @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. When the money was received; default now. At most 5 minutes ahead of the service's clock and at most 366 days back, and not before the invoice's earliest date of service (in the practice's time zone). Returned in UTC.
              */
             receivedAt?: string;
         };
