@@ -43,8 +43,14 @@ function retryDelay(attempts: number): number {
   return RETRY_DELAYS_MS[Math.min(attempts - 1, RETRY_DELAYS_MS.length - 1)]!;
 }
 
-function minutes(ms: number): string {
-  return `${Math.round(ms / 60_000)} minutes`;
+/** A window's length as a person reads it: "30 seconds" under a minute, else "1 minute", "5 minutes". */
+export function windowWording(ms: number): string {
+  if (ms < 60_000) {
+    const seconds = Math.max(1, Math.round(ms / 1000));
+    return `${seconds} ${seconds === 1 ? 'second' : 'seconds'}`;
+  }
+  const minutes = Math.round(ms / 60_000);
+  return `${minutes} ${minutes === 1 ? 'minute' : 'minutes'}`;
 }
 
 /** Retries the job, or returns false when the next attempt would fall outside the answer window. */
@@ -148,7 +154,7 @@ async function rejectUnanswered(
       claim,
       'rejected',
       {
-        message: `The insurer did not answer within ${minutes(ctx.answerWindowMs)}; the claim was not accepted. Resubmit it to try again.`,
+        message: `The insurer did not answer within ${windowWording(ctx.answerWindowMs)}; the claim was not accepted. Resubmit it to try again.`,
       },
       ctx.now(),
     );
@@ -246,7 +252,7 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
     if (await retryWithinWindow(ctx, job, prepared.claim.submission_started_at, error)) return;
     outcome = {
       reversed: false,
-      message: `The insurer did not answer the reversal within ${minutes(ctx.answerWindowMs)}.`,
+      message: `The insurer did not answer the reversal within ${windowWording(ctx.answerWindowMs)}.`,
     };
   }
 

@@ -199,6 +199,7 @@ export const EXAMPLES: Record<string, unknown[]> = {
       message: null,
       resubmittable: false,
       reversible: true,
+      reversalReason: null,
       authorizationReference: 'SBX-9D50F498655B',
       submittedAt: '2026-03-10T09:00:00.481Z',
       currency: 'ZAR',

@@ -80,6 +80,7 @@ export interface ClaimsTable {
   place_of_service_code: string | null;
   practice_id: string;
   resubmit_after_reversal: Generated<boolean>;
+  reversal_reason: string | null;
   status:
     | 'submitting'
     | 'accepted'

@@ -593,7 +593,7 @@ export interface paths {
         };
         /**
          * The modifiers of a code system's codes
-         * @description Tariff modifiers a line of this system can carry in `modifiers`, each with the percentage it adds to or takes off the line's total; ordered by code. Every modifier is answered on one page (`hasMore` false); a system without modifiers answers an empty list.
+         * @description Tariff modifiers a line of this system can carry in `modifiers`, each with the percentage it adds to or takes off the line's total; ordered by code, paged like every list (`limit`, `cursor`). A system without modifiers answers an empty list. An unknown query parameter is 400 naming it; a cursor not issued by this list is 400 `invalid_cursor`.
          */
         get: operations["listCodeSystemModifiers"];
         put?: never;
@@ -888,6 +888,7 @@ export interface components {
          *       "message": null,
          *       "resubmittable": false,
          *       "reversible": true,
+         *       "reversalReason": null,
          *       "authorizationReference": "SBX-9D50F498655B",
          *       "submittedAt": "2026-03-10T09:00:00.481Z",
          *       "currency": "ZAR",
@@ -927,6 +928,8 @@ export interface components {
             outcome: "queued" | "complete" | "partial" | "error";
             /** @description The insurer's reason when the claim or its reversal failed, or why it was not sent. */
             message: string | null;
+            /** @description The reason given when the claim's latest reversal was asked for (POST .../claim/reverse with `reason`); null when none was given or the claim was never reversed. The request's audit row carries the same words in `reason`. */
+            reversalReason: string | null;
             /** @description True exactly when `POST .../claim/resubmit` without a body would be accepted now: the claim is rejected, reversed or partially accepted, and the invoice is claim-ready (issued, partially paid or overdue, with lines that each have a primary diagnosis, and a coverage). */
             resubmittable: boolean;
             /** @description True when the insurer accepted some or all of it, or a reversal failed. */
@@ -2115,10 +2118,11 @@ export interface components {
         PracticeRequest: {
             name: string;
             /**
-             * @description ISO 4217; default ZAR.
+             * @description An ISO 4217 currency in circulation with a minor unit (amounts are integers in it); default ZAR.
              * @default ZAR
+             * @enum {string}
              */
-            currency?: string;
+            currency?: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "JMD" | "JOD" | "KES" | "KGS" | "KHR" | "KPW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "QAR" | "RON" | "RSD" | "RUB" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "USD" | "USN" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "WST" | "XCD" | "XCG" | "YER" | "ZAR" | "ZMW" | "ZWG";
             /**
              * @description IANA time zone (canonical name, or UTC).
              * @default Africa/Johannesburg
@@ -4414,7 +4418,12 @@ export interface operations {
     };
     listCodeSystemModifiers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description `nextCursor` of the previous page, unchanged. */
+                cursor?: string;
+            };
             header?: {
                 /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
