@@ -25,6 +25,7 @@ import * as m0023 from './0023_job_backlog.ts';
 import * as m0024 from './0024_practice_job_backlog.ts';
 import * as m0040 from './0040_invoice_money_columns.ts';
 import * as m0041 from './0041_claim_reversal_reason.ts';
+import * as m0042 from './0042_invoice_paid_by_insurer.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '0024_practice_job_backlog': m0024,
   '0040_invoice_money_columns': m0040,
   '0041_claim_reversal_reason': m0041,
+  '0042_invoice_paid_by_insurer': m0042,
 };

@@ -199,7 +199,12 @@ async function writePayment(
     trx,
     billing,
     invoice.id,
-    { amount_paid: Number(invoice.amount_paid) + payment.amount },
+    {
+      amount_paid: Number(invoice.amount_paid) + payment.amount,
+      ...(payment.source === 'insurer'
+        ? { paid_by_insurer: Number(invoice.paid_by_insurer) + payment.amount }
+        : {}),
+    },
     { settleOn: dateIn(billing.timezone, now), held: invoice },
   );
   await recordEvent(trx, billing.id, 'payment.created', { type: 'invoice', id: invoice.id }, now, {

@@ -99,6 +99,28 @@ export const Invoice = Type.Object(
       description:
         "What the practice owes the patient: money received beyond totalGross (amountPaid less totalGross, else 0), as when the medical scheme's payment arrives after the patient paid at the desk. A refund settles it.",
     }),
+    totalVat: Type.Integer({
+      minimum: 0,
+      maximum: MAX_AMOUNT,
+      description:
+        'The VAT included in totalGross (totalGross less totalNet); 0 for a practice not registered for VAT.',
+    }),
+    paidByScheme: Type.Integer({
+      minimum: -MAX_AMOUNT,
+      maximum: MAX_AMOUNT,
+      description:
+        "What the patient's medical scheme paid on the invoice (its remittances less what it took back on a reversal), VAT included.",
+    }),
+    paidByPatient: Type.Integer({
+      minimum: -MAX_AMOUNT,
+      maximum: MAX_AMOUNT,
+      description:
+        'What the patient paid on the invoice less what was refunded (amountPaid less paidByScheme).',
+    }),
+    balanceExplanation: Type.String({
+      description:
+        "Why the patient owes what they owe, in words, from the amounts beside it: the total with its VAT, what the scheme paid (and that it pays each service up to its own rate, VAT included), what the patient paid, and what is owed now (or owed to the patient, or written off). For the patient's account.",
+    }),
     lineItems: Type.Array(InvoiceLine),
     closingReason: Nullable(
       Type.String({

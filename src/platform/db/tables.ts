@@ -297,6 +297,7 @@ export interface InvoicesTable {
   id: string;
   issued_at: Date | null;
   number: string;
+  paid_by_insurer: Generated<number>;
   patient_id: string;
   place_of_service_code: string | null;
   practice_id: string;

@@ -811,6 +811,10 @@ export interface components {
          *         "balanceDue": 123750,
          *         "amountWrittenOff": 0,
          *         "creditDue": 0,
+         *         "totalVat": 0,
+         *         "paidByScheme": 0,
+         *         "paidByPatient": 0,
+         *         "balanceExplanation": "Total ZAR 1237.50. You owe ZAR 1237.50.",
          *         "lineItems": [
          *           {
          *             "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
@@ -1456,6 +1460,10 @@ export interface components {
          *       "balanceDue": 123750,
          *       "amountWrittenOff": 0,
          *       "creditDue": 0,
+         *       "totalVat": 0,
+         *       "paidByScheme": 0,
+         *       "paidByPatient": 0,
+         *       "balanceExplanation": "Total ZAR 1237.50. You owe ZAR 1237.50.",
          *       "lineItems": [
          *         {
          *           "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
@@ -1526,6 +1534,10 @@ export interface components {
          *       "balanceDue": 0,
          *       "amountWrittenOff": 0,
          *       "creditDue": 0,
+         *       "totalVat": 0,
+         *       "paidByScheme": 123750,
+         *       "paidByPatient": 0,
+         *       "balanceExplanation": "Total ZAR 1237.50. Your medical scheme paid ZAR 1237.50. Nothing is owed.",
          *       "lineItems": [
          *         {
          *           "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
@@ -1604,6 +1616,14 @@ export interface components {
             amountWrittenOff: number;
             /** @description What the practice owes the patient: money received beyond totalGross (amountPaid less totalGross, else 0), as when the medical scheme's payment arrives after the patient paid at the desk. A refund settles it. */
             creditDue: number;
+            /** @description The VAT included in totalGross (totalGross less totalNet); 0 for a practice not registered for VAT. */
+            totalVat: number;
+            /** @description What the patient's medical scheme paid on the invoice (its remittances less what it took back on a reversal), VAT included. */
+            paidByScheme: number;
+            /** @description What the patient paid on the invoice less what was refunded (amountPaid less paidByScheme). */
+            paidByPatient: number;
+            /** @description Why the patient owes what they owe, in words, from the amounts beside it: the total with its VAT, what the scheme paid (and that it pays each service up to its own rate, VAT included), what the patient paid, and what is owed now (or owed to the patient, or written off). For the patient's account. */
+            balanceExplanation: string;
             lineItems: components["schemas"]["InvoiceLine"][];
             /** @description Why the invoice was cancelled, entered in error or written off, as given then; null while it is not closed. */
             closingReason: string | null;
