@@ -97,13 +97,22 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       bodyOptional: true,
       // Look-ups by key, and the rates statement, whose custom plan took longer than its run.
       genericPlans: true,
-      queuesClaimWork: (body) => (body as { submitClaim?: unknown } | undefined)?.submitClaim === true,
       successStatus: 201,
       response: BillResult,
       errorStatuses: WRITE_ERRORS,
-      handler: async ({ trx, practiceId, params, body, now }) => {
+      handler: async ({ trx, deps, practiceId, params, body, now }) => {
         const billing = await billingFor(trx, practiceId);
-        const result = await billEncounter(trx, billing, params.encounterId, body ?? {}, now, queueClaim);
+        // Past the claims backlog's bound the invoice is still created; only its claim is skipped.
+        const claimHeldBack = body?.submitClaim === true ? deps.loadShedder.claimWorkHeldBack() : null;
+        const result = await billEncounter(
+          trx,
+          billing,
+          params.encounterId,
+          body ?? {},
+          now,
+          queueClaim,
+          claimHeldBack,
+        );
         return {
           body: result,
           location: `/api/v1/invoices/${result.invoice.id}`,
