@@ -4,6 +4,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AuditUnavailableError } from '../platform/audit-log.ts';
 import { isDatabaseUnavailable } from '../platform/db/transaction.ts';
+import { malformedCursorError } from '../platform/http/cursor.ts';
 import { AppError, fieldErrors, invalidParameters, problemOf } from '../platform/http/errors.ts';
 import { RequestShed } from '../platform/http/load-shedding.ts';
 import type { RefuseUnrouted } from '../platform/http/not-found.ts';
@@ -20,7 +21,11 @@ function toAppError(error: FastifyError | Error, request: FastifyRequest): AppEr
     const errors = toFieldErrors(fe.validation as never, part);
     if (part === 'body') return fieldErrors(errors);
     if (part === 'params') return new AppError('not_found', 'No such record in this practice.');
-    return invalidParameters(errors);
+    const cursor =
+      part === 'querystring'
+        ? malformedCursorError((request.query as { cursor?: unknown } | null)?.cursor)
+        : undefined;
+    return invalidParameters(cursor ? [...errors, cursor] : errors);
   }
   if (error instanceof AuditUnavailableError || isDatabaseUnavailable(error)) {
     request.auditState?.failed();

@@ -6,8 +6,7 @@
 // twice.
 import { findCoverage } from '../insurance/service.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
-import { OWING_STATUSES } from '../invoices/payment-status.ts';
-import { recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
+import { REMITTABLE_STATUSES, recordRemittanceOn, takeBackInsurerPayments } from '../invoices/payments.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 import { lockInvoice, readInvoice } from '../invoices/service.ts';
 import { lockInvoiceRowWithInsurerPaid } from '../invoices/store.ts';
@@ -46,8 +45,14 @@ function retryDelay(attempts: number): number {
   return RETRY_DELAYS_MS[Math.min(attempts - 1, RETRY_DELAYS_MS.length - 1)]!;
 }
 
-function minutes(ms: number): string {
-  return `${Math.round(ms / 60_000)} minutes`;
+/** A window's length as a person reads it: "30 seconds" under a minute, else "1 minute", "5 minutes". */
+export function windowWording(ms: number): string {
+  if (ms < 60_000) {
+    const seconds = Math.max(1, Math.round(ms / 1000));
+    return `${seconds} ${seconds === 1 ? 'second' : 'seconds'}`;
+  }
+  const minutes = Math.round(ms / 60_000);
+  return `${minutes} ${minutes === 1 ? 'minute' : 'minutes'}`;
 }
 
 /** Retries the job, or returns false when the next attempt would fall outside the answer window. */
@@ -162,7 +167,7 @@ async function rejectUnanswered(
       claim,
       'rejected',
       {
-        message: `The insurer did not answer within ${minutes(ctx.answerWindowMs)}; the claim was not accepted. Resubmit it to try again.`,
+        message: `The insurer did not answer within ${windowWording(ctx.answerWindowMs)}; the claim was not accepted. Resubmit it to try again.`,
       },
       ctx.now(),
     );
@@ -260,7 +265,7 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
     if (await retryWithinWindow(ctx, job, prepared.claim.submission_started_at, error)) return;
     outcome = {
       reversed: false,
-      message: `The insurer did not answer the reversal within ${minutes(ctx.answerWindowMs)}.`,
+      message: `The insurer did not answer the reversal within ${windowWording(ctx.answerWindowMs)}.`,
     };
   }
 
@@ -346,28 +351,20 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
     }
     if (claim && locked && claim.submission_id === submissionId && REMITTED_STATUSES.includes(claim.status)) {
       const { insurer_paid: paidByInsurer, ...invoice } = locked;
-      // Net of what the insurer already paid on this invoice and did not take back.
-      const amount = Math.min(
-        Number(claim.approved_benefit) - Number(paidByInsurer),
-        Number(invoice.balance_due),
-      );
+      // Net of what the insurer already paid on this invoice and did not take back; never capped at
+      // the balance, so a patient who paid first is owed the difference (creditDue) and no money is lost.
+      const amount = Number(claim.approved_benefit) - Number(paidByInsurer);
       if (amount > 0 && (invoice.status === 'amending' || invoice.status === 'draft')) {
         // The practice is changing the invoice: pay once it is issued again, not never.
         await rescheduleJob(trx, job, REMITTANCE_RETRY_MS, 'invoice is being amended');
         return;
       }
-      if (amount > 0 && OWING_STATUSES.includes(invoice.status as InvoiceStatus)) {
-        await recordPaymentOn(
+      if (amount > 0 && REMITTABLE_STATUSES.includes(invoice.status as InvoiceStatus)) {
+        await recordRemittanceOn(
           trx,
           (handedOverWith(job) as PracticeBilling | undefined) ?? (await practiceBilling(trx, practiceId)),
           invoice,
-          {
-            invoiceId: claim.invoice_id,
-            amount,
-            method: 'remittance',
-            reference: claim.authorization_reference,
-            source: 'insurer',
-          },
+          { amount, reference: claim.authorization_reference },
           now,
         );
       }

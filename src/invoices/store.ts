@@ -283,6 +283,21 @@ export async function lineTotals(trx: Trx, practiceId: string, invoiceId: string
   return lines.map((l) => Number(l.total));
 }
 
+/** The earliest date of service of an invoice's lines (YYYY-MM-DD), or null when it has none. */
+export async function earliestServiceDate(
+  trx: Trx,
+  practiceId: string,
+  invoiceId: string,
+): Promise<string | null> {
+  const row = await trx
+    .selectFrom('invoice_lines')
+    .select((eb) => eb.fn.min<string | null>('service_date').as('earliest'))
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId)
+    .executeTakeFirst();
+  return row?.earliest ?? null;
+}
+
 /** Changes an invoice; answers what its status rule reads. */
 export async function updateInvoice(
   trx: Trx,

@@ -149,12 +149,23 @@ function jobRowOf<S extends TSchema>(
   const id = newId('job');
   const traceContext = currentTraceparent();
   const lease = followOnLease(kind.lane, concurrencyKey, delayMs);
-  const belowCap =
+  const keyBelowCap =
     lease?.keyCap != null
       ? sql<boolean>`(SELECT count(*) FROM jobs
            WHERE lane = ${kind.lane} AND practice_id = ${practiceId} AND concurrency_key = ${concurrencyKey}
              AND state = 'queued' AND locked_until > now()) < ${lease.keyCap}::int`
       : undefined;
+  // The practice's cap, as a take counts it: its jobs of the lane running under a live lease.
+  const practiceBelowCap =
+    lease?.practiceCap != null
+      ? sql<boolean>`(SELECT count(*) FROM jobs
+           WHERE lane = ${kind.lane} AND practice_id = ${practiceId}
+             AND state = 'queued' AND locked_until > now()) < ${lease.practiceCap}::int`
+      : undefined;
+  const belowCap =
+    keyBelowCap && practiceBelowCap
+      ? sql<boolean>`(${keyBelowCap} AND ${practiceBelowCap})`
+      : (keyBelowCap ?? practiceBelowCap);
   const leased = <T>(value: RawBuilder<T>, otherwise: RawBuilder<T>): RawBuilder<T> =>
     belowCap ? sql<T>`CASE WHEN ${belowCap} THEN ${value} ELSE ${otherwise} END` : value;
   const insert = {
@@ -266,13 +277,25 @@ export async function takeDueJobs(
   workerId: string,
   limit: number,
   leaseMs: number,
-  options: { lanes?: readonly JobLane[]; keyCap?: number | null; prepare?: TakenJobsPreparer } = {},
+  options: {
+    lanes?: readonly JobLane[];
+    keyCap?: number | null;
+    practiceCap?: number | null;
+    prepare?: TakenJobsPreparer;
+  } = {},
 ): Promise<JobRow[]> {
   const [answer] = await takeFairly(
     db,
     workerId,
     dueIn(leaseMs),
-    [{ lanes: options.lanes ?? JOB_LANES, limit, keyCap: options.keyCap ?? null }],
+    [
+      {
+        lanes: options.lanes ?? JOB_LANES,
+        limit,
+        keyCap: options.keyCap ?? null,
+        practiceCap: options.practiceCap ?? null,
+      },
+    ],
     options.prepare,
   );
   return answer!.jobs;

@@ -163,6 +163,7 @@ export function startWorker(
     workerId,
     leaseMs,
     keyCap: (lane) => laneLimits(config, lane).keyCap,
+    practiceCap: (lane) => laneLimits(config, lane).practiceCap,
     reserve(lane, k) {
       if (stopped) return false;
       const cap = laneLimits(config, lane).keyCap;
@@ -264,12 +265,17 @@ export function startWorker(
   // The lanes' takes of one turn share a transaction (a commit that queued jobs of both wakes both).
   const takeBatched = batchedTakes(deps.db, workerId, leaseMs, prepare);
   const take = (lane: JobLane, limit: number) =>
-    takeBatched({ lanes: [lane], limit, keyCap: laneLimits(config, lane).keyCap });
+    takeBatched({
+      lanes: [lane],
+      limit,
+      keyCap: laneLimits(config, lane).keyCap,
+      practiceCap: laneLimits(config, lane).practiceCap,
+    });
   // drain() takes from every lane in one statement, as many as all lanes' slots, each key capped.
   const takeAndRun = async (): Promise<number> => {
     const limit = JOB_LANES.reduce((sum, lane) => sum + laneLimits(config, lane).concurrency, 0);
-    const keyCap = laneLimits(config, 'webhooks').keyCap;
-    const jobs = await takeDueJobs(deps.db, workerId, limit, leaseMs, { keyCap, prepare });
+    const { keyCap, practiceCap } = laneLimits(config, 'webhooks');
+    const jobs = await takeDueJobs(deps.db, workerId, limit, leaseMs, { keyCap, practiceCap, prepare });
     await Promise.all(jobs.map(runJob));
     await settleFollowOns();
     return jobs.length;

@@ -71,19 +71,20 @@ export interface Config {
    */
   loadShedLatencyTargetMs: number;
   /**
-   * Refuse API requests that queue claim work (503: a bill with submitClaim, a claim sent, resubmitted
-   * or reversed) while the claims lane's oldest due job has waited this long for a worker; 0: never.
+   * Refuse API requests that queue claim work (503: a claim sent, resubmitted or reversed; a bill with
+   * submitClaim creates its invoice and skips the claim instead) while the claims lane's oldest due job
+   * has waited this long for a worker; 0: never.
    */
   loadShedClaimBacklogMs: number;
-  /**
-   * Refuse API requests that queue claim work (503) for a practice whose webhook deliveries' oldest due
-   * one has waited this long for a worker; 0: never.
-   */
-  loadShedWebhookBacklogMs: number;
   /** Webhook deliveries a worker runs at once (the webhooks lane). */
   webhookJobConcurrency: number;
   /** Deliveries to one endpoint running at once, in all workers. */
   webhookEndpointConcurrency: number;
+  /**
+   * Deliveries of one practice running at once, in all workers: its slow receivers hold at most this
+   * many of the webhooks lane's slots, and its other deliveries queue behind its own cap.
+   */
+  webhookPracticeConcurrency: number;
   jobLeaseSeconds: number;
   /** Days a finished job (done or failed) is kept before the worker deletes it. */
   jobRetentionDays: number;
@@ -248,15 +249,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // cores or the connections (docs/decisions/0022-load-shedding-answers-503.md, "An in-flight limit that follows the machine").
     loadShedLatencyTargetMs: integer(env, 'LOAD_SHED_LATENCY_TARGET_MS', databaseUrl ? 250 : 0, 0, 60_000),
     loadShedClaimBacklogMs: integer(env, 'LOAD_SHED_CLAIM_BACKLOG_MS', databaseUrl ? 2000 : 0, 0, 600_000),
-    loadShedWebhookBacklogMs: integer(
-      env,
-      'LOAD_SHED_WEBHOOK_BACKLOG_MS',
-      databaseUrl ? 3000 : 0,
-      0,
-      600_000,
-    ),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 24, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 64),
+    webhookPracticeConcurrency: integer(env, 'WEBHOOK_PRACTICE_CONCURRENCY', 8, 1, 256),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 7, 1, 3650),
     secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),
