@@ -66,7 +66,6 @@ export function sheddingEnv(database: ServiceSpec['database']): Record<string, s
     LOAD_SHED_EVENT_LOOP_LAG_MS: '500',
     LOAD_SHED_MAX_IN_FLIGHT: 'url' in database ? '20' : '4',
     LOAD_SHED_CLAIM_BACKLOG_MS: '2000',
-    LOAD_SHED_WEBHOOK_BACKLOG_MS: '3000',
     LOAD_SHED_LATENCY_TARGET_MS: '250',
   };
 }

@@ -258,7 +258,7 @@ export function markdown(run: RunResult): string {
     '',
     `Machine: ${m.cpuCount} × ${m.cpuModel}, ${m.totalMemoryGiB} GiB, ${m.platform}, Node ${m.node}. Load average at start ${m.loadAverageAtStart.join(' ')}${m.loadAverageAtEnd ? `, at end ${m.loadAverageAtEnd.join(' ')}` : ''}. Run took ${run.durationSeconds ?? '-'} s.`,
     '',
-    'Service and careful baseline measured side by side (autocannon, 32 connections, warm-up discarded, alternating rounds A B A B); figures are medians over rounds, the ratio is the median of per-round service ÷ baseline throughput. A timing target is judged only on a quiet machine (README, Benchmark); statement counts always.',
+    'Service and careful baseline measured side by side (autocannon, 32 connections, warm-up discarded, alternating rounds A B A B); figures are medians over rounds, the ratio is the median of per-round service ÷ baseline throughput. A timing target is judged only on a quiet machine (bench/README.md); statement counts always.',
     '',
     '## Targets',
     '',

@@ -1,4 +1,4 @@
-// The change feed's high-water mark in one statement (src/platform/db/change-feed.ts, docs/decisions.md
+// The change feed's high-water mark in one statement (src/platform/db/change-feed.ts, docs/decisions/0061-change-feeds.md
 // "Change feeds"): change_feed_horizon() reads the clock, then every transaction id still running in
 // this database with the time its transaction started, and answers the clock and the mark: the latest
 // time before which no running transaction can have stamped a change. It is SECURITY DEFINER because pg_stat_activity shows

@@ -3,7 +3,7 @@
 // COMMIT (src/platform/key-changes.ts). A trigger runs where the row is stored, and on a distributed
 // PostgreSQL (Citus) that is a worker node, whose notifications reach no listening process; the
 // application's transaction runs on the node the processes are connected to. A change made by hand in
-// SQL now tells no process: send the NOTIFY with it, or wait API_KEY_CACHE_SECONDS (README,
+// SQL now tells no process: send the NOTIFY with it, or wait API_KEY_CACHE_SECONDS (docs/operator-guide.md,
 // "Changing keys by hand"). Forward-only.
 import type { Kysely } from 'kysely';
 import { runScript } from './security.ts';

@@ -36,6 +36,7 @@ import { buildSerializerOnFirstUse } from './platform/http/lazy-compile.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
 import { limitSourceOrRefuse } from './platform/http/rate-limit.ts';
 import { OneLinePerRequest } from './platform/http/request-log.ts';
+import { observeRequests } from './platform/http/request-observation.ts';
 import { validatorCompiler } from './platform/http/validation.ts';
 import { randomToken } from './platform/ids.ts';
 import { practitionerRoutes } from './practices/practitioner-routes.ts';
@@ -69,10 +70,18 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
       censor: '[redacted]',
     },
     serializers: {
-      req: (req: { method: string; routeOptions?: { url?: string }; url: string; id: string }) => ({
+      // The practice and client when the caller was authenticated (ids only).
+      req: (req: {
+        method: string;
+        routeOptions?: { url?: string };
+        url: string;
+        id: string;
+        auth?: { practice: { id: string }; clientId: string } | null;
+      }) => ({
         method: req.method,
         route: req.routeOptions?.url ?? req.url.split('?')[0],
         requestId: req.id,
+        ...(req.auth ? { practiceId: req.auth.practice.id, clientId: req.auth.clientId } : {}),
       }),
     },
   };
@@ -113,6 +122,7 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
   );
 
+  observeRequests(app);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.header('cache-control', 'no-store');
@@ -152,6 +162,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     { prefix: '/api/v1' },
   );
+  const metricsToken = deps.config.metricsToken ?? options.adminToken;
+  if (metricsToken) await registerMetricsEndpoint(app, deps, metricsToken);
   if (options.adminToken) {
     const token = options.adminToken;
     await app.register(
@@ -160,7 +172,6 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       },
       { prefix: '/admin/v1' },
     );
-    await registerMetricsEndpoint(app, deps, token);
     // The console is a client of the admin API, so it is served only where that API is.
     await app.register(async (consoleScope) => registerConsole(consoleScope));
   }

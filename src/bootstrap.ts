@@ -163,7 +163,6 @@ export async function buildDeps(
     secrets: secretBoxFor(config, db),
     loadShedder: new LoadShedder(db, config, {
       claimBacklogMs: () => laneBacklogMs(db, 'claims'),
-      practiceWebhookBacklogMs: (practiceId) => laneBacklogMs(db, 'webhooks', practiceId),
     }),
   };
 }

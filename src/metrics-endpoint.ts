@@ -1,12 +1,21 @@
-// The service's figures (src/service-metrics.ts) as Prometheus text at GET /metrics, with prom-client,
-// behind the admin token (checked as the admin API checks it). Hidden from the OpenAPI document: it is
-// for a scraper, not a client.
-import type { FastifyInstance } from 'fastify';
+// Prometheus text at GET /metrics, with prom-client: this process's own figures
+// (src/platform/observability/metrics.ts), whether it reaches its database, and, in a process that
+// serves the API, the service's (src/service-metrics.ts) and the failing webhook endpoints. On the API's port it is read with METRICS_TOKEN (or, when none is set, the
+// admin token); on a port of its own (METRICS_PORT, the worker's way of being scraped) with
+// METRICS_TOKEN when one is set, and without any when none is: the operator's choice, for a port only
+// the scraper reaches. Hidden from the OpenAPI document: it is for a scraper, not a client.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { Counter, Gauge, Registry } from 'prom-client';
-import { registerAdminScope } from './api/admin-route.ts';
 import type { Deps } from './api/deps.ts';
+import type { Database } from './platform/db/database.ts';
 import { asOperator } from './platform/db/transaction.ts';
+import { AppError } from './platform/http/errors.ts';
+import { processMetricsText } from './platform/observability/metrics.ts';
 import { type ServiceMetrics, serviceMetrics } from './service-metrics.ts';
+import { failingEndpoints } from './webhooks/store.ts';
 
 /** The figures as Prometheus text (exposition format 0.0.4). */
 export async function prometheusText(
@@ -96,18 +105,123 @@ export async function prometheusText(
   return { contentType: registry.contentType, text: await registry.metrics() };
 }
 
-/** Serves GET /metrics (Prometheus text) behind the admin token, as the admin API authenticates. */
+const digest = (token: string) => createHash('sha256').update(token).digest();
+
+/** Whether an Authorization header carries `Bearer <token>` (compared in constant time). */
+function bearerMatches(authorization: string | undefined, expected: Buffer): boolean {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+  return match !== null && timingSafeEqual(digest(match[1]!), expected);
+}
+
+/**
+ * Everything a scrape of this process reads: its own figures; whether it reaches its database now
+ * (practice_billing_ready, as /readyz asks); and, in a process that serves the API and while the
+ * database answers, the service's figures and the webhook endpoints whose deliveries are failing.
+ */
+export async function scrapeText(
+  db: Database,
+  deps: Deps | undefined,
+): Promise<{ contentType: string; text: string }> {
+  const registry = new Registry();
+  const ready = await sql`SELECT 1`.execute(db.kysely).then(
+    () => true,
+    () => false,
+  );
+  new Gauge({
+    name: 'practice_billing_ready',
+    help: 'Whether this process reached its database at this scrape (1) or not (0), as /readyz asks.',
+    registers: [registry],
+  }).set(ready ? 1 : 0);
+  const parts = [await processMetricsText()];
+  if (deps && ready) {
+    const { figures, failing } = await asOperator(deps.db, async (trx) => ({
+      figures: await serviceMetrics(trx, deps),
+      failing: await failingEndpoints(trx),
+    }));
+    const failingFor = new Gauge({
+      name: 'practice_billing_webhook_endpoint_failing_seconds',
+      help: "Seconds since an enabled endpoint's deliveries began failing (none listed: every endpoint's latest delivery succeeded).",
+      labelNames: ['practice', 'endpoint'],
+      registers: [registry],
+    });
+    const now = deps.clock.now().getTime();
+    for (const row of failing) {
+      failingFor.set(
+        { practice: row.practiceId, endpoint: row.endpointId },
+        Math.max(0, (now - row.failingSince.getTime()) / 1000),
+      );
+    }
+    parts.push((await prometheusText(figures)).text);
+  }
+  parts.push(await registry.metrics());
+  return { contentType: registry.contentType, text: parts.join('\n') };
+}
+
+/** Serves GET /metrics on the API's port, to the bearer of `token` (METRICS_TOKEN, else the admin token). */
 export async function registerMetricsEndpoint(
   app: FastifyInstance,
   deps: Deps,
-  adminToken: string,
+  token: string,
 ): Promise<void> {
-  await app.register(async (scope) => {
-    registerAdminScope(scope, deps, adminToken, []);
-    scope.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
-      const metrics = await asOperator(deps.db, (trx) => serviceMetrics(trx, deps));
-      const { contentType, text } = await prometheusText(metrics);
-      return reply.type(contentType).send(text);
-    });
+  const expected = digest(token);
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    if (!bearerMatches(request.headers.authorization, expected)) {
+      reply.header('www-authenticate', 'Bearer');
+      throw new AppError('unauthenticated', '/metrics needs Authorization: Bearer <METRICS_TOKEN>.');
+    }
+    const { contentType, text } = await scrapeText(deps.db, deps);
+    return reply.type(contentType).send(text);
   });
+}
+
+/**
+ * Serves GET /metrics alone on a port of its own (METRICS_PORT): to the bearer of `token` when one is
+ * given, to anyone otherwise. Resolves once it listens, with how to close it.
+ */
+export async function serveMetricsPort(options: {
+  port: number;
+  host: string;
+  token: string | undefined;
+  /** The database this process reaches (the worker's pool in a worker). */
+  db: Database;
+  /** The API's, in a process that serves it. */
+  deps: Deps | undefined;
+  log: FastifyBaseLogger;
+}): Promise<{ port: number; close(): Promise<void> }> {
+  const expected = options.token === undefined ? undefined : digest(options.token);
+  const server = http.createServer((request, response) => {
+    const path = (request.url ?? '').split('?')[0];
+    if (request.method !== 'GET' || path !== '/metrics') {
+      response
+        .writeHead(404, { 'content-type': 'text/plain' })
+        .end('not found: only GET /metrics is served here\n');
+      return;
+    }
+    if (expected && !bearerMatches(request.headers.authorization, expected)) {
+      response.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer' });
+      response.end('/metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
+      return;
+    }
+    scrapeText(options.db, options.deps).then(
+      ({ contentType, text }) => response.writeHead(200, { 'content-type': contentType }).end(text),
+      (err: unknown) => {
+        options.log.warn({ err }, 'metrics scrape failed');
+        response.writeHead(503, { 'content-type': 'text/plain' }).end('metrics unavailable\n');
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  options.log.info(
+    { port, authenticated: expected !== undefined },
+    `metrics served at http://${options.host}:${port}/metrics`,
+  );
+  return {
+    port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

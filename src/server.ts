@@ -7,20 +7,32 @@ import { buildApp, loggerOptions } from './app.ts';
 import { buildDeps, migrateConfigured, openConfiguredDatabase } from './bootstrap.ts';
 import { startJobWorker } from './job-catalogue.ts';
 import type { Worker } from './jobs/worker.ts';
+import { serveMetricsPort } from './metrics-endpoint.ts';
 import { type Config, ConfigError } from './platform/config.ts';
 import { autovacuumCoverage, autovacuumWarning } from './platform/db/autovacuum.ts';
 import { changeFeedReadsThisLogin } from './platform/db/change-feed.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
 import { compilePendingSchemas } from './platform/http/lazy-compile.ts';
+import type { Tracing } from './platform/observability/tracing.ts';
 import { ensureSandbox, type SandboxCredentials } from './sandbox.ts';
 
 export interface RunOptions {
   api: boolean;
   worker: boolean;
+  /** Tracing as started before the service's modules loaded (src/platform/observability/tracing.ts). */
+  tracing?: Tracing;
+}
+
+/** The process's logger: JSON lines on stdout, or (LOG_FORMAT=pretty) lines for a person at a terminal. */
+async function processLogger(config: Config): Promise<pino.Logger> {
+  const options = loggerOptions(config.logLevel) as pino.LoggerOptions;
+  if (config.logFormat === 'json') return pino(options);
+  const { default: pretty } = await import('pino-pretty');
+  return pino(options, pretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }));
 }
 
 export async function runService(configured: Config, options: RunOptions): Promise<void> {
-  const log = pino(loggerOptions(configured.logLevel) as pino.LoggerOptions);
+  const log = await processLogger(configured);
   armFaultPoints(configured.faultPoints);
   if (configured.databaseUrl && options.api && !configured.adminToken) {
     throw new ConfigError('ADMIN_TOKEN must be set when DATABASE_URL is set (the admin API needs it).');
@@ -51,6 +63,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
   };
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
+  let metricsPort: { close(): Promise<void> } | undefined;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) {
@@ -62,8 +75,11 @@ export async function runService(configured: Config, options: RunOptions): Promi
     log.info({ signal }, 'shutting down');
     let code = 0;
     try {
+      await metricsPort?.close();
       await app?.close();
       await worker?.stop();
+      // What the exporter still holds goes out before the process ends.
+      await options.tracing?.shutdown();
     } catch (err) {
       log.error({ err }, 'error while shutting down');
       code = 1;
@@ -109,6 +125,16 @@ export async function runService(configured: Config, options: RunOptions): Promi
           log,
         })
       : undefined;
+    if (config.metricsPort !== undefined) {
+      metricsPort = await serveMetricsPort({
+        port: config.metricsPort,
+        host: config.host,
+        token: config.metricsToken,
+        db: workerDb,
+        deps: options.api ? deps : undefined,
+        log,
+      });
+    }
     if (app) {
       await app.listen({ port: config.port, host: config.host });
       if (sandbox) printSandbox(config, sandbox);
@@ -118,6 +144,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
     }
   } catch (error) {
     // A failed start (migration, port in use) must not leave the database open or the data directory locked.
+    await metricsPort?.close().catch(() => {});
     await app?.close().catch(() => {});
     await worker?.stop().catch(() => {});
     await closeDatabases().catch(() => {});

@@ -6,7 +6,7 @@
 // trips and transactions this process has sent to the database since it started
 // (src/platform/db/statement-counts.ts). Served as admin JSON
 // (GET /admin/v1/metrics, declared in src/service-metrics-routes.ts), shown on the console's dashboard,
-// and as Prometheus text at /metrics (src/metrics-endpoint.ts) behind the same admin token.
+// and as Prometheus text at /metrics (src/metrics-endpoint.ts), read with METRICS_TOKEN.
 import { type Static, Type } from 'typebox';
 import type { Deps } from './api/deps.ts';
 import { JOB_LANES, laneLimits } from './jobs/lanes.ts';

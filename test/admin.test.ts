@@ -70,6 +70,23 @@ describeEachBackend('admin API', (backend) => {
     assert.equal(created.body.timezone, 'Africa/Windhoek');
   });
 
+  test('a currency that is not an ISO 4217 currency with a minor unit is refused, naming currency', async () => {
+    for (const currency of ['ABC', 'XXX', 'XAU', 'JPY', 'zar']) {
+      const refused = await svc.admin('POST', '/practices', { name: 'Rooms', currency });
+      assert.equal(refused.status, 422, `${currency}: ${refused.text}`);
+      assert.equal(refused.body.code, 'validation_failed');
+      assert.deepEqual(
+        refused.body.errors.map((e: { field: string }) => e.field),
+        ['currency'],
+        currency,
+      );
+    }
+    for (const currency of ['USD', 'BWP', 'KWD']) {
+      const created = await svc.admin('POST', '/practices', { name: 'Rooms', currency });
+      assert.equal(created.status, 201, `${currency}: ${created.text}`);
+    }
+  });
+
   test('an unknown time zone is refused with 422 naming timezone', async () => {
     const refused = await svc.admin('POST', '/practices', { name: 'X', timezone: 'Mars/Olympus_Mons' });
     assert.equal(refused.status, 422);

@@ -220,6 +220,46 @@ describeEachBackend('code kinds, practitioners, modifiers and countries', (backe
     assert.equal(added.status, 201, added.text);
     assert.equal(added.body.lineItems.at(-1).total, 12500);
 
+    // paged like every list: a page of two and the rest after its cursor, in code order
+    const first = await practice.api('GET', `/code-systems/${tariff.id}/modifiers?limit=2`);
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(
+      first.body.data.map((m: { code: string }) => m.code),
+      codes.slice(0, 2),
+    );
+    assert.equal(first.body.hasMore, codes.length > 2);
+    const rest = await practice.api(
+      'GET',
+      `/code-systems/${tariff.id}/modifiers?limit=100&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+    );
+    assert.deepEqual(
+      rest.body.data.map((m: { code: string }) => m.code),
+      codes.slice(2),
+    );
+    // unknown query parameters and a cursor this list did not issue are refused like the other lists'
+    refusedWith(
+      await practice.api('GET', `/code-systems/${tariff.id}/modifiers?colour=red`),
+      400,
+      'invalid_request',
+      ['colour'],
+    );
+    refusedWith(
+      await practice.api('GET', `/code-systems/${tariff.id}/modifiers?cursor=abc`),
+      400,
+      'invalid_cursor',
+      ['cursor'],
+    );
+    const otherList = (await practice.api('GET', '/code-systems?limit=1')).body.nextCursor;
+    refusedWith(
+      await practice.api(
+        'GET',
+        `/code-systems/${tariff.id}/modifiers?cursor=${encodeURIComponent(otherList)}`,
+      ),
+      400,
+      'invalid_cursor',
+      ['cursor'],
+    );
+
     const none = await practice.api('GET', `/code-systems/${icd10.id}/modifiers`);
     assert.deepEqual(none.body, { object: 'list', data: [], hasMore: false, nextCursor: null });
     refusedWith(await practice.api('GET', '/code-systems/cs_madeup0000000000/modifiers'), 404, 'not_found');

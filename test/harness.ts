@@ -332,7 +332,6 @@ export async function startService(backend: Backend, options: ServiceOptions = {
     LOAD_SHED_EVENT_LOOP_LAG_MS: '0',
     LOAD_SHED_MAX_IN_FLIGHT: '0',
     LOAD_SHED_CLAIM_BACKLOG_MS: '0',
-    LOAD_SHED_WEBHOOK_BACKLOG_MS: '0',
     ...options.env,
   });
   if (!db) {

@@ -117,6 +117,36 @@ describeEachBackend('idempotency', (backend) => {
     assert.deepEqual(again.body, originals[0]!.body);
   });
 
+  test('a repeat that spells the Authorization header otherwise answers 409 while the first runs, on either database', async () => {
+    const { key } = await svc.newPractice();
+    const api = apiClient(svc, key);
+    const spelledOtherwise = (
+      method: string,
+      p: string,
+      options: { body?: unknown; idempotencyKey?: string } = {},
+    ) =>
+      call(svc.baseUrl, method, `/api/v1${p}`, { headers: { authorization: `bearer  ${key}` }, ...options });
+    // Both spellings authenticated once already, so the repeat needs no database to authenticate.
+    assert.equal((await api('GET', '/code-systems?limit=1')).status, 200);
+    assert.equal((await spelledOtherwise('GET', '/code-systems?limit=1')).status, 200);
+    const body = patientBody();
+    const idem = uniqueKey();
+    const { held, release } = holdOpen(idem);
+    try {
+      const first = api('POST', '/patients', { body, idempotencyKey: idem });
+      await held;
+      // Should the repeat wait for the first instead of answering, open the gate so it cannot hang.
+      const unstick = setTimeout(release, 5000);
+      const second = await spelledOtherwise('POST', '/patients', { body, idempotencyKey: idem });
+      clearTimeout(unstick);
+      refusedWith(second, 409, 'conflict');
+      release();
+      assertFresh(await first);
+    } finally {
+      release();
+    }
+  });
+
   test('a repeat while the first is still running answers 409 at once; after it the retry replays', async () => {
     const { key } = await svc.newPractice();
     const api = apiClient(svc, key);

@@ -4,7 +4,16 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { refusedWith } from './billing-fixtures.ts';
-import { getInvoice, issuedInvoice, lineRequest, newWorld, type World } from './claims-fixtures.ts';
+import {
+  claimAndDrain,
+  getInvoice,
+  issuedInvoice,
+  lineRequest,
+  newWorld,
+  readClaim,
+  sendClaim,
+  type World,
+} from './claims-fixtures.ts';
 import { describeEachBackend, startService, type TestService, uniqueKey } from './harness.ts';
 
 describeEachBackend('invoice answers', (backend) => {
@@ -62,6 +71,26 @@ describeEachBackend('invoice answers', (backend) => {
     const base = `/practices/${w.practiceId}/invoices/${invoiceId}`;
     refusedWith(await svc.admin('POST', `${base}/amend`, { note: 'x' }), 422, 'validation_failed', ['note']);
     assert.equal((await svc.admin('POST', `${base}/amend`, {})).status, 200);
+  });
+
+  test("a claim reversal's reason is on the claim and in the audit row", async () => {
+    const { invoiceId } = await issuedInvoice(w);
+    const accepted = await claimAndDrain(w, invoiceId);
+    assert.equal(accepted.status, 'accepted');
+    assert.equal(accepted.reversalReason, null, 'null until a reversal is asked for');
+    const reversing = await sendClaim(w, invoiceId, 'claim/reverse', {
+      reason: 'Billed under the wrong plan',
+    });
+    assert.equal(reversing.reversalReason, 'Billed under the wrong plan');
+    await svc.worker.drain();
+    const reversed = await readClaim(w, invoiceId);
+    assert.equal(reversed.status, 'reversed');
+    assert.equal(reversed.reversalReason, 'Billed under the wrong plan');
+    const rows = (await auditRowsOf(invoiceId)).filter(
+      (e: { route: string }) => e.route === '/api/v1/invoices/:invoiceId/claim/reverse',
+    );
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].reason, 'Billed under the wrong plan');
   });
 
   test('the closing reason is on the invoice and in the audit row: cancel, entered in error, write-off', async () => {

@@ -217,17 +217,18 @@ describeEachBackend('payments and refunds from the integration', (backend) => {
     ]);
     const skewed = new Date(svc.clock.now().getTime() + 4 * MINUTE).toISOString();
     assert.equal((await pay(invoiceId, { amount: 100, receivedAt: skewed })).status, 201);
-    const yesterday = new Date(svc.clock.now().getTime() - DAY).toISOString();
-    const backdated = await pay(invoiceId, { amount: 100, receivedAt: yesterday });
+    // the visit billed started an hour and a half ago: an hour ago is after its date of service
+    const earlier = new Date(svc.clock.now().getTime() - HOUR).toISOString();
+    const backdated = await pay(invoiceId, { amount: 100, receivedAt: earlier });
     assert.equal(backdated.status, 201, backdated.text);
-    assert.equal(backdated.body.receivedAt, yesterday);
+    assert.equal(backdated.body.receivedAt, earlier);
     // The one date-time rule: an offset is required, the date must be real; answered in UTC.
-    for (const receivedAt of [yesterday.slice(0, 19), `${yesterday.slice(0, 4)}-02-30T10:00:00Z`]) {
+    for (const receivedAt of [earlier.slice(0, 19), `${earlier.slice(0, 4)}-02-30T10:00:00Z`]) {
       refusedWith(await pay(invoiceId, { amount: 100, receivedAt }), 422, 'validation_failed', [
         'receivedAt',
       ]);
     }
-    const anHourAfterThat = Math.floor((svc.clock.now().getTime() - DAY) / 1000) * 1000 + HOUR;
+    const anHourAfterThat = Math.floor((svc.clock.now().getTime() - 90 * MINUTE) / 1000) * 1000 + HOUR;
     const inJohannesburg = `${new Date(anHourAfterThat + 2 * HOUR).toISOString().slice(0, 19)}+02:00`;
     const offset = await pay(invoiceId, { amount: 100, receivedAt: inJohannesburg });
     assert.equal(offset.status, 201, offset.text);
@@ -239,6 +240,28 @@ describeEachBackend('payments and refunds from the integration', (backend) => {
       'listed by when the money was received',
     );
     assert.equal((await getInvoice(w, invoiceId)).amountPaid, 300);
+  });
+
+  test("a payment received before the invoice's earliest date of service is refused, naming receivedAt", async () => {
+    const { invoiceId, invoice } = await issuedInvoice(w);
+    const serviceDate = invoice.lineItems[0].serviceDate;
+    // two days before the date of service, wherever the practice's clock stands
+    const tooEarly = new Date(Date.parse(`${serviceDate}T12:00:00Z`) - 2 * DAY).toISOString();
+    const refused = await pay(invoiceId, { amount: 100, receivedAt: tooEarly });
+    refusedWith(refused, 422, 'validation_failed', ['receivedAt']);
+    assert.match(refused.text, /before the invoice's earliest date of service/);
+    const yearBefore = new Date(svc.clock.now().getTime() - 365 * DAY).toISOString();
+    refusedWith(await pay(invoiceId, { amount: 100, receivedAt: yearBefore }), 422, 'validation_failed', [
+      'receivedAt',
+    ]);
+    const operator = await svc.admin('POST', `/practices/${w.practiceId}/payments`, {
+      invoiceId,
+      amount: 100,
+      method: 'card',
+      receivedAt: tooEarly,
+    });
+    refusedWith(operator, 422, 'validation_failed', ['receivedAt']);
+    assert.equal((await getInvoice(w, invoiceId)).amountPaid, 0, 'nothing was recorded');
   });
 
   test('a refund lowers amountPaid and raises balanceDue: balanced → partially_paid → issued, never beyond what was paid; refunded in full, it can be cancelled', async () => {

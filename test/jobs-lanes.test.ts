@@ -206,6 +206,66 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
     }
   });
 
+  test("one practice's stalled receivers hold no more than its own cap of the webhooks lane: another practice's delivery goes out while they stay stalled", async (t) => {
+    // Two stalled endpoints of one practice, 2 deliveries each at most, would hold all 4 slots of the
+    // lane; the practice's cap of 2 leaves 2 for others. The other practice's delivery must arrive
+    // while the stalled requests are all still open and none has given up (which takes 10 s).
+    const capped = await startService(backend, {
+      workerPolls: true,
+      env: {
+        WEBHOOK_ENDPOINT_CONCURRENCY: '2',
+        WEBHOOK_JOB_CONCURRENCY: '4',
+        WEBHOOK_PRACTICE_CONCURRENCY: '2',
+      },
+    });
+    const stalled = [await new StalledReceiver().start(), await new StalledReceiver().start()];
+    const healthy = await Receiver.forService(capped);
+    const open = () => stalled.reduce((sum, receiver) => sum + receiver.open, 0);
+    const ended = () => stalled.reduce((sum, receiver) => sum + receiver.ended, 0);
+    try {
+      const a = await capped.newPractice();
+      const endpointIds: string[] = [];
+      for (const receiver of stalled) {
+        const endpoint = await capped.admin('POST', `/practices/${a.practiceId}/webhook-endpoints`, {
+          url: receiver.url(),
+        });
+        assert.equal(endpoint.status, 201, endpoint.text);
+        endpointIds.push(endpoint.body.id as string);
+      }
+      await billVisit(capped, a);
+      await asOperator(capped.db, async (trx) => {
+        const { rows } = await sql<{ id: string }>`
+          SELECT id FROM events WHERE practice_id = ${a.practiceId} ORDER BY id LIMIT 1`.execute(trx);
+        const wanted = endpointIds.flatMap((endpointId) =>
+          Array.from({ length: 10 }, () => ({ endpointId, eventId: rows[0]!.id })),
+        );
+        await queueDeliveries(trx, a.practiceId, wanted, capped.clock.now());
+      });
+      await eventually("the stalled practice holds its cap's slots", () => open() === 2);
+
+      const b = await capped.newPractice();
+      await addEndpoint(capped, b.practiceId, healthy);
+      const queuedAt = performance.now();
+      await billVisit(capped, b);
+      await eventually("the other practice's delivery arrives", () => healthy.requests.length > 0);
+      const lateMs = performance.now() - queuedAt;
+      const [openAtArrival, endedAtArrival, mostOpen] = [
+        open(),
+        ended(),
+        Math.max(...stalled.map((r) => r.mostOpen)),
+      ];
+      assert.equal(endedAtArrival, 0, 'no stalled delivery had to give up its slot first');
+      assert.equal(openAtArrival, 2, 'the stalled practice still held its two slots');
+      assert.ok(mostOpen <= 2, 'never more than its cap of the stalled practice at once');
+      // A measured figure for the record, not a bound: how long the other practice's webhook took.
+      t.diagnostic(`the other practice's delivery arrived ${Math.round(lateMs)} ms after its bill was sent`);
+    } finally {
+      await Promise.all(stalled.map((receiver) => receiver.close()));
+      await healthy.close();
+      await capped.close();
+    }
+  });
+
   test("a take deals its slots round-robin by practice: a deep backlog leaves room for another practice's job", async () => {
     const deep = await quiet.newPractice();
     const other = await quiet.newPractice();
@@ -281,6 +341,51 @@ describeEachBackend('job lanes, fairness and per-endpoint caps', (backend) => {
     const third = await takeDueJobs(quiet.db, 'wrk_cap_2', 8, 60_000, { lanes: ['claims'], keyCap: 2 });
     assert.deepEqual(byKey(third), ['slow']);
     await asService(quiet, sql`UPDATE jobs SET state = 'done' WHERE kind = ${TEST_JOB.name}`);
+  });
+
+  test("a practice's jobs past the practice cap wait behind it, in every worker, while another practice's job is taken; the cap holding one back is said", async () => {
+    const busy = await quiet.newPractice();
+    const other = await quiet.newPractice();
+    const now = quiet.clock.now();
+    await asOperator(quiet.db, async (trx) => {
+      await trx
+        .insertInto('jobs')
+        .values([
+          // Six deliveries of one practice to three endpoints: no endpoint's cap is reached first.
+          ...Array.from({ length: 6 }, (_, n) =>
+            newJobRow(busy.practiceId, TEST_HOOK, { n }, now, 0, `ep_${n % 3}`),
+          ),
+        ])
+        .execute();
+    });
+    const take = batchedTakes(quiet.db, 'wrk_practice_cap', 60_000);
+    const first = await take({ lanes: ['webhooks'], limit: 8, keyCap: 8, practiceCap: 2 });
+    assert.equal(first.jobs.length, 2, 'two of the practice, its cap');
+    assert.equal(first.heldBack, true, 'the rest wait for one of the two to end');
+    // Another practice's delivery, queued after the backlog, is taken at once; the busy one's are not.
+    await asOperator(quiet.db, (trx) =>
+      trx
+        .insertInto('jobs')
+        .values(newJobRow(other.practiceId, TEST_HOOK, { n: 100 }, now, 0, 'ep_other'))
+        .execute(),
+    );
+    const elsewhere = await takeDueJobs(quiet.db, 'wrk_practice_cap_2', 8, 60_000, {
+      lanes: ['webhooks'],
+      keyCap: 8,
+      practiceCap: 2,
+    });
+    assert.deepEqual(
+      elsewhere.map((job) => job.practice_id),
+      [other.practiceId],
+    );
+    // One of the busy practice's ends: one more of it may start.
+    await asService(quiet, sql`UPDATE jobs SET state = 'done' WHERE id = ${first.jobs[0]!.id}`);
+    const next = await take({ lanes: ['webhooks'], limit: 8, keyCap: 8, practiceCap: 2 });
+    assert.deepEqual(
+      next.jobs.map((job) => job.practice_id),
+      [busy.practiceId],
+    );
+    await asService(quiet, sql`UPDATE jobs SET state = 'done' WHERE kind = ${TEST_HOOK.name}`);
   });
 
   test("the lanes' takes of one turn share one transaction, and each says whether a key's cap held a due job back", async () => {

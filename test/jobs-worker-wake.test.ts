@@ -40,7 +40,7 @@ test('a lane whose job ends while a take is on its way takes again at once, not 
   });
   const lane = pollLane({
     lane: 'webhooks',
-    limits: { concurrency: 2, keyCap: 1 },
+    limits: { concurrency: 2, keyCap: 1, practiceCap: null },
     settings: { jobPollMs: 60_000, jobPollMaxMs: 60_000 },
     take: () => {
       if (takes.length === 2) tookAgain();

@@ -67,7 +67,6 @@ export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
     LOAD_SHED_EVENT_LOOP_LAG_MS: '0',
     LOAD_SHED_MAX_IN_FLIGHT: '0',
     LOAD_SHED_CLAIM_BACKLOG_MS: '0',
-    LOAD_SHED_WEBHOOK_BACKLOG_MS: '0',
     ...extra,
   };
 }

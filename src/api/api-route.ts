@@ -121,13 +121,12 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   /** The work's statements are planned once for any values (TransactionPlans in transaction.ts). */
   genericPlans?: boolean;
   /**
-   * The operation queues claim work (a submission, a reversal): refused at once while the claims
-   * lane's backlog is past LOAD_SHED_CLAIM_BACKLOG_MS, and once its caller is known while the
-   * practice's webhook deliveries are behind LOAD_SHED_WEBHOOK_BACKLOG_MS
-   * (src/platform/http/load-shedding.ts). A function judges the body (a bill queues a claim only with
-   * submitClaim): such a request is judged once its body is read. Either way before any of its work.
+   * The operation queues claim work (a submission, a reversal): refused at once, before any of its
+   * work, while the claims lane's backlog is past LOAD_SHED_CLAIM_BACKLOG_MS
+   * (src/platform/http/load-shedding.ts). A bill with submitClaim is not such an operation: it creates
+   * its invoice and skips the claim instead (LoadShedder.claimWorkHeldBack).
    */
-  queuesClaimWork?: boolean | ((body: unknown) => boolean);
+  queuesClaimWork?: boolean;
   /** Content types accepted for the body besides application/json. */
   consumes?: string[];
   successStatus: number;
@@ -146,19 +145,6 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
 
 // biome-ignore lint/suspicious/noExplicitAny: a heterogeneous list of routes, each typed at declaration
 export type AnyApiRoute = ApiRouteSpec<any, any, any, any>;
-
-/**
- * For a request that queues claim work (a claim sent, a bill with submitClaim), its caller known and
- * its body read, before any of its work: refused (503, no audit row, nothing done) while the claims
- * backlog or the practice's webhook deliveries' backlog is past its bound.
- */
-function refuseClaimWorkWhileBacklogged(deps: Deps, request: FastifyRequest): void {
-  if (!request.auth) return;
-  const refusal = deps.loadShedder.claimWorkRefusal(request, request.auth.practice.id);
-  if (!refusal) return;
-  request.auditState.shed();
-  throw refusal;
-}
 
 /** Whether the operation requires an Idempotency-Key, honours one when sent, or ignores it. */
 export function keyUseOf(spec: Pick<AnyApiRoute, 'creates' | 'acceptsIdempotencyKey'>): KeyUse {
@@ -263,17 +249,12 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
     },
     // Route hooks only where the route needs them: each is a step of every request.
     preValidation:
-      spec.bodyOptional || spec.body || spec.queuesClaimWork
+      spec.bodyOptional || spec.body
         ? [
             async (request) => {
               if (spec.bodyOptional && (request.body === undefined || request.body === null))
                 request.body = {};
               else if (spec.body && request.body === null) throw nullBodyRefused();
-              const queuesClaimWork =
-                typeof spec.queuesClaimWork === 'function'
-                  ? spec.queuesClaimWork(request.body)
-                  : spec.queuesClaimWork === true;
-              if (queuesClaimWork) refuseClaimWorkWhileBacklogged(deps, request);
             },
           ]
         : [],

@@ -15,6 +15,7 @@ import {
 import { outsideConnectionBound } from '../platform/db/connection-waits.ts';
 import { AppError, problemOf } from '../platform/http/errors.ts';
 import { limitOrRefuse, limitSourceOrRefuse } from '../platform/http/rate-limit.ts';
+import { annotateActiveSpan, CLIENT_ID, PRACTICE_ID } from '../platform/observability/spans.ts';
 import { type AnyApiRoute, registerApiRoute } from './api-route.ts';
 import type { Deps } from './deps.ts';
 import { RequestAudit } from './request-state.ts';
@@ -103,6 +104,7 @@ function admitAuthenticated(
   if (!result.ok) return refuseUnauthenticated(deps, request, reply, result);
   const auth = result.auth;
   request.auth = auth;
+  annotateActiveSpan({ [PRACTICE_ID]: auth.practice.id, [CLIENT_ID]: auth.clientId });
   if (takesKey(gate) && request.headers.authorization) {
     deps.inFlight.noteClient(request.headers.authorization, {
       clientId: auth.clientId,

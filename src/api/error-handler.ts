@@ -4,10 +4,12 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AuditUnavailableError } from '../platform/audit-log.ts';
 import { isDatabaseUnavailable } from '../platform/db/transaction.ts';
+import { malformedCursorError } from '../platform/http/cursor.ts';
 import { AppError, fieldErrors, invalidParameters, problemOf } from '../platform/http/errors.ts';
 import { RequestShed } from '../platform/http/load-shedding.ts';
 import type { RefuseUnrouted } from '../platform/http/not-found.ts';
 import { toFieldErrors } from '../platform/http/validation.ts';
+import { countUnavailable } from '../platform/observability/metrics.ts';
 
 function toAppError(error: FastifyError | Error, request: FastifyRequest): AppError {
   // Shed before any work: nothing to record, and no connection to spend on recording it.
@@ -19,10 +21,15 @@ function toAppError(error: FastifyError | Error, request: FastifyRequest): AppEr
     const errors = toFieldErrors(fe.validation as never, part);
     if (part === 'body') return fieldErrors(errors);
     if (part === 'params') return new AppError('not_found', 'No such record in this practice.');
-    return invalidParameters(errors);
+    const cursor =
+      part === 'querystring'
+        ? malformedCursorError((request.query as { cursor?: unknown } | null)?.cursor)
+        : undefined;
+    return invalidParameters(cursor ? [...errors, cursor] : errors);
   }
   if (error instanceof AuditUnavailableError || isDatabaseUnavailable(error)) {
     request.auditState?.failed();
+    countUnavailable(error instanceof AuditUnavailableError ? 'audit' : 'database');
     return new AppError(
       'service_unavailable',
       error instanceof AuditUnavailableError

@@ -6,7 +6,7 @@
 // twice.
 import { findCoverage } from '../insurance/service.ts';
 import type { ClaimSubmission, Insurer } from '../insurer/port.ts';
-import { recordPaymentOn, takeBackInsurerPayments } from '../invoices/payments.ts';
+import { recordRemittanceOn, takeBackInsurerPayments } from '../invoices/payments.ts';
 import { lockInvoice, readInvoice } from '../invoices/service.ts';
 import { lockInvoiceRowWithInsurerPaid } from '../invoices/store.ts';
 import { handedOverWith } from '../jobs/handoff.ts';
@@ -16,6 +16,8 @@ import type { Database } from '../platform/db/database.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
+import { countClaimAnswer } from '../platform/observability/metrics.ts';
+import { inSpan, PRACTICE_ID } from '../platform/observability/spans.ts';
 import { type PracticeBilling, practiceBilling } from '../practices/service.ts';
 import { answerEffect } from './answer.ts';
 import { CLAIM_JOBS } from './job-kinds.ts';
@@ -44,8 +46,14 @@ function retryDelay(attempts: number): number {
   return RETRY_DELAYS_MS[Math.min(attempts - 1, RETRY_DELAYS_MS.length - 1)]!;
 }
 
-function minutes(ms: number): string {
-  return `${Math.round(ms / 60_000)} minutes`;
+/** A window's length as a person reads it: "30 seconds" under a minute, else "1 minute", "5 minutes". */
+export function windowWording(ms: number): string {
+  if (ms < 60_000) {
+    const seconds = Math.max(1, Math.round(ms / 1000));
+    return `${seconds} ${seconds === 1 ? 'second' : 'seconds'}`;
+  }
+  const minutes = Math.round(ms / 60_000);
+  return `${minutes} ${minutes === 1 ? 'minute' : 'minutes'}`;
 }
 
 /** Retries the job, or returns false when the next attempt would fall outside the answer window. */
@@ -78,13 +86,24 @@ export async function runSubmitJob(ctx: ClaimJobContext, job: JobRow): Promise<v
   if (!prepared) return;
   let answer: SubmitAnswer;
   try {
-    answer = await ctx.insurer.submit(prepared.submission);
+    answer = await inSpan(
+      'insurer submit',
+      { [PRACTICE_ID]: job.practice_id, 'practice_billing.claim.id': claimId },
+      async (span) => {
+        const answered = await ctx.insurer.submit(prepared.submission);
+        span?.setAttribute('practice_billing.claim.outcome', answered.status);
+        return answered;
+      },
+      { role: 'client' },
+    );
   } catch (error) {
     if (await retryWithinWindow(ctx, job, prepared.startedAt, error)) return;
+    countClaimAnswer('unanswered');
     await recording(ctx, job.practice_id, (trx) => rejectUnanswered(ctx, trx, job, prepared, ids));
     return;
   }
   faultPoint('claim.after_insurer_answer');
+  countClaimAnswer(answer.status);
   await recording(ctx, job.practice_id, (trx) => recordAnswer(ctx, trx, job, prepared, ids, answer));
 }
 
@@ -149,7 +168,7 @@ async function rejectUnanswered(
       claim,
       'rejected',
       {
-        message: `The insurer did not answer within ${minutes(ctx.answerWindowMs)}; the claim was not accepted. Resubmit it to try again.`,
+        message: `The insurer did not answer within ${windowWording(ctx.answerWindowMs)}; the claim was not accepted. Resubmit it to try again.`,
       },
       ctx.now(),
     );
@@ -232,7 +251,7 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
     if (await retryWithinWindow(ctx, job, prepared.claim.submission_started_at, error)) return;
     outcome = {
       reversed: false,
-      message: `The insurer did not answer the reversal within ${minutes(ctx.answerWindowMs)}.`,
+      message: `The insurer did not answer the reversal within ${windowWording(ctx.answerWindowMs)}.`,
     };
   }
 
@@ -317,11 +336,7 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
         },
       }),
       ...(locked && {
-        invoice: {
-          status: locked.status,
-          balanceDue: Number(locked.balance_due),
-          insurerPaid: Number(locked.insurer_paid),
-        },
+        invoice: { status: locked.status, insurerPaid: Number(locked.insurer_paid) },
       }),
     });
     if (decision.kind === 'wait') {
@@ -330,17 +345,11 @@ export async function runRemittanceJob(ctx: ClaimJobContext, job: JobRow): Promi
     }
     if (decision.kind === 'pay') {
       const { insurer_paid: _paid, ...invoice } = locked!;
-      await recordPaymentOn(
+      await recordRemittanceOn(
         trx,
         (handedOverWith(job) as PracticeBilling | undefined) ?? (await practiceBilling(trx, practiceId)),
         invoice,
-        {
-          invoiceId: claim!.invoice_id,
-          amount: decision.amount,
-          method: 'remittance',
-          reference: claim!.authorization_reference,
-          source: 'insurer',
-        },
+        { amount: decision.amount, reference: claim!.authorization_reference },
         now,
       );
     }

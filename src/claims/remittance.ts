@@ -1,8 +1,9 @@
 // Owns what a remittance does, decided from plain values and nothing else: pay the insurer's approved
-// benefit on the invoice (net of what the insurer already paid and did not take back, at most what is
-// owed), wait (a reversal under way, an invoice being amended), or do nothing. The remittance job
-// (src/claims/jobs.ts) gathers the values, asks here, and writes what is decided.
-import { OWING_STATUSES } from '../invoices/payment-status.ts';
+// benefit on the invoice (net of what the insurer already paid and did not take back, never capped at
+// the balance: a patient who paid first is owed the difference as the invoice's creditDue), wait (a
+// reversal under way, an invoice being amended), or do nothing. The remittance job (src/claims/jobs.ts)
+// gathers the values, asks here, and writes what is decided.
+import { REMITTABLE_STATUSES } from '../invoices/payment-status.ts';
 import type { InvoiceStatus } from '../invoices/schemas.ts';
 
 /**
@@ -16,7 +17,7 @@ export interface RemittanceFacts {
   /** The submission the remittance was queued for. */
   submissionId: string;
   claim?: { submissionId: string | null; status: string; approvedBenefit: number };
-  invoice?: { status: string; balanceDue: number; insurerPaid: number };
+  invoice?: { status: string; insurerPaid: number };
 }
 
 export type RemittanceDecision =
@@ -29,12 +30,12 @@ export function decideRemittance({ submissionId, claim, invoice }: RemittanceFac
   if (!claim || !invoice || claim.submissionId !== submissionId) return { kind: 'nothing' };
   if (claim.status === 'reversing') return { kind: 'wait', reason: 'the claim is being reversed' };
   if (!REMITTED_STATUSES.includes(claim.status)) return { kind: 'nothing' };
-  const amount = Math.min(claim.approvedBenefit - invoice.insurerPaid, invoice.balanceDue);
+  const amount = claim.approvedBenefit - invoice.insurerPaid;
   if (amount <= 0) return { kind: 'nothing' };
   // The practice is changing the invoice: pay once it is issued again, not never.
   if (invoice.status === 'amending' || invoice.status === 'draft') {
     return { kind: 'wait', reason: 'invoice is being amended' };
   }
-  if (!OWING_STATUSES.includes(invoice.status as InvoiceStatus)) return { kind: 'nothing' };
+  if (!REMITTABLE_STATUSES.includes(invoice.status as InvoiceStatus)) return { kind: 'nothing' };
   return { kind: 'pay', amount };
 }

@@ -109,17 +109,14 @@ export const claimRoutes = [
     successStatus: 202,
     response: Claim,
     errorStatuses: SEND_ERRORS,
-    handler: async ({ trx, practiceId, params, body, now }) =>
-      answer(
+    handler: async ({ trx, practiceId, params, body, now }) => {
+      const reason = body?.reason ?? null;
+      const answered = await answer(
         trx,
         practiceId,
-        await reverseClaim(
-          trx,
-          await practiceBilling(trx, practiceId),
-          params.invoiceId,
-          body?.reason ?? null,
-          now,
-        ),
-      ),
+        await reverseClaim(trx, await practiceBilling(trx, practiceId), params.invoiceId, reason, now),
+      );
+      return reason === null ? answered : { ...answered, reason };
+    },
   }),
 ];

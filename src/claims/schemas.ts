@@ -30,6 +30,12 @@ export const Claim = Type.Object(
         description: "The insurer's reason when the claim or its reversal failed, or why it was not sent.",
       }),
     ),
+    reversalReason: Nullable(
+      Type.String({
+        description:
+          "The reason given when the claim's latest reversal was asked for (POST .../claim/reverse with `reason`); null when none was given or the claim was never reversed. The request's audit row carries the same words in `reason`.",
+      }),
+    ),
     resubmittable: Type.Boolean({
       description:
         'True exactly when `POST .../claim/resubmit` without a body would be accepted now: the claim is rejected, reversed or partially accepted, and the invoice is claim-ready (issued, partially paid or overdue, with lines that each have a primary diagnosis, and a coverage).',

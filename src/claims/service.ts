@@ -67,6 +67,7 @@ export function claimOf(row: ClaimRow, items: ClaimItemRow[], invoiceClaimable: 
     message: row.message,
     resubmittable: RESUBMITTABLE.includes(status) && invoiceClaimable,
     reversible: REVERSIBLE.includes(status),
+    reversalReason: row.reversal_reason,
     authorizationReference: row.authorization_reference,
     submittedAt: row.submitted_at?.toISOString() ?? null,
     currency: row.currency,
@@ -107,6 +108,7 @@ export async function setClaimStatus(
       | 'resubmit_after_reversal'
       | 'coverage_id'
       | 'place_of_service_code'
+      | 'reversal_reason'
     >
   >,
   now: Date,
@@ -404,7 +406,12 @@ async function startReversal(
     billing,
     claim,
     'reversing',
-    { message: null, resubmit_after_reversal: thenResubmit !== null, submission_started_at: now },
+    {
+      message: null,
+      resubmit_after_reversal: thenResubmit !== null,
+      submission_started_at: now,
+      reversal_reason: reason,
+    },
     now,
   );
   await enqueueJob(

@@ -21,7 +21,9 @@ Commands:
 
 Configuration is by environment: PORT (3000), HOST (127.0.0.1), DATABASE_URL (PostgreSQL; unset
 means the embedded database in DATA_DIR, default ./data), MIGRATION_DATABASE_URL, ADMIN_TOKEN,
-PUBLIC_BASE_URL, LOG_LEVEL, INSURER_DELAY_MS. Admin commands also read PRACTICE_BILLING_URL.
+PUBLIC_BASE_URL, LOG_LEVEL, LOG_FORMAT (json or pretty), INSURER_DELAY_MS, METRICS_TOKEN,
+METRICS_PORT, and OpenTelemetry's OTEL_* variables (docs/observability.md). Admin commands also read
+PRACTICE_BILLING_URL.
 
 Exit codes: 0 success, 1 failure (a Problem answer is printed to stdout), 2 usage mistake.
 `;
@@ -31,10 +33,11 @@ const processOutput: CliOutput = {
   stderr: (text) => process.stderr.write(text),
 };
 
+/** What each command runs, and the name its traces carry unless OTEL_SERVICE_NAME gives one. */
 const SERVICE_COMMANDS = {
-  start: { api: true, worker: true },
-  serve: { api: true, worker: false },
-  worker: { api: false, worker: true },
+  start: { api: true, worker: true, serviceName: 'practice-billing' },
+  serve: { api: true, worker: false, serviceName: 'practice-billing-api' },
+  worker: { api: false, worker: true, serviceName: 'practice-billing-worker' },
 } as const;
 
 function failure(output: CliOutput, error: unknown): number {
@@ -98,8 +101,13 @@ export async function runCli(
   try {
     if (command === 'migrate') return await migrate(env, output);
     const { loadConfig } = await import('../platform/config.ts');
+    const config = loadConfig(env);
+    // Before the service's modules load, so that tracing's instrumentations see them load.
+    const { startTracing } = await import('../platform/observability/tracing.ts');
+    const service = SERVICE_COMMANDS[command as keyof typeof SERVICE_COMMANDS];
+    const tracing = await startTracing(config.tracing, service.serviceName);
     const { runService } = await import('../server.ts');
-    await runService(loadConfig(env), SERVICE_COMMANDS[command as keyof typeof SERVICE_COMMANDS]);
+    await runService(config, { api: service.api, worker: service.worker, tracing });
     return 0;
   } catch (error) {
     return failure(output, error);

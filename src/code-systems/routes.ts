@@ -1,7 +1,7 @@
 // Declares the code system operations of the public API.
 import { Type } from 'typebox';
 import { defineApiRoute } from '../api/api-route.ts';
-import { pageOf, wholeList } from '../platform/http/cursor.ts';
+import { pageOf } from '../platform/http/cursor.ts';
 import { Enum, IdParam, PagingQuery } from '../platform/http/schema.ts';
 import {
   CodeConcept,
@@ -200,26 +200,39 @@ export const codeSystemRoutes = [
     operationId: 'listCodeSystemModifiers',
     summary: "The modifiers of a code system's codes",
     description:
-      "Tariff modifiers a line of this system can carry in `modifiers`, each with the percentage it adds to or takes off the line's total; ordered by code. Every modifier is answered on one page (`hasMore` false); a system without modifiers answers an empty list.",
+      "Tariff modifiers a line of this system can carry in `modifiers`, each with the percentage it adds to or takes off the line's total; ordered by code, paged like every list (`limit`, `cursor`). A system without modifiers answers an empty list. An unknown query parameter is 400 naming it; a cursor not issued by this list is 400 `invalid_cursor`.",
     tag: 'Code systems',
     permission: 'CODE_SYSTEMS:READ',
     resourceType: 'code_system',
     params: SystemParam,
+    querystring: Type.Object({ ...PagingQuery }, { additionalProperties: false }),
     successStatus: 200,
     response: ModifierList,
-    errorStatuses: [401, 403, 404, 429, 500, 503],
-    handler: async ({ trx, practiceId, params }) => {
+    errorStatuses: [400, 401, 403, 404, 429, 500, 503],
+    handler: async ({ trx, deps, practiceId, params, query }) => {
       const system = await readCodeSystem(trx, practiceId, params.codeSystemId);
-      const rows = await listModifiers(trx, system.url);
+      const limit = query.limit ?? 50;
+      const filters = { system: system.id };
+      const after = query.cursor
+        ? String(deps.cursors.decode('code-system-modifiers', filters, query.cursor)[0])
+        : undefined;
+      // A system has a handful of modifiers: read in code order, paged after the cursor's code.
+      const rows = (await listModifiers(trx, system.url))
+        .sort((a, b) => (a.code < b.code ? -1 : a.code > b.code ? 1 : 0))
+        .filter((r) => after === undefined || r.code > after);
       return {
-        body: wholeList(
-          rows.map((r) => ({
+        body: pageOf(
+          rows.slice(0, limit + 1),
+          limit,
+          (r) => ({
             object: 'modifier' as const,
             system: r.system,
             code: r.code,
             display: r.display,
             percentBasisPoints: r.percent_basis_points,
-          })),
+          }),
+          (r) => [r.code],
+          (p) => deps.cursors.encode('code-system-modifiers', filters, p),
         ),
       };
     },

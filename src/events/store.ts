@@ -3,7 +3,7 @@
 // change feed's safe high-water mark (src/platform/db/change-feed.ts): every event that commits later
 // is stamped at or above it, so it can never land before the place a reader has already paged to.
 // Events older than the retention window are not served; the rows stay, since webhook delivery logs
-// name them (docs/decisions.md).
+// name them (docs/decisions/0078-events-retention.md).
 import { type Insertable, type QueryCreator, sql } from 'kysely';
 import { pastPosition } from '../paging/keyset.ts';
 import { safeHighWaterMark, stampChange } from '../platform/db/change-feed.ts';

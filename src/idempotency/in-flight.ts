@@ -18,6 +18,7 @@ const MAX_CLIENTS = 10_000;
 
 export class InFlightRequests {
   readonly #running = new Set<string>();
+  readonly #claimed = new Set<string>();
   readonly #clients = new Map<string, InFlightClient>();
 
   #digest(authorization: string): string {
@@ -52,6 +53,20 @@ export class InFlightRequests {
   ): InFlightClient | undefined {
     if (!authorization || !this.isRunning(authorization, idempotencyKey)) return undefined;
     return this.#clients.get(this.#digest(authorization));
+  }
+
+  /**
+   * Claims a key for the request about to run it in this process, by the key's holder and value (its
+   * lock name), whatever Authorization header spelled it: the returned function releases it, or
+   * undefined when a request of this process is running that key already. Checked and taken in one
+   * step, so of two repeats that both passed the check by header, one runs and the other answers 409,
+   * on the embedded database (one connection, where the second would otherwise wait and replay) as
+   * on PostgreSQL (where the key's advisory lock refuses it).
+   */
+  claim(lockName: string): (() => void) | undefined {
+    if (this.#claimed.has(lockName)) return undefined;
+    this.#claimed.add(lockName);
+    return () => this.#claimed.delete(lockName);
   }
 
   /** Registers a running request; the returned function removes it. */

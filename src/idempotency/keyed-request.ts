@@ -192,6 +192,9 @@ export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAns
   };
 
   const authorization = request.headers.authorization;
+  const lockName = scope && keyLockName(scope);
+  const releaseKey = lockName ? keyed.inFlight.claim(lockName) : undefined;
+  if (lockName && !releaseKey) throw keyStillRunning();
   const leaveInFlight = scope && authorization ? keyed.inFlight.add(authorization, scope.key) : undefined;
   const attempt = (undoable: boolean) =>
     keyed.transaction(scope && keyLockName(scope), (trx, holdsKey) => work(trx, holdsKey, undoable));
@@ -209,6 +212,7 @@ export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAns
     return result;
   } finally {
     leaveInFlight?.();
+    releaseKey?.();
   }
 }
 

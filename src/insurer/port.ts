@@ -16,7 +16,7 @@ export interface ClaimLineMessage {
   code: string;
   serviceDate: string;
   quantity: number;
-  /** The line's total, in minor units. */
+  /** The line's total with its share of the invoice's VAT (what the scheme is asked to pay), in minor units. */
   amount: number;
   primaryDiagnosis: { system: string | null; code: string } | null;
 }

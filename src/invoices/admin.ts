@@ -99,7 +99,7 @@ const CLOSINGS: Array<{
     operationId: 'adminWriteOffInvoice',
     summary: "Write off an invoice's balance",
     description:
-      'An issued, partially paid or overdue invoice with a balance due, and no open or accepted claim, becomes `written_off`: the practice stops collecting it. Its payments stay; its visits stay billed. `invoice.written_off` is sent.',
+      'An issued, partially paid or overdue invoice with a balance due, and no claim the insurer is still working on (submitting, reversing), becomes `written_off`: the practice gives up what is still owed (`amountWrittenOff`, and `balanceDue` becomes 0). An accepted claim stays accepted and every payment stays; a remittance that comes later is still recorded and lowers `amountWrittenOff`. Its visits stay billed. `invoice.written_off` is sent.',
   },
 ];
 

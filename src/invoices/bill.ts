@@ -57,7 +57,7 @@ export type ClaimQueuer = (
       invoice: InvoiceRow;
       /**
        * Queues the claim's submission once the invoice's number is given (numberInvoiceAtCommit): its
-       * held write goes out behind the number's, and so takes the number.
+       * deferred write goes out behind the number's, and so takes the number.
        */
       submit: () => Promise<void>;
     }
@@ -71,6 +71,8 @@ export async function billEncounter(
   request: BillRequest,
   now: Date,
   queueClaim: ClaimQueuer,
+  /** Why the claim asked for is not to be queued now (the claims backlog), or null. */
+  claimHeldBack: string | null = null,
 ): Promise<BillResult> {
   refuseClaimWithoutIssue(request);
   const visit = await lockUnbilledVisit(trx, billing, encounterId);
@@ -98,7 +100,10 @@ export async function billEncounter(
     invoiceId,
     provisionalNumber,
     pricingCoverageId: pricingCoverage?.id ?? null,
-    claimCoverageId: issued && request.submitClaim === true ? claimCoverageOf(pricingCoverage, lines) : null,
+    claimCoverageId:
+      issued && request.submitClaim === true && claimHeldBack === null
+        ? claimCoverageOf(pricingCoverage, lines)
+        : null,
     recipientName: [patient.prefix, ...patient.given_names, patient.last_name].filter(Boolean).join(' '),
     lines,
     issued,
@@ -110,7 +115,7 @@ export async function billEncounter(
     billing,
     created,
     request,
-    { issueRefused, coverage: pricingCoverage ?? null },
+    { issueRefused, coverage: pricingCoverage ?? null, claimHeldBack },
     now,
     queueClaim,
   );
@@ -347,7 +352,7 @@ async function issueAndClaim(
   billing: PracticeBilling,
   created: InvoiceRecord,
   request: BillRequest,
-  known: { issueRefused: string | null; coverage: CoverageRow | null },
+  known: { issueRefused: string | null; coverage: CoverageRow | null; claimHeldBack: string | null },
   now: Date,
   queueClaim: ClaimQueuer,
 ): Promise<{
@@ -372,6 +377,9 @@ async function issueAndClaim(
   if (request.submitClaim === true && !outcome.issued) {
     outcome.claimQueued = false;
     outcome.claimSkippedReason = `Invoice ${current.invoice.number} was not issued (see issueSkippedReason); only an issued invoice can be claimed.`;
+  } else if (request.submitClaim === true && known.claimHeldBack !== null) {
+    outcome.claimQueued = false;
+    outcome.claimSkippedReason = known.claimHeldBack;
   } else if (request.submitClaim === true) {
     const queued = await queueClaim(
       trx,

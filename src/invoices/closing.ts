@@ -2,9 +2,11 @@
 // paid on, a zero-total one included, billed by mistake or no longer wanted), entered in error (it
 // should never have existed) and written off (the practice gives up the balance). Cancelling or
 // marking in error releases the invoice's visits so they can be billed again; a write-off keeps them
-// billed. Each records why and when and writes its event. A claim the insurer is working on, or has
-// accepted, must be settled (waited for, or reversed) first, so no insurer money is left on a closed
-// invoice; money the patient paid must be refunded first, except by a write-off.
+// billed. Each records why and when and writes its event. A claim the insurer is working on must be
+// waited for; cancelling or marking in error also needs an accepted claim reversed first, so no
+// insurer money is left on an invoice that should not exist, and money the patient paid refunded
+// first. A write-off gives up only the balance still owed: the claim stays accepted and every payment
+// (the insurer's and the patient's) stays.
 import type { EventType } from '../events/schemas.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
@@ -12,7 +14,7 @@ import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
 import { OWING_STATUSES } from './payment-status.ts';
 import type { InvoiceStatus } from './schemas.ts';
-import { readInvoice, touchInvoice, unsettledClaimReason } from './service.ts';
+import { claimInFlightReason, readInvoice, touchInvoice, unsettledClaimReason } from './service.ts';
 import { type InvoiceRecord, releaseVisits } from './store.ts';
 
 export type Closing = 'cancelled' | 'entered_in_error' | 'written_off';
@@ -58,8 +60,10 @@ function refusal(record: InvoiceRecord, closing: Closing): string | null {
         : '';
     return `Invoice ${invoice.number} is ${invoice.status}; only an invoice that is ${rule.from.join(', ')} can be ${rule.verb}.${instead}`;
   }
-  // The insurer's answer first: reversing the claim also takes back what the insurer paid.
-  const claimReason = unsettledClaimReason(invoice);
+  // The insurer's answer first: reversing the claim also takes back what the insurer paid. A write-off
+  // gives up only what is still owed: an accepted claim and the insurer's payments stay as they are.
+  const claimReason =
+    closing === 'written_off' ? claimInFlightReason(invoice) : unsettledClaimReason(invoice);
   if (claimReason) return claimReason;
   if (closing !== 'written_off' && Number(invoice.amount_paid) !== 0) {
     const instead = owing ? ', or write its balance off instead' : '';

@@ -46,3 +46,19 @@ export function invoiceTotals(
   const tax = divideRounded(net * BigInt(vatBasisPoints), BASIS);
   return { totalNet: Number(net), totalGross: Number(net + tax) };
 }
+
+/**
+ * Each line's amount with its share of the invoice's VAT, as a claim carries it: the invoice's tax
+ * (totalGross - totalNet, as issued) is shared in proportion to the lines' totals, each share rounded
+ * half away from zero and the rounding difference put on the last line with a total, so the amounts
+ * add up to totalGross exactly.
+ */
+export function linesWithVat(lineTotals: readonly number[], totalNet: number, totalGross: number): number[] {
+  const tax = BigInt(totalGross) - BigInt(totalNet);
+  if (tax === 0n || totalNet === 0) return [...lineTotals];
+  const shares = lineTotals.map((t) => divideRounded(BigInt(t) * tax, BigInt(totalNet)));
+  const last = lineTotals.findLastIndex((t) => t !== 0);
+  const difference = tax - shares.reduce((sum, s) => sum + s, 0n);
+  if (last >= 0) shares[last] = shares[last]! + difference;
+  return lineTotals.map((t, i) => Number(BigInt(t) + shares[i]!));
+}

@@ -13,6 +13,14 @@ export const OWING_STATUSES: readonly InvoiceStatus[] = ['issued', 'partially_pa
 /** The statuses of an issued invoice whose money decides which one it is. */
 export const OPEN_STATUSES: readonly InvoiceStatus[] = ['issued', 'partially_paid', 'overdue', 'balanced'];
 
+/**
+ * The statuses of an invoice an insurer's remittance is recorded on: every issued one, paid in full
+ * or not, and one written off. The scheme's money is never turned away: paid beyond what is owed, it
+ * shows as the invoice's `creditDue` (the practice owes the patient, settled by a refund); on a
+ * written-off invoice it lowers the amount written off.
+ */
+export const REMITTABLE_STATUSES: readonly InvoiceStatus[] = [...OPEN_STATUSES, 'written_off'];
+
 export interface InvoiceMoney {
   totalGross: number;
   amountPaid: number;

@@ -1,5 +1,5 @@
-// Owns payments against an invoice: recording one (from the patient at the practice, or from the
-// insurer's remittance), and taking back the insurer's money when it confirms a reversal (a negative
+// Owns payments against an invoice: recording one (from the patient at the practice, never above the
+// balance; or the insurer's remittance, always in full), and taking back the insurer's money when it confirms a reversal (a negative
 // insurer payment). Each moves the invoice's amount paid, sets its status from its money and writes
 // payment.created.
 import type { Selectable } from 'kysely';
@@ -19,7 +19,14 @@ import {
   RECEIVED_AT_SKEW_MINUTES,
 } from './schemas.ts';
 import { lockInvoice, readInvoice, touchInvoice } from './service.ts';
-import { findPayment, type InvoiceRow, insertPayment, insurerPaid, listPayments } from './store.ts';
+import {
+  earliestServiceDate,
+  findPayment,
+  type InvoiceRow,
+  insertPayment,
+  insurerPaid,
+  listPayments,
+} from './store.ts';
 
 export function paymentOf(row: Selectable<PaymentsTable>): Payment {
   return {
@@ -65,6 +72,19 @@ function receivedAtOf(request: PaymentRequest, now: Date): Date {
   return at;
 }
 
+/**
+ * Why a payment received at `receivedOn` (the practice's date of it) is refused for an invoice whose
+ * earliest date of service is `earliestService`, or null: money is not received for a service not
+ * yet given.
+ */
+export function receivedBeforeServiceReason(
+  receivedOn: string,
+  earliestService: string | null,
+): string | null {
+  if (earliestService === null || receivedOn >= earliestService) return null;
+  return `receivedAt (${receivedOn} in the practice's time zone) is before the invoice's earliest date of service (${earliestService})`;
+}
+
 /** For a body that names its invoice (the operator's): an invoice not found is a wrong `invoiceId`. */
 export function invoiceFieldError(error: unknown): never {
   if (error instanceof AppError && error.code === 'not_found') {
@@ -99,6 +119,11 @@ export async function recordPaymentOn(
     );
   }
   const receivedAt = receivedAtOf(request, now);
+  if (request.receivedAt !== undefined) {
+    const earliest = await earliestServiceDate(trx, billing.id, invoice.id);
+    const reason = receivedBeforeServiceReason(dateIn(billing.timezone, receivedAt), earliest);
+    if (reason) throw fieldErrors([{ field: 'receivedAt', code: 'invalid', message: reason }]);
+  }
   const balance = Number(invoice.balance_due);
   if (request.amount > balance) {
     throw fieldErrors([
@@ -111,6 +136,33 @@ export async function recordPaymentOn(
     invoice,
     { ...request, source: request.source ?? 'patient' },
     receivedAt,
+    now,
+  );
+}
+
+/**
+ * Records the insurer's remittance in full on an invoice whose row the caller has locked: the amount
+ * the scheme approved and has not yet paid, whatever the patient already paid.
+ */
+export async function recordRemittanceOn(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoice: InvoiceRow,
+  remittance: { amount: number; reference: string | null },
+  now: Date,
+) {
+  return writePayment(
+    trx,
+    billing,
+    invoice,
+    {
+      invoiceId: invoice.id,
+      amount: remittance.amount,
+      method: 'remittance',
+      reference: remittance.reference,
+      source: 'insurer',
+    },
+    now,
     now,
   );
 }
@@ -139,7 +191,12 @@ async function writePayment(
     trx,
     billing,
     invoice.id,
-    { amount_paid: Number(invoice.amount_paid) + payment.amount },
+    {
+      amount_paid: Number(invoice.amount_paid) + payment.amount,
+      ...(payment.source === 'insurer'
+        ? { paid_by_insurer: Number(invoice.paid_by_insurer) + payment.amount }
+        : {}),
+    },
     { settleOn: dateIn(billing.timezone, now), held: invoice },
   );
   await recordEvent(trx, billing.id, 'payment.created', { type: 'invoice', id: invoice.id }, now, {

@@ -52,22 +52,15 @@ export async function recordRefund(
   now: Date,
 ) {
   const invoice = await lockInvoice(trx, billing.id, invoiceId);
-  if (!REFUNDABLE_STATUSES.includes(invoice.status as InvoiceStatus)) {
+  const creditOnly = invoice.status === 'written_off' && Number(invoice.credit_due) > 0;
+  if (!REFUNDABLE_STATUSES.includes(invoice.status as InvoiceStatus) && !creditOnly) {
     throw new AppError(
       'business_rule',
-      `Invoice ${invoice.number} is ${invoice.status}; only an issued, partially paid, overdue, balanced or amending invoice takes a refund.`,
+      `Invoice ${invoice.number} is ${invoice.status}; only an issued, partially paid, overdue, balanced or amending invoice takes a refund (a written-off one only while it has a credit due).`,
     );
   }
-  const refundable = Number(invoice.amount_paid) - (await insurerPaid(trx, billing.id, invoice.id));
-  if (request.amount > refundable) {
-    throw fieldErrors([
-      {
-        field: 'amount',
-        code: 'invalid',
-        message: `amount is more than the patient paid on the invoice net of refunds (${Math.max(refundable, 0)}); the insurer's payments go back only through a claim reversal`,
-      },
-    ]);
-  }
+  const patientNet = Number(invoice.amount_paid) - (await insurerPaid(trx, billing.id, invoice.id));
+  refuseRefundAbove(request.amount, patientNet, creditOnly ? Number(invoice.credit_due) : undefined);
   const row = await insertRefund(trx, {
     practice_id: billing.id,
     id: newId('refund'),
@@ -90,6 +83,31 @@ export async function recordRefund(
     refund: { id: row.id, amount: Number(row.amount), currency: row.currency },
   });
   return row;
+}
+
+/**
+ * Refuses (422 naming `amount`) a refund above what the patient paid net of refunds, or, on a
+ * written-off invoice, above its credit due: a refund there must not add to what was written off.
+ */
+function refuseRefundAbove(amount: number, patientNet: number, creditDue: number | undefined): void {
+  if (amount > patientNet) {
+    throw fieldErrors([
+      {
+        field: 'amount',
+        code: 'invalid',
+        message: `amount is more than the patient paid on the invoice net of refunds (${Math.max(patientNet, 0)}); the insurer's payments go back only through a claim reversal`,
+      },
+    ]);
+  }
+  if (creditDue !== undefined && amount > creditDue) {
+    throw fieldErrors([
+      {
+        field: 'amount',
+        code: 'invalid',
+        message: `amount is more than the credit due to the patient on this written-off invoice (${creditDue})`,
+      },
+    ]);
+  }
 }
 
 export async function refundsOf(trx: Trx, practiceId: string, invoiceId: string) {

@@ -97,13 +97,22 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       bodyOptional: true,
       // Look-ups by key, and the rates statement, whose custom plan took longer than its run.
       genericPlans: true,
-      queuesClaimWork: (body) => (body as { submitClaim?: unknown } | undefined)?.submitClaim === true,
       successStatus: 201,
       response: BillResult,
       errorStatuses: WRITE_ERRORS,
-      handler: async ({ trx, practiceId, params, body, now }) => {
+      handler: async ({ trx, deps, practiceId, params, body, now }) => {
         const billing = await billingFor(trx, practiceId);
-        const result = await billEncounter(trx, billing, params.encounterId, body ?? {}, now, queueClaim);
+        // Past the claims backlog's bound the invoice is still created; only its claim is skipped.
+        const claimHeldBack = body?.submitClaim === true ? deps.loadShedder.claimWorkHeldBack() : null;
+        const result = await billEncounter(
+          trx,
+          billing,
+          params.encounterId,
+          body ?? {},
+          now,
+          queueClaim,
+          claimHeldBack,
+        );
         return {
           body: result,
           location: `/api/v1/invoices/${result.invoice.id}`,
@@ -483,7 +492,7 @@ export function invoiceRoutes(queueClaim: ClaimQueuer) {
       operationId: 'recordInvoiceRefund',
       summary: 'Record a refund given back to the patient',
       description:
-        "Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund (else 422 `business_rule`). `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.",
+        "Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund, and a written-off one up to its `creditDue` (else 422 `business_rule`). A refund settles the invoice's `creditDue` (money received beyond its total, such as a medical scheme's remittance after the patient paid) first; beyond that `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.",
       tag: 'Invoices',
       permission: 'REFUNDS:CREATE',
       creates: true,

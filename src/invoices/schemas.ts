@@ -81,7 +81,46 @@ export const Invoice = Type.Object(
     totalNet: Amount,
     totalGross: Amount,
     amountPaid: Amount,
-    balanceDue: Amount,
+    balanceDue: Type.Integer({
+      minimum: 0,
+      maximum: MAX_AMOUNT,
+      description:
+        'What is still owed on the invoice: totalGross less amountPaid while it is open, never below 0; 0 once it is cancelled, entered in error or written off (a closed invoice owes nothing).',
+    }),
+    amountWrittenOff: Type.Integer({
+      minimum: 0,
+      maximum: MAX_AMOUNT,
+      description:
+        'The balance the practice gave up when it wrote the invoice off (totalGross less amountPaid); 0 unless the invoice is written_off.',
+    }),
+    creditDue: Type.Integer({
+      minimum: 0,
+      maximum: MAX_AMOUNT,
+      description:
+        "What the practice owes the patient: money received beyond totalGross (amountPaid less totalGross, else 0), as when the medical scheme's payment arrives after the patient paid at the desk. A refund settles it.",
+    }),
+    totalVat: Type.Integer({
+      minimum: 0,
+      maximum: MAX_AMOUNT,
+      description:
+        'The VAT included in totalGross (totalGross less totalNet); 0 for a practice not registered for VAT.',
+    }),
+    paidByScheme: Type.Integer({
+      minimum: -MAX_AMOUNT,
+      maximum: MAX_AMOUNT,
+      description:
+        "What the patient's medical scheme paid on the invoice (its remittances less what it took back on a reversal), VAT included.",
+    }),
+    paidByPatient: Type.Integer({
+      minimum: -MAX_AMOUNT,
+      maximum: MAX_AMOUNT,
+      description:
+        'What the patient paid on the invoice less what was refunded (amountPaid less paidByScheme).',
+    }),
+    balanceExplanation: Type.String({
+      description:
+        "Why the patient owes what they owe, in words, from the amounts beside it: the total with its VAT, what the scheme paid (and that it pays each service up to its own rate, VAT included), what the patient paid, and what is owed now (or owed to the patient, or written off). For the patient's account.",
+    }),
     lineItems: Type.Array(InvoiceLine),
     closingReason: Nullable(
       Type.String({
@@ -256,7 +295,7 @@ export const PaymentFields = {
   reference: MoneyReference,
   receivedAt: Type.Optional(
     OffsetDateTime(
-      `When the money was received; default now. At most ${RECEIVED_AT_SKEW_MINUTES} minutes ahead of the service's clock and at most ${RECEIVED_AT_MAX_AGE_DAYS} days back. Returned in UTC.`,
+      `When the money was received; default now. At most ${RECEIVED_AT_SKEW_MINUTES} minutes ahead of the service's clock and at most ${RECEIVED_AT_MAX_AGE_DAYS} days back, and not before the invoice's earliest date of service (in the practice's time zone). Returned in UTC.`,
     ),
   ),
 };

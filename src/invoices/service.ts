@@ -13,6 +13,7 @@ import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
+import { balanceExplanation, formatAmount } from './account.ts';
 import { invoiceTotals, MAX_AMOUNT } from './money.ts';
 import { type InvoiceMoney, OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
@@ -48,6 +49,15 @@ export function unsettledClaimReason(invoice: InvoiceRow): string | null {
   return `Invoice ${invoice.number} has a claim that is ${status}; ${next}.`;
 }
 
+/**
+ * Why the invoice's claim stops a write-off, or null: only a claim the insurer is still working on
+ * (submitting, reversing), whose answer could move money the write-off would then misstate.
+ */
+export function claimInFlightReason(invoice: InvoiceRow): string | null {
+  if (!CLAIM_IN_FLIGHT.includes(invoice.claim_status ?? '')) return null;
+  return `Invoice ${invoice.number} has a claim that is ${invoice.claim_status}; wait for the insurer's answer.`;
+}
+
 /** The due date of an invoice dated `date` (YYYY-MM-DD): the practice's payment terms later. */
 export function dueDateFrom(date: string, billing: PracticeBilling): string {
   const d = new Date(`${date}T00:00:00Z`);
@@ -57,6 +67,18 @@ export function dueDateFrom(date: string, billing: PracticeBilling): string {
 
 export function invoiceOf(record: InvoiceRecord): Invoice {
   const i = record.invoice;
+  const money = {
+    status: i.status as InvoiceStatus,
+    claimStatus: i.claim_status,
+    currency: i.currency,
+    totalNet: Number(i.total_net),
+    totalGross: Number(i.total_gross),
+    paidByScheme: Number(i.paid_by_insurer),
+    paidByPatient: Number(i.amount_paid) - Number(i.paid_by_insurer),
+    balanceDue: Number(i.balance_due),
+    creditDue: Number(i.credit_due),
+    amountWrittenOff: Number(i.amount_written_off),
+  };
   return {
     object: 'invoice',
     id: i.id,
@@ -74,6 +96,12 @@ export function invoiceOf(record: InvoiceRecord): Invoice {
     totalGross: Number(i.total_gross),
     amountPaid: Number(i.amount_paid),
     balanceDue: Number(i.balance_due),
+    amountWrittenOff: money.amountWrittenOff,
+    creditDue: money.creditDue,
+    totalVat: money.totalGross - money.totalNet,
+    paidByScheme: money.paidByScheme,
+    paidByPatient: money.paidByPatient,
+    balanceExplanation: balanceExplanation(money),
     lineItems: record.lines.map((l) => ({
       id: l.id,
       serviceDate: l.service_date,
@@ -219,10 +247,6 @@ export function requireEditable(record: InvoiceRecord): void {
       `Invoice ${record.invoice.number} is ${record.invoice.status}; lines can be changed only while it is a draft or amending (amending reopens an issued invoice).`,
     );
   }
-}
-
-function formatAmount(amount: number, currency: string): string {
-  return `${currency} ${(amount / 100).toFixed(2)}`;
 }
 
 /** Issues the invoice; `held` is the invoice as this transaction already holds it locked, if it does. */

@@ -23,11 +23,11 @@ export interface InvoiceRecord {
 
 /**
  * Gives the invoice the practice's next invoice number, as the last write of the transaction that
- * creates the invoice: held, it goes out in the COMMIT's own write, so the practice's counter row is
+ * creates the invoice: deferred, it goes out in the COMMIT's own write, so the practice's counter row is
  * locked from this statement to the commit and across no round trip. Numbers are gap-free (a rollback
  * gives the number back) while other invoice work of the practice waits only for this statement and
  * the commit. Until then the invoice carries its provisional number, which stands for the number in
- * what the transaction still writes and answers (src/platform/db/late-text.ts): held writes queued
+ * what the transaction still writes and answers (src/platform/db/late-text.ts): deferred writes queued
  * after this one (the claim's submission, the stored answer) and the request's answer take the number.
  * Issued notifications written earlier in the transaction are renumbered by this statement.
  */
@@ -281,6 +281,21 @@ export async function lineTotals(trx: Trx, practiceId: string, invoiceId: string
     .where('invoice_id', '=', invoiceId)
     .execute();
   return lines.map((l) => Number(l.total));
+}
+
+/** The earliest date of service of an invoice's lines (YYYY-MM-DD), or null when it has none. */
+export async function earliestServiceDate(
+  trx: Trx,
+  practiceId: string,
+  invoiceId: string,
+): Promise<string | null> {
+  const row = await trx
+    .selectFrom('invoice_lines')
+    .select((eb) => eb.fn.min<string | null>('service_date').as('earliest'))
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', '=', invoiceId)
+    .executeTakeFirst();
+  return row?.earliest ?? null;
 }
 
 /** Changes an invoice; answers what its status rule reads. */

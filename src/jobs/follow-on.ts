@@ -23,6 +23,8 @@ export interface FollowOnRunner {
   leaseMs: number;
   /** Jobs of one concurrency key that may run at once in the lane, in all workers; null for no cap. */
   keyCap(lane: JobLane): number | null;
+  /** Jobs of one practice that may run at once in the lane, in all workers; null for no cap. */
+  practiceCap(lane: JobLane): number | null;
   /** Holds a slot of the lane (and of the key, '' for none) for a job about to be queued; false when none is free. */
   reserve(lane: JobLane, key: string): boolean;
   /** Gives back a slot held by reserve whose job was not queued (its transaction rolled back). */
@@ -77,6 +79,7 @@ export function followOnLease(
       attempts: number;
       leaseMs: number;
       keyCap: number | null;
+      practiceCap: number | null;
       claim: (insert: object, row: JobRow, handoff: unknown) => void;
     }
   | undefined {
@@ -89,6 +92,7 @@ export function followOnLease(
     attempts: 1,
     leaseMs: current.runner.leaseMs,
     keyCap: key === '' ? null : current.runner.keyCap(lane),
+    practiceCap: current.runner.practiceCap(lane),
     claim: (insert, row, handoff) => {
       held.row = row;
       if (handoff !== undefined) handOver(row, handoff);

@@ -2,8 +2,9 @@
 // reversals) and webhook deliveries ('webhooks') each run in slots of their own, so a lane whose slots
 // are all held (deliveries waiting 10 seconds on slow receivers) leaves the other free. A job's kind
 // names its lane (src/jobs/kind.ts). In the webhooks lane the jobs of one endpoint (their concurrency
-// key) are capped at WEBHOOK_ENDPOINT_CONCURRENCY running at once, so a slow endpoint fills its own
-// slots only. Each lane is polled by a loop of its own (pollLane), woken by a commit that queued a
+// key) are capped at WEBHOOK_ENDPOINT_CONCURRENCY running at once, and the jobs of one practice at
+// WEBHOOK_PRACTICE_CONCURRENCY, so a slow endpoint, or one practice's slow endpoints, fill their own
+// slots only and other practices' deliveries find slots free. Each lane is polled by a loop of its own (pollLane), woken by a commit that queued a
 // job in it (in this process, or by NOTIFY from another) and by a job of its own ending when more may
 // be due (its latest take filled its slots, or left a due job behind its key's cap and the job had a
 // concurrency key), even one that ends while a take is on its way; a follow-on job
@@ -38,6 +39,7 @@ export interface LaneSettings {
   jobConcurrency: number;
   webhookJobConcurrency: number;
   webhookEndpointConcurrency: number;
+  webhookPracticeConcurrency: number;
   jobPollMs: number;
   jobPollMaxMs: number;
 }
@@ -47,12 +49,18 @@ export interface LaneLimits {
   concurrency: number;
   /** Jobs of one concurrency key running at once, in all workers; null for none. */
   keyCap: number | null;
+  /** Jobs of one practice running at once, in all workers; null for none. */
+  practiceCap: number | null;
 }
 
 export function laneLimits(settings: LaneSettings, lane: JobLane): LaneLimits {
   return lane === 'webhooks'
-    ? { concurrency: settings.webhookJobConcurrency, keyCap: settings.webhookEndpointConcurrency }
-    : { concurrency: settings.jobConcurrency, keyCap: null };
+    ? {
+        concurrency: settings.webhookJobConcurrency,
+        keyCap: settings.webhookEndpointConcurrency,
+        practiceCap: settings.webhookPracticeConcurrency,
+      }
+    : { concurrency: settings.jobConcurrency, keyCap: null, practiceCap: null };
 }
 
 export interface LanePoller {

@@ -14,6 +14,7 @@ import type { Tables } from '../platform/db/tables.ts';
 import { afterCommit, asOperator, type Trx } from '../platform/db/transaction.ts';
 import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
 import { newId } from '../platform/ids.ts';
+import { currentTraceparent } from '../platform/observability/spans.ts';
 import { followOnLease, takeFollowOns } from './follow-on.ts';
 import type { TakenJobsPreparer } from './handoff.ts';
 import type { JobRow } from './job-row.ts';
@@ -146,13 +147,25 @@ function jobRowOf<S extends TSchema>(
 ): { insert: InsertObject<Tables, 'jobs'> & { id: string }; answer: InsertedJob | undefined } {
   checkedPayload(kind, payload);
   const id = newId('job');
+  const traceContext = currentTraceparent();
   const lease = followOnLease(kind.lane, concurrencyKey, delayMs);
-  const belowCap =
+  const keyBelowCap =
     lease?.keyCap != null
       ? sql<boolean>`(SELECT count(*) FROM jobs
            WHERE lane = ${kind.lane} AND practice_id = ${practiceId} AND concurrency_key = ${concurrencyKey}
              AND state = 'queued' AND locked_until > now()) < ${lease.keyCap}::int`
       : undefined;
+  // The practice's cap, as a take counts it: its jobs of the lane running under a live lease.
+  const practiceBelowCap =
+    lease?.practiceCap != null
+      ? sql<boolean>`(SELECT count(*) FROM jobs
+           WHERE lane = ${kind.lane} AND practice_id = ${practiceId}
+             AND state = 'queued' AND locked_until > now()) < ${lease.practiceCap}::int`
+      : undefined;
+  const belowCap =
+    keyBelowCap && practiceBelowCap
+      ? sql<boolean>`(${keyBelowCap} AND ${practiceBelowCap})`
+      : (keyBelowCap ?? practiceBelowCap);
   const leased = <T>(value: RawBuilder<T>, otherwise: RawBuilder<T>): RawBuilder<T> =>
     belowCap ? sql<T>`CASE WHEN ${belowCap} THEN ${value} ELSE ${otherwise} END` : value;
   const insert = {
@@ -173,6 +186,7 @@ function jobRowOf<S extends TSchema>(
     ...(lease ? { attempts: leased(sql<number>`${lease.attempts}::int`, sql<number>`0`) } : {}),
     last_error: null,
     finished_at: null,
+    trace_context: traceContext,
   };
   lease?.claim(
     insert,
@@ -191,6 +205,7 @@ function jobRowOf<S extends TSchema>(
       state: 'queued',
       last_error: null,
       finished_at: null,
+      trace_context: traceContext,
     },
     handoff,
   );
@@ -262,13 +277,25 @@ export async function takeDueJobs(
   workerId: string,
   limit: number,
   leaseMs: number,
-  options: { lanes?: readonly JobLane[]; keyCap?: number | null; prepare?: TakenJobsPreparer } = {},
+  options: {
+    lanes?: readonly JobLane[];
+    keyCap?: number | null;
+    practiceCap?: number | null;
+    prepare?: TakenJobsPreparer;
+  } = {},
 ): Promise<JobRow[]> {
   const [answer] = await takeFairly(
     db,
     workerId,
     dueIn(leaseMs),
-    [{ lanes: options.lanes ?? JOB_LANES, limit, keyCap: options.keyCap ?? null }],
+    [
+      {
+        lanes: options.lanes ?? JOB_LANES,
+        limit,
+        keyCap: options.keyCap ?? null,
+        practiceCap: options.practiceCap ?? null,
+      },
+    ],
     options.prepare,
   );
   return answer!.jobs;
@@ -445,4 +472,13 @@ export async function failJob(db: Database, job: JobRow, now: Date, error: strin
  */
 export async function rescheduleJob(trx: Trx, job: JobRow, delayMs: number, error: string): Promise<void> {
   await changeHeldJob(trx, job, { locked_by: null, last_error: error.slice(0, 2000) }, delayMs);
+  rescheduled.add(job);
+}
+
+/** Jobs given back to the queue to run again later, by their handler or by the worker. */
+const rescheduled = new WeakSet<JobRow>();
+
+/** Whether this run of the job gave it back to run again (a retry), rather than ending it. */
+export function wasRescheduled(job: JobRow): boolean {
+  return rescheduled.has(job);
 }

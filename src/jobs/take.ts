@@ -8,7 +8,10 @@
 //    running under a lease, in any process (counted along jobs_held); it then deals the slots
 //    round-robin by practice: each practice's jobs are numbered from the count it already has running
 //    in the lane, and the lowest numbers win, so a practice with a deep backlog takes its turn after one
-//    that has nothing running, whatever their jobs' ages. It answers each practice's share of the slots.
+//    that has nothing running, whatever their jobs' ages; with a practice cap (the webhooks lane's
+//    WEBHOOK_PRACTICE_CONCURRENCY) a practice is dealt no slot past it, counting its jobs running in
+//    any process, so one practice's slow receivers hold at most that many of the lane's slots and its
+//    other deliveries queue behind its own cap. It answers each practice's share of the slots.
 // 2. one locking statement per practice that was dealt a share, in the same transaction: the same
 //    walk, count and deal within that practice's rows only, locking FOR UPDATE SKIP LOCKED and leasing
 //    at most its share. Jobs locked but not leased are released when the take commits. (A transaction
@@ -35,6 +38,8 @@ export interface TakeRequest {
   lanes: readonly JobLane[];
   limit: number;
   keyCap: number | null;
+  /** Jobs of one practice running at once in the lane, in all workers; null (or left out) for none. */
+  practiceCap?: number | null;
 }
 
 const NOTHING: TakeAnswer = { jobs: [], heldBack: false };
@@ -72,22 +77,22 @@ async function takeOne(
   trx: Trx,
   workerId: string,
   leaseEnd: RawBuilder<Date>,
-  { lanes, keyCap, limit }: TakeRequest,
+  { lanes, keyCap, limit, practiceCap = null }: TakeRequest,
 ): Promise<TakeAnswer> {
   const picked = await sql<{ practice_id: string | null; share: number | null; held_back: boolean }>`
-      ${dealtSlots({ lanes, keyCap, limit, practiceId: null })},
+      ${dealtSlots({ lanes, keyCap, practiceCap, limit, practiceId: null })},
       shares AS (
         SELECT practice_id, count(*)::int AS share, min(turn) AS first FROM dealt GROUP BY practice_id
       )
       SELECT s.practice_id, s.share, f.held_back
-        FROM (SELECT ${heldBackByCap(keyCap)} AS held_back) AS f
+        FROM (SELECT ${heldBackByCap(keyCap)} OR ${heldBackByPracticeCap(practiceCap)} AS held_back) AS f
         LEFT JOIN shares AS s ON true
        ORDER BY s.first, s.practice_id`.execute(trx);
   const jobs: JobRow[] = [];
   for (const { practice_id, share } of picked.rows) {
     if (practice_id === null || share === null) continue;
     const leased = await sql<JobRow>`
-        ${dealtSlots({ lanes, keyCap, limit: share, practiceId: practice_id })}
+        ${dealtSlots({ lanes, keyCap, practiceCap, limit: share, practiceId: practice_id })}
         UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${leaseEnd},
                attempts = j.attempts + 1
           FROM dealt
@@ -119,6 +124,15 @@ function heldBackByCap(keyCap: number | null): RawBuilder<boolean> {
 }
 
 /**
+ * Whether a practice has more due and free jobs (among the pick's candidates) than its cap lets start
+ * now: a job of that practice ending may free one.
+ */
+function heldBackByPracticeCap(practiceCap: number | null): RawBuilder<boolean> {
+  if (practiceCap === null) return sql<boolean>`false`;
+  return sql<boolean>`EXISTS (SELECT 1 FROM ranked WHERE turn > ${practiceCap}::int)`;
+}
+
+/**
  * The WITH clause whose `dealt` holds (practice_id, id, turn) of the jobs dealt a slot: across every
  * practice and unlocked (practiceId null: the pick), or within one practice, locked FOR UPDATE SKIP
  * LOCKED (the take).
@@ -126,10 +140,11 @@ function heldBackByCap(keyCap: number | null): RawBuilder<boolean> {
 function dealtSlots(options: {
   lanes: readonly JobLane[];
   keyCap: number | null;
+  practiceCap: number | null;
   limit: number;
   practiceId: string | null;
 }) {
-  const { lanes, keyCap, limit, practiceId } = options;
+  const { lanes, keyCap, practiceCap, limit, practiceId } = options;
   const cap = keyCap === null ? sql`NULL::int` : sql`${keyCap}::int`;
   const within = (column: RawBuilder<unknown>) =>
     practiceId === null ? sql`` : sql`AND ${column} = ${practiceId}`;
@@ -174,13 +189,16 @@ function dealtSlots(options: {
                      ELSE greatest(0, least(${limit}::int, ${cap} - coalesce(h.running, 0))) END
           ${lock}) AS c
     ),
+    ranked AS (
+      SELECT l.practice_id, l.id, l.run_at,
+             coalesce(p.running, 0)
+               + row_number() OVER (PARTITION BY l.lane, l.practice_id ORDER BY l.run_at, l.id) AS turn
+        FROM candidates AS l
+        LEFT JOIN held_by_practice AS p ON p.lane = l.lane AND p.practice_id = l.practice_id
+    ),
     dealt AS (
-      SELECT l.practice_id, l.id, l.turn FROM (
-        SELECT l.practice_id, l.id, l.run_at,
-               coalesce(p.running, 0)
-                 + row_number() OVER (PARTITION BY l.lane, l.practice_id ORDER BY l.run_at, l.id) AS turn
-          FROM candidates AS l
-          LEFT JOIN held_by_practice AS p ON p.lane = l.lane AND p.practice_id = l.practice_id) AS l
+      SELECT l.practice_id, l.id, l.turn FROM ranked AS l
+       WHERE ${practiceCap === null ? sql`true` : sql`l.turn <= ${practiceCap}::int`}
        ORDER BY l.turn, l.run_at, l.id
        LIMIT ${limit}::int
     )`;

@@ -8,10 +8,15 @@
 // lease; a worker that dies leaves its jobs to be taken again when their lease runs out, and one that
 // lost a lease learns it and records nothing of that job. Any number of workers can share one
 // database, whatever their clocks say; each should have its own pool (WORKER_DATABASE_POOL_SIZE).
+// Each run is logged at its start and end, counted by kind and outcome, and traced as a span that
+// continues the trace of the work that queued the job (src/platform/observability/).
+import { performance } from 'node:perf_hooks';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../platform/clock.ts';
 import type { Database } from '../platform/db/database.ts';
 import { randomToken } from '../platform/ids.ts';
+import { type JobOutcome, observeJob } from '../platform/observability/metrics.ts';
+import { inSpan, PRACTICE_ID } from '../platform/observability/spans.ts';
 import { type FollowOnRunner, runWithFollowOns } from './follow-on.ts';
 import type { TakenJobsPreparer } from './handoff.ts';
 import { JobPayloadError } from './kind.ts';
@@ -36,6 +41,7 @@ import {
   renewLeases,
   retryJob,
   takeDueJobs,
+  wasRescheduled,
 } from './queue.ts';
 
 export interface WorkerDeps {
@@ -48,6 +54,20 @@ export interface WorkerDeps {
 export type JobHandler = (job: JobRow) => Promise<void>;
 
 const MAX_ATTEMPTS = 20;
+
+/** A job's span: the messaging conventions' process operation on its lane, with the job's ids. */
+function jobSpanAttributes(job: JobRow) {
+  return {
+    'messaging.system': 'practice_billing_jobs',
+    'messaging.operation.type': 'process',
+    'messaging.operation.name': 'process',
+    'messaging.destination.name': job.lane,
+    'messaging.message.id': job.id,
+    'practice_billing.job.kind': job.kind,
+    'practice_billing.job.attempt': job.attempts,
+    [PRACTICE_ID]: job.practice_id,
+  };
+}
 
 /** What a periodic task runs with. */
 export interface TaskDeps {
@@ -143,6 +163,7 @@ export function startWorker(
     workerId,
     leaseMs,
     keyCap: (lane) => laneLimits(config, lane).keyCap,
+    practiceCap: (lane) => laneLimits(config, lane).practiceCap,
     reserve(lane, k) {
       if (stopped) return false;
       const cap = laneLimits(config, lane).keyCap;
@@ -178,33 +199,53 @@ export function startWorker(
     },
   };
 
-  const runJob = async (job: JobRow) => {
-    const key = jobKey(job);
-    held.set(key, job);
-    // A follow-on job's key was counted when its slot was held.
-    if (!adopted.delete(job)) countKey(job.concurrency_key, 1);
+  /** Runs the job's handler; answers how it ended (a throw is recorded here: a retry or the end). */
+  const handle = async (job: JobRow): Promise<JobOutcome> => {
     const handler = handlers[job.kind];
     try {
       if (!handler) throw new Error(`no handler for job kind ${job.kind}`);
       await runWithFollowOns(followOnRunner, () => handler(job));
+      // A handler may give the job back itself (a failed delivery attempt, an insurer not answering).
+      return wasRescheduled(job) ? 'retry' : 'done';
     } catch (err) {
       if (isJobLeaseLost(err)) {
         log.warn(
           { job: job.id, kind: job.kind },
           'job lease lost; another worker has the job, nothing recorded',
         );
-        return;
+        return 'lease_lost';
       }
       const now = deps.clock.now();
       const message = err instanceof Error ? err.message : String(err);
       if (job.attempts >= MAX_ATTEMPTS || !handler || err instanceof JobPayloadError) {
         log.error({ err, job: job.id, kind: job.kind }, 'job failed for good');
         await failJob(deps.db, job, now, message).catch(() => {});
-      } else {
-        log.warn({ err, job: job.id, kind: job.kind }, 'job failed; will retry');
-        const delay = Math.min(2 ** job.attempts * 1000, 10 * 60 * 1000);
-        await retryJob(deps.db, job, delay, message).catch(() => {});
+        return 'failed';
       }
+      log.warn({ err, job: job.id, kind: job.kind }, 'job failed; will retry');
+      const delay = Math.min(2 ** job.attempts * 1000, 10 * 60 * 1000);
+      await retryJob(deps.db, job, delay, message).catch(() => {});
+      return 'retry';
+    }
+  };
+
+  const runJob = async (job: JobRow) => {
+    const key = jobKey(job);
+    held.set(key, job);
+    // A follow-on job's key was counted when its slot was held.
+    if (!adopted.delete(job)) countKey(job.concurrency_key, 1);
+    const about = { job: job.id, kind: job.kind, practiceId: job.practice_id, attempt: job.attempts };
+    const started = performance.now();
+    log.info(about, 'job started');
+    try {
+      // The job continues the trace of the work that queued it (its row's traceparent).
+      const outcome = await inSpan(`${job.kind} process`, jobSpanAttributes(job), () => handle(job), {
+        role: 'consumer',
+        traceparent: job.trace_context,
+      });
+      const seconds = (performance.now() - started) / 1000;
+      observeJob(job.kind, outcome, seconds);
+      log.info({ ...about, outcome, durationMs: Math.round(seconds * 1000) }, 'job ended');
     } finally {
       countKey(job.concurrency_key, -1);
       if (held.get(key) === job) held.delete(key);
@@ -224,12 +265,17 @@ export function startWorker(
   // The lanes' takes of one turn share a transaction (a commit that queued jobs of both wakes both).
   const takeBatched = batchedTakes(deps.db, workerId, leaseMs, prepare);
   const take = (lane: JobLane, limit: number) =>
-    takeBatched({ lanes: [lane], limit, keyCap: laneLimits(config, lane).keyCap });
+    takeBatched({
+      lanes: [lane],
+      limit,
+      keyCap: laneLimits(config, lane).keyCap,
+      practiceCap: laneLimits(config, lane).practiceCap,
+    });
   // drain() takes from every lane in one statement, as many as all lanes' slots, each key capped.
   const takeAndRun = async (): Promise<number> => {
     const limit = JOB_LANES.reduce((sum, lane) => sum + laneLimits(config, lane).concurrency, 0);
-    const keyCap = laneLimits(config, 'webhooks').keyCap;
-    const jobs = await takeDueJobs(deps.db, workerId, limit, leaseMs, { keyCap, prepare });
+    const { keyCap, practiceCap } = laneLimits(config, 'webhooks');
+    const jobs = await takeDueJobs(deps.db, workerId, limit, leaseMs, { keyCap, practiceCap, prepare });
     await Promise.all(jobs.map(runJob));
     await settleFollowOns();
     return jobs.length;

@@ -26,6 +26,17 @@ export interface Config {
   publicBaseUrl: string;
   errorsDocUrl: string;
   logLevel: string;
+  /** JSON lines (the default), or pretty for a person at a terminal (LOG_FORMAT). */
+  logFormat: 'json' | 'pretty';
+  /**
+   * Whether traces are exported (OpenTelemetry): an OTLP endpoint is set and OTEL_SDK_DISABLED is not
+   * true. The SDK reads the rest of the standard OTEL_* variables itself.
+   */
+  tracing: { serviceName: string | undefined } | undefined;
+  /** The bearer token that reads /metrics; undefined: the admin token reads it on the API's port. */
+  metricsToken: string | undefined;
+  /** A port of its own serving /metrics (and nothing else); undefined: none. */
+  metricsPort: number | undefined;
   insurerDelayMs: number;
   databasePoolSize: number;
   workerDatabasePoolSize: number;
@@ -60,19 +71,20 @@ export interface Config {
    */
   loadShedLatencyTargetMs: number;
   /**
-   * Refuse API requests that queue claim work (503: a bill with submitClaim, a claim sent, resubmitted
-   * or reversed) while the claims lane's oldest due job has waited this long for a worker; 0: never.
+   * Refuse API requests that queue claim work (503: a claim sent, resubmitted or reversed; a bill with
+   * submitClaim creates its invoice and skips the claim instead) while the claims lane's oldest due job
+   * has waited this long for a worker; 0: never.
    */
   loadShedClaimBacklogMs: number;
-  /**
-   * Refuse API requests that queue claim work (503) for a practice whose webhook deliveries' oldest due
-   * one has waited this long for a worker; 0: never.
-   */
-  loadShedWebhookBacklogMs: number;
   /** Webhook deliveries a worker runs at once (the webhooks lane). */
   webhookJobConcurrency: number;
   /** Deliveries to one endpoint running at once, in all workers. */
   webhookEndpointConcurrency: number;
+  /**
+   * Deliveries of one practice running at once, in all workers: its slow receivers hold at most this
+   * many of the webhooks lane's slots, and its other deliveries queue behind its own cap.
+   */
+  webhookPracticeConcurrency: number;
   jobLeaseSeconds: number;
   /** Days a finished job (done or failed) is kept before the worker deletes it. */
   jobRetentionDays: number;
@@ -142,6 +154,18 @@ function faultPointsOf(raw: string | undefined): FaultPoints {
   return points;
 }
 
+/**
+ * Traces go out when an OTLP endpoint is named (for every signal or for traces) and the SDK is not
+ * disabled: with neither, nothing of OpenTelemetry is started.
+ */
+function tracingOf(env: NodeJS.ProcessEnv): Config['tracing'] {
+  const disabled = (env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true';
+  const exporter = (env.OTEL_TRACES_EXPORTER ?? '').trim().toLowerCase();
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  if (disabled || exporter === 'none' || !endpoint) return undefined;
+  return { serviceName: env.OTEL_SERVICE_NAME || undefined };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST || '127.0.0.1';
@@ -165,9 +189,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent`);
   }
+  const logFormat = env.LOG_FORMAT || 'json';
+  if (logFormat !== 'json' && logFormat !== 'pretty') {
+    throw new ConfigError(`LOG_FORMAT must be json or pretty, got "${logFormat}"`);
+  }
+  const metricsPort = env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined;
   return {
     port,
     host,
+    logFormat,
+    tracing: tracingOf(env),
+    metricsToken: env.METRICS_TOKEN || undefined,
+    metricsPort,
     databaseUrl,
     migrationDatabaseUrl: env.MIGRATION_DATABASE_URL || databaseUrl,
     databaseListenUrl: databaseListenUrl ?? databaseUrl,
@@ -200,11 +233,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobPollMaxMs: integer(env, 'JOB_POLL_MAX_MS', 2000, 10, 60_000),
     jobConcurrency: integer(env, 'JOB_CONCURRENCY', 8, 1, 256),
     // On by default with PostgreSQL; the embedded database runs each statement on the event loop, one
-    // transaction after another, so one slow statement would look like overload (docs/decisions.md).
+    // transaction after another, so one slow statement would look like overload (docs/decisions/0022-load-shedding-answers-503.md).
     loadShedConnectionWaitMs: integer(env, 'LOAD_SHED_CONNECTION_WAIT_MS', databaseUrl ? 500 : 0, 0, 60_000),
     loadShedEventLoopLagMs: integer(env, 'LOAD_SHED_EVENT_LOOP_LAG_MS', databaseUrl ? 500 : 0, 0, 60_000),
     // Four times the API's connections: never reached by callers whose requests are served quickly,
-    // and at most four holds of a connection ahead of any transaction when it is (docs/decisions.md).
+    // and at most four holds of a connection ahead of any transaction when it is (docs/decisions/0022-load-shedding-answers-503.md).
     loadShedMaxInFlight: integer(
       env,
       'LOAD_SHED_MAX_IN_FLIGHT',
@@ -213,18 +246,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       100_000,
     ),
     // Ten times a bill's answer on an idle two-core machine: reached only when requests queue for the
-    // cores or the connections (docs/decisions.md, "An in-flight limit that follows the machine").
+    // cores or the connections (docs/decisions/0022-load-shedding-answers-503.md, "An in-flight limit that follows the machine").
     loadShedLatencyTargetMs: integer(env, 'LOAD_SHED_LATENCY_TARGET_MS', databaseUrl ? 250 : 0, 0, 60_000),
     loadShedClaimBacklogMs: integer(env, 'LOAD_SHED_CLAIM_BACKLOG_MS', databaseUrl ? 2000 : 0, 0, 600_000),
-    loadShedWebhookBacklogMs: integer(
-      env,
-      'LOAD_SHED_WEBHOOK_BACKLOG_MS',
-      databaseUrl ? 3000 : 0,
-      0,
-      600_000,
-    ),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 24, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 64),
+    webhookPracticeConcurrency: integer(env, 'WEBHOOK_PRACTICE_CONCURRENCY', 8, 1, 256),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 7, 1, 3650),
     secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),

@@ -1,13 +1,18 @@
 // Owns the shapes of practices and their practitioners as the operator API shows them.
 import { Type } from 'typebox';
 import { Enum, ListOf, Nullable, Text } from '../platform/http/schema.ts';
+import { CURRENCIES, DEFAULT_CURRENCY } from './currencies.ts';
 import { DEFAULT_TIME_ZONE, TIME_ZONES } from './time-zones.ts';
 
 export const PracticeRequest = Type.Object(
   {
     name: Text(200),
     currency: Type.Optional(
-      Type.String({ pattern: '^[A-Z]{3}$', default: 'ZAR', description: 'ISO 4217; default ZAR.' }),
+      Enum(CURRENCIES, {
+        default: DEFAULT_CURRENCY,
+        description:
+          'An ISO 4217 currency in circulation with a minor unit (amounts are integers in it); default ZAR.',
+      }),
     ),
     timezone: Type.Optional(
       Enum(TIME_ZONES, {

@@ -19,6 +19,8 @@ import type { Database } from '../platform/db/database.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { faultPoint } from '../platform/fault-points.ts';
 import { newId } from '../platform/ids.ts';
+import { countWebhookAttempt } from '../platform/observability/metrics.ts';
+import { annotateActiveSpan } from '../platform/observability/spans.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
 import { type EndpointRow, readEndpointRow, signingSecrets } from './endpoints.ts';
 import { DELIVER_JOB } from './job-kinds.ts';
@@ -74,7 +76,16 @@ export async function runDeliverJob(ctx: DeliveryContext, job: JobRow): Promise<
     (handedOverWith(job) as PreparedAttempt | undefined) ??
     (await inPractice(ctx.db, practiceId, (trx) => prepareAttempt(ctx, trx, job, deliveryId)));
   if (!prepared) return;
+  annotateActiveSpan({
+    'practice_billing.webhook.endpoint.id': prepared.endpoint.id,
+    'practice_billing.webhook.delivery.id': prepared.delivery.id,
+    'practice_billing.webhook.attempt': prepared.delivery.attempts + 1,
+  });
   const sent = await sendAttempt(ctx, prepared);
+  const status = sent.result.statusCode;
+  countWebhookAttempt(
+    status !== null && status >= 200 && status < 300 ? 'delivered' : status === 410 ? 'gone' : 'failed',
+  );
   await inPractice(ctx.db, practiceId, (trx) => recordAttempt(ctx, trx, job, prepared, sent));
 }
 

@@ -430,3 +430,23 @@ export async function updateEndpointRow(
     .where('id', '=', id)
     .execute();
 }
+
+/**
+ * Enabled endpoints whose deliveries are failing, in every practice (operator only): since when, for
+ * the operator's metrics. Ids only.
+ */
+export async function failingEndpoints(
+  trx: Trx,
+): Promise<Array<{ practiceId: string; endpointId: string; failingSince: Date }>> {
+  const rows = await trx
+    .selectFrom('webhook_endpoints')
+    .select(['practice_id', 'id', 'failing_since'])
+    .where('enabled', '=', true)
+    .where('failing_since', 'is not', null)
+    .execute();
+  return rows.map((row) => ({
+    practiceId: row.practice_id,
+    endpointId: row.id,
+    failingSince: row.failing_since!,
+  }));
+}

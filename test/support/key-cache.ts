@@ -105,7 +105,7 @@ export async function rememberedPractice(
 }
 
 /**
- * A change made by hand on a connection of its own, the way README's "Changing keys by hand" says:
+ * A change made by hand on a connection of its own, the way docs/operator-guide.md "Changing keys by hand" says:
  * the statement and the NOTIFY the service's own writes send, in one transaction.
  */
 export async function changeByHand(

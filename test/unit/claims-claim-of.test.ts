@@ -24,6 +24,7 @@ function row(status: ClaimStatus, submittedAt: Date | null = SUBMITTED_AT): Clai
     submission_id: 'sub_1',
     submission_started_at: SUBMITTED_AT,
     resubmit_after_reversal: false,
+    reversal_reason: null,
     created_at: SUBMITTED_AT,
     updated_at: SUBMITTED_AT,
   };
@@ -86,39 +87,43 @@ describe('claim rules', () => {
         warnings: [],
       },
     ];
-    assert.deepEqual(claimOf(row('partially_accepted'), items, false), {
-      object: 'claim',
-      id: 'clm_1',
-      invoiceId: 'inv_1',
-      status: 'partially_accepted',
-      outcome: 'partial',
-      message: null,
-      resubmittable: false,
-      reversible: true,
-      authorizationReference: 'AUTH-1',
-      submittedAt: '2026-03-10T08:00:00.000Z',
-      currency: 'ZAR',
-      items: [
-        {
-          lineNumber: 1,
-          lineItemId: 'li_1',
-          decision: 'approved_with_warning',
-          submitted: 74250,
-          benefit: 49500,
-          rejections: [],
-          warnings: [{ code: 'ABOVE_PLAN_RATE', description: 'Billed above the plan rate.' }],
-        },
-        {
-          lineNumber: 2,
-          lineItemId: null,
-          decision: 'denied',
-          submitted: null,
-          benefit: null,
-          rejections: [{ code: 'NOT_COVERED', description: 'Code 0145 is not covered by the plan.' }],
-          warnings: [],
-        },
-      ],
-    });
+    assert.deepEqual(
+      claimOf({ ...row('partially_accepted'), reversal_reason: 'Billed in error' }, items, false),
+      {
+        object: 'claim',
+        id: 'clm_1',
+        invoiceId: 'inv_1',
+        status: 'partially_accepted',
+        outcome: 'partial',
+        message: null,
+        resubmittable: false,
+        reversalReason: 'Billed in error',
+        reversible: true,
+        authorizationReference: 'AUTH-1',
+        submittedAt: '2026-03-10T08:00:00.000Z',
+        currency: 'ZAR',
+        items: [
+          {
+            lineNumber: 1,
+            lineItemId: 'li_1',
+            decision: 'approved_with_warning',
+            submitted: 74250,
+            benefit: 49500,
+            rejections: [],
+            warnings: [{ code: 'ABOVE_PLAN_RATE', description: 'Billed above the plan rate.' }],
+          },
+          {
+            lineNumber: 2,
+            lineItemId: null,
+            decision: 'denied',
+            submitted: null,
+            benefit: null,
+            rejections: [{ code: 'NOT_COVERED', description: 'Code 0145 is not covered by the plan.' }],
+            warnings: [],
+          },
+        ],
+      },
+    );
   });
 
   test('a claim not yet sent has no submittedAt', () => {

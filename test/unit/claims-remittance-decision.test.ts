@@ -1,7 +1,8 @@
 // What a remittance does, decided without a database (decideRemittance in src/claims/remittance.ts):
-// the insurer's approved benefit paid net of what it already paid, at most what is owed; waiting while
-// a reversal is under way or the invoice is being amended; nothing for another submission, a claim the
-// insurer does not stand by, or an invoice that owes nothing.
+// the insurer's approved benefit paid in full net of what it already paid (never capped at the balance:
+// beyond it is the patient's credit), on an invoice paid in full or written off too; waiting while a
+// reversal is under way or the invoice is being amended; nothing for another submission, a claim the
+// insurer does not stand by, nothing left to pay, or an invoice no remittance is recorded on.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decideRemittance, type RemittanceFacts } from '../../src/claims/remittance.ts';
@@ -12,13 +13,16 @@ const facts = (
 ): RemittanceFacts => ({
   submissionId: 'sub_1',
   claim: { submissionId: 'sub_1', status: 'accepted', approvedBenefit: 50_000, ...claim },
-  invoice: { status: 'issued', balanceDue: 80_000, insurerPaid: 0, ...invoice },
+  invoice: { status: 'issued', insurerPaid: 0, ...invoice },
 });
 
-test('an accepted claim pays its approved benefit, net of what the insurer paid, at most what is owed', () => {
+test('an accepted claim pays its approved benefit in full, net of what the insurer already paid', () => {
   assert.deepEqual(decideRemittance(facts()), { kind: 'pay', amount: 50_000 });
   assert.deepEqual(decideRemittance(facts({}, { insurerPaid: 20_000 })), { kind: 'pay', amount: 30_000 });
-  assert.deepEqual(decideRemittance(facts({}, { balanceDue: 12_345 })), { kind: 'pay', amount: 12_345 });
+  // Whatever the patient paid first: the scheme's money is never turned away.
+  for (const status of ['partially_paid', 'overdue', 'balanced', 'written_off']) {
+    assert.deepEqual(decideRemittance(facts({}, { status })), { kind: 'pay', amount: 50_000 }, status);
+  }
   for (const status of ['partially_accepted', 'reversal_failed']) {
     assert.deepEqual(decideRemittance(facts({ status })), { kind: 'pay', amount: 50_000 }, status);
   }
@@ -38,7 +42,7 @@ test('a reversal under way, or an invoice being amended, makes the remittance wa
   }
 });
 
-test('nothing for another submission, a claim not stood by, nothing left to pay, or an invoice that owes nothing', () => {
+test('nothing for another submission, a claim not stood by, nothing left to pay, or an invoice no remittance is recorded on', () => {
   const nothing = { kind: 'nothing' };
   assert.deepEqual(decideRemittance(facts({ submissionId: 'sub_2' })), nothing);
   assert.deepEqual(decideRemittance(facts({ submissionId: 'sub_2', status: 'reversing' })), nothing);
@@ -46,7 +50,7 @@ test('nothing for another submission, a claim not stood by, nothing left to pay,
     assert.deepEqual(decideRemittance(facts({ status })), nothing, status);
   }
   assert.deepEqual(decideRemittance(facts({}, { insurerPaid: 50_000 })), nothing, 'paid already');
-  assert.deepEqual(decideRemittance(facts({}, { balanceDue: 0, status: 'amending' })), nothing);
+  assert.deepEqual(decideRemittance(facts({}, { insurerPaid: 50_000, status: 'amending' })), nothing);
   assert.deepEqual(decideRemittance(facts({}, { status: 'cancelled' })), nothing);
   assert.deepEqual(decideRemittance({ submissionId: 'sub_1' }), nothing, 'no claim or invoice found');
 });

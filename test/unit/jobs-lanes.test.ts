@@ -20,7 +20,7 @@ function manualLane() {
   const ran: string[] = [];
   const lane = pollLane({
     lane: 'claims',
-    limits: { concurrency: 2, keyCap: null },
+    limits: { concurrency: 2, keyCap: null, practiceCap: null },
     settings: { jobPollMs: 60_000, jobPollMaxMs: 60_000 },
     take: () =>
       new Promise<JobRow[]>((resolve) => takes.push(resolve)).then((jobs) => ({

@@ -1,7 +1,7 @@
 // Owns the order of change feeds (GET /invoices?updatedSince and any feed read the same way): the
 // time a writing transaction stamps on what it changes, and the high-water mark H below which a
 // reader may read without ever skipping a change that commits later. No lock is shared between
-// writers. The argument is in docs/decisions.md ("Change feeds").
+// writers. The argument is in docs/decisions/0061-change-feeds.md.
 //
 // PostgreSQL: a writer takes its transaction id first, then the clock, so a writer stamped at s held
 // its id from before s until it ended. A reader reads the clock t, then every transaction still

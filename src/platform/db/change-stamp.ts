@@ -1,7 +1,7 @@
 // Owns the change stamp's SQL on PostgreSQL, and each transaction's stamp: the one its frame took
 // (TransactionPlans.stamps, src/platform/db/transaction.ts), as how to have it until it is had, or the
 // one stampChange (src/platform/db/change-feed.ts) has had. The argument for the stamp is in
-// docs/decisions.md ("Change feeds").
+// docs/decisions/0061-change-feeds.md.
 
 const stamps = new WeakMap<object, Date | (() => Promise<Date>)>();
 

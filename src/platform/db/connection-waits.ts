@@ -132,11 +132,18 @@ export class ConnectionGate {
   #recentHoldMs = 0;
   /** Milliseconds on a monotonic clock. */
   readonly now: () => number;
+  /** Hears how long each entry waited for its place, in milliseconds (the operator's metrics). */
+  onWaited: ((waitedMs: number) => void) | undefined;
 
   /** now: milliseconds on a monotonic clock (a test may drive its own). */
   constructor(size: number, now: () => number = () => performance.now()) {
     this.size = size;
     this.now = now;
+  }
+
+  /** How many places are held now: connections in use. */
+  get inUse(): number {
+    return this.#held;
   }
 
   /** How many wait for a connection now. */
@@ -175,6 +182,7 @@ export class ConnectionGate {
     if (bound?.refusal) throw bound.refusal;
     if (this.#held < this.size && this.#waiting.size === 0) {
       this.#held += 1;
+      this.onWaited?.(0);
       return asked;
     }
     if (bound?.pending) {
@@ -197,6 +205,7 @@ export class ConnectionGate {
         resolve();
       };
     });
+    this.onWaited?.(this.now() - asked);
     return asked;
   }
 

@@ -5,6 +5,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { Kysely, sql } from 'kysely';
 import pg from 'pg';
 import lockfile from 'proper-lockfile';
+import { observePoolWait, reportPool } from '../observability/metrics.ts';
 import { ConnectionGate } from './connection-waits.ts';
 import { DEFAULT_HEARTBEAT_MS, type ListenLog, listenOn, quoted } from './listen.ts';
 import { PgliteSessionDialect } from './pglite-session.ts';
@@ -98,16 +99,19 @@ export function openPostgres(options: PostgresOptions): Database {
     pipeline: true,
   });
   // A pool client that errors while idle (server restart, terminated session) must not crash the process.
-  pool.on('error', () => {});
+  const outage = connectionOutage(options.log, options.applicationName ?? 'practice-billing');
+  pool.on('error', outage.lost);
   // Nor one that errors while checked out between two queries of a transaction: the pool listens only
   // to idle clients, and an 'error' event nobody listens to kills the process. The transaction's next
   // query then fails (answered 503), and the pool drops the broken client when it is released.
   pool.on('connect', (client) => {
-    client.on('error', () => {});
+    outage.back();
+    client.on('error', outage.lost);
   });
   // How each statement travels (prepared, deferred to the COMMIT, pipelined with BEGIN) is decided in one
   // place, per statement: src/platform/db/postgres-session.ts.
   const connections = new ConnectionGate(options.poolSize);
+  const unreport = observeGate(options.applicationName ?? 'practice-billing', connections);
   const kysely = new Kysely<Tables>({
     dialect: connections.dialect(
       new PostgresSessionDialect(pool, { preparedStatements: options.preparedStatements === true }),
@@ -140,8 +144,41 @@ export function openPostgres(options: PostgresOptions): Database {
           ...(values ? { values } : {}),
         });
       }),
-    close: () => kysely.destroy(),
+    close: () => {
+      unreport();
+      return kysely.destroy();
+    },
   };
+}
+
+/**
+ * Says once, at warn, that the pool lost a connection (and what follows: requests that need one fail
+ * with 503 while the database is away, and the pool opens new connections as they are asked for), and
+ * once that a new one was opened after the loss.
+ */
+function connectionOutage(log: ListenLog | undefined, pool: string) {
+  let down = false;
+  return {
+    lost: (err: Error) => {
+      if (down) return;
+      down = true;
+      log?.warn(
+        { pool, err: { message: err.message } },
+        'database connection lost: requests that need the database answer 503 until it is back; new connections are opened as they are asked for',
+      );
+    },
+    back: () => {
+      if (!down) return;
+      down = false;
+      log?.warn({ pool }, 'database connection re-established');
+    },
+  };
+}
+
+/** Reports a gate's figures as its pool's metrics until the returned function is called. */
+function observeGate(pool: string, gate: ConnectionGate): () => void {
+  gate.onWaited = (waitedMs) => observePoolWait(pool, waitedMs / 1000);
+  return reportPool(pool, () => ({ size: gate.size, inUse: gate.inUse, waiting: gate.waiters }));
 }
 
 const pgliteParsers = {
@@ -223,6 +260,7 @@ export async function openPglite(options: PgliteOptions): Promise<Database & { p
   });
   // One session: one transaction at a time.
   const connections = new ConnectionGate(1);
+  const unreport = observeGate('embedded', connections);
   const kysely = new Kysely<Tables>({ dialect: connections.dialect(new PgliteSessionDialect({ pglite })) });
   return {
     kind: 'pglite',
@@ -231,6 +269,7 @@ export async function openPglite(options: PgliteOptions): Promise<Database & { p
     pglite,
     listen: (channel, onSignal) => listenInSession(pglite, kysely, channel, onSignal),
     async close() {
+      unreport();
       await kysely.destroy();
       await release?.();
     },

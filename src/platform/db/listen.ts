@@ -108,6 +108,8 @@ export function listenOn(
   let sentBeforeClient = 0;
   /** Set once the connection is up but heartbeats go unheard; said in the log once. */
   let deaf = false;
+  /** Set from a lost connection until another is listening; said in the log once each way. */
+  let disconnected = false;
 
   const lose = () => {
     if (!working) return;
@@ -167,13 +169,20 @@ export function listenOn(
       keepAliveInitialDelayMillis: 30_000,
     });
     let broken = false;
-    const reconnect = () => {
+    const reconnect = (err?: unknown) => {
       if (broken) return;
       broken = true;
       if (client === c) {
         client = undefined;
         reopen = undefined;
         lose();
+      }
+      if (!stopped && !disconnected) {
+        disconnected = true;
+        options.log?.warn(
+          { channel, err: err instanceof Error ? { message: err.message } : undefined, retryMs: relistenMs },
+          'LISTEN connection lost: reconnecting with backoff; meanwhile the process polls for what notifications would have said',
+        );
       }
       void close(c);
       if (!stopped) {
@@ -196,6 +205,8 @@ export function listenOn(
         client = c;
         reopen = reconnect;
         sentBeforeClient = sent;
+        if (disconnected) options.log?.warn({ channel }, 'LISTEN connection re-established');
+        disconnected = false;
         // The first beat at once: listening counts from when it is heard, not a period later.
         beat();
       })

@@ -9,8 +9,12 @@
 //  3. A COMMIT of a transaction that failed inside is an error (TransactionRolledBackError).
 // Each call into PGlite with what goes out together is counted as one round trip
 // (src/platform/db/statement-counts.ts), the statements in it as PostgreSQL's session counts them.
+// Each statement PGlite runs, deferred ones when they run, is a client span while tracing is on
+// (traceStatement, src/platform/observability/spans.ts): the embedded database has no client library
+// for OpenTelemetry to instrument.
 import type { CompiledQuery, DatabaseConnection, Driver, QueryResult, TransactionSettings } from 'kysely';
 import { PGliteDialect } from 'kysely';
+import { traceStatement } from '../observability/spans.ts';
 import { TransactionRolledBackError } from './postgres-session.ts';
 import { queryOptionsOf, settleDeferred } from './query-options.ts';
 import { countRoundTrip, countTransaction } from './statement-counts.ts';
@@ -30,7 +34,8 @@ class PgliteSession {
 
   constructor(connection: DatabaseConnection) {
     this.connection = connection;
-    this.#run = connection.executeQuery.bind(connection) as Run;
+    const run = connection.executeQuery.bind(connection) as Run;
+    this.#run = (query) => traceStatement(query.sql, () => run(query));
   }
 
   /** What is deferred, in order, then `behind` (if any); the first failure is thrown, the rest not run. */

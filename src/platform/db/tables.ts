@@ -80,6 +80,7 @@ export interface ClaimsTable {
   place_of_service_code: string | null;
   practice_id: string;
   resubmit_after_reversal: Generated<boolean>;
+  reversal_reason: string | null;
   status:
     | 'submitting'
     | 'accepted'
@@ -282,18 +283,21 @@ export interface InvoiceLinesTable {
 
 export interface InvoicesTable {
   amount_paid: Generated<number>;
+  amount_written_off: GeneratedAlways<number | null>;
   balance_due: GeneratedAlways<number>;
   claim_status: string | null;
   closed_at: Date | null;
   closed_reason: string | null;
   coverage_id: string | null;
   created_at: Generated<NeverUpdated<Date>>;
+  credit_due: GeneratedAlways<number | null>;
   currency: string;
   date: string;
   due_date: string | null;
   id: string;
   issued_at: Date | null;
   number: string;
+  paid_by_insurer: Generated<number>;
   patient_id: string;
   place_of_service_code: string | null;
   practice_id: string;
@@ -330,6 +334,7 @@ export interface JobsTable {
   practice_id: string;
   run_at: Date;
   state: Generated<'queued' | 'done' | 'failed'>;
+  trace_context: string | null;
 }
 
 export interface NotificationsTable {

@@ -2,7 +2,7 @@
 // to the list and its filters. Anything not issued for this list and these filters is invalid_cursor.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import { AppError } from './errors.ts';
+import { AppError, type FieldError } from './errors.ts';
 
 export type CursorPosition = Array<string | number>;
 
@@ -50,6 +50,23 @@ export class CursorCodec {
     if (!Array.isArray(position)) throw refuse();
     return position as CursorPosition;
   }
+}
+
+/** The shape of every cursor the service issues: a base64url payload, a dot, a 16-byte signature. */
+const CURSOR_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/;
+
+/**
+ * The error naming a cursor that no list could have issued (not of a cursor's shape), or undefined:
+ * reported with a query's other wrong parameters, so one answer names them all. A cursor of the right
+ * shape is judged by the list itself (invalid_cursor when it was issued for another list or filters).
+ */
+export function malformedCursorError(cursor: unknown): FieldError | undefined {
+  if (typeof cursor !== 'string' || CURSOR_SHAPE.test(cursor)) return undefined;
+  return {
+    field: 'cursor',
+    code: 'invalid',
+    message: 'cursor was not issued for this list and these filters',
+  };
 }
 
 /** The list answer of a list that is answered whole, on one page. */

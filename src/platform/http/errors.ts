@@ -160,7 +160,17 @@ export function orNotFound<T>(row: T | undefined, what: string): T {
   return row;
 }
 
-export function fieldErrors(errors: FieldError[], detail?: string): AppError {
+/**
+ * One entry per field, the first reason found for it: a field wrong in two ways (in the future, and
+ * before another date) is named once, with the reason checked first.
+ */
+export function firstPerField(errors: FieldError[]): FieldError[] {
+  const seen = new Set<string>();
+  return errors.filter((e) => !seen.has(e.field) && seen.add(e.field));
+}
+
+export function fieldErrors(all: FieldError[], detail?: string): AppError {
+  const errors = firstPerField(all);
   return new AppError(
     'validation_failed',
     detail ??
@@ -169,7 +179,8 @@ export function fieldErrors(errors: FieldError[], detail?: string): AppError {
   );
 }
 
-export function invalidParameters(errors: FieldError[]): AppError {
+export function invalidParameters(all: FieldError[]): AppError {
+  const errors = firstPerField(all);
   return new AppError(
     'invalid_request',
     `Check ${errors.length === 1 ? 'the parameter' : 'the parameters'} ${errors.map((e) => e.field).join(', ')}.`,

@@ -12,23 +12,20 @@
 //    (src/platform/db/connection-waits.ts), by each wait before its first transaction has a
 //    connection, predicted or reached. From its first transaction on, a request's waits are never
 //    cut: it may have done work by then;
-//  - it would queue claim work (its route says so: a claim sent, resubmitted or reversed; or its
-//    body, read before any work: a bill with submitClaim, through claimWorkRefusal)
+//  - it would queue claim work (its route says so: a claim sent, resubmitted or reversed)
 //    while the claims lane's oldest due job has waited the claim-backlog bound or more for a worker
 //    (claim_backlog): the API then stops admitting more claim work than the workers finish, so the
 //    queue behind them stays short and its claims answered in seconds. The backlog is read by a
 //    statement of its own, at most every BACKLOG_SAMPLE_MS, only when such a request arrives, and
 //    trusted for BACKLOG_TRUST_MS;
-//  - it would queue claim work for a practice whose own webhook deliveries have waited the webhook
-//    backlog bound or more for a worker (webhook_backlog), judged once the caller is known, still
-//    before any work: a claim's outcome reaches the practice by webhook, and deliveries to one
-//    endpoint run a few at a time, so claim work admitted faster than the practice's deliveries go
-//    out would answer its claims later and later, long after the overload. Only that practice's
-//    deliveries count, so a practice whose receiver is slow never holds back another's claims. Read
-//    per practice, sampled and trusted as the claims backlog.
+// A bill with submitClaim is never refused for the claims backlog: the contract has a bill create its
+// invoice whether or not claiming succeeds, so the bill asks claimWorkHeldBack and, past the bound,
+// creates (and issues) the invoice and skips the claim, saying why in claimSkippedReason. A practice's
+// slow webhook receivers never refuse its requests: its deliveries queue behind its own cap in the
+// webhooks lane instead (WEBHOOK_PRACTICE_CONCURRENCY, src/jobs/take.ts).
 // Each refusal is logged and counted by its reason; requests in flight and how long first connections
 // waited are counted for the operator (src/service-metrics.ts). 429 stays the per-client rate limit
-// (docs/decisions.md). The event loop's lag is sampled by a timer (how late it fired) and judged over a
+// (docs/decisions/0022-load-shedding-answers-503.md). The event loop's lag is sampled by a timer (how late it fired) and judged over a
 // window: the highest sample of the last LAG_WINDOW_MS, so one late timer keeps counting for a while
 // rather than until the next sample. How the lag is read can be replaced (readLagWith), for a caller
 // that must not depend on how busy the machine is, such as a test, or for another monitor.
@@ -42,8 +39,6 @@ import { AppError } from './errors.ts';
 export interface LoadSheddingSettings {
   /** Refuse requests that queue claim work while the claims backlog is this old (0: never). */
   loadShedClaimBacklogMs: number;
-  /** Refuse requests that queue claim work while the practice's webhook deliveries are this far behind (0: never). */
-  loadShedWebhookBacklogMs: number;
   /** Refuse when a request's first connection would wait this long (0: never). */
   loadShedConnectionWaitMs: number;
   /** Refuse while the event loop lags this much (0: never). */
@@ -59,6 +54,8 @@ export const SHED_REASONS = [
   'event_loop_lag',
   'in_flight_limit',
   'claim_backlog',
+  // Never counted any more (a practice's slow webhook receivers no longer refuse its requests); kept,
+  // at 0, so that the metrics keep their shape.
   'webhook_backlog',
 ] as const;
 export type ShedReason = (typeof SHED_REASONS)[number];
@@ -124,15 +121,11 @@ export class LoadShedder {
   readonly #settings: LoadSheddingSettings;
   /** The claims lane's backlog, one reading for the whole process. */
   readonly #claimBacklog: BacklogReadings<null>;
-  /** Each practice's webhook deliveries' backlog, read per practice. */
-  readonly #webhookBacklogs: BacklogReadings<string>;
 
   constructor(db: Database, settings: LoadSheddingSettings, backlogs: BacklogReaders = {}) {
     this.#db = db;
     this.#settings = settings;
-    const { claimBacklogMs, practiceWebhookBacklogMs } = backlogs;
-    this.#claimBacklog = new BacklogReadings(claimBacklogMs ?? null);
-    this.#webhookBacklogs = new BacklogReadings(practiceWebhookBacklogMs ?? null);
+    this.#claimBacklog = new BacklogReadings(backlogs.claimBacklogMs ?? null);
     this.#limit = new AdaptiveInFlightLimit(settings.loadShedMaxInFlight, settings.loadShedLatencyTargetMs);
   }
 
@@ -220,28 +213,14 @@ export class LoadShedder {
     return this.claimBacklogMs >= bound ? 'claim_backlog' : null;
   }
 
-  #webhookBacklogReason(practiceId: string): ShedReason | null {
-    const bound = this.#settings.loadShedWebhookBacklogMs;
-    if (bound <= 0) return null;
-    this.#webhookBacklogs.sample(practiceId);
-    return this.#webhookBacklogs.trusted(practiceId) >= bound ? 'webhook_backlog' : null;
-  }
-
   /**
-   * For an admitted request of practiceId's caller that queues claim work (judged once its caller is
-   * known and its body read: a bill with submitClaim, a claim sent, resubmitted or reversed): its
-   * refusal while the claims backlog, or the practice's webhook deliveries' backlog, is past its bound
-   * (logged and counted), or null to serve it. Asked before any of its work.
+   * For a bill with submitClaim: why its claim is held back (the claims backlog past its bound), or
+   * null to queue it. Counted as a claim_backlog shed; the bill itself is served.
    */
-  claimWorkRefusal(request: FastifyRequest, practiceId: string): RequestShed | null {
-    const reason = this.#claimBacklogReason() ?? this.#webhookBacklogReason(practiceId);
-    if (!reason) return null;
-    return this.#refuse(
-      request,
-      reason,
-      {},
-      { webhookBacklogMs: Math.round(this.#webhookBacklogs.trusted(practiceId)) },
-    );
+  claimWorkHeldBack(): string | null {
+    if (this.#claimBacklogReason() === null) return null;
+    this.shed.claim_backlog += 1;
+    return 'The insurer claims queue is behind; the claim was not sent. Send it with POST /invoices/{invoiceId}/claim once the queue has caught up (retry after a few seconds).';
   }
 
   /**
@@ -311,8 +290,6 @@ export class LoadShedder {
 export interface BacklogReaders {
   /** The claims lane's, all practices together. */
   claimBacklogMs?: () => Promise<number>;
-  /** One practice's webhook deliveries'. */
-  practiceWebhookBacklogMs?: (practiceId: string) => Promise<number>;
 }
 
 /** Readings of a backlog per key (null: one for the process), each sampled and trusted as BACKLOG_*_MS say. */

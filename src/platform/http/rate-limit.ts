@@ -17,7 +17,9 @@
 import type { FastifyReply } from 'fastify';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Trx } from '../db/transaction.ts';
+import { countRateLimitRefusal } from '../observability/metrics.ts';
 import { AppError } from './errors.ts';
+
 import { RequestShed } from './load-shedding.ts';
 
 interface PoolQuery {
@@ -455,15 +457,16 @@ export function limitOrRefuse(
 ): Promise<void> | undefined {
   const reserved = scope === 'shared' ? limits.takeReserved(key, perMinute) : undefined;
   if (reserved) {
-    answerWithLimit(reply, reserved);
+    answerWithLimit(reply, reserved, key);
     return undefined;
   }
-  return limits.consume(key, perMinute, scope).then((state) => answerWithLimit(reply, state));
+  return limits.consume(key, perMinute, scope).then((state) => answerWithLimit(reply, state, key));
 }
 
-function answerWithLimit(reply: FastifyReply, state: RateLimitState): void {
+function answerWithLimit(reply: FastifyReply, state: RateLimitState, key: string): void {
   reply.headers(rateLimitHeaders(state));
   if (!state.allowed) {
+    countRateLimitRefusal(key.startsWith('ip:') ? 'source' : 'client');
     throw new AppError('rate_limited', `Too many requests; wait ${state.retryAfterSeconds} seconds.`, {
       headers: { 'retry-after': String(state.retryAfterSeconds) },
     });

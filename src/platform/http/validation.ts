@@ -163,7 +163,8 @@ export function toFieldErrors(
     } else if (error.keyword === 'anyOf' || error.keyword === 'oneOf') {
       message = 'does not match any allowed shape';
     }
-    let field = segments.join('.');
+    // A query parameter is named as sent: `type`, not `type.0` for the first of its repeated values.
+    let field = part === 'querystring' ? (segments[0] ?? '') : segments.join('.');
     if (part === 'headers') field = headerName(field);
     if (field === '') field = part === 'body' ? 'body' : part;
     const existing = byField.get(field);

@@ -428,7 +428,7 @@ export interface paths {
         put?: never;
         /**
          * Record a refund given back to the patient
-         * @description Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund (else 422 `business_rule`). `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.
+         * @description Needs `REFUNDS:CREATE`, a permission of its own. Never more than the patient paid on the invoice net of earlier refunds (422 naming `amount`; the insurer's money goes back only through a claim reversal). An issued, partially paid, overdue, balanced or amending invoice takes a refund, and a written-off one up to its `creditDue` (else 422 `business_rule`). A refund settles the invoice's `creditDue` (money received beyond its total, such as a medical scheme's remittance after the patient paid) first; beyond that `amountPaid` goes down and `balanceDue` up by the amount: a balanced invoice becomes partially_paid, or issued or overdue when nothing paid is left. `refund.created` is sent.
          */
         post: operations["recordInvoiceRefund"];
         delete?: never;
@@ -593,7 +593,7 @@ export interface paths {
         };
         /**
          * The modifiers of a code system's codes
-         * @description Tariff modifiers a line of this system can carry in `modifiers`, each with the percentage it adds to or takes off the line's total; ordered by code. Every modifier is answered on one page (`hasMore` false); a system without modifiers answers an empty list.
+         * @description Tariff modifiers a line of this system can carry in `modifiers`, each with the percentage it adds to or takes off the line's total; ordered by code, paged like every list (`limit`, `cursor`). A system without modifiers answers an empty list. An unknown query parameter is 400 naming it; a cursor not issued by this list is 400 `invalid_cursor`.
          */
         get: operations["listCodeSystemModifiers"];
         put?: never;
@@ -809,6 +809,12 @@ export interface components {
          *         "totalGross": 123750,
          *         "amountPaid": 0,
          *         "balanceDue": 123750,
+         *         "amountWrittenOff": 0,
+         *         "creditDue": 0,
+         *         "totalVat": 0,
+         *         "paidByScheme": 0,
+         *         "paidByPatient": 0,
+         *         "balanceExplanation": "Total ZAR 1237.50. You owe ZAR 1237.50.",
          *         "lineItems": [
          *           {
          *             "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
@@ -886,6 +892,7 @@ export interface components {
          *       "message": null,
          *       "resubmittable": false,
          *       "reversible": true,
+         *       "reversalReason": null,
          *       "authorizationReference": "SBX-9D50F498655B",
          *       "submittedAt": "2026-03-10T09:00:00.481Z",
          *       "currency": "ZAR",
@@ -925,6 +932,8 @@ export interface components {
             outcome: "queued" | "complete" | "partial" | "error";
             /** @description The insurer's reason when the claim or its reversal failed, or why it was not sent. */
             message: string | null;
+            /** @description The reason given when the claim's latest reversal was asked for (POST .../claim/reverse with `reason`); null when none was given or the claim was never reversed. The request's audit row carries the same words in `reason`. */
+            reversalReason: string | null;
             /** @description True exactly when `POST .../claim/resubmit` without a body would be accepted now: the claim is rejected, reversed or partially accepted, and the invoice is claim-ready (issued, partially paid or overdue, with lines that each have a primary diagnosis, and a coverage). */
             resubmittable: boolean;
             /** @description True when the insurer accepted some or all of it, or a reversal failed. */
@@ -1449,6 +1458,12 @@ export interface components {
          *       "totalGross": 123750,
          *       "amountPaid": 0,
          *       "balanceDue": 123750,
+         *       "amountWrittenOff": 0,
+         *       "creditDue": 0,
+         *       "totalVat": 0,
+         *       "paidByScheme": 0,
+         *       "paidByPatient": 0,
+         *       "balanceExplanation": "Total ZAR 1237.50. You owe ZAR 1237.50.",
          *       "lineItems": [
          *         {
          *           "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
@@ -1517,6 +1532,12 @@ export interface components {
          *       "totalGross": 123750,
          *       "amountPaid": 123750,
          *       "balanceDue": 0,
+         *       "amountWrittenOff": 0,
+         *       "creditDue": 0,
+         *       "totalVat": 0,
+         *       "paidByScheme": 123750,
+         *       "paidByPatient": 0,
+         *       "balanceExplanation": "Total ZAR 1237.50. Your medical scheme paid ZAR 1237.50. Nothing is owed.",
          *       "lineItems": [
          *         {
          *           "id": "li_4nkeJxkbtDNo1xhFpQ8q55",
@@ -1589,7 +1610,20 @@ export interface components {
             totalNet: number;
             totalGross: number;
             amountPaid: number;
+            /** @description What is still owed on the invoice: totalGross less amountPaid while it is open, never below 0; 0 once it is cancelled, entered in error or written off (a closed invoice owes nothing). */
             balanceDue: number;
+            /** @description The balance the practice gave up when it wrote the invoice off (totalGross less amountPaid); 0 unless the invoice is written_off. */
+            amountWrittenOff: number;
+            /** @description What the practice owes the patient: money received beyond totalGross (amountPaid less totalGross, else 0), as when the medical scheme's payment arrives after the patient paid at the desk. A refund settles it. */
+            creditDue: number;
+            /** @description The VAT included in totalGross (totalGross less totalNet); 0 for a practice not registered for VAT. */
+            totalVat: number;
+            /** @description What the patient's medical scheme paid on the invoice (its remittances less what it took back on a reversal), VAT included. */
+            paidByScheme: number;
+            /** @description What the patient paid on the invoice less what was refunded (amountPaid less paidByScheme). */
+            paidByPatient: number;
+            /** @description Why the patient owes what they owe, in words, from the amounts beside it: the total with its VAT, what the scheme paid (and that it pays each service up to its own rate, VAT included), what the patient paid, and what is owed now (or owed to the patient, or written off). For the patient's account. */
+            balanceExplanation: string;
             lineItems: components["schemas"]["InvoiceLine"][];
             /** @description Why the invoice was cancelled, entered in error or written off, as given then; null while it is not closed. */
             closingReason: string | null;
@@ -2076,7 +2110,7 @@ export interface components {
             reference?: string | null;
             /**
              * Format: offset-date-time
-             * @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. When the money was received; default now. At most 5 minutes ahead of the service's clock and at most 366 days back. Returned in UTC.
+             * @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. When the money was received; default now. At most 5 minutes ahead of the service's clock and at most 366 days back, and not before the invoice's earliest date of service (in the practice's time zone). Returned in UTC.
              */
             receivedAt?: string;
         };
@@ -2104,10 +2138,11 @@ export interface components {
         PracticeRequest: {
             name: string;
             /**
-             * @description ISO 4217; default ZAR.
+             * @description An ISO 4217 currency in circulation with a minor unit (amounts are integers in it); default ZAR.
              * @default ZAR
+             * @enum {string}
              */
-            currency?: string;
+            currency?: "AED" | "AFN" | "ALL" | "AMD" | "ANG" | "AOA" | "ARS" | "AUD" | "AWG" | "AZN" | "BAM" | "BBD" | "BDT" | "BGN" | "BHD" | "BMD" | "BND" | "BOB" | "BOV" | "BRL" | "BSD" | "BTN" | "BWP" | "BYN" | "BZD" | "CAD" | "CDF" | "CHE" | "CHF" | "CHW" | "CLF" | "CNY" | "COP" | "COU" | "CRC" | "CUP" | "CVE" | "CZK" | "DKK" | "DOP" | "DZD" | "EGP" | "ERN" | "ETB" | "EUR" | "FJD" | "FKP" | "GBP" | "GEL" | "GHS" | "GIP" | "GMD" | "GTQ" | "GYD" | "HKD" | "HNL" | "HTG" | "HUF" | "IDR" | "ILS" | "INR" | "IQD" | "IRR" | "JMD" | "JOD" | "KES" | "KGS" | "KHR" | "KPW" | "KWD" | "KYD" | "KZT" | "LAK" | "LBP" | "LKR" | "LRD" | "LSL" | "LYD" | "MAD" | "MDL" | "MGA" | "MKD" | "MMK" | "MNT" | "MOP" | "MRU" | "MUR" | "MVR" | "MWK" | "MXN" | "MXV" | "MYR" | "MZN" | "NAD" | "NGN" | "NIO" | "NOK" | "NPR" | "NZD" | "OMR" | "PAB" | "PEN" | "PGK" | "PHP" | "PKR" | "PLN" | "QAR" | "RON" | "RSD" | "RUB" | "SAR" | "SBD" | "SCR" | "SDG" | "SEK" | "SGD" | "SHP" | "SLE" | "SOS" | "SRD" | "SSP" | "STN" | "SVC" | "SYP" | "SZL" | "THB" | "TJS" | "TMT" | "TND" | "TOP" | "TRY" | "TTD" | "TWD" | "TZS" | "UAH" | "USD" | "USN" | "UYU" | "UYW" | "UZS" | "VED" | "VES" | "WST" | "XCD" | "XCG" | "YER" | "ZAR" | "ZMW" | "ZWG";
             /**
              * @description IANA time zone (canonical name, or UTC).
              * @default Africa/Johannesburg
@@ -4403,7 +4438,12 @@ export interface operations {
     };
     listCodeSystemModifiers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page size, 1 to 100. */
+                limit?: number;
+                /** @description `nextCursor` of the previous page, unchanged. */
+                cursor?: string;
+            };
             header?: {
                 /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
                 "x-service-performer"?: string;
