@@ -1081,6 +1081,8 @@ export interface components {
          *       "planId": "pln_ubuntu_essential",
          *       "memberNumber": "M-100200",
          *       "dependentCode": null,
+         *       "memberSurname": null,
+         *       "memberInitials": null,
          *       "active": true,
          *       "startDate": null,
          *       "endDate": null
@@ -1094,6 +1096,9 @@ export interface components {
             planId: string;
             memberNumber: string;
             dependentCode: string | null;
+            /** @description The main member's surname; null when the patient is the member. */
+            memberSurname: string | null;
+            memberInitials: string | null;
             /** @description True while the plan is offered and today (in the practice's time zone) lies within startDate..endDate. */
             active: boolean;
             /** Format: date */
@@ -1123,6 +1128,10 @@ export interface components {
             memberNumber: string;
             /** @description e.g. 00 for the main member. */
             dependentCode?: string | null;
+            /** @description The main member's surname, when the patient is a dependant; with dependant code 00, or none, the member is the patient. */
+            memberSurname?: string | null;
+            /** @description The main member's initials, when the patient is a dependant (such as `T.M.`). */
+            memberInitials?: string | null;
             /** Format: date */
             startDate?: string | null;
             /** Format: date */
@@ -2089,6 +2098,26 @@ export interface components {
             currency: string;
             timezone: string;
             integrationsEnabled: boolean;
+            practiceNumber: string | null;
+            groupPracticeNumber: string | null;
+            vatNumber: string | null;
+            address: {
+                /** @description Street address, one line each. */
+                lines: string[];
+                city: string;
+                postalCode: string;
+                /** @description ISO 3166-1 alpha-2, such as ZA. */
+                country: string;
+            } | null;
+            phone: string | null;
+            email: string | null;
+            bankDetails: {
+                bank: string;
+                accountName: string;
+                accountNumber: string;
+                /** @description The bank's six-digit branch code. */
+                branchCode: string;
+            } | null;
             /** Format: date-time */
             createdAt: string;
         };
@@ -2100,9 +2129,59 @@ export interface components {
             hasMore: boolean;
             nextCursor: string | null;
         };
+        /** PracticePatch */
+        PracticePatch: {
+            name?: string;
+            /** @description The practice code number (PCNS), 7 digits. */
+            practiceNumber?: string | null;
+            /** @description The group practice number. */
+            groupPracticeNumber?: string | null;
+            /** @description VAT registration number (10 digits starting with 4); null when not VAT registered. */
+            vatNumber?: string | null;
+            address?: {
+                /** @description Street address, one line each. */
+                lines: string[];
+                city: string;
+                postalCode: string;
+                /** @description ISO 3166-1 alpha-2, such as ZA. */
+                country: string;
+            } | null;
+            phone?: string | null;
+            email?: string | null;
+            bankDetails?: {
+                bank: string;
+                accountName: string;
+                accountNumber: string;
+                /** @description The bank's six-digit branch code. */
+                branchCode: string;
+            } | null;
+        };
         /** PracticeRequest */
         PracticeRequest: {
             name: string;
+            /** @description The practice code number (PCNS), 7 digits. */
+            practiceNumber?: string | null;
+            /** @description The group practice number. */
+            groupPracticeNumber?: string | null;
+            /** @description VAT registration number (10 digits starting with 4); null when not VAT registered. */
+            vatNumber?: string | null;
+            address?: {
+                /** @description Street address, one line each. */
+                lines: string[];
+                city: string;
+                postalCode: string;
+                /** @description ISO 3166-1 alpha-2, such as ZA. */
+                country: string;
+            } | null;
+            phone?: string | null;
+            email?: string | null;
+            bankDetails?: {
+                bank: string;
+                accountName: string;
+                accountNumber: string;
+                /** @description The bank's six-digit branch code. */
+                branchCode: string;
+            } | null;
             /**
              * @description ISO 4217; default ZAR.
              * @default ZAR
