@@ -45,6 +45,21 @@ const LAYERS = [
   ],
   ['claims', ['platform', 'api', 'insurance', 'insurer', 'invoices', 'jobs', 'practices', 'webhooks']],
   [
+    'accounts',
+    [
+      'platform',
+      'api',
+      'events',
+      'insurance',
+      'invoices',
+      'jobs',
+      'notifications',
+      'patients',
+      'practices',
+      'webhooks',
+    ],
+  ],
+  [
     'back-office',
     ['platform', 'paging', 'api', 'claims', 'insurance', 'invoices', 'patients', 'practices', 'webhooks'],
   ],

@@ -90,6 +90,18 @@ export interface HandlerResult<R> {
   resource?: { id: string; patientId?: string | null };
   /** Why, in the caller's words, when the operation asks for it (closing an invoice): the audit row's reason. */
   reason?: string;
+  /**
+   * A document answered instead of JSON (the route declares `produces`): drawn after the transaction
+   * has committed, from what the handler read in it, so no connection waits on the drawing.
+   */
+  file?: AnswerFile;
+}
+
+/** A document answer: its bytes made by `render`, sent with its type and a file name to save it as. */
+export interface AnswerFile {
+  contentType: string;
+  filename: string;
+  render: () => Promise<Buffer>;
 }
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -130,6 +142,8 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   queuesClaimWork?: boolean | ((body: unknown) => boolean);
   /** Content types accepted for the body besides application/json. */
   consumes?: string[];
+  /** The content type of a success that is a document (HandlerResult.file), not JSON; `response` describes it. */
+  produces?: string;
   successStatus: number;
   response: R;
   /** Problem statuses this operation can answer, for the OpenAPI document. */
@@ -245,7 +259,15 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
       ...(spec.querystring ? { querystring: spec.querystring } : {}),
       ...(spec.body ? { body: spec.body } : {}),
       ...(spec.consumes ? { consumes: ['application/json', ...spec.consumes] } : {}),
-      response: { [spec.successStatus]: spec.response, ...problemResponses },
+      response: {
+        [spec.successStatus]: spec.produces
+          ? {
+              description: spec.response.description ?? 'The document.',
+              content: { [spec.produces]: { schema: spec.response } },
+            }
+          : spec.response,
+        ...problemResponses,
+      },
       'x-permission': spec.permission,
       ...(spec.bodyOptional && spec.body ? { [BODY_OPTIONAL]: true } : {}),
     },
@@ -393,6 +415,7 @@ async function runApiHandler(
   }
   const scope = keyScopeOf(request, spec, auth);
   const changes = spec.method !== 'GET';
+  let file: AnswerFile | undefined;
   const { answer, replayed } = await runKeyed({
     request,
     scope,
@@ -406,10 +429,23 @@ async function runApiHandler(
         // A change may be stamped for the change feeds: the frame takes the stamp (TransactionPlans).
         stamps: changes,
       }),
-    perform: (trx) => performRoute(deps, spec, request, reply, auth, performerId, trx),
+    perform: async (trx) => {
+      const performed = await performRoute(deps, spec, request, reply, auth, performerId, trx);
+      file = performed.file;
+      return performed.answer;
+    },
     record: (trx, answer, outcome) => recordAnswer(deps, request, auth, trx, answer, outcome),
   });
   request.auditState.written();
+  if (file && answer.status === spec.successStatus) {
+    const bytes = await file.render();
+    return reply
+      .code(answer.status)
+      .headers(answer.headers)
+      .header('content-disposition', `attachment; filename="${file.filename.replace(/[^\w.-]/g, '_')}"`)
+      .type(file.contentType)
+      .send(bytes);
+  }
   return sendAnswer(reply, answer, replayed);
 }
 
@@ -454,7 +490,7 @@ async function performRoute(
   auth: AuthContext,
   performerId: string | null,
   trx: Trx,
-): Promise<StoredAnswer> {
+): Promise<{ answer: StoredAnswer; file: AnswerFile | undefined }> {
   if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
   const result = await spec.handler(contextOf(trx, deps, spec, auth, request, performerId));
   if (result.resource) {
@@ -463,7 +499,11 @@ async function performRoute(
   }
   if (result.reason) request.auditState.reason = result.reason;
   const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
-  return successAnswer(reply, spec.successStatus, result.body, location);
+  if (result.file) {
+    reply.code(spec.successStatus);
+    return { answer: { status: spec.successStatus, headers: {}, body: '' }, file: result.file };
+  }
+  return { answer: successAnswer(reply, spec.successStatus, result.body, location), file: undefined };
 }
 
 /** The audit row, written in the transaction of the answer it records. */
