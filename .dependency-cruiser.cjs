@@ -13,7 +13,7 @@ const LAYERS = [
   ['jobs', ['platform']],
   ['docs', ['platform']],
   ['console', ['platform']],
-  ['notifications', ['platform', 'paging']],
+  ['notifications', ['platform', 'paging', 'jobs']],
   ['api', ['platform', 'auth', 'idempotency', 'insurer']],
   ['code-systems', ['platform', 'paging', 'api']],
   ['patients', ['platform', 'api']],

@@ -46,6 +46,7 @@ import {
 import { BODY_OPTIONAL, ProblemSchema } from '../platform/http/schema.ts';
 import { nullBodyRefused, toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
 import { idPattern } from '../platform/ids.ts';
+import { type AnswerFile, sendFile, successResponse } from './answer-file.ts';
 import type { Deps } from './deps.ts';
 import { identityOf } from './request-state.ts';
 
@@ -95,13 +96,6 @@ export interface HandlerResult<R> {
    * has committed, from what the handler read in it, so no connection waits on the drawing.
    */
   file?: AnswerFile;
-}
-
-/** A document answer: its bytes made by `render`, sent with its type and a file name to save it as. */
-export interface AnswerFile {
-  contentType: string;
-  filename: string;
-  render: () => Promise<Buffer>;
 }
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -260,12 +254,7 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
       ...(spec.body ? { body: spec.body } : {}),
       ...(spec.consumes ? { consumes: ['application/json', ...spec.consumes] } : {}),
       response: {
-        [spec.successStatus]: spec.produces
-          ? {
-              description: spec.response.description ?? 'The document.',
-              content: { [spec.produces]: { schema: spec.response } },
-            }
-          : spec.response,
+        [spec.successStatus]: successResponse(spec.response, spec.produces),
         ...problemResponses,
       },
       'x-permission': spec.permission,
@@ -437,15 +426,8 @@ async function runApiHandler(
     record: (trx, answer, outcome) => recordAnswer(deps, request, auth, trx, answer, outcome),
   });
   request.auditState.written();
-  if (file && answer.status === spec.successStatus) {
-    const bytes = await file.render();
-    return reply
-      .code(answer.status)
-      .headers(answer.headers)
-      .header('content-disposition', `attachment; filename="${file.filename.replace(/[^\w.-]/g, '_')}"`)
-      .type(file.contentType)
-      .send(bytes);
-  }
+  if (file && answer.status === spec.successStatus)
+    return sendFile(reply, answer.status, answer.headers, file);
   return sendAnswer(reply, answer, replayed);
 }
 

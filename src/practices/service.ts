@@ -128,6 +128,8 @@ export interface PracticeBilling {
   vatRateBasisPoints: number;
   paymentTermsDays: number;
   invoiceNumberPrefix: string;
+  /** Account details the patient's account needs and the practice has not recorded (practiceNumber, address, bankDetails). */
+  accountGaps: string[];
 }
 
 export async function practiceBilling(trx: Trx, practiceId: string): Promise<PracticeBilling> {
@@ -140,6 +142,11 @@ export async function practiceBilling(trx: Trx, practiceId: string): Promise<Pra
     vatRateBasisPoints: row.vat_rate_basis_points,
     paymentTermsDays: row.payment_terms_days,
     invoiceNumberPrefix: row.invoice_number_prefix,
+    accountGaps: [
+      ...(row.practice_number ? [] : ['practiceNumber']),
+      ...(row.address ? [] : ['address']),
+      ...(row.bank_details ? [] : ['bankDetails']),
+    ],
   };
 }
 

@@ -1379,7 +1379,7 @@ export interface components {
             /** @description Unique per event; the `webhook-id` of its deliveries. */
             id: string;
             /** @enum {string} */
-            type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created";
+            type: "invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created";
             /** Format: date-time */
             occurredAt: string;
             /** @description `object`, `id` and `url` name the invoice, as the contract fixes; a claim, payment or refund event adds `claim`, `payment` or `refund`. */
@@ -1856,9 +1856,41 @@ export interface components {
                 subjectType: string;
                 subjectId: string;
                 message: string;
+                /**
+                 * @description What became of its e-mail: queued (waiting, or retrying after a failure deliveryDetail gives), sent (deliveryDetail: the mail server's answer, or that it was kept in the outbox), failed (deliveryDetail: why; an account's failure also raises invoice.delivery_failed), no_address (the patient, or the practice, has no e-mail address), none (not e-mailed).
+                 * @enum {string}
+                 */
+                delivery: "none" | "queued" | "sent" | "failed" | "no_address";
+                deliveryDetail: string | null;
+                /** Format: date-time */
+                deliveryUpdatedAt: string | null;
                 /** Format: date-time */
                 createdAt: string;
             }[];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** OutboxMessage */
+        OutboxMessage: {
+            /** @enum {string} */
+            object: "outbox_message";
+            id: string;
+            notificationId: string;
+            to: string;
+            subject: string;
+            text: string;
+            attachment: {
+                filename: string;
+                size: number;
+            } | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** OutboxMessageList */
+        OutboxMessageList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["OutboxMessage"][];
             hasMore: boolean;
             nextCursor: string | null;
         };
@@ -2528,7 +2560,7 @@ export interface components {
             /** @description https URL reaching a public address (http and private addresses only with WEBHOOK_ALLOW_PRIVATE). */
             url: string;
             /** @description Event types to send; none or empty = all. */
-            eventTypes?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
+            eventTypes?: ("invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
         };
         /** WebhookEventAttemptList */
         WebhookEventAttemptList: {
@@ -4654,7 +4686,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Event types to keep; repeat the parameter for several. */
-                type?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
+                type?: ("invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
                 /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. */
                 createdSince?: string;
                 /** @description Id of the last event received: the list starts after it. */

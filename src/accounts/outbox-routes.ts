@@ -1,0 +1,109 @@
+// Declares the operator's view of the mail outbox: with no SMTP server configured (the sandbox), each
+// e-mail the service would have sent is kept here instead, so an integrator sees exactly what a
+// patient or the practice would receive: the list (to, subject, time, text) and each attachment.
+import { Type } from 'typebox';
+import { defineAdminRoute } from '../api/admin-route.ts';
+import { findOutboxMessage, listOutbox } from '../notifications/store.ts';
+import { pageOf } from '../platform/http/cursor.ts';
+import { AppError } from '../platform/http/errors.ts';
+import { ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
+import { getPractice } from '../practices/service.ts';
+
+const OutboxMessage = Type.Object(
+  {
+    object: Type.Literal('outbox_message'),
+    id: Type.String(),
+    notificationId: Type.String(),
+    to: Type.String(),
+    subject: Type.String(),
+    text: Type.String(),
+    attachment: Nullable(Type.Object({ filename: Type.String(), size: Type.Integer() })),
+    createdAt: Type.String({ format: 'date-time' }),
+  },
+  { title: 'OutboxMessage' },
+);
+
+const PracticeParams = Type.Object(
+  { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },
+  { additionalProperties: false },
+);
+
+export const outboxAdminRoutes = [
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/outbox',
+    operationId: 'adminListOutbox',
+    cli: { command: 'outbox list' },
+    summary: 'The e-mails kept instead of sent (no SMTP_URL), newest first',
+    params: PracticeParams,
+    querystring: Type.Object(PagingQuery, { additionalProperties: false }),
+    successStatus: 200,
+    response: ListOf(OutboxMessage, 'OutboxMessageList'),
+    handler: async ({ trx, deps, params, query }) => {
+      await getPractice(trx, params.practiceId);
+      const limit = query.limit ?? 50;
+      const filters = { practiceId: params.practiceId };
+      const position = query.cursor ? deps.cursors.decode('outbox', filters, query.cursor) : undefined;
+      const before = position ? { createdAt: String(position[0]), id: String(position[1]) } : undefined;
+      const rows = await listOutbox(trx, params.practiceId, before, limit);
+      return {
+        body: pageOf(
+          rows,
+          limit,
+          (r) => ({
+            object: 'outbox_message' as const,
+            id: r.id,
+            notificationId: r.notification_id,
+            to: r.recipient,
+            subject: r.subject,
+            text: r.body,
+            attachment: r.attachment_name
+              ? { filename: r.attachment_name, size: Number(r.attachment_size) }
+              : null,
+            createdAt: r.created_at.toISOString(),
+          }),
+          (r) => [r.created_at.toISOString(), r.id],
+          (p) => deps.cursors.encode('outbox', filters, p),
+        ),
+      };
+    },
+  }),
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/outbox/:messageId/attachment',
+    operationId: 'adminGetOutboxAttachment',
+    cli: { command: 'outbox attachment' },
+    summary: "An outbox message's attachment (the patient's account as PDF)",
+    params: Type.Object(
+      {
+        practiceId: Type.String({ minLength: 1, maxLength: 100 }),
+        messageId: Type.String({ minLength: 1, maxLength: 100 }),
+      },
+      { additionalProperties: false },
+    ),
+    produces: 'application/pdf',
+    successStatus: 200,
+    response: Type.Unsafe<string>({
+      type: 'string',
+      format: 'binary',
+      description: 'The attachment as sent.',
+    }),
+    handler: async ({ trx, params }) => {
+      await getPractice(trx, params.practiceId);
+      const message = await findOutboxMessage(trx, params.practiceId, params.messageId);
+      if (!message) throw new AppError('not_found', 'Outbox message was not found.');
+      const bytes = message.attachment;
+      if (!bytes || !message.attachment_name) {
+        throw new AppError('not_found', 'This outbox message has no attachment.');
+      }
+      return {
+        body: '',
+        file: {
+          contentType: 'application/pdf',
+          filename: message.attachment_name,
+          render: async () => Buffer.from(bytes),
+        },
+      };
+    },
+  }),
+];
