@@ -114,7 +114,7 @@ async function planPracticeMail(trx: Trx, notification: Notification, messageId:
 async function planMail(ctx: MailContext, trx: Trx, job: JobRow): Promise<Plan> {
   const { notificationId, corrected } = checkedPayload(MAIL_JOB, job.payload);
   const notification = await findNotification(trx, job.practice_id, notificationId);
-  if (!notification || notification.delivery !== 'queued') return { kind: 'settled' };
+  if (notification?.delivery !== 'queued') return { kind: 'settled' };
   const messageId = `<${notification.id}.${notification.practice_id}@${fromDomain(ctx.mailFrom)}>`;
   if (notification.recipient === 'practice') return planPracticeMail(trx, notification, messageId);
   return planPatientMail(trx, notification, messageId, corrected === true);
