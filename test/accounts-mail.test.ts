@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { accountPatient, accountPractice, issuedAccount, pdfPages } from './accounts-fixtures.ts';
 import { describeEachBackend, startService, type TestService, uniqueKey } from './harness.ts';
 import { attachmentsOf, headerOf, startSmtp, type TestSmtp, textOf } from './support/smtp.ts';
+import { addEndpoint, billVisit, Receiver } from './webhooks-fixtures.ts';
 
 async function notificationOf(svc: TestService, practiceId: string, invoiceId: string) {
   const list = await svc.admin('GET', `/practices/${practiceId}/notifications`);
@@ -129,6 +130,53 @@ describeEachBackend('the patient is told by e-mail', (backend) => {
     assert.ok(!events.text.includes(email), 'the event does not carry the address');
     const read = await practice.api('GET', `/invoices/${invoice.id}`);
     assert.equal(read.body.status, 'issued');
+  });
+});
+
+describeEachBackend('the practice is told by e-mail', (backend) => {
+  let smtp: TestSmtp;
+  let svc: TestService;
+  let receiver: Receiver;
+  before(async () => {
+    smtp = await startSmtp();
+    svc = await startService(backend, { env: { SMTP_URL: smtp.url } });
+    receiver = await Receiver.forService(svc);
+    receiver.reply = () => ({ status: 410, body: 'gone' });
+  });
+  after(async () => {
+    await receiver.close();
+    await svc.close();
+    await smtp.close();
+  });
+
+  test("a webhook endpoint turned off is e-mailed to the practice's address, once; without one it is recorded", async () => {
+    const practice = await svc.newPractice();
+    const email = `ops.${uniqueKey()}@practice.example`;
+    const patched = await svc.admin('PATCH', `/practices/${practice.practiceId}`, { email });
+    assert.equal(patched.status, 200, patched.text);
+    const ep = await addEndpoint(svc, practice.practiceId, receiver, { eventTypes: ['invoice.issued'] });
+    await billVisit(svc, practice);
+    await svc.worker.drain();
+    await svc.worker.drain();
+    const mine = smtp.received.filter((m) => m.to.includes(email));
+    assert.equal(mine.length, 1);
+    assert.match(headerOf(mine[0]!.raw, 'subject') ?? '', /webhook endpoint was turned off/);
+    assert.ok(textOf(mine[0]!.raw).includes(ep.body.url), 'the message names the endpoint');
+    const list = await svc.admin('GET', `/practices/${practice.practiceId}/notifications`);
+    const notice = (list.body.data as Array<Record<string, string>>).find(
+      (n) => n.kind === 'webhook_endpoint_disabled',
+    );
+    assert.equal(notice?.delivery, 'sent');
+
+    const silent = await svc.newPractice();
+    await addEndpoint(svc, silent.practiceId, receiver, { eventTypes: ['invoice.issued'] });
+    await billVisit(svc, silent);
+    await svc.worker.drain();
+    const theirs = await svc.admin('GET', `/practices/${silent.practiceId}/notifications`);
+    const unsent = (theirs.body.data as Array<Record<string, string>>).find(
+      (n) => n.kind === 'webhook_endpoint_disabled',
+    );
+    assert.equal(unsent?.delivery, 'no_address');
   });
 });
 
