@@ -1,8 +1,8 @@
 // The patient's account (Medical Schemes Act s59(1), regulation 5 of GN R1262): what a practice's
 // account must show that the service did not hold (the practice's PCNS, group and VAT numbers, its
 // address, phone, e-mail and bank details; a dependant's main member), each notification's e-mail
-// outcome, and the outbox that keeps what would have been e-mailed when no SMTP server is configured.
-// Forward-only.
+// outcome, the outbox that keeps what would have been e-mailed when no SMTP server is configured, and
+// the job queue's 'mail' lane that sends them (src/jobs/lanes.ts). Forward-only.
 import type { Kysely } from 'kysely';
 import { APP_ROLE, enableTenantSecurity, runScript } from './security.ts';
 
@@ -43,6 +43,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       PRIMARY KEY (practice_id, id),
       UNIQUE (practice_id, notification_id)
     );
+    ALTER TABLE jobs DROP CONSTRAINT jobs_lane_check;
+    ALTER TABLE jobs ADD CONSTRAINT jobs_lane_check CHECK (lane IN ('claims', 'webhooks', 'mail'));
+
     CREATE INDEX mail_outbox_time ON mail_outbox (practice_id, created_at DESC, id DESC);
   `,
   );

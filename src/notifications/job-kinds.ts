@@ -1,6 +1,6 @@
 // Owns the e-mail job's kind and payload: one notification sent by e-mail (a patient's account, or a
-// notice to the practice), in the webhooks lane beside the other messages that leave the service, so
-// that a slow mail server never holds up claim work.
+// notice to the practice), in a lane of its own, so that a slow or absent mail server never holds up
+// claim work or webhook deliveries, nor counts in their backlogs.
 import { Type } from 'typebox';
 import { jobKind } from '../jobs/kind.ts';
 
@@ -11,5 +11,5 @@ export const MAIL_JOB = jobKind(
     /** The invoice was issued before and amended: the message is its corrected account. */
     corrected: Type.Optional(Type.Boolean()),
   }),
-  'webhooks',
+  'mail',
 );

@@ -73,6 +73,8 @@ export interface Config {
   webhookJobConcurrency: number;
   /** Deliveries to one endpoint running at once, in all workers. */
   webhookEndpointConcurrency: number;
+  /** E-mails a worker sends at once (the mail lane). */
+  mailJobConcurrency: number;
   jobLeaseSeconds: number;
   /** Days a finished job (done or failed) is kept before the worker deletes it. */
   jobRetentionDays: number;
@@ -251,6 +253,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 24, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 64),
+    mailJobConcurrency: integer(env, 'MAIL_JOB_CONCURRENCY', 4, 1, 64),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 7, 1, 3650),
     secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),

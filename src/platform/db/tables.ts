@@ -326,7 +326,7 @@ export interface JobsTable {
   finished_at: Date | null;
   id: string;
   kind: string;
-  lane: Generated<'claims' | 'webhooks'>;
+  lane: Generated<'claims' | 'webhooks' | 'mail'>;
   last_error: string | null;
   locked_by: string | null;
   locked_until: Date | null;

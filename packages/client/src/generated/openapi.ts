@@ -2447,7 +2447,7 @@ export interface components {
             object: "service_metrics";
             lanes: {
                 /** @enum {string} */
-                lane: "claims" | "webhooks";
+                lane: "claims" | "webhooks" | "mail";
                 slots: number;
                 waiting: number;
                 running: number;
@@ -2456,7 +2456,7 @@ export interface components {
             deepestBacklogs: {
                 practiceId: string;
                 /** @enum {string} */
-                lane: "claims" | "webhooks";
+                lane: "claims" | "webhooks" | "mail";
                 waiting: number;
             }[];
             deliveriesInFlight: {
