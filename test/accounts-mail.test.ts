@@ -206,3 +206,45 @@ describe('a mail server that is down', () => {
     assert.match(later!.deliveryDetail ?? '', /try 2 of 6 failed/);
   });
 });
+
+describeEachBackend('without SMTP_URL: the outbox', (backend) => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startService(backend);
+  });
+  after(async () => {
+    await svc.close();
+  });
+
+  test('the message a patient would receive is kept: to, subject, time, text and the attached account', async () => {
+    const practice = await accountPractice(svc);
+    const email = `patient.${uniqueKey()}@example.org`;
+    const { patientId } = await accountPatient(practice, { email });
+    const invoice = await issuedAccount(svc, practice, patientId);
+    await svc.worker.drain();
+    const outbox = await svc.admin('GET', `/practices/${practice.practiceId}/outbox`);
+    assert.equal(outbox.status, 200, outbox.text);
+    assert.equal(outbox.body.data.length, 1);
+    const [message] = outbox.body.data;
+    assert.equal(message.to, email);
+    assert.match(message.subject, new RegExp(invoice.number));
+    assert.match(message.text, /Amount due/);
+    assert.equal(message.attachment.filename, `${invoice.number}.pdf`);
+    assert.ok(message.createdAt);
+    const [note] = await notificationOf(svc, practice.practiceId, invoice.id);
+    assert.equal(note!.delivery, 'sent');
+    assert.match(note!.deliveryDetail ?? '', /outbox/);
+    const response = await fetch(
+      `${svc.baseUrl}/admin/v1/practices/${practice.practiceId}/outbox/${message.id}/attachment`,
+      { headers: { authorization: `Bearer ${svc.adminToken}` } },
+    );
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get('content-type'), 'application/pdf');
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    assert.equal(bytes.length, message.attachment.size);
+    const pages = (await pdfPages(bytes)).join('\n');
+    assert.ok(pages.includes(`Tax invoice number: ${invoice.number}`), pages);
+    const other = await svc.admin('GET', `/practices/${practice.practiceId}/outbox/mail_nope/attachment`);
+    assert.equal(other.status, 404);
+  });
+});
