@@ -1,5 +1,5 @@
 // Every operation of the operator API, in one list: the app registers it and the CLI covers it.
-import { outboxAdminRoutes } from './accounts/outbox-routes.ts';
+import { accountAdminRoutes } from './accounts/admin-routes.ts';
 import type { AnyAdminRoute } from './api/admin-route.ts';
 import { auditAdminRoutes } from './audit/admin-routes.ts';
 import { dashboardAdminRoutes } from './back-office/dashboard.ts';
@@ -21,7 +21,7 @@ export const allAdminRoutes: AnyAdminRoute[] = [
   ...billingAdminRoutes,
   ...webhookAdminRoutes,
   ...notificationAdminRoutes,
-  ...outboxAdminRoutes,
+  ...accountAdminRoutes,
   ...invoiceAdminRoutes,
   ...coverageAdminRoutes,
   ...dashboardAdminRoutes,

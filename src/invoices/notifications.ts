@@ -36,16 +36,28 @@ export const notificationAdminRoutes = [
       { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },
       { additionalProperties: false },
     ),
-    querystring: Type.Object(PagingQuery, { additionalProperties: false }),
+    querystring: Type.Object(
+      {
+        ...PagingQuery,
+        subjectId: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 100,
+            description: 'Only those about this invoice or endpoint.',
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
     successStatus: 200,
     response: ListOf(Notification, 'NotificationList'),
     handler: async ({ trx, deps, params, query }) => {
       await getPractice(trx, params.practiceId);
       const limit = query.limit ?? 50;
-      const filters = { practiceId: params.practiceId };
+      const filters = { practiceId: params.practiceId, subjectId: query.subjectId ?? null };
       const position = query.cursor ? deps.cursors.decode('notifications', filters, query.cursor) : undefined;
       const before = position ? { createdAt: String(position[0]), id: String(position[1]) } : undefined;
-      const rows = await listNotifications(trx, params.practiceId, before, limit);
+      const rows = await listNotifications(trx, params.practiceId, before, limit, query.subjectId);
       return {
         body: pageOf(
           rows,

@@ -21,6 +21,7 @@ export async function listNotifications(
   practiceId: string,
   before: { createdAt: string; id: string } | undefined,
   limit: number,
+  subjectId?: string,
 ) {
   let query = trx
     .selectFrom('notifications')
@@ -29,6 +30,7 @@ export async function listNotifications(
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(limit + 1);
+  if (subjectId !== undefined) query = query.where('subject_id', '=', subjectId);
   if (before) {
     query = query.where(
       pastPosition('desc', [

@@ -1,6 +1,7 @@
-// Declares the operator's view of the mail outbox: with no SMTP server configured (the sandbox), each
-// e-mail the service would have sent is kept here instead, so an integrator sees exactly what a
-// patient or the practice would receive: the list (to, subject, time, text) and each attachment.
+// Declares the operator's view of patients' accounts and the mail outbox: an issued invoice's account
+// as PDF (the console's "Download account"), and, with no SMTP server configured (the sandbox), each
+// e-mail the service would have sent, kept instead, so an integrator sees exactly what a patient or the
+// practice would receive: the list (to, subject, time, text) and each attachment.
 import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { findOutboxMessage, listOutbox } from '../notifications/store.ts';
@@ -8,6 +9,9 @@ import { pageOf } from '../platform/http/cursor.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
 import { getPractice } from '../practices/service.ts';
+import { renderAccountPdf } from './document.ts';
+import { gatherAccount } from './service.ts';
+import { accountViewOf } from './view.ts';
 
 const OutboxMessage = Type.Object(
   {
@@ -28,7 +32,42 @@ const PracticeParams = Type.Object(
   { additionalProperties: false },
 );
 
-export const outboxAdminRoutes = [
+export const accountAdminRoutes = [
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/invoices/:invoiceId/document',
+    operationId: 'adminGetInvoiceDocument',
+    cli: { command: 'invoices document' },
+    summary: "An issued invoice's account for the patient, as PDF",
+    description: 'The same document as GET /api/v1/invoices/{invoiceId}/document; a draft answers 422.',
+    params: Type.Object(
+      {
+        practiceId: Type.String({ minLength: 1, maxLength: 100 }),
+        invoiceId: Type.String({ minLength: 1, maxLength: 100 }),
+      },
+      { additionalProperties: false },
+    ),
+    produces: 'application/pdf',
+    successStatus: 200,
+    response: Type.Unsafe<string>({
+      type: 'string',
+      format: 'binary',
+      description: "The patient's account.",
+    }),
+    handler: async ({ trx, params, now }) => {
+      await getPractice(trx, params.practiceId);
+      const { parts, record } = await gatherAccount(trx, params.practiceId, params.invoiceId);
+      const view = accountViewOf(parts);
+      return {
+        body: '',
+        file: {
+          contentType: 'application/pdf',
+          filename: `${record.invoice.number}.pdf`,
+          render: () => renderAccountPdf(view, now),
+        },
+      };
+    },
+  }),
   defineAdminRoute({
     method: 'GET',
     url: '/practices/:practiceId/outbox',
