@@ -514,6 +514,7 @@ function PatientToldSection({ detail }: { detail: InvoiceDetail }) {
               <thead>
                 <tr>
                   <th scope="col">Issued</th>
+                  <th scope="col">Told</th>
                   <th scope="col">E-mail</th>
                   <th scope="col">Detail</th>
                 </tr>
@@ -525,6 +526,7 @@ function PatientToldSection({ detail }: { detail: InvoiceDetail }) {
                     class={n.delivery === 'failed' || n.delivery === 'no_address' ? 'row-bad' : ''}
                   >
                     <td>{dateTime(n.createdAt)}</td>
+                    <td>{n.message}</td>
                     <td>
                       <Status value={DELIVERY_WORDS[n.delivery] ?? n.delivery} />
                     </td>
