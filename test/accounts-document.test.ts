@@ -26,6 +26,13 @@ describeEachBackend('the patient account (PDF)', (backend) => {
       lastName: 'Dlamini',
       givenNames: ['Lerato', 'Grace'],
       member: { memberSurname: 'Mokoena', memberInitials: 'T.M.' },
+      address: {
+        use: 'billing',
+        lines: ['4 Vilakazi Street'],
+        city: 'Soweto',
+        postalCode: '1804',
+        country: 'ZA',
+      },
     });
     const invoice = await issuedAccount(svc, practice, patientId, 1);
     const document = await fetchDocument(svc, practice, invoice.id);
@@ -46,6 +53,8 @@ describeEachBackend('the patient account (PDF)', (backend) => {
       // (a) the member, (b) the patient
       'Main member: Mokoena, T.M.',
       'Patient: Dlamini, Lerato G.',
+      // the recipient's address, on a tax invoice
+      'Address: 4 Vilakazi Street, Soweto 1804, ZA',
       // (c) the scheme, (d) the membership number and dependant code
       'Medical scheme: ',
       `Membership number: ${memberNumber}`,

@@ -73,6 +73,7 @@ export interface PatientOptions {
   member?: { memberSurname: string; memberInitials: string };
   lastName?: string;
   givenNames?: string[];
+  address?: Record<string, unknown>;
 }
 
 /** A patient as the options say; answers its id and its membership number (null without coverage). */
@@ -84,6 +85,7 @@ export async function accountPatient(
     ...(options.lastName ? { lastName: options.lastName } : {}),
     ...(options.givenNames ? { givenNames: options.givenNames } : {}),
     ...(options.email ? { contactPoints: [{ system: 'email', value: options.email, rank: 1 }] } : {}),
+    ...(options.address ? { addresses: [options.address] } : {}),
   });
   if (!options.member) return { patientId, memberNumber: null };
   const memberNumber = `M${randomBytes(4).toString('hex')}`;

@@ -7,6 +7,7 @@ import { refundsOf } from '../invoices/refunds.ts';
 import { readInvoice } from '../invoices/service.ts';
 import type { InvoiceRecord } from '../invoices/store.ts';
 import { readPatient } from '../patients/service.ts';
+import type { PatientAddress } from '../platform/db/column-types.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { findPractitioner, getPractice } from '../practices/service.ts';
@@ -41,6 +42,14 @@ async function coverageIdOf(trx: Trx, record: InvoiceRecord): Promise<string | n
   if (i.coverage_id ?? i.pricing_coverage_id) return i.coverage_id ?? i.pricing_coverage_id;
   const days = record.lines.map((l) => l.service_date);
   return (await firstActiveCoverage(trx, i.practice_id, i.patient_id, days))?.id ?? null;
+}
+
+/** The patient's billing address, else the first one, as printed lines; null for none. */
+function addressOf(addresses: readonly PatientAddress[]): string[] | null {
+  const chosen = addresses.find((a) => a.use === 'billing') ?? addresses[0];
+  if (!chosen) return null;
+  const place = [chosen.city, chosen.postalCode].filter((x): x is string => Boolean(x)).join(' ');
+  return [...chosen.lines, ...(place ? [place] : []), ...(chosen.country ? [chosen.country] : [])];
 }
 
 /** Everything the invoice's account shows; 404 for no such invoice, 422 for one never issued. */
@@ -79,7 +88,11 @@ export async function gatherAccount(
     practitioner: practitioner
       ? { name: practitioner.name, registrationNumber: practitioner.registration_number }
       : null,
-    patient: { lastName: patient.last_name, givenNames: patient.given_names },
+    patient: {
+      lastName: patient.last_name,
+      givenNames: patient.given_names,
+      address: addressOf(patient.addresses),
+    },
     coverage: await coverageParts(trx, practiceId, await coverageIdOf(trx, record)),
     invoice: {
       number: i.number,

@@ -18,7 +18,8 @@ export interface AccountParts {
     bankDetails: PracticeBankDetails | null;
   };
   practitioner: { name: string; registrationNumber: string | null } | null;
-  patient: { lastName: string; givenNames: string[] };
+  /** `address`: the patient's billing address (else the first), the recipient's on a tax invoice. */
+  patient: { lastName: string; givenNames: string[]; address: string[] | null };
   coverage: {
     schemeName: string;
     planName: string;
@@ -132,6 +133,9 @@ function patientLinesOf(parts: AccountParts): string[] {
   const [first = '', ...others] = parts.patient.givenNames;
   const other = initialsOf(others);
   const out = [`Patient: ${parts.patient.lastName}, ${first}${other ? ` ${other}` : ''}`];
+  // A tax invoice names its recipient's address (VAT Act s20(4)); an account needs none.
+  if (parts.practice.vatNumber && parts.patient.address)
+    out.push(`Address: ${parts.patient.address.join(', ')}`);
   const c = parts.coverage;
   if (c) {
     out.push(`Main member: ${memberLine(parts)}`);
