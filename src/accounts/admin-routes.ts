@@ -4,12 +4,11 @@
 // practice would receive: the list (to, subject, time, text) and each attachment.
 import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
-import { findOutboxMessage, listOutbox } from '../notifications/store.ts';
 import { pageOf } from '../platform/http/cursor.ts';
-import { AppError } from '../platform/http/errors.ts';
 import { ListOf, Nullable, PagingQuery } from '../platform/http/schema.ts';
 import { getPractice } from '../practices/service.ts';
 import { renderAccountPdf } from './document.ts';
+import { outboxAttachment, outboxPage } from './outbox.ts';
 import { gatherAccount } from './service.ts';
 import { accountViewOf } from './view.ts';
 
@@ -79,12 +78,11 @@ export const accountAdminRoutes = [
     successStatus: 200,
     response: ListOf(OutboxMessage, 'OutboxMessageList'),
     handler: async ({ trx, deps, params, query }) => {
-      await getPractice(trx, params.practiceId);
       const limit = query.limit ?? 50;
       const filters = { practiceId: params.practiceId };
       const position = query.cursor ? deps.cursors.decode('outbox', filters, query.cursor) : undefined;
       const before = position ? { createdAt: String(position[0]), id: String(position[1]) } : undefined;
-      const rows = await listOutbox(trx, params.practiceId, before, limit);
+      const rows = await outboxPage(trx, params.practiceId, before, limit);
       return {
         body: pageOf(
           rows,
@@ -128,21 +126,8 @@ export const accountAdminRoutes = [
       description: 'The attachment as sent.',
     }),
     handler: async ({ trx, params }) => {
-      await getPractice(trx, params.practiceId);
-      const message = await findOutboxMessage(trx, params.practiceId, params.messageId);
-      if (!message) throw new AppError('not_found', 'Outbox message was not found.');
-      const bytes = message.attachment;
-      if (!bytes || !message.attachment_name) {
-        throw new AppError('not_found', 'This outbox message has no attachment.');
-      }
-      return {
-        body: '',
-        file: {
-          contentType: 'application/pdf',
-          filename: message.attachment_name,
-          render: async () => Buffer.from(bytes),
-        },
-      };
+      const { filename, bytes } = await outboxAttachment(trx, params.practiceId, params.messageId);
+      return { body: '', file: { contentType: 'application/pdf', filename, render: async () => bytes } };
     },
   }),
 ];
