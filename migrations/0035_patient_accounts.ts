@@ -30,8 +30,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ADD COLUMN delivery_updated_at timestamptz;
     GRANT UPDATE (delivery, delivery_detail, delivery_updated_at) ON notifications TO ${APP_ROLE};
 
+    -- Written by jobs, like notifications: no reference to practices (migration 0021).
     CREATE TABLE mail_outbox (
-      practice_id text NOT NULL REFERENCES practices (id),
+      practice_id text NOT NULL,
       id text NOT NULL,
       notification_id text NOT NULL,
       recipient text NOT NULL,
