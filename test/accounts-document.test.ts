@@ -71,6 +71,8 @@ describeEachBackend('the patient account (PDF)', (backend) => {
       '0011',
       'I10',
       'Follow-up 1',
+      // the nature of the service in full: a long description wraps instead of being cut
+      'straightforward problem)',
       `Tax invoice number: ${invoice.number}`,
       `Invoice date: ${invoice.date}`,
       `Due date: ${invoice.dueDate}`,
@@ -83,7 +85,9 @@ describeEachBackend('the patient account (PDF)', (backend) => {
       `Account number: ${ACCOUNT_DETAILS.bankDetails.accountNumber}`,
       `Payment reference: ${invoice.number}`,
     ];
-    for (const item of expected) assert.ok(text.includes(item), `the account shows "${item}":\n${text}`);
+    // A long description wraps: its words are read back across lines.
+    const flat = text.replace(/\s+/g, ' ');
+    for (const item of expected) assert.ok(flat.includes(item), `the account shows "${item}":\n${text}`);
     const lines = invoice.lineItems as Array<{ serviceDate: string }>;
     assert.ok(text.includes(lines[0]!.serviceDate));
     const gross = (invoice.totalGross as number) / 100;

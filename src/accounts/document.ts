@@ -1,6 +1,6 @@
 // Owns drawing a patient's account (view.ts) as a PDF: A4, the practice and the invoice at the top,
 // patient and scheme, then one row per service, breaking onto new pages with the column heads
-// repeated, and the totals and how to pay after the last row (on a page of their own when the last
+// repeated (a long description wraps, whole), and the totals and how to pay after the last row (on a page of their own when the last
 // page has no room). Text is set in DejaVu Sans, embedded from the dejavu-fonts-ttf package, so
 // names outside Latin-1 print as written. Pure: the same view and time give the same bytes.
 import fs from 'node:fs';
@@ -30,26 +30,44 @@ const ROW = 14;
 
 /** The table's columns: heading, width, alignment. */
 const COLUMNS: Array<{ key: keyof AccountLine; title: string; width: number; right?: boolean }> = [
-  { key: 'date', title: 'Date', width: 58 },
+  { key: 'date', title: 'Date', width: 52 },
   { key: 'code', title: 'Item code', width: 46 },
-  { key: 'modifiers', title: 'Modifiers', width: 44 },
-  { key: 'diagnoses', title: 'ICD-10', width: 56 },
-  { key: 'description', title: 'Description', width: 150 },
-  { key: 'quantity', title: 'Qty', width: 26, right: true },
-  { key: 'unitPrice', title: 'Unit price', width: 67, right: true },
-  { key: 'amount', title: 'Amount', width: 68, right: true },
+  { key: 'modifiers', title: 'Modifiers', width: 46 },
+  { key: 'diagnoses', title: 'ICD-10', width: 50 },
+  { key: 'description', title: 'Description', width: 170 },
+  { key: 'quantity', title: 'Qty', width: 22, right: true },
+  { key: 'unitPrice', title: 'Unit price', width: 64, right: true },
+  { key: 'amount', title: 'Amount', width: 65, right: true },
 ];
 
 type Doc = InstanceType<typeof PDFDocument>;
 
-function row(doc: Doc, y: number, cells: (c: (typeof COLUMNS)[number]) => string, bold = false): void {
+const DESCRIPTION = COLUMNS.find((c) => c.key === 'description')!;
+/** A description wraps onto at most this many lines: its 500 characters whole (the nature of the service, regulation 5(h)). */
+const DESCRIPTION_LINES = 12;
+
+/** The height a row of `line` takes: its description wrapped, at most DESCRIPTION_LINES lines. */
+function rowHeight(doc: Doc, line: AccountLine): number {
+  doc.font('regular').fontSize(7.5);
+  const text = doc.heightOfString(line.description, { width: DESCRIPTION.width - 4 });
+  return Math.max(ROW, Math.min(text, DESCRIPTION_LINES * doc.currentLineHeight()) + 5);
+}
+
+function row(
+  doc: Doc,
+  y: number,
+  cells: (c: (typeof COLUMNS)[number]) => string,
+  bold = false,
+  height = ROW,
+): void {
   doc.font(bold ? 'bold' : 'regular').fontSize(7.5);
   let x = MARGIN;
   for (const column of COLUMNS) {
+    const wraps = column === DESCRIPTION && height > ROW;
     doc.text(cells(column), x, y, {
       width: column.width - 4,
-      height: ROW,
-      lineBreak: false,
+      height: wraps ? height - 4 : ROW,
+      lineBreak: wraps,
       ellipsis: true,
       align: column.right ? 'right' : 'left',
     });
@@ -155,12 +173,13 @@ export function renderAccountPdf(view: AccountView, createdAt: Date): Promise<Bu
   doc.lineWidth(0.5);
   let y = tableHead(doc, header(doc, view));
   for (const line of view.lines) {
-    if (y + ROW > BOTTOM) {
+    const height = rowHeight(doc, line);
+    if (y + height > BOTTOM) {
       doc.addPage();
       y = tableHead(doc, MARGIN);
     }
-    row(doc, y, (c) => line[c.key]);
-    y += ROW;
+    row(doc, y, (c) => line[c.key], false, height);
+    y += height;
   }
   if (y + TOTALS_HEIGHT(view) > BOTTOM) {
     doc.addPage();
