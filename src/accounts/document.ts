@@ -1,7 +1,7 @@
 // Owns drawing a patient's account (view.ts) as a PDF: A4, the practice and the invoice at the top,
-// patient and scheme, then one row per service, breaking onto new pages with the column heads
-// repeated (a long description wraps, whole), and the totals and how to pay after the last row (on a page of their own when the last
-// page has no room). Text is set in DejaVu Sans, embedded from the dejavu-fonts-ttf package, so
+// patient and scheme, then one row per service (a long description wraps, whole), breaking onto new
+// pages with the column heads repeated, and the totals and how to pay after the last row (on a page
+// of their own when the last page has no room). Text is set in DejaVu Sans, embedded from the dejavu-fonts-ttf package, so
 // names outside Latin-1 print as written. Pure: the same view and time give the same bytes.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -43,7 +43,7 @@ const COLUMNS: Array<{ key: keyof AccountLine; title: string; width: number; rig
 type Doc = InstanceType<typeof PDFDocument>;
 
 const DESCRIPTION = COLUMNS.find((c) => c.key === 'description')!;
-/** A description wraps onto at most this many lines: its 500 characters whole (the nature of the service, regulation 5(h)). */
+/** Lines a description may wrap onto: its 500 characters whole (the service's nature, regulation 5(h)). */
 const DESCRIPTION_LINES = 12;
 
 /** The height a row of `line` takes: its description wrapped, at most DESCRIPTION_LINES lines. */
