@@ -113,6 +113,25 @@ describeEachBackend('the patient account (PDF)', (backend) => {
     assert.ok(text.includes(`Invoice number: ${invoice.number}`));
   });
 
+  test('a practice with no account details still issues; the account says what is missing and the operator is warned', async () => {
+    const practice = await accountPractice(svc, {}, 0);
+    const { patientId } = await accountPatient(practice);
+    const invoice = await issuedAccount(svc, practice, patientId);
+    assert.equal(invoice.status, 'issued');
+    const text = (await pdfPages((await fetchDocument(svc, practice, invoice.id)).bytes)).join('\n');
+    assert.ok(text.includes('Practice number (PCNS): not recorded'), text);
+    assert.ok(text.includes(`Payment reference: ${invoice.number}`), text);
+    const notes = await svc.admin(
+      'GET',
+      `/practices/${practice.practiceId}/notifications?subjectId=${invoice.id}`,
+    );
+    assert.equal(notes.body.data.length, 1);
+    assert.match(
+      notes.body.data[0].message,
+      /Warning: the account lacks the practice's practiceNumber, address, bankDetails/,
+    );
+  });
+
   test('a name outside Latin-1 is printed as written', async () => {
     const practice = await accountPractice(svc);
     const { patientId } = await accountPatient(practice, {
