@@ -24,6 +24,7 @@ import * as m0022 from './0022_key_change_signals_from_the_application.ts';
 import * as m0023 from './0023_job_backlog.ts';
 import * as m0024 from './0024_practice_job_backlog.ts';
 import * as m0030 from './0030_job_trace_context.ts';
+import * as m0035 from './0035_patient_accounts.ts';
 import * as m0040 from './0040_invoice_money_columns.ts';
 import * as m0041 from './0041_claim_reversal_reason.ts';
 import * as m0042 from './0042_invoice_paid_by_insurer.ts';
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '0040_invoice_money_columns': m0040,
   '0041_claim_reversal_reason': m0041,
   '0042_invoice_paid_by_insurer': m0042,
+  '0035_patient_accounts': m0035,
 };

@@ -70,6 +70,7 @@ SELECT create_distributed_table('refunds', 'practice_id', colocate_with => 'pati
 SELECT create_distributed_table('claims', 'practice_id', colocate_with => 'patients');
 SELECT create_distributed_table('claim_items', 'practice_id', colocate_with => 'patients');
 SELECT create_distributed_table('notifications', 'practice_id', colocate_with => 'patients');
+SELECT create_distributed_table('mail_outbox', 'practice_id', colocate_with => 'patients');
 SELECT create_distributed_table('events', 'practice_id', colocate_with => 'patients');
 SELECT create_distributed_table('webhook_endpoints', 'practice_id', colocate_with => 'patients');
 SELECT create_distributed_table('webhook_deliveries', 'practice_id', colocate_with => 'patients');

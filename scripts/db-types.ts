@@ -70,6 +70,8 @@ const JSON_SHAPES: Record<string, ExpressionNode> = {
   'claim_items.warnings': arrayOf('ClaimNote'),
   'sandbox_insurer_messages.answer': named('object'),
   'events.detail': named('EventDetail'),
+  'practices.address': named('PracticeAddress'),
+  'practices.bank_details': named('PracticeBankDetails'),
 };
 
 /** Columns written with their row and never updated: every created_at, and these. */

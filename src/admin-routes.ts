@@ -1,4 +1,5 @@
 // Every operation of the operator API, in one list: the app registers it and the CLI covers it.
+import { accountAdminRoutes } from './accounts/admin-routes.ts';
 import type { AnyAdminRoute } from './api/admin-route.ts';
 import { auditAdminRoutes } from './audit/admin-routes.ts';
 import { dashboardAdminRoutes } from './back-office/dashboard.ts';
@@ -20,6 +21,7 @@ export const allAdminRoutes: AnyAdminRoute[] = [
   ...billingAdminRoutes,
   ...webhookAdminRoutes,
   ...notificationAdminRoutes,
+  ...accountAdminRoutes,
   ...invoiceAdminRoutes,
   ...coverageAdminRoutes,
   ...dashboardAdminRoutes,

@@ -11,6 +11,7 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify';
 import { sql } from 'kysely';
+import { accountRoutes } from './accounts/routes.ts';
 import { allAdminRoutes } from './admin-routes.ts';
 import { registerAdminScope } from './api/admin-route.ts';
 import { registerApiScope } from './api/api-scope.ts';
@@ -49,6 +50,7 @@ export const apiRoutes = [
   ...practitionerRoutes,
   ...encounterRoutes,
   ...invoiceRoutes(queueClaimFromBill),
+  ...accountRoutes,
   ...claimRoutes,
   ...codeSystemRoutes,
   ...eventRoutes,

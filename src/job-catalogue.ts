@@ -1,7 +1,8 @@
 // The catalogue of background work, where the capabilities meet the worker loop: each job kind with
-// its handler (claims: submit, reverse, remittance; webhooks: deliver) and each periodic task (the
+// its handler (claims: submit, reverse, remittance; webhooks: deliver; notifications: mail) and each periodic task (the
 // change feed's clock samples, expired Idempotency-Keys, expired rate-limit counters, overdue invoices).
 import type { FastifyBaseLogger } from 'fastify';
+import { type MailContext, runMailJob } from './accounts/mail-job.ts';
 import { CLAIM_JOBS } from './claims/job-kinds.ts';
 import { type ClaimJobContext, runRemittanceJob, runReverseJob, runSubmitJob } from './claims/jobs.ts';
 import { purgeExpiredKeys } from './idempotency/idempotency-store.ts';
@@ -10,6 +11,8 @@ import { markOverdueInvoices } from './invoices/overdue.ts';
 import type { TakenJobsPreparer } from './jobs/handoff.ts';
 import { purgeFinishedJobs } from './jobs/queue.ts';
 import { type JobHandler, type PeriodicTask, startWorker, type Worker } from './jobs/worker.ts';
+import { MAIL_JOB } from './notifications/job-kinds.ts';
+import { type MailTransport, SmtpTransport } from './notifications/mailer.ts';
 import { type Clock, DAY_MS } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
 import { recordChangeFeedSample } from './platform/db/change-feed.ts';
@@ -33,9 +36,15 @@ export interface JobDeps {
   random?: () => number;
 }
 
+/** The SMTP transport SMTP_URL names; undefined without one (messages are kept in the outbox). */
+export function mailTransportOf(config: Pick<Config, 'smtpUrl' | 'mailFrom'>): MailTransport | undefined {
+  return config.smtpUrl ? new SmtpTransport(config.smtpUrl, config.mailFrom) : undefined;
+}
+
 export function jobHandlers(
   deps: JobDeps,
   sender = new WebhookSender(deps.config.webhookAllowPrivate),
+  transport: MailTransport | undefined = mailTransportOf(deps.config),
 ): Record<string, JobHandler> {
   const claims: ClaimJobContext = {
     db: deps.db,
@@ -52,8 +61,15 @@ export function jobHandlers(
     now: () => deps.clock.now(),
     random: deps.random ?? Math.random,
   };
+  const mail: MailContext = {
+    db: deps.db,
+    transport,
+    mailFrom: deps.config.mailFrom,
+    now: () => deps.clock.now(),
+  };
   return {
     [DELIVER_JOB.name]: (job) => runDeliverJob(deliveries, job),
+    [MAIL_JOB.name]: (job) => runMailJob(mail, job),
     [CLAIM_JOBS.submit.name]: (job) => runSubmitJob(claims, job),
     [CLAIM_JOBS.reverse.name]: (job) => runReverseJob(claims, job),
     [CLAIM_JOBS.remittance.name]: (job) => runRemittanceJob(claims, job),
@@ -110,14 +126,18 @@ export function startJobWorker(
   options: { poll?: boolean; tasks?: PeriodicTask[] } = {},
 ): Worker {
   const sender = new WebhookSender(deps.config.webhookAllowPrivate);
+  const transport = mailTransportOf(deps.config);
   return startWorker(
     { db: deps.db, clock: deps.clock, log: deps.log, settings: deps.config },
     {
-      handlers: jobHandlers(deps, sender),
+      handlers: jobHandlers(deps, sender, transport),
       preparers: jobPreparers,
       tasks: options.tasks ?? periodicTasks(deps.config),
       ...(options.poll !== undefined ? { poll: options.poll } : {}),
-      onStop: () => sender.close(),
+      onStop: async () => {
+        transport?.close();
+        await sender.close();
+      },
     },
   );
 }

@@ -38,6 +38,22 @@ function writeCredentials(dataDir: string, credentials: SandboxCredentials): voi
   fs.renameSync(`${file}.tmp`, file);
 }
 
+/** The demo practice: fictional but well-formed account details, so its accounts show every item. */
+export const DEMO_PRACTICE = {
+  name: 'Demo Family Practice',
+  practiceNumber: '0123456',
+  vatNumber: null,
+  address: { lines: ['12 Example Street', 'Gardens'], city: 'Cape Town', postalCode: '8001', country: 'ZA' },
+  phone: '+27 21 555 0100',
+  email: 'accounts@demo-practice.example',
+  bankDetails: {
+    bank: 'Example Bank',
+    accountName: 'Demo Family Practice',
+    accountNumber: '0012345678',
+    branchCode: '250655',
+  },
+};
+
 /** Seeds the demo practice once; later starts find it and reuse the stored credentials. */
 export async function ensureSandbox(
   db: Database,
@@ -56,7 +72,7 @@ export async function ensureSandbox(
   }
   const credentials = await asOperator(db, async (trx) => {
     const now = new Date();
-    const practice = await createPractice(trx, { name: 'Demo Family Practice' }, now);
+    const practice = await createPractice(trx, DEMO_PRACTICE, now);
     const practitioner = await createPractitioner(
       trx,
       practice.id,

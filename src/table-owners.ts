@@ -67,7 +67,7 @@ export const TABLE_OWNERS: Record<string, TableOwner> = {
     ],
   },
   pricing: { stores: ['src/pricing/store.ts'], tables: ['practice_prices'] },
-  notifications: { stores: ['src/notifications/store.ts'], tables: ['notifications'] },
+  notifications: { stores: ['src/notifications/store.ts'], tables: ['notifications', 'mail_outbox'] },
   events: { stores: ['src/events/store.ts'], tables: ['events'] },
   webhooks: {
     stores: ['src/webhooks/store.ts'],

@@ -4,7 +4,7 @@
 // resubmit, see the insurer accept it, redeliver a webhook that failed (a 204 shows as delivered),
 // record a payment and then a refund, write off and mark entered in error (each destructive action asks first; a declined confirmation
 // does nothing), see that a message about one invoice does not follow to the next, filter the audit
-// log, and visit every page. A screenshot of each page goes to .tmp/console-screenshots/.
+// log, download an invoice's account and read the outbox, and visit every page. A screenshot of each page goes to .tmp/console-screenshots/.
 //
 // It runs on one database only (PostgreSQL when DATABASE_URL is set, else the embedded one): the
 // console only calls the admin API, whose answers on both databases are covered by
@@ -17,8 +17,9 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { CONSOLE_DIST } from '../src/console/serve.ts';
+import { pdfPages } from './accounts-fixtures.ts';
 import { billVisit, type Json, newPatient, type World } from './claims-fixtures.ts';
-import { apiClient, startService, type TestService } from './harness.ts';
+import { apiClient, patientBody, startService, type TestService, uniqueKey } from './harness.ts';
 import { browser } from './support/browser.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
 
@@ -509,4 +510,47 @@ test('a practice view stays in its practice', async () => {
   );
   assert.equal(await page.locator('header select').count(), 0, 'no practice switcher');
   await shot('14-practice-view');
+});
+
+test('the account is downloaded from the invoice page, and the outbox shows what the patient would receive', async () => {
+  // A patient with an e-mail address, billed and issued: without SMTP_URL the account goes to the outbox.
+  const email = `lerato.${uniqueKey()}@example.org`;
+  const patient = await w.api('POST', '/patients', {
+    body: patientBody({ contactPoints: [{ system: 'email', value: email, rank: 1 }] }),
+    idempotencyKey: uniqueKey(),
+  });
+  assert.equal(patient.status, 201, patient.text);
+  const issued = (await billVisit(w, patient.body.id, undefined, { issue: true })).body.invoice;
+  await eventually(async () => {
+    const outbox = await svc.admin('GET', `/practices/${w.practiceId}/outbox`);
+    return outbox.body.data.some((m: Json) => m.to === email);
+  }, "the patient's e-mail in the outbox");
+
+  await page.evaluate((id) => {
+    window.location.hash = `#/invoices/${id}`;
+  }, issued.id);
+  await page.getByRole('heading', { name: `Invoice ${issued.number}` }).waitFor();
+  await page.getByRole('heading', { name: 'The patient is told' }).waitFor();
+  await page.getByRole('cell', { name: /kept in the outbox/ }).waitFor();
+  const [account] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('button', { name: 'Download account' }).click(),
+  ]);
+  assert.equal(account.suggestedFilename(), `${issued.number}.pdf`);
+  const text = (await pdfPages(fs.readFileSync(await account.path()))).join('\n');
+  assert.ok(text.includes(`Invoice number: ${issued.number}`), text);
+  await shot('15-invoice-account');
+
+  await page.getByRole('link', { name: 'Outbox' }).click();
+  await page.getByRole('heading', { name: 'Outbox' }).waitFor();
+  const row = page.getByRole('row').filter({ hasText: email });
+  await row.waitFor();
+  assert.match((await row.textContent()) ?? '', new RegExp(`Account ${issued.number}`));
+  const [attached] = await Promise.all([
+    page.waitForEvent('download'),
+    row.getByRole('button', { name: `Open ${issued.number}.pdf` }).click(),
+  ]);
+  const mailed = (await pdfPages(fs.readFileSync(await attached.path()))).join('\n');
+  assert.ok(mailed.includes(`Invoice number: ${issued.number}`), mailed);
+  await shot('16-outbox');
 });

@@ -207,6 +207,8 @@ describeEachBackend('insurance', (backend) => {
         planId: ACTIVE_PLAN.id,
         memberNumber: member(),
         dependentCode: '01',
+        memberSurname: 'Mokoena',
+        memberInitials: 'T.M.',
         startDate: practiceDate(svc, -30),
         endDate: practiceDate(svc, 300),
       };
@@ -219,6 +221,7 @@ describeEachBackend('insurance', (backend) => {
       const minimal = await addCoverage(patientId, { planId: ACTIVE_PLAN.id, memberNumber: 'X1' });
       assert.equal(minimal.status, 201, minimal.text);
       assert.equal(minimal.body.dependentCode, null);
+      assert.equal(minimal.body.memberSurname, null, 'with no dependant code the member is the patient');
       assert.equal(minimal.body.startDate, null);
       assert.equal(minimal.body.endDate, null);
       assert.equal(minimal.body.active, true);

@@ -45,6 +45,7 @@ describeEachBackend('follow-on jobs', (backend) => {
           ...svc.deps.config,
           webhookEndpointConcurrency: 1,
           jobConcurrency: 4,
+          mailJobConcurrency: 4,
           jobPollMs: 60_000,
           jobPollMaxMs: 60_000,
         },

@@ -189,6 +189,7 @@ test('the first session runs, every step succeeding, with curl and then with the
     assert.match(result.stdout, /"claimQueued": true/, report);
     assert.match(result.stdout, /"number": "INV-\d{6}"/, report);
     assert.match(result.stdout, /"object": "claim"[\s\S]*"status": "accepted"/, report);
+    assert.match(result.stdout, /^account %PDF- \d+ bytes in /m, report);
 
     // The same session with the client package: one TypeScript program, inside the repository so
     // that `@practice-billing/client` resolves to the workspace as it does for the README's reader.

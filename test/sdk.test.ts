@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { ConnectionError, type Invoice, ProblemError } from '@practice-billing/client';
+import { pdfPages } from './accounts-fixtures.ts';
 import { HOUR, MINUTE } from './billing-fixtures.ts';
 import { describeEachBackend, patientBody, startService, type TestService } from './harness.ts';
 import { FaultProxy, sdkClient } from './sdk-fixtures.ts';
@@ -149,6 +150,24 @@ describeEachBackend('client package against the service', (backend) => {
       refused.errors.map((e) => e.field),
       ['amount'],
     );
+  });
+
+  test("invoices.document answers the issued invoice's account as PDF bytes; a draft is a ProblemError", async () => {
+    const practice = await svc.newPractice();
+    const client = sdkClient(svc.baseUrl, practice.key);
+    const encounter = await visitBody(client, practice.practitionerId);
+    const { invoice } = await client.encounters.bill(encounter.id, { issue: true });
+    const bytes = await client.invoices.document(invoice.id);
+    assert.ok(bytes instanceof Uint8Array);
+    assert.equal(Buffer.from(bytes.subarray(0, 5)).toString('latin1'), '%PDF-');
+    const text = (await pdfPages(bytes)).join('\n');
+    assert.ok(text.includes(invoice.number), text);
+    const draft = await client.encounters.bill((await visitBody(client, practice.practitionerId)).id);
+    await assert.rejects(client.invoices.document(draft.invoice.id), (error: unknown) => {
+      assert.ok(error instanceof ProblemError);
+      assert.equal(error.status, 422);
+      return true;
+    });
   });
 
   test('for await walks every page of invoices.list, oldest change first, with the filters kept', async () => {

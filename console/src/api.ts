@@ -12,6 +12,8 @@ import type {
   Invoice,
   InvoiceDetail,
   InvoiceSummary,
+  Notification,
+  OutboxMessage,
   Page,
   Practice,
   Recovery,
@@ -169,6 +171,43 @@ export class AdminApi {
         problem.errors ?? [],
       );
     }
+  }
+
+  /** A document the service answers (a PDF) as a Blob, for the browser to save. */
+  async #file(path: string): Promise<Blob> {
+    const response = await fetch(`/admin/v1${path}`, { headers: { authorization: `Bearer ${this.#token}` } });
+    if (response.ok) return response.blob();
+    const problem = ((await response.json().catch(() => undefined)) ?? {}) as Problem;
+    throw new ApiError(
+      response.status,
+      problem.detail ?? problem.title ?? `The service answered ${response.status}.`,
+      problem.code,
+      problem.errors ?? [],
+    );
+  }
+
+  /** The issued invoice's account for the patient (PDF). */
+  invoiceDocument(practiceId: string, invoiceId: string) {
+    return this.#file(`${this.#invoice(practiceId, invoiceId)}/document`);
+  }
+
+  /** What the practice and its patients were told about one invoice, and what became of each e-mail. */
+  notificationsAbout(practiceId: string, subjectId: string) {
+    return this.#call<Page<Notification>>('GET', `${this.#practice(practiceId)}/notifications`, {
+      query: { subjectId, limit: 100 },
+    });
+  }
+
+  /** E-mails kept instead of sent, newest first. */
+  outbox(practiceId: string, cursor?: string) {
+    return this.#call<Page<OutboxMessage>>('GET', `${this.#practice(practiceId)}/outbox`, {
+      query: { cursor, limit: 50 },
+    });
+  }
+
+  /** An outbox message's attachment (the account as PDF). */
+  outboxAttachment(practiceId: string, messageId: string) {
+    return this.#file(`${this.#practice(practiceId)}/outbox/${encodeURIComponent(messageId)}/attachment`);
   }
 
   #practice(practiceId: string): string {

@@ -8,6 +8,7 @@ import { ClientsPage } from './pages/clients.tsx';
 import { DashboardPage } from './pages/dashboard.tsx';
 import { InvoicePage } from './pages/invoice.tsx';
 import { InvoicesPage } from './pages/invoices.tsx';
+import { OutboxPage } from './pages/outbox.tsx';
 import { PracticesPage } from './pages/practices.tsx';
 import { SignIn } from './pages/sign-in.tsx';
 import { WebhooksPage } from './pages/webhooks.tsx';
@@ -18,6 +19,7 @@ const PAGES = [
   { path: 'dashboard', label: 'Dashboard' },
   { path: 'invoices', label: 'Invoices' },
   { path: 'webhooks', label: 'Webhooks' },
+  { path: 'outbox', label: 'Outbox' },
   { path: 'clients', label: 'API clients' },
   { path: 'audit', label: 'Audit log' },
 ];
@@ -123,6 +125,8 @@ function Page({
       return id ? <InvoicePage invoiceId={id} /> : <InvoicesPage params={route.params} />;
     case 'webhooks':
       return <WebhooksPage params={route.params} />;
+    case 'outbox':
+      return <OutboxPage />;
     case 'clients':
       return <ClientsPage />;
     case 'audit':

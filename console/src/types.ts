@@ -65,3 +65,31 @@ export const CLAIM_STATUS_LIST = [
   'reversed',
   'reversal_failed',
 ] as const satisfies readonly ClaimStatus[];
+
+/** What the service told a patient or the practice, and what became of its e-mail. */
+export interface Notification {
+  object: 'notification';
+  id: string;
+  recipient: 'patient' | 'practice';
+  patientId: string | null;
+  kind: string;
+  subjectType: string;
+  subjectId: string;
+  message: string;
+  delivery: 'none' | 'queued' | 'sent' | 'failed' | 'no_address';
+  deliveryDetail: string | null;
+  deliveryUpdatedAt: string | null;
+  createdAt: string;
+}
+
+/** An e-mail kept instead of sent (no SMTP server configured). */
+export interface OutboxMessage {
+  object: 'outbox_message';
+  id: string;
+  notificationId: string;
+  to: string;
+  subject: string;
+  text: string;
+  attachment: { filename: string; size: number } | null;
+  createdAt: string;
+}

@@ -21,6 +21,7 @@ import { AppError } from '../platform/http/errors.ts';
 import { BODY_OPTIONAL, ProblemSchema } from '../platform/http/schema.ts';
 import { nullBodyRefused } from '../platform/http/validation.ts';
 import { adminKeyUse } from './admin-key-use.ts';
+import { type AnswerFile, sendFile, successResponse } from './answer-file.ts';
 import type { Deps } from './deps.ts';
 
 export interface AdminContext<P, Q, B> {
@@ -50,6 +51,8 @@ export interface AdminResult<R> {
   };
   /** Path (under the service's base address) of the record created, where one can be read. */
   location?: string;
+  /** A document answered instead of JSON (the route declares `produces`), drawn after the commit. */
+  file?: AnswerFile;
 }
 
 /**
@@ -68,7 +71,7 @@ export interface AdminCliName {
 }
 
 export interface AdminRouteSpec<P extends TSchema, Q extends TSchema, B extends TSchema, R extends TSchema> {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   url: string;
   operationId: string;
   summary: string;
@@ -80,6 +83,8 @@ export interface AdminRouteSpec<P extends TSchema, Q extends TSchema, B extends 
   bodyOptional?: boolean;
   successStatus: number;
   response: R;
+  /** The content type of a success that is a document (AdminResult.file), not JSON; `response` describes it. */
+  produces?: string;
   /**
    * The operation moves money (a payment, a write-off): an Idempotency-Key is required, so that an
    * operator's retry can never count it twice. Every other POST accepts one.
@@ -147,7 +152,11 @@ export function registerAdminScope(
         ...(spec.querystring ? { querystring: spec.querystring } : {}),
         ...(spec.body ? { body: spec.body } : {}),
         ...(spec.bodyOptional && spec.body ? { [BODY_OPTIONAL]: true } : {}),
-        response: { [spec.successStatus]: spec.response, '4xx': ProblemSchema, '5xx': ProblemSchema },
+        response: {
+          [spec.successStatus]: successResponse(spec.response, spec.produces),
+          '4xx': ProblemSchema,
+          '5xx': ProblemSchema,
+        },
       },
       ...(spec.body
         ? {
@@ -186,6 +195,7 @@ export function registerAdminScope(
               operator,
             });
             done = result;
+            if (result.file) return { status: spec.successStatus, headers: {}, body: '' };
             const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
             return successAnswer(reply, spec.successStatus, result.body, location);
           },
@@ -218,6 +228,9 @@ export function registerAdminScope(
         if (spec.method !== 'GET' && done && !replayed) {
           if (done.audit) deps.keyCache.forgetPractice(done.audit.practiceId);
           else deps.keyCache.flush();
+        }
+        if (done?.file && answer.status === spec.successStatus) {
+          return sendFile(reply, answer.status, answer.headers, done.file);
         }
         return sendAnswer(reply, answer, replayed);
       },

@@ -46,6 +46,7 @@ import {
 import { BODY_OPTIONAL, ProblemSchema } from '../platform/http/schema.ts';
 import { nullBodyRefused, toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
 import { idPattern } from '../platform/ids.ts';
+import { type AnswerFile, sendFile, successResponse } from './answer-file.ts';
 import type { Deps } from './deps.ts';
 import { identityOf } from './request-state.ts';
 
@@ -90,6 +91,11 @@ export interface HandlerResult<R> {
   resource?: { id: string; patientId?: string | null };
   /** Why, in the caller's words, when the operation asks for it (closing an invoice): the audit row's reason. */
   reason?: string;
+  /**
+   * A document answered instead of JSON (the route declares `produces`): drawn after the transaction
+   * has committed, from what the handler read in it, so no connection waits on the drawing.
+   */
+  file?: AnswerFile;
 }
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -129,6 +135,8 @@ export interface ApiRouteSpec<P extends TSchema, Q extends TSchema, B extends TS
   queuesClaimWork?: boolean;
   /** Content types accepted for the body besides application/json. */
   consumes?: string[];
+  /** The content type of a success that is a document (HandlerResult.file), not JSON; `response` describes it. */
+  produces?: string;
   successStatus: number;
   response: R;
   /** Problem statuses this operation can answer, for the OpenAPI document. */
@@ -231,7 +239,10 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
       ...(spec.querystring ? { querystring: spec.querystring } : {}),
       ...(spec.body ? { body: spec.body } : {}),
       ...(spec.consumes ? { consumes: ['application/json', ...spec.consumes] } : {}),
-      response: { [spec.successStatus]: spec.response, ...problemResponses },
+      response: {
+        [spec.successStatus]: successResponse(spec.response, spec.produces),
+        ...problemResponses,
+      },
       'x-permission': spec.permission,
       ...(spec.bodyOptional && spec.body ? { [BODY_OPTIONAL]: true } : {}),
     },
@@ -374,6 +385,7 @@ async function runApiHandler(
   }
   const scope = keyScopeOf(request, spec, auth);
   const changes = spec.method !== 'GET';
+  let file: AnswerFile | undefined;
   const { answer, replayed } = await runKeyed({
     request,
     scope,
@@ -387,10 +399,16 @@ async function runApiHandler(
         // A change may be stamped for the change feeds: the frame takes the stamp (TransactionPlans).
         stamps: changes,
       }),
-    perform: (trx) => performRoute(deps, spec, request, reply, auth, performerId, trx),
+    perform: async (trx) => {
+      const performed = await performRoute(deps, spec, request, reply, auth, performerId, trx);
+      file = performed.file;
+      return performed.answer;
+    },
     record: (trx, answer, outcome) => recordAnswer(deps, request, auth, trx, answer, outcome),
   });
   request.auditState.written();
+  if (file && answer.status === spec.successStatus)
+    return sendFile(reply, answer.status, answer.headers, file);
   return sendAnswer(reply, answer, replayed);
 }
 
@@ -435,7 +453,7 @@ async function performRoute(
   auth: AuthContext,
   performerId: string | null,
   trx: Trx,
-): Promise<StoredAnswer> {
+): Promise<{ answer: StoredAnswer; file: AnswerFile | undefined }> {
   if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
   const result = await spec.handler(contextOf(trx, deps, spec, auth, request, performerId));
   if (result.resource) {
@@ -444,7 +462,11 @@ async function performRoute(
   }
   if (result.reason) request.auditState.reason = result.reason;
   const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
-  return successAnswer(reply, spec.successStatus, result.body, location);
+  if (result.file) {
+    reply.code(spec.successStatus);
+    return { answer: { status: spec.successStatus, headers: {}, body: '' }, file: result.file };
+  }
+  return { answer: successAnswer(reply, spec.successStatus, result.body, location), file: undefined };
 }
 
 /** The audit row, written in the transaction of the answer it records. */

@@ -67,7 +67,7 @@ export interface AdminAnswer {
 }
 
 export interface AdminRequest {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Path under /admin/v1, starting with a slash. */
   path: string;
   query?: Record<string, string>;

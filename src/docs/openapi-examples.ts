@@ -102,6 +102,8 @@ export const EXAMPLES: Record<string, unknown[]> = {
       planId: 'pln_ubuntu_essential',
       memberNumber: 'M-100200',
       dependentCode: null,
+      memberSurname: null,
+      memberInitials: null,
       active: true,
       startDate: null,
       endDate: null,

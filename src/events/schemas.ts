@@ -7,6 +7,7 @@ import { DateTime, Enum, ListOf, Nullable } from '../platform/http/schema.ts';
 
 export const EVENT_TYPES = [
   'invoice.issued',
+  'invoice.delivery_failed',
   'invoice.cancelled',
   'invoice.entered_in_error',
   'invoice.written_off',

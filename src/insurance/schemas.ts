@@ -33,6 +33,24 @@ export const CoverageRequest = Type.Object(
     dependentCode: Type.Optional(
       Nullable(Type.String({ minLength: 1, maxLength: 10, description: 'e.g. 00 for the main member.' })),
     ),
+    memberSurname: Type.Optional(
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          description:
+            "The main member's surname, when the patient is a dependant; with dependant code 00, or none, the member is the patient.",
+        }),
+      ),
+    ),
+    memberInitials: Type.Optional(
+      Nullable(
+        Type.String({
+          pattern: '^[\\p{L}. ]{1,10}$',
+          description: "The main member's initials, when the patient is a dependant (such as `T.M.`).",
+        }),
+      ),
+    ),
     startDate: Type.Optional(Nullable(CalendarDate)),
     endDate: Type.Optional(Nullable(CalendarDate)),
   },
@@ -48,6 +66,10 @@ export const Coverage = Type.Object(
     planId: Type.String(),
     memberNumber: Type.String(),
     dependentCode: Nullable(Type.String()),
+    memberSurname: Nullable(
+      Type.String({ description: "The main member's surname; null when the patient is the member." }),
+    ),
+    memberInitials: Nullable(Type.String()),
     active: Type.Boolean({
       description:
         "True while the plan is offered and today (in the practice's time zone) lies within startDate..endDate.",

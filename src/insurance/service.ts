@@ -19,7 +19,7 @@ import {
   type PlanRow,
 } from './store.ts';
 
-export { type CoverageRow, findCoverage, listPlans } from './store.ts';
+export { type CoverageRow, coverageSchemeNames, findCoverage, listPlans } from './store.ts';
 
 export function planOf(row: PlanRow): InsurancePlan {
   return {
@@ -50,6 +50,8 @@ export function coverageOf(row: CoverageRow, today: string): Coverage {
     planId: row.plan_id,
     memberNumber: row.member_number,
     dependentCode: row.dependent_code,
+    memberSurname: row.member_surname,
+    memberInitials: row.member_initials,
     active: isCoverageActive(row, today),
     startDate: row.start_date,
     endDate: row.end_date,
@@ -85,6 +87,8 @@ export async function addCoverage(
     plan_id: request.planId,
     member_number: request.memberNumber,
     dependent_code: request.dependentCode ?? null,
+    member_surname: request.memberSurname ?? null,
+    member_initials: request.memberInitials ?? null,
     start_date: request.startDate ?? null,
     end_date: request.endDate ?? null,
     created_at: now,

@@ -56,6 +56,8 @@ export interface CoverageRow {
   plan_id: string;
   member_number: string;
   dependent_code: string | null;
+  member_surname: string | null;
+  member_initials: string | null;
   start_date: string | null;
   end_date: string | null;
   plan_active: boolean;
@@ -72,6 +74,8 @@ function coverageQuery(trx: Trx, practiceId: string) {
       'c.plan_id',
       'c.member_number',
       'c.dependent_code',
+      'c.member_surname',
+      'c.member_initials',
       'c.start_date',
       'c.end_date',
       'p.active as plan_active',
@@ -161,4 +165,16 @@ export async function planRatesOf(trx: Trx, planId: string) {
 
 export async function insertCoverage(trx: Trx, row: Insertable<CoveragesTable>): Promise<void> {
   await trx.insertInto('coverages').values(row).execute();
+}
+
+/** The scheme and plan names of a coverage, for the patient's account; undefined when there is none. */
+export async function coverageSchemeNames(trx: Trx, practiceId: string, coverageId: string) {
+  return trx
+    .selectFrom('coverages as c')
+    .innerJoin('insurance_plans as p', 'p.id', 'c.plan_id')
+    .innerJoin('insurance_schemes as s', 's.id', 'p.scheme_id')
+    .select(['s.name as scheme_name', 'p.name as plan_name'])
+    .where('c.practice_id', '=', practiceId)
+    .where('c.id', '=', coverageId)
+    .executeTakeFirst();
 }

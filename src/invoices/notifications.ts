@@ -1,5 +1,5 @@
 // The operator's view of notifications: what the service told a patient (an invoice issued) or the
-// practice (a webhook endpoint turned off), newest first.
+// practice (a webhook endpoint turned off), newest first, with what became of each one's e-mail.
 import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
 import { pageOf } from '../platform/http/cursor.ts';
@@ -16,6 +16,12 @@ const Notification = Type.Object({
   subjectType: Type.String(),
   subjectId: Type.String(),
   message: Type.String(),
+  delivery: Enum(['none', 'queued', 'sent', 'failed', 'no_address'], {
+    description:
+      "What became of its e-mail: queued (waiting, or retrying after a failure deliveryDetail gives), sent (deliveryDetail: the mail server's answer, or that it was kept in the outbox), failed (deliveryDetail: why; an account's failure also raises invoice.delivery_failed), no_address (the patient, or the practice, has no e-mail address), none (not e-mailed).",
+  }),
+  deliveryDetail: Nullable(Type.String()),
+  deliveryUpdatedAt: Nullable(Type.String({ format: 'date-time' })),
   createdAt: Type.String({ format: 'date-time' }),
 });
 
@@ -30,16 +36,28 @@ export const notificationAdminRoutes = [
       { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },
       { additionalProperties: false },
     ),
-    querystring: Type.Object(PagingQuery, { additionalProperties: false }),
+    querystring: Type.Object(
+      {
+        ...PagingQuery,
+        subjectId: Type.Optional(
+          Type.String({
+            minLength: 1,
+            maxLength: 100,
+            description: 'Only those about this invoice or endpoint.',
+          }),
+        ),
+      },
+      { additionalProperties: false },
+    ),
     successStatus: 200,
     response: ListOf(Notification, 'NotificationList'),
     handler: async ({ trx, deps, params, query }) => {
       await getPractice(trx, params.practiceId);
       const limit = query.limit ?? 50;
-      const filters = { practiceId: params.practiceId };
+      const filters = { practiceId: params.practiceId, subjectId: query.subjectId ?? null };
       const position = query.cursor ? deps.cursors.decode('notifications', filters, query.cursor) : undefined;
       const before = position ? { createdAt: String(position[0]), id: String(position[1]) } : undefined;
-      const rows = await listNotifications(trx, params.practiceId, before, limit);
+      const rows = await listNotifications(trx, params.practiceId, before, limit, query.subjectId);
       return {
         body: pageOf(
           rows,
@@ -53,6 +71,9 @@ export const notificationAdminRoutes = [
             subjectType: r.subject_type,
             subjectId: r.subject_id,
             message: r.message,
+            delivery: r.delivery,
+            deliveryDetail: r.delivery_detail,
+            deliveryUpdatedAt: r.delivery_updated_at?.toISOString() ?? null,
             createdAt: r.created_at.toISOString(),
           }),
           (r) => [r.created_at.toISOString(), r.id],

@@ -4,7 +4,7 @@
 // change locks the invoice and stamps it with its transaction's change time
 // (src/platform/db/change-feed.ts).
 import type { Updateable } from 'kysely';
-import { insertNotification } from '../notifications/store.ts';
+import { tellByMail } from '../notifications/tell.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { InvoicesTable } from '../platform/db/tables.ts';
@@ -249,6 +249,12 @@ export function requireEditable(record: InvoiceRecord): void {
   }
 }
 
+/** What the operator is warned of when the practice's account details lack what the law asks. */
+function accountGapsNote(billing: PracticeBilling): string {
+  if (billing.accountGaps.length === 0) return '';
+  return ` Warning: the account lacks the practice's ${billing.accountGaps.join(', ')}; set them with PATCH /admin/v1/practices/{practiceId}.`;
+}
+
 /** Issues the invoice; `held` is the invoice as this transaction already holds it locked, if it does. */
 export async function issueInvoice(
   trx: Trx,
@@ -289,7 +295,7 @@ export async function issueInvoice(
     { settleOn: today, retotal: lineTotals, ...(held ? { held: held.invoice } : {}) },
   );
   const issued: InvoiceRecord = { ...record, invoice: touched.row };
-  await announceIssued(trx, billing, issued, now);
+  await announceIssued(trx, billing, issued, now, record.invoice.status === 'amending');
   return issued;
 }
 
@@ -309,25 +315,34 @@ export function issueRefusal(
   return `Invoice ${number} has lines no rate was found for: ${unpriced.join(', ')}. Set each one's price (PUT the line; unitPrice 0 for no charge) or delete it before issuing.`;
 }
 
-/** What issuing an invoice tells: the patient's notification and the invoice.issued event. */
+/**
+ * What issuing an invoice tells: the patient's notification, e-mailed with the account by a job that
+ * runs once this transaction has committed (`corrected`: an amended invoice issued again), and the
+ * invoice.issued event.
+ */
 export async function announceIssued(
   trx: Trx,
   billing: PracticeBilling,
   issued: InvoiceRecord,
   now: Date,
+  corrected = false,
 ): Promise<void> {
   const invoiceId = issued.invoice.id;
-  await insertNotification(trx, {
-    practice_id: billing.id,
-    id: newId('notification'),
-    recipient: 'patient',
-    patient_id: issued.invoice.patient_id,
-    kind: 'invoice_issued',
-    subject_type: 'invoice',
-    subject_id: invoiceId,
-    message: `Invoice ${issued.invoice.number} from ${billing.name} for ${formatAmount(Number(issued.invoice.total_gross), issued.invoice.currency)} is due${issued.invoice.due_date ? ` by ${issued.invoice.due_date}` : ''}.`,
-    created_at: now,
-  });
+  await tellByMail(
+    trx,
+    {
+      practice_id: billing.id,
+      id: newId('notification'),
+      recipient: 'patient',
+      patient_id: issued.invoice.patient_id,
+      kind: 'invoice_issued',
+      subject_type: 'invoice',
+      subject_id: invoiceId,
+      message: `${corrected ? 'Corrected invoice' : 'Invoice'} ${issued.invoice.number} from ${billing.name} for ${formatAmount(Number(issued.invoice.total_gross), issued.invoice.currency)} is due${issued.invoice.due_date ? ` by ${issued.invoice.due_date}` : ''}.${accountGapsNote(billing)}`,
+      created_at: now,
+    },
+    { corrected },
+  );
   await recordEvent(trx, billing.id, 'invoice.issued', { type: 'invoice', id: invoiceId }, now);
 }
 

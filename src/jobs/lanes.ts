@@ -1,5 +1,5 @@
 // Owns the job queue's lanes: claim work ('claims': submissions, insurer answers, remittances,
-// reversals) and webhook deliveries ('webhooks') each run in slots of their own, so a lane whose slots
+// reversals), webhook deliveries ('webhooks') and e-mails ('mail') each run in slots of their own, so a lane whose slots
 // are all held (deliveries waiting 10 seconds on slow receivers) leaves the other free. A job's kind
 // names its lane (src/jobs/kind.ts). In the webhooks lane the jobs of one endpoint (their concurrency
 // key) are capped at WEBHOOK_ENDPOINT_CONCURRENCY running at once, and the jobs of one practice at
@@ -16,7 +16,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { JobRow } from './job-row.ts';
 
-export const JOB_LANES = ['claims', 'webhooks'] as const;
+export const JOB_LANES = ['claims', 'webhooks', 'mail'] as const;
 export type JobLane = (typeof JOB_LANES)[number];
 
 export function isJobLane(value: unknown): value is JobLane {
@@ -38,6 +38,8 @@ export interface TakeAnswer {
 export interface LaneSettings {
   jobConcurrency: number;
   webhookJobConcurrency: number;
+  /** E-mails (patients' accounts, the practice's notices) a worker sends at once (the mail lane). */
+  mailJobConcurrency: number;
   webhookEndpointConcurrency: number;
   webhookPracticeConcurrency: number;
   jobPollMs: number;
@@ -54,13 +56,15 @@ export interface LaneLimits {
 }
 
 export function laneLimits(settings: LaneSettings, lane: JobLane): LaneLimits {
-  return lane === 'webhooks'
-    ? {
-        concurrency: settings.webhookJobConcurrency,
-        keyCap: settings.webhookEndpointConcurrency,
-        practiceCap: settings.webhookPracticeConcurrency,
-      }
-    : { concurrency: settings.jobConcurrency, keyCap: null, practiceCap: null };
+  if (lane === 'webhooks') {
+    return {
+      concurrency: settings.webhookJobConcurrency,
+      keyCap: settings.webhookEndpointConcurrency,
+      practiceCap: settings.webhookPracticeConcurrency,
+    };
+  }
+  if (lane === 'mail') return { concurrency: settings.mailJobConcurrency, keyCap: null, practiceCap: null };
+  return { concurrency: settings.jobConcurrency, keyCap: null, practiceCap: null };
 }
 
 export interface LanePoller {

@@ -1,8 +1,9 @@
-// Owns the queries over a practice's notifications (src/table-owners.ts): what the practice is told
-// about its invoices and its webhook endpoints, newest first.
+// Owns the queries over a practice's notifications and its mail outbox (src/table-owners.ts): what the
+// practice and its patients are told about invoices and webhook endpoints, newest first, what became
+// of each e-mail, and the messages kept instead of sent when no SMTP server is configured.
 import { type Insertable, type RawBuilder, sql } from 'kysely';
 import { pastPosition } from '../paging/keyset.ts';
-import type { NotificationsTable } from '../platform/db/tables.ts';
+import type { MailOutboxTable, NotificationsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
 
@@ -20,6 +21,7 @@ export async function listNotifications(
   practiceId: string,
   before: { createdAt: string; id: string } | undefined,
   limit: number,
+  subjectId?: string,
 ) {
   let query = trx
     .selectFrom('notifications')
@@ -28,6 +30,7 @@ export async function listNotifications(
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(limit + 1);
+  if (subjectId !== undefined) query = query.where('subject_id', '=', subjectId);
   if (before) {
     query = query.where(
       pastPosition('desc', [
@@ -56,4 +59,85 @@ export function renumberInvoiceNotifications(
       WHERE o.practice_id = ${practiceId} AND o.created_at = ${provisional.notifiedAt}
         AND o.subject_type = 'invoice' AND o.subject_id = ${invoiceId}
     `;
+}
+
+export type Delivery = 'queued' | 'sent' | 'failed' | 'no_address';
+
+export async function findNotification(trx: Trx, practiceId: string, id: string) {
+  return trx
+    .selectFrom('notifications')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** Records what became of a notification's e-mail. */
+export async function recordDelivery(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  delivery: Delivery,
+  detail: string,
+  now: Date,
+): Promise<void> {
+  await trx
+    .updateTable('notifications')
+    .set({ delivery, delivery_detail: detail.slice(0, 1000), delivery_updated_at: now })
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .execute();
+}
+
+/** Keeps a message in the outbox (no SMTP server configured); a second copy of one notification is not kept. */
+export async function insertOutboxMessage(trx: Trx, message: Insertable<MailOutboxTable>): Promise<void> {
+  await trx
+    .insertInto('mail_outbox')
+    .values(message)
+    .onConflict((c) => c.columns(['practice_id', 'notification_id']).doNothing())
+    .execute();
+}
+
+/** A practice's outbox, newest first, without the attachments' bytes. */
+export async function listOutbox(
+  trx: Trx,
+  practiceId: string,
+  before: { createdAt: string; id: string } | undefined,
+  limit: number,
+) {
+  let query = trx
+    .selectFrom('mail_outbox')
+    .select([
+      'id',
+      'notification_id',
+      'recipient',
+      'subject',
+      'body',
+      'attachment_name',
+      'created_at',
+      sql<number>`coalesce(octet_length(attachment), 0)`.as('attachment_size'),
+    ])
+    .where('practice_id', '=', practiceId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1);
+  if (before) {
+    query = query.where(
+      pastPosition('desc', [
+        { column: 'created_at', value: new Date(before.createdAt), type: 'timestamptz' },
+        { column: 'id', value: before.id, type: 'text' },
+      ]),
+    );
+  }
+  return query.execute();
+}
+
+/** One message of the outbox with its attachment. */
+export async function findOutboxMessage(trx: Trx, practiceId: string, id: string) {
+  return trx
+    .selectFrom('mail_outbox')
+    .selectAll()
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
 }

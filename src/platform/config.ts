@@ -85,6 +85,8 @@ export interface Config {
    * many of the webhooks lane's slots, and its other deliveries queue behind its own cap.
    */
   webhookPracticeConcurrency: number;
+  /** E-mails a worker sends at once (the mail lane). */
+  mailJobConcurrency: number;
   jobLeaseSeconds: number;
   /** Days a finished job (done or failed) is kept before the worker deletes it. */
   jobRetentionDays: number;
@@ -96,6 +98,14 @@ export interface Config {
   trustProxy: boolean | string;
   /** Crash tests only: where the process kills itself (empty: nowhere). */
   faultPoints: FaultPoints;
+  /**
+   * The SMTP server that patients' accounts and the practice's notices are sent through
+   * (smtp://user:pass@host:587, STARTTLS where offered; smtps:// for TLS from the start); undefined: nothing
+   * leaves the machine and each message is kept in the outbox the console shows.
+   */
+  smtpUrl: string | undefined;
+  /** The From of those messages (`Name <address>` or an address). */
+  mailFrom: string;
 }
 
 export class ConfigError extends Error {}
@@ -116,6 +126,24 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function smtpUrlOf(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!URL.canParse(raw) || !['smtp:', 'smtps:'].includes(new URL(raw).protocol)) {
+    throw new ConfigError(
+      'SMTP_URL must be an smtp:// or smtps:// URL, such as smtp://user:pass@mail.example.org:587',
+    );
+  }
+  return raw;
+}
+
+function mailFromOf(raw: string | undefined): string {
+  const from = raw || 'Practice Billing <accounts@practice-billing.invalid>';
+  if (!/^([^<>]*<)?[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+>?$/.test(from)) {
+    throw new ConfigError(`MAIL_FROM must be an e-mail address or "Name <address>", got "${from}"`);
+  }
+  return from;
 }
 
 function trustProxyOf(raw: string | undefined): boolean | string {
@@ -252,11 +280,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 24, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 64),
     webhookPracticeConcurrency: integer(env, 'WEBHOOK_PRACTICE_CONCURRENCY', 8, 1, 256),
+    mailJobConcurrency: integer(env, 'MAIL_JOB_CONCURRENCY', 4, 1, 64),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 7, 1, 3650),
     secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     webhookSecretOverlapSeconds: integer(env, 'WEBHOOK_SECRET_OVERLAP_SECONDS', 24 * 3600, 0, 30 * 24 * 3600),
     faultPoints: faultPointsOf(env.FAULT_POINTS),
+    smtpUrl: smtpUrlOf(env.SMTP_URL),
+    mailFrom: mailFromOf(env.MAIL_FROM),
   };
 }

@@ -24,6 +24,7 @@ export const ID_PREFIXES = {
   payment: 'pay',
   refund: 'rfd',
   notification: 'ntf',
+  mail: 'mail',
   price: 'prc',
   webhookEndpoint: 'whe',
   delivery: 'dlv',

@@ -6,6 +6,7 @@ import {
   IntegrationsRequest,
   Practice,
   PracticeList,
+  PracticePatch,
   PracticeRequest,
   Practitioner,
   PractitionerList,
@@ -57,6 +58,26 @@ export const practiceAdminRoutes = [
     handler: async ({ trx, params }) => ({
       body: admin.practiceOf(await admin.getPractice(trx, params.practiceId)),
     }),
+  }),
+  defineAdminRoute({
+    method: 'PATCH',
+    url: '/practices/:practiceId',
+    operationId: 'adminUpdatePractice',
+    cli: { command: 'practices update' },
+    summary: "Change a practice's name or account details",
+    description:
+      'The fields given replace theirs; null clears an optional one. The account details are what the patient account (PDF) shows: the PCNS practice number, a group practice number, the VAT number (a VAT-registered practice issues tax invoices), address, phone, e-mail (where a disabled webhook endpoint is reported) and bank details.',
+    params: PracticeParam,
+    body: PracticePatch,
+    successStatus: 200,
+    response: Practice,
+    handler: async ({ trx, params, body, now }) => {
+      const row = await admin.patchPractice(trx, params.practiceId, body, now);
+      return {
+        body: admin.practiceOf(row),
+        audit: { practiceId: row.id, resourceType: 'practice', resourceId: row.id },
+      };
+    },
   }),
   defineAdminRoute({
     method: 'PUT',

@@ -7,7 +7,13 @@ import type { PracticesTable, PractitionersTable } from '../platform/db/tables.t
 import type { Trx } from '../platform/db/transaction.ts';
 import { fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
-import type { Practice, PracticeRequest, Practitioner, PractitionerRequest } from './schemas.ts';
+import type {
+  Practice,
+  PracticePatch,
+  PracticeRequest,
+  Practitioner,
+  PractitionerRequest,
+} from './schemas.ts';
 import {
   allPractitionerRows,
   findPractice,
@@ -17,6 +23,7 @@ import {
   insertPractitioner,
   listPracticeRows,
   listPractitionerRows,
+  updateAccountDetails,
   updateBillingSettings,
   updateIntegrations,
 } from './store.ts';
@@ -32,8 +39,56 @@ export function practiceOf(row: Selectable<PracticesTable>): Static<typeof Pract
     currency: row.currency,
     timezone: row.timezone,
     integrationsEnabled: row.integrations_enabled,
+    practiceNumber: row.practice_number,
+    groupPracticeNumber: row.group_practice_number,
+    vatNumber: row.vat_number,
+    address: row.address,
+    phone: row.phone,
+    email: row.email,
+    bankDetails: row.bank_details,
     createdAt: row.created_at.toISOString(),
   };
+}
+
+type AccountDetailsRequest = Partial<Omit<Static<typeof PracticePatch>, 'name'>>;
+
+/** The columns of the account details a request gives (absent: left as they are; null: cleared). */
+function accountColumns(request: AccountDetailsRequest) {
+  const columns: Partial<
+    Pick<
+      Selectable<PracticesTable>,
+      'practice_number' | 'group_practice_number' | 'vat_number' | 'phone' | 'email'
+    > & { address: string | null; bank_details: string | null }
+  > = {};
+  if (request.practiceNumber !== undefined) columns.practice_number = request.practiceNumber;
+  if (request.groupPracticeNumber !== undefined) columns.group_practice_number = request.groupPracticeNumber;
+  if (request.vatNumber !== undefined) columns.vat_number = request.vatNumber;
+  if (request.phone !== undefined) columns.phone = request.phone;
+  if (request.email !== undefined) columns.email = request.email;
+  if (request.address !== undefined) {
+    columns.address = request.address === null ? null : JSON.stringify(request.address);
+  }
+  if (request.bankDetails !== undefined) {
+    columns.bank_details = request.bankDetails === null ? null : JSON.stringify(request.bankDetails);
+  }
+  return columns;
+}
+
+/** Changes a practice's name and account details; the fields not given stay as they are. */
+export async function patchPractice(
+  trx: Trx,
+  practiceId: string,
+  request: Static<typeof PracticePatch>,
+  now: Date,
+) {
+  const row = await updateAccountDetails(
+    trx,
+    practiceId,
+    { ...(request.name !== undefined ? { name: request.name } : {}), ...accountColumns(request) },
+    now,
+  );
+  if (!row) throw notFound('Practice');
+  return row;
 }
 
 export async function createPractice(trx: Trx, request: Static<typeof PracticeRequest>, now: Date) {
@@ -52,6 +107,7 @@ export async function createPractice(trx: Trx, request: Static<typeof PracticeRe
     name: request.name,
     currency: request.currency ?? 'ZAR',
     timezone,
+    ...accountColumns(request),
     created_at: now,
     updated_at: now,
   });
@@ -72,6 +128,8 @@ export interface PracticeBilling {
   vatRateBasisPoints: number;
   paymentTermsDays: number;
   invoiceNumberPrefix: string;
+  /** Account details the patient's account needs and the practice has not recorded (practiceNumber, address, bankDetails). */
+  accountGaps: string[];
 }
 
 export async function practiceBilling(trx: Trx, practiceId: string): Promise<PracticeBilling> {
@@ -84,6 +142,11 @@ export async function practiceBilling(trx: Trx, practiceId: string): Promise<Pra
     vatRateBasisPoints: row.vat_rate_basis_points,
     paymentTermsDays: row.payment_terms_days,
     invoiceNumberPrefix: row.invoice_number_prefix,
+    accountGaps: [
+      ...(row.practice_number ? [] : ['practiceNumber']),
+      ...(row.address ? [] : ['address']),
+      ...(row.bank_details ? [] : ['bankDetails']),
+    ],
   };
 }
 

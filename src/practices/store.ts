@@ -1,5 +1,5 @@
 // Owns the queries over practices and their practitioners (src/table-owners.ts).
-import { type Insertable, type RawBuilder, sql } from 'kysely';
+import { type Insertable, type RawBuilder, sql, type Updateable } from 'kysely';
 import { pastPosition } from '../paging/keyset.ts';
 import type { PracticesTable, PractitionersTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -26,6 +26,21 @@ export async function updateIntegrations(trx: Trx, practiceId: string, enabled: 
     .executeTakeFirst();
   if (row) await signalKeyChange(trx, practiceId);
   return row;
+}
+
+/** Sets a practice's name and account details (the columns given); undefined when there is no such practice. */
+export async function updateAccountDetails(
+  trx: Trx,
+  practiceId: string,
+  columns: Updateable<PracticesTable>,
+  now: Date,
+) {
+  return trx
+    .updateTable('practices')
+    .set({ ...columns, updated_at: now })
+    .where('id', '=', practiceId)
+    .returningAll()
+    .executeTakeFirst();
 }
 
 /** Replaces a practice's billing settings (VAT rate, payment terms, invoice number prefix). */

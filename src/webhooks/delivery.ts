@@ -4,7 +4,7 @@
 // a rotation's overlap, the previous one too. A 2xx is success; a 410 disables the endpoint; anything
 // else is retried, 8 attempts in all, at 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h after each
 // failure plus up to 20% jitter; an endpoint failing for three days since its last success is
-// disabled and the practice told. A delivery handed over with its job (a follow-on, src/jobs/follow-on.ts;
+// disabled and the practice told (a notification, e-mailed to the practice's address). A delivery handed over with its job (a follow-on, src/jobs/follow-on.ts;
 // or read by the take's transaction, src/jobs/handoff.ts) is sent to its endpoint as that transaction
 // read it, without reading it again: an endpoint disabled (or its secret or address changed) in
 // between still gets that one send.
@@ -13,7 +13,7 @@ import { type EventRecord, eventBody } from '../events/schemas.ts';
 import { handedOverWith, handOver } from '../jobs/handoff.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
-import { insertNotification } from '../notifications/store.ts';
+import { tellByMail } from '../notifications/tell.ts';
 import { AuditLog } from '../platform/audit-log.ts';
 import type { Database } from '../platform/db/database.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
@@ -366,7 +366,8 @@ async function tellPracticeDisabled(
   jobId: string,
   now: Date,
 ) {
-  await insertNotification(trx, {
+  // Recorded, and e-mailed to the practice's address once this transaction commits (no address: recorded so).
+  await tellByMail(trx, {
     practice_id: practiceId,
     id: newId('notification'),
     recipient: 'practice',

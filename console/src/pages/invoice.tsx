@@ -13,6 +13,7 @@ import {
   useConsole,
   useLoad,
 } from '../components/ui.tsx';
+import { saveFile } from '../download.ts';
 import { dateTime, money, words } from '../format.ts';
 import { href } from '../router.ts';
 import type { Claim, InvoiceDetail } from '../types.ts';
@@ -94,6 +95,7 @@ function InvoiceView({ detail, reload }: { detail: InvoiceDetail; reload: () => 
       </dl>
 
       <InvoiceActions detail={detail} reload={reload} />
+      <PatientToldSection detail={detail} />
 
       <h2>Lines</h2>
       <table>
@@ -266,6 +268,13 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
       <h2 id="actions-title">Fix and send</h2>
       {done ? <Notice>{done}</Notice> : null}
       <div class="actions">
+        {invoice.status !== 'draft' ? (
+          <Action
+            label="Download account"
+            run={() => api.invoiceDocument(practiceId, invoice.id)}
+            done={(blob) => saveFile(blob as Blob, `${invoice.number}.pdf`)}
+          />
+        ) : null}
         {EDITABLE.includes(invoice.status) ? (
           <Action
             kind="primary"
@@ -474,6 +483,61 @@ function InvoiceActions({ detail, reload }: { detail: InvoiceDetail; reload: () 
           </Field>
         </ActionForm>
       ) : null}
+    </section>
+  );
+}
+
+const DELIVERY_WORDS: Record<string, string> = {
+  none: 'not e-mailed',
+  queued: 'waiting to be sent',
+  sent: 'sent',
+  failed: 'failed',
+  no_address: 'no e-mail address',
+};
+
+/** What the patient was told about this invoice (each issue's e-mail) and what became of it. */
+function PatientToldSection({ detail }: { detail: InvoiceDetail }) {
+  const { api, practiceId } = useConsole();
+  const loaded = useLoad(
+    () => api.notificationsAbout(practiceId, detail.invoice.id),
+    [practiceId, detail.invoice.id, detail.invoice.updatedAt],
+  );
+  return (
+    <section aria-labelledby="told-title">
+      <h2 id="told-title">The patient is told</h2>
+      <Loading loaded={loaded}>
+        {(page) =>
+          page.data.length === 0 ? (
+            <p>Not issued yet: the patient is e-mailed the account when it is.</p>
+          ) : (
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Issued</th>
+                  <th scope="col">Told</th>
+                  <th scope="col">E-mail</th>
+                  <th scope="col">Detail</th>
+                </tr>
+              </thead>
+              <tbody>
+                {page.data.map((n) => (
+                  <tr
+                    key={n.id}
+                    class={n.delivery === 'failed' || n.delivery === 'no_address' ? 'row-bad' : ''}
+                  >
+                    <td>{dateTime(n.createdAt)}</td>
+                    <td>{n.message}</td>
+                    <td>
+                      <Status value={DELIVERY_WORDS[n.delivery] ?? n.delivery} />
+                    </td>
+                    <td>{n.deliveryDetail ?? '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )
+        }
+      </Loading>
     </section>
   );
 }

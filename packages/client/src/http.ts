@@ -57,7 +57,13 @@ type QueryInit<O> = [QueryOf<O>] extends [never] ? { query?: undefined } : { que
 type BodyInit<O> = [BodyOf<O>] extends [never] ? { body?: undefined } : { body: BodyOf<O> };
 
 /** What a call sends; `creates` must say whether the operation takes an Idempotency-Key. */
-export type CallInit<O> = ParamsInit<O> & QueryInit<O> & BodyInit<O> & { creates: CreatesOf<O> };
+export type CallInit<O> = ParamsInit<O> &
+  QueryInit<O> &
+  BodyInit<O> & {
+    creates: CreatesOf<O>;
+    /** 'bytes': the success is a document (a PDF), answered as its bytes instead of parsed JSON. */
+    answer?: 'bytes';
+  };
 
 /** Methods that may be sent again after a lost answer; a creating POST may too, with its key. */
 const REPEATABLE = new Set<Method>(['get', 'put', 'patch', 'delete']);
@@ -133,9 +139,10 @@ export class Http {
         }),
     );
     appendQuery(url, init.query as object | undefined);
+    const bytes = init.answer === 'bytes';
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.#apiKey}`,
-      accept: 'application/json',
+      accept: bytes ? '*/*' : 'application/json',
     };
     const body = init.body === undefined ? undefined : JSON.stringify(init.body);
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -153,6 +160,7 @@ export class Http {
       let status: number;
       let answerHeaders: Headers;
       let text: string;
+      let raw: Uint8Array | undefined;
       try {
         const timeout = AbortSignal.timeout(timeoutMs);
         const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
@@ -164,7 +172,8 @@ export class Http {
         });
         status = response.status;
         answerHeaders = response.headers;
-        text = await response.text();
+        if (bytes && status >= 200 && status < 300) raw = new Uint8Array(await response.arrayBuffer());
+        text = raw ? '' : await response.text();
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         const delay = repeatable && attempt < maxRetries ? retryDelayMs(this.#retry, attempt) : undefined;
@@ -176,6 +185,7 @@ export class Http {
         await sleep(delay, options.signal);
         continue;
       }
+      if (raw) return raw as ResultOf<OperationAt<P, M>>;
       let parsed: unknown;
       try {
         parsed = text === '' ? undefined : JSON.parse(text);

@@ -52,3 +52,19 @@ export interface EventDetail {
   payment?: { id: string; amount: number; currency: string; source: 'patient' | 'insurer' };
   refund?: { id: string; amount: number; currency: string };
 }
+
+/** practices.address: where the practice is, as its accounts show it. */
+export interface PracticeAddress {
+  lines: string[];
+  city: string;
+  postalCode: string;
+  country: string;
+}
+
+/** practices.bank_details: how a patient pays the practice. */
+export interface PracticeBankDetails {
+  bank: string;
+  accountName: string;
+  accountNumber: string;
+  branchCode: string;
+}

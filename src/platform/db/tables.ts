@@ -12,6 +12,8 @@ import type {
   PatientAddress,
   PatientContactPoint,
   PatientIdentifier,
+  PracticeAddress,
+  PracticeBankDetails,
 } from './column-types.ts';
 
 export type Generated<T> =
@@ -136,7 +138,9 @@ export interface CoveragesTable {
   dependent_code: string | null;
   end_date: string | null;
   id: string;
+  member_initials: string | null;
   member_number: string;
+  member_surname: string | null;
   patient_id: string;
   plan_id: string;
   practice_id: string;
@@ -326,7 +330,7 @@ export interface JobsTable {
   finished_at: Date | null;
   id: string;
   kind: string;
-  lane: Generated<'claims' | 'webhooks'>;
+  lane: Generated<'claims' | 'webhooks' | 'mail'>;
   last_error: string | null;
   locked_by: string | null;
   locked_until: Date | null;
@@ -337,8 +341,23 @@ export interface JobsTable {
   trace_context: string | null;
 }
 
+export interface MailOutboxTable {
+  attachment: Buffer | null;
+  attachment_name: string | null;
+  body: string;
+  created_at: NeverUpdated<Date>;
+  id: string;
+  notification_id: string;
+  practice_id: string;
+  recipient: string;
+  subject: string;
+}
+
 export interface NotificationsTable {
   created_at: NeverUpdated<Date>;
+  delivery: Generated<'none' | 'queued' | 'sent' | 'failed' | 'no_address'>;
+  delivery_detail: string | null;
+  delivery_updated_at: Date | null;
   id: string;
   kind: string;
   message: string;
@@ -418,15 +437,22 @@ export interface PracticePricesTable {
 }
 
 export interface PracticesTable {
+  address: JSONColumnType<PracticeAddress> | null;
+  bank_details: JSONColumnType<PracticeBankDetails> | null;
   created_at: Generated<NeverUpdated<Date>>;
   currency: Generated<string>;
+  email: string | null;
+  group_practice_number: string | null;
   id: string;
   integrations_enabled: Generated<boolean>;
   invoice_number_prefix: Generated<string>;
   name: string;
   payment_terms_days: Generated<number>;
+  phone: string | null;
+  practice_number: string | null;
   timezone: Generated<string>;
   updated_at: Generated<Date>;
+  vat_number: string | null;
   vat_rate_basis_points: Generated<number>;
 }
 
@@ -549,6 +575,7 @@ export interface Tables {
   invoice_lines: InvoiceLinesTable;
   invoices: InvoicesTable;
   jobs: JobsTable;
+  mail_outbox: MailOutboxTable;
   notifications: NotificationsTable;
   patients: PatientsTable;
   payments: PaymentsTable;

@@ -457,6 +457,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/invoices/{invoiceId}/document": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The invoice's account for the patient, as PDF
+         * @description For every invoice that has been issued (a draft answers 422 business_rule). It describes the invoice as it stands now: an amended and re-issued invoice answers its corrected account. `Content-Disposition` names the file after the invoice number.
+         */
+        get: operations["getInvoiceDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/invoices/{invoiceId}/claim": {
         parameters: {
             query?: never;
@@ -1090,6 +1110,8 @@ export interface components {
          *       "planId": "pln_ubuntu_essential",
          *       "memberNumber": "M-100200",
          *       "dependentCode": null,
+         *       "memberSurname": null,
+         *       "memberInitials": null,
          *       "active": true,
          *       "startDate": null,
          *       "endDate": null
@@ -1103,6 +1125,9 @@ export interface components {
             planId: string;
             memberNumber: string;
             dependentCode: string | null;
+            /** @description The main member's surname; null when the patient is the member. */
+            memberSurname: string | null;
+            memberInitials: string | null;
             /** @description True while the plan is offered and today (in the practice's time zone) lies within startDate..endDate. */
             active: boolean;
             /** Format: date */
@@ -1132,6 +1157,10 @@ export interface components {
             memberNumber: string;
             /** @description e.g. 00 for the main member. */
             dependentCode?: string | null;
+            /** @description The main member's surname, when the patient is a dependant; with dependant code 00, or none, the member is the patient. */
+            memberSurname?: string | null;
+            /** @description The main member's initials, when the patient is a dependant (such as `T.M.`). */
+            memberInitials?: string | null;
             /** Format: date */
             startDate?: string | null;
             /** Format: date */
@@ -1359,7 +1388,7 @@ export interface components {
             /** @description Unique per event; the `webhook-id` of its deliveries. */
             id: string;
             /** @enum {string} */
-            type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created";
+            type: "invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created";
             /** Format: date-time */
             occurredAt: string;
             /** @description `object`, `id` and `url` name the invoice, as the contract fixes; a claim, payment or refund event adds `claim`, `payment` or `refund`. */
@@ -1861,9 +1890,41 @@ export interface components {
                 subjectType: string;
                 subjectId: string;
                 message: string;
+                /**
+                 * @description What became of its e-mail: queued (waiting, or retrying after a failure deliveryDetail gives), sent (deliveryDetail: the mail server's answer, or that it was kept in the outbox), failed (deliveryDetail: why; an account's failure also raises invoice.delivery_failed), no_address (the patient, or the practice, has no e-mail address), none (not e-mailed).
+                 * @enum {string}
+                 */
+                delivery: "none" | "queued" | "sent" | "failed" | "no_address";
+                deliveryDetail: string | null;
+                /** Format: date-time */
+                deliveryUpdatedAt: string | null;
                 /** Format: date-time */
                 createdAt: string;
             }[];
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        /** OutboxMessage */
+        OutboxMessage: {
+            /** @enum {string} */
+            object: "outbox_message";
+            id: string;
+            notificationId: string;
+            to: string;
+            subject: string;
+            text: string;
+            attachment: {
+                filename: string;
+                size: number;
+            } | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** OutboxMessageList */
+        OutboxMessageList: {
+            /** @enum {string} */
+            object: "list";
+            data: components["schemas"]["OutboxMessage"][];
             hasMore: boolean;
             nextCursor: string | null;
         };
@@ -2123,6 +2184,26 @@ export interface components {
             currency: string;
             timezone: string;
             integrationsEnabled: boolean;
+            practiceNumber: string | null;
+            groupPracticeNumber: string | null;
+            vatNumber: string | null;
+            address: {
+                /** @description Street address, one line each. */
+                lines: string[];
+                city: string;
+                postalCode: string;
+                /** @description ISO 3166-1 alpha-2, such as ZA. */
+                country: string;
+            } | null;
+            phone: string | null;
+            email: string | null;
+            bankDetails: {
+                bank: string;
+                accountName: string;
+                accountNumber: string;
+                /** @description The bank's six-digit branch code. */
+                branchCode: string;
+            } | null;
             /** Format: date-time */
             createdAt: string;
         };
@@ -2134,9 +2215,59 @@ export interface components {
             hasMore: boolean;
             nextCursor: string | null;
         };
+        /** PracticePatch */
+        PracticePatch: {
+            name?: string;
+            /** @description The practice code number (PCNS), 7 digits. */
+            practiceNumber?: string | null;
+            /** @description The group practice number. */
+            groupPracticeNumber?: string | null;
+            /** @description VAT registration number (10 digits starting with 4); null when not VAT registered. */
+            vatNumber?: string | null;
+            address?: {
+                /** @description Street address, one line each. */
+                lines: string[];
+                city: string;
+                postalCode: string;
+                /** @description ISO 3166-1 alpha-2, such as ZA. */
+                country: string;
+            } | null;
+            phone?: string | null;
+            email?: string | null;
+            bankDetails?: {
+                bank: string;
+                accountName: string;
+                accountNumber: string;
+                /** @description The bank's six-digit branch code. */
+                branchCode: string;
+            } | null;
+        };
         /** PracticeRequest */
         PracticeRequest: {
             name: string;
+            /** @description The practice code number (PCNS), 7 digits. */
+            practiceNumber?: string | null;
+            /** @description The group practice number. */
+            groupPracticeNumber?: string | null;
+            /** @description VAT registration number (10 digits starting with 4); null when not VAT registered. */
+            vatNumber?: string | null;
+            address?: {
+                /** @description Street address, one line each. */
+                lines: string[];
+                city: string;
+                postalCode: string;
+                /** @description ISO 3166-1 alpha-2, such as ZA. */
+                country: string;
+            } | null;
+            phone?: string | null;
+            email?: string | null;
+            bankDetails?: {
+                bank: string;
+                accountName: string;
+                accountNumber: string;
+                /** @description The bank's six-digit branch code. */
+                branchCode: string;
+            } | null;
             /**
              * @description An ISO 4217 currency in circulation with a minor unit (amounts are integers in it); default ZAR.
              * @default ZAR
@@ -2351,7 +2482,7 @@ export interface components {
             object: "service_metrics";
             lanes: {
                 /** @enum {string} */
-                lane: "claims" | "webhooks";
+                lane: "claims" | "webhooks" | "mail";
                 slots: number;
                 waiting: number;
                 running: number;
@@ -2360,7 +2491,7 @@ export interface components {
             deepestBacklogs: {
                 practiceId: string;
                 /** @enum {string} */
-                lane: "claims" | "webhooks";
+                lane: "claims" | "webhooks" | "mail";
                 waiting: number;
             }[];
             deliveriesInFlight: {
@@ -2464,7 +2595,7 @@ export interface components {
             /** @description https URL reaching a public address (http and private addresses only with WEBHOOK_ALLOW_PRIVATE). */
             url: string;
             /** @description Event types to send; none or empty = all. */
-            eventTypes?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
+            eventTypes?: ("invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
         };
         /** WebhookEventAttemptList */
         WebhookEventAttemptList: {
@@ -3973,6 +4104,44 @@ export interface operations {
             503: components["responses"]["Problem503"];
         };
     };
+    getInvoiceDocument: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Invoice id (`inv_...`). */
+                invoiceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The patient's account (a tax invoice when the practice is VAT registered) as PDF: what regulation 5 of the Medical Schemes Act's General Regulations asks (member and patient, scheme and membership, practice and practitioner numbers, each service's date, codes, diagnoses, nature and cost), the totals, what was paid and how to pay. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
     getClaim: {
         parameters: {
             query?: never;
@@ -4557,7 +4726,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Event types to keep; repeat the parameter for several. */
-                type?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
+                type?: ("invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
                 /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. */
                 createdSince?: string;
                 /** @description Id of the last event received: the list starts after it. */

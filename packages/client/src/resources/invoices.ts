@@ -48,6 +48,20 @@ export class Invoices {
     );
   }
 
+  /**
+   * The patient's account of an issued invoice as PDF bytes (a tax invoice when the practice is VAT
+   * registered), as the invoice stands now; a draft is a 422. Save it as `${invoice.number}.pdf`.
+   */
+  async document(invoiceId: string, options?: RequestOptions): Promise<Uint8Array> {
+    const bytes: unknown = await this.#http.call(
+      'get',
+      '/api/v1/invoices/{invoiceId}/document',
+      { params: { invoiceId }, creates: false, answer: 'bytes' },
+      options,
+    );
+    return bytes as Uint8Array;
+  }
+
   /** Issues a draft or amending invoice; anything else is a 422. */
   issue(invoiceId: string, options?: RequestOptions): Promise<Invoice> {
     return this.#http.call(
