@@ -18,6 +18,7 @@ import type { Config } from './platform/config.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
 import type { ListenLog } from './platform/db/listen.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
+import { reachDatabase } from './platform/db/reach.ts';
 import type { Tables } from './platform/db/tables.ts';
 import { advisoryLockKey } from './platform/db/transaction.ts';
 import { CursorCodec } from './platform/http/cursor.ts';
@@ -43,6 +44,31 @@ export async function openConfiguredDatabase(
     });
   }
   return openPglite({ dataDir: config.dataDir, sharedBuffersMb: config.embeddedSharedBuffersMb });
+}
+
+/**
+ * Waits (up to DATABASE_CONNECT_TIMEOUT_S) until PostgreSQL answers on DATABASE_URL, and on
+ * MIGRATION_DATABASE_URL when that is another; a failure names the variable. Nothing to do embedded.
+ */
+export async function reachConfiguredDatabases(
+  config: Config,
+  log?: { warn(message: string): void },
+): Promise<void> {
+  const urls: [string, string | undefined][] = [
+    ['DATABASE_URL', config.databaseUrl],
+    ['MIGRATION_DATABASE_URL', config.migrationDatabaseUrl],
+  ];
+  const seen = new Set<string>();
+  for (const [variable, url] of urls) {
+    if (!url || seen.has(url)) continue;
+    seen.add(url);
+    await reachDatabase({
+      url,
+      variable,
+      timeoutS: config.databaseConnectTimeoutS,
+      ...(log ? { onWait: (message: string) => log.warn(message) } : {}),
+    });
+  }
 }
 
 const CATALOGUE_HASH_SETTING = 'catalogue_hash';

@@ -4,7 +4,12 @@ import net from 'node:net';
 import path from 'node:path';
 import pino from 'pino';
 import { buildApp, loggerOptions } from './app.ts';
-import { buildDeps, migrateConfigured, openConfiguredDatabase } from './bootstrap.ts';
+import {
+  buildDeps,
+  migrateConfigured,
+  openConfiguredDatabase,
+  reachConfiguredDatabases,
+} from './bootstrap.ts';
 import { startJobWorker } from './job-catalogue.ts';
 import type { Worker } from './jobs/worker.ts';
 import { type Config, ConfigError } from './platform/config.ts';
@@ -31,6 +36,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
     );
   }
   const config = options.api ? await withConcretePort(configured) : configured;
+  await reachConfiguredDatabases(config, { warn: (message) => log.warn(message) });
   const db = await openConfiguredDatabase(config, undefined, log);
   // The worker gets a pool of its own, so jobs never wait behind requests for a connection (or the
   // reverse). The embedded database has one connection, shared.
@@ -110,7 +116,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
         })
       : undefined;
     if (app) {
-      await app.listen({ port: config.port, host: config.host });
+      await listenOrSay(app, config);
       if (sandbox) printSandbox(config, sandbox);
       void compilePendingSchemas().catch((err: unknown) =>
         log.error({ err }, 'a route schema does not compile'),
@@ -125,6 +131,17 @@ export async function runService(configured: Config, options: RunOptions): Promi
   }
 }
 
+/** Listens, or throws a ConfigError that names HOST and PORT with the reason. */
+async function listenOrSay(app: Awaited<ReturnType<typeof buildApp>>, config: Config): Promise<void> {
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    throw new ConfigError(
+      `cannot listen on HOST ${config.host}, PORT ${config.port}: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
 /**
  * PORT=0 asks for any free port. Pick it before building the app, so that Location headers, the
  * errors page link and the printed address carry the real port rather than ":0".
@@ -133,7 +150,9 @@ async function withConcretePort(config: Config): Promise<Config> {
   if (config.port !== 0) return config;
   const port = await new Promise<number>((resolve, reject) => {
     const probe = net.createServer();
-    probe.once('error', reject);
+    probe.once('error', (error) =>
+      reject(new ConfigError(`cannot listen on HOST ${config.host}, PORT 0: ${error.message}`)),
+    );
     probe.listen(0, config.host, () => {
       const address = probe.address();
       probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));

@@ -44,8 +44,13 @@ function failure(output: CliOutput, error: unknown): number {
 
 async function migrate(env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
   const { loadConfig } = await import('../platform/config.ts');
-  const { migrateConfigured, openConfiguredDatabase } = await import('../bootstrap.ts');
+  const { migrateConfigured, openConfiguredDatabase, reachConfiguredDatabases } = await import(
+    '../bootstrap.ts'
+  );
   const config = loadConfig(env);
+  await reachConfiguredDatabases(config, {
+    warn: (message) => output.stderr(`practice-billing: ${message}\n`),
+  });
   const db = await openConfiguredDatabase(config, 'practice-billing-migrate');
   try {
     const applied = await migrateConfigured(config, db);

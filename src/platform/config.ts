@@ -15,6 +15,8 @@ export interface Config {
    * through a pooler in transaction mode, which never delivers notifications.
    */
   databaseListenUrl: string | undefined;
+  /** How long a start waits for an unreachable database (retrying) before it gives up; 0: no wait. */
+  databaseConnectTimeoutS: number;
   /** How often each listening connection checks, with a NOTIFY to itself, that notifications arrive. */
   listenHeartbeatMs: number;
   dataDir: string;
@@ -112,6 +114,32 @@ function trustProxyOf(raw: string | undefined): boolean | string {
   return raw;
 }
 
+/** A PostgreSQL connection URL, or a ConfigError naming the variable (the value, which may hold a password, is not echoed). */
+function databaseUrlOf(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  const protocol = URL.canParse(raw) ? new URL(raw).protocol : undefined;
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new ConfigError(
+      `${name} must be a PostgreSQL connection URL, such as postgres://user@host:5432/database; the value given is not one`,
+    );
+  }
+  return raw;
+}
+
+/** An http(s) URL, or a ConfigError naming the variable. */
+function httpUrlOf(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  const protocol = URL.canParse(raw) ? new URL(raw).protocol : undefined;
+  if (protocol !== 'http:' && protocol !== 'https:') {
+    throw new ConfigError(
+      `${name} must be an http or https URL, such as https://billing.example.org; got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
 function encryptionKey(raw: string | undefined): Buffer | undefined {
   if (!raw) return undefined;
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
@@ -145,7 +173,8 @@ function faultPointsOf(raw: string | undefined): FaultPoints {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST || '127.0.0.1';
-  const databaseUrl = env.DATABASE_URL || undefined;
+  const databaseUrl = databaseUrlOf(env, 'DATABASE_URL');
+  const migrationDatabaseUrl = databaseUrlOf(env, 'MIGRATION_DATABASE_URL');
   const databasePoolSize = integer(env, 'DATABASE_POOL_SIZE', 10, 1, 500);
   const databaseListenUrl = env.DATABASE_LISTEN_URL || undefined;
   if (databaseListenUrl && !databaseUrl) {
@@ -153,13 +182,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'DATABASE_LISTEN_URL needs DATABASE_URL (the embedded database listens in its own session)',
     );
   }
-  if (databaseListenUrl && !URL.canParse(databaseListenUrl)) {
-    throw new ConfigError(
-      'DATABASE_LISTEN_URL must be a connection URL, such as postgres://user@host:5432/db',
-    );
-  }
+  databaseUrlOf(env, 'DATABASE_LISTEN_URL');
   const publicBaseUrl = (
-    env.PUBLIC_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+    httpUrlOf(env, 'PUBLIC_BASE_URL') || `http://${host.includes(':') ? `[${host}]` : host}:${port}`
   ).replace(/\/+$/, '');
   const logLevel = env.LOG_LEVEL || 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
@@ -169,14 +194,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     host,
     databaseUrl,
-    migrationDatabaseUrl: env.MIGRATION_DATABASE_URL || databaseUrl,
+    migrationDatabaseUrl: migrationDatabaseUrl || databaseUrl,
+    databaseConnectTimeoutS: integer(env, 'DATABASE_CONNECT_TIMEOUT_S', 30, 0, 3600),
     databaseListenUrl: databaseListenUrl ?? databaseUrl,
     listenHeartbeatMs: integer(env, 'DATABASE_LISTEN_HEARTBEAT_MS', 2000, 50, 60_000),
     dataDir: path.resolve(env.DATA_DIR || './data'),
     catalogueDir: env.CATALOGUE_DIR ? path.resolve(env.CATALOGUE_DIR) : undefined,
     adminToken: env.ADMIN_TOKEN || undefined,
     publicBaseUrl,
-    errorsDocUrl: env.ERRORS_DOC_URL || `${publicBaseUrl}/errors`,
+    errorsDocUrl: httpUrlOf(env, 'ERRORS_DOC_URL') || `${publicBaseUrl}/errors`,
     logLevel,
     insurerDelayMs: integer(env, 'INSURER_DELAY_MS', 1000, 0, 600_000),
     embeddedSharedBuffersMb: integer(env, 'EMBEDDED_SHARED_BUFFERS_MB', 16, 1, 4096),

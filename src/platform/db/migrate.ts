@@ -29,9 +29,13 @@ export async function migrateToLatest(kysely: Kysely<unknown>): Promise<string[]
   const result: MigrationResultSet = await migrator.migrateToLatest();
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error');
-    throw new Error(`Migration ${failed?.migrationName ?? '(unknown)'} failed: ${String(result.error)}`, {
-      cause: result.error,
-    });
+    const reason = result.error instanceof Error ? result.error.message : String(result.error);
+    throw new Error(
+      failed
+        ? `Migration ${failed.migrationName} failed: ${reason}`
+        : `The migrations could not start (as the role of MIGRATION_DATABASE_URL, else DATABASE_URL): ${reason}`,
+      { cause: result.error },
+    );
   }
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
