@@ -58,6 +58,8 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   /** Serve the admin API (needs a token). */
   adminToken?: string | undefined;
+  /** Further admin tokens accepted beside adminToken (ADMIN_TOKENS: a new one rolled out before the old goes). */
+  adminTokens?: readonly string[] | undefined;
 }
 
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
@@ -152,8 +154,11 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     { prefix: '/api/v1' },
   );
-  if (options.adminToken) {
-    const token = options.adminToken;
+  const tokens = [
+    ...new Set([...(options.adminToken ? [options.adminToken] : []), ...(options.adminTokens ?? [])]),
+  ];
+  if (tokens.length > 0) {
+    const token = tokens;
     await app.register(
       async (adminScope) => {
         registerAdminScope(adminScope, deps, token, allAdminRoutes);

@@ -148,7 +148,8 @@ export async function loadCursorSecret(db: Database): Promise<string> {
  * unavailable and say so, and such answers are not kept (a repeat is refused with 422).
  */
 export function secretBoxFor(config: Config, db: Database): SecretBox | undefined {
-  if (config.secretEncryptionKey) return new SecretBox(config.secretEncryptionKey);
+  if (config.secretEncryptionKey)
+    return new SecretBox(config.secretEncryptionKey, config.secretEncryptionPreviousKeys);
   if (db.kind !== 'pglite' || !fs.existsSync(config.dataDir)) return undefined;
   const file = path.join(config.dataDir, 'secret-encryption.key');
   if (!fs.existsSync(file))

@@ -100,7 +100,7 @@ export async function prometheusText(
 export async function registerMetricsEndpoint(
   app: FastifyInstance,
   deps: Deps,
-  adminToken: string,
+  adminToken: string | readonly string[],
 ): Promise<void> {
   await app.register(async (scope) => {
     registerAdminScope(scope, deps, adminToken, []);

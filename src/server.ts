@@ -18,6 +18,7 @@ import { changeFeedReadsThisLogin } from './platform/db/change-feed.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
 import { compilePendingSchemas } from './platform/http/lazy-compile.ts';
 import { ensureSandbox, type SandboxCredentials } from './sandbox.ts';
+import { countSealed, judgeSealed } from './secrets/service.ts';
 
 export interface RunOptions {
   api: boolean;
@@ -27,8 +28,10 @@ export interface RunOptions {
 export async function runService(configured: Config, options: RunOptions): Promise<void> {
   const log = pino(loggerOptions(configured.logLevel) as pino.LoggerOptions);
   armFaultPoints(configured.faultPoints);
-  if (configured.databaseUrl && options.api && !configured.adminToken) {
-    throw new ConfigError('ADMIN_TOKEN must be set when DATABASE_URL is set (the admin API needs it).');
+  if (configured.databaseUrl && options.api && configured.adminTokens.length === 0) {
+    throw new ConfigError(
+      'ADMIN_TOKEN (or ADMIN_TOKENS) must be set when DATABASE_URL is set (the admin API needs it).',
+    );
   }
   if (!configured.databaseUrl && options.api !== options.worker) {
     throw new ConfigError(
@@ -96,6 +99,9 @@ export async function runService(configured: Config, options: RunOptions): Promi
       if (warning) log.warn(warning);
     }
     const deps = await buildDeps(config, db, { log });
+    const sealed = judgeSealed(await countSealed(db, deps.secrets));
+    if (sealed.refuse) throw new ConfigError(sealed.refuse);
+    if (sealed.warn) log.warn(sealed.warn);
 
     let adminToken = config.adminToken;
     let sandbox: SandboxCredentials | undefined;
@@ -104,7 +110,9 @@ export async function runService(configured: Config, options: RunOptions): Promi
       adminToken = sandbox.adminToken;
     }
 
-    app = options.api ? await buildApp(deps, { logger: log, adminToken }) : undefined;
+    app = options.api
+      ? await buildApp(deps, { logger: log, adminToken, adminTokens: config.adminTokens })
+      : undefined;
     worker = options.worker
       ? startJobWorker({
           db: workerDb,

@@ -14,6 +14,9 @@ Commands:
   worker                run the background worker only (needs DATABASE_URL)
   migrate               bring the configured database to the latest schema; prints the applied
                         migrations as JSON (refused while a server holds the embedded data directory)
+  secrets re-encrypt    seal every stored secret again with SECRET_ENCRYPTION_KEY (after a rotation,
+                        while SECRET_ENCRYPTION_PREVIOUS_KEYS still opens the old ones); prints
+                        what it changed as JSON; safe to run twice and while the service runs
   admin <resource> <action> [id] [--flags]
                         call the admin API of a running server and print its JSON answer;
                         \`practice-billing admin help\` lists every admin command
@@ -63,6 +66,34 @@ async function migrate(env: NodeJS.ProcessEnv, output: CliOutput): Promise<numbe
   }
 }
 
+async function reEncryptSecrets(env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
+  const { loadConfig } = await import('../platform/config.ts');
+  const { openConfiguredDatabase, reachConfiguredDatabases, secretBoxFor } = await import('../bootstrap.ts');
+  const { reEncrypt } = await import('../secrets/service.ts');
+  const config = loadConfig(env);
+  await reachConfiguredDatabases(config);
+  const db = await openConfiguredDatabase(config, 'practice-billing-secrets');
+  try {
+    const box = secretBoxFor(config, db);
+    if (!box) {
+      output.stderr('practice-billing: secrets re-encrypt needs SECRET_ENCRYPTION_KEY (the new key).\n');
+      return 1;
+    }
+    const report = await reEncrypt(db, box);
+    output.stdout(`${JSON.stringify(report, null, 2)}\n`);
+    const unopenable = report.webhookSecrets.unopenable + report.idempotentAnswers.unopenable;
+    if (unopenable > 0) {
+      output.stderr(
+        `practice-billing: ${unopenable} stored secrets open with neither SECRET_ENCRYPTION_KEY nor SECRET_ENCRYPTION_PREVIOUS_KEYS; they were left as they are.\n`,
+      );
+      return 1;
+    }
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
 /**
  * Runs one command line. Resolves with the exit code; for start/serve/worker it resolves once the
  * service runs, and the process then lives until SIGINT/SIGTERM.
@@ -85,6 +116,17 @@ export async function runCli(
     // The admin commands are read off the admin route declarations: loaded only for them.
     const { runAdmin } = await import('./admin-cli.ts');
     return runAdmin(rest, env, output);
+  }
+  if (command === 'secrets') {
+    if (rest.length !== 1 || rest[0] !== 're-encrypt') {
+      output.stderr(`practice-billing: the secrets command is \`secrets re-encrypt\`.\n\n${USAGE}`);
+      return 2;
+    }
+    try {
+      return await reEncryptSecrets(env, output);
+    } catch (error) {
+      return failure(output, error);
+    }
   }
   if (command !== 'migrate' && !(command in SERVICE_COMMANDS)) {
     output.stderr(`practice-billing: unknown command "${command}".\n\n${USAGE}`);

@@ -24,7 +24,10 @@ export interface Config {
   embeddedSharedBuffersMb: number;
   /** A directory of extra catalogue files (same layout as catalogue/) loaded over the shipped one. */
   catalogueDir: string | undefined;
+  /** The first of adminTokens (ADMIN_TOKEN, else the first of ADMIN_TOKENS). */
   adminToken: string | undefined;
+  /** Every admin token accepted: ADMIN_TOKEN and ADMIN_TOKENS, so a new one can be rolled out before the old goes. */
+  adminTokens: string[];
   publicBaseUrl: string;
   errorsDocUrl: string;
   logLevel: string;
@@ -80,6 +83,8 @@ export interface Config {
   jobRetentionDays: number;
   /** 32-byte key (base64 or hex) that encrypts webhook secrets at rest; the sandbox keeps one in DATA_DIR. */
   secretEncryptionKey: Buffer | undefined;
+  /** Keys that only open (SECRET_ENCRYPTION_PREVIOUS_KEYS), for values sealed before a rotation. */
+  secretEncryptionPreviousKeys: Buffer[];
   /** How long a rotated-out webhook secret keeps signing beside the new one. */
   webhookSecretOverlapSeconds: number;
   /** Which proxies may set X-Forwarded-For: false (none), true (any), or addresses/CIDRs. */
@@ -140,12 +145,43 @@ function httpUrlOf(env: NodeJS.ProcessEnv, name: string): string | undefined {
   return raw;
 }
 
-function encryptionKey(raw: string | undefined): Buffer | undefined {
+function encryptionKey(raw: string | undefined, name = 'SECRET_ENCRYPTION_KEY'): Buffer | undefined {
   if (!raw) return undefined;
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
-  if (key.length !== 32)
-    throw new ConfigError('SECRET_ENCRYPTION_KEY must be 32 bytes, as 64 hex digits or base64');
+  if (key.length !== 32) throw new ConfigError(`${name} must be 32 bytes, as 64 hex digits or base64`);
   return key;
+}
+
+function previousKeys(raw: string | undefined): Buffer[] {
+  const keys = (raw ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  return keys.map(
+    (item, i) => encryptionKey(item, `SECRET_ENCRYPTION_PREVIOUS_KEYS (key ${i + 1} of ${keys.length})`)!,
+  );
+}
+
+/** The shortest admin token accepted: a bearer token guessed is the whole operator's power. */
+export const MIN_ADMIN_TOKEN_LENGTH = 32;
+
+/** ADMIN_TOKEN, then each of ADMIN_TOKENS (comma-separated); each at least 32 characters. */
+function adminTokensOf(env: NodeJS.ProcessEnv): string[] {
+  const tokens: string[] = [];
+  const named: [string, string | undefined][] = [
+    ['ADMIN_TOKEN', env.ADMIN_TOKEN],
+    ...(env.ADMIN_TOKENS ?? '').split(',').map((t): [string, string] => ['ADMIN_TOKENS', t.trim()]),
+  ];
+  for (const [name, token] of named) {
+    if (!token) continue;
+    if (token.length < MIN_ADMIN_TOKEN_LENGTH || /\s/.test(token)) {
+      throw new ConfigError(
+        `${name} must hold tokens of at least ${MIN_ADMIN_TOKEN_LENGTH} characters without spaces (one has ${token.length}); make one with: openssl rand -hex 32`,
+      );
+    }
+    if (!tokens.includes(token)) tokens.push(token);
+  }
+  return tokens;
 }
 
 /** `name[:n],...`: kill the process the n-th time (default the first) the named point is reached. */
@@ -187,6 +223,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     httpUrlOf(env, 'PUBLIC_BASE_URL') || `http://${host.includes(':') ? `[${host}]` : host}:${port}`
   ).replace(/\/+$/, '');
   const logLevel = env.LOG_LEVEL || 'info';
+  const adminTokens = adminTokensOf(env);
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent`);
   }
@@ -200,7 +237,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     listenHeartbeatMs: integer(env, 'DATABASE_LISTEN_HEARTBEAT_MS', 2000, 50, 60_000),
     dataDir: path.resolve(env.DATA_DIR || './data'),
     catalogueDir: env.CATALOGUE_DIR ? path.resolve(env.CATALOGUE_DIR) : undefined,
-    adminToken: env.ADMIN_TOKEN || undefined,
+    adminToken: adminTokens[0],
+    adminTokens,
     publicBaseUrl,
     errorsDocUrl: httpUrlOf(env, 'ERRORS_DOC_URL') || `${publicBaseUrl}/errors`,
     logLevel,
@@ -254,6 +292,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 7, 1, 3650),
     secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),
+    secretEncryptionPreviousKeys: previousKeys(env.SECRET_ENCRYPTION_PREVIOUS_KEYS),
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     webhookSecretOverlapSeconds: integer(env, 'WEBHOOK_SECRET_OVERLAP_SECONDS', 24 * 3600, 0, 30 * 24 * 3600),
     faultPoints: faultPointsOf(env.FAULT_POINTS),
