@@ -31,6 +31,7 @@ import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { registerMetricsEndpoint } from './metrics-endpoint.ts';
 import { patientRoutes } from './patients/routes.ts';
+import { callOperatorFunction } from './platform/db/transaction.ts';
 import { clientErrorHandler } from './platform/http/client-error.ts';
 import { buildSerializerOnFirstUse } from './platform/http/lazy-compile.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
@@ -138,8 +139,18 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     reply.type('text/html; charset=utf-8').send(errorsPageHtml()),
   );
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  // Ready only where a request could be served: the key look-up every request starts with must run (a
+  // restore that lost its grant answers every request 500 while the database itself answers).
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-    await sql`SELECT 1`.execute(deps.db.kysely);
+    try {
+      await callOperatorFunction(deps.db, sql`SELECT key_id FROM api_key_for_request('')`);
+    } catch (error) {
+      return reply.code(503).send({
+        status: 'not ready',
+        database: deps.db.kind,
+        reason: `the API key look-up cannot run: ${error instanceof Error ? error.message : String(error)}`,
+      });
+    }
     return reply.send({ status: 'ready', database: deps.db.kind });
   });
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -31,7 +31,7 @@ export async function startServeProcess(options: {
   timeoutMs?: number;
 }): Promise<ServeProcess> {
   const port = await freePort();
-  const adminToken = `adm_child_${randomBytes(8).toString('hex')}`;
+  const adminToken = `adm_child_${randomBytes(16).toString('hex')}`;
   const child = spawn(NODE, [BIN, 'serve'], {
     cwd: ROOT,
     env: childEnv({

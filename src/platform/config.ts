@@ -74,6 +74,8 @@ export interface Config {
    * one has waited this long for a worker; 0: never.
    */
   loadShedWebhookBacklogMs: number;
+  /** DELIVERIES_HELD: workers send no webhook delivery (a restored copy); they stay queued. */
+  deliveriesHeld: boolean;
   /** Webhook deliveries a worker runs at once (the webhooks lane). */
   webhookJobConcurrency: number;
   /** Deliveries to one endpoint running at once, in all workers. */
@@ -287,6 +289,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       0,
       600_000,
     ),
+    deliveriesHeld: flag(env, 'DELIVERIES_HELD', false),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 24, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 64),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
