@@ -20,6 +20,7 @@ Commands:
   admin <resource> <action> [id] [--flags]
                         call the admin API of a running server and print its JSON answer;
                         \`practice-billing admin help\` lists every admin command
+  --version             print this build's version
   help                  print this text
 
 Configuration is by environment: PORT (3000), HOST (127.0.0.1), DATABASE_URL (PostgreSQL; unset
@@ -107,6 +108,14 @@ export async function runCli(
   if (command === undefined) {
     output.stderr(`practice-billing: give a command.\n\n${USAGE}`);
     return 2;
+  }
+  if (command === '--version' || command === 'version') {
+    const { readFileSync } = await import('node:fs');
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    output.stdout(`practice-billing ${manifest.version}\n`);
+    return 0;
   }
   if (command === 'help' || command === '--help' || command === '-h') {
     output.stdout(USAGE);

@@ -20,8 +20,34 @@ async function alreadyLatest(kysely: Kysely<unknown>): Promise<boolean> {
   }
 }
 
+/** The migrations the database has run that this build does not know (a newer build ran them). */
+async function unknownMigrations(kysely: Kysely<unknown>): Promise<string[]> {
+  try {
+    const { rows } = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(
+      kysely,
+    );
+    return rows.map((r) => r.name).filter((name) => !(name in migrations));
+  } catch {
+    return [];
+  }
+}
+
+/** Thrown when the schema is newer than this build: it must not run against it, nor migrate it. */
+export class NewerSchemaError extends Error {}
+
+/** A refusal (pure: the names in, the message out) that says what happened and how to roll back. */
+export function newerSchemaMessage(unknown: string[]): string {
+  return (
+    `the database's schema is newer than this build: it has run migrations this build does not know ` +
+    `(${unknown.join(', ')}). A newer build upgraded it; run that build. To go back to this one, restore ` +
+    'the backup taken before the upgrade (README, Operating in production: upgrade and rollback).'
+  );
+}
+
 export async function migrateToLatest(kysely: Kysely<unknown>): Promise<string[]> {
   if (await alreadyLatest(kysely)) return [];
+  const unknown = await unknownMigrations(kysely);
+  if (unknown.length > 0) throw new NewerSchemaError(newerSchemaMessage(unknown));
   const migrator = new Migrator({
     db: kysely,
     provider: { getMigrations: async () => migrations },
