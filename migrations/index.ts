@@ -24,6 +24,7 @@ import * as m0022 from './0022_key_change_signals_from_the_application.ts';
 import * as m0023 from './0023_job_backlog.ts';
 import * as m0024 from './0024_practice_job_backlog.ts';
 import * as m0025 from './0025_restorable_by_owner.ts';
+import * as m0026 from './0026_migration_table_readable.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '0023_job_backlog': m0023,
   '0024_practice_job_backlog': m0024,
   '0025_restorable_by_owner': m0025,
+  '0026_migration_table_readable': m0026,
 };

@@ -2,6 +2,7 @@
 // background worker, print how to try the sandbox, and shut down cleanly on SIGINT/SIGTERM.
 import net from 'node:net';
 import path from 'node:path';
+import type { Kysely } from 'kysely';
 import pino from 'pino';
 import { buildApp, loggerOptions } from './app.ts';
 import {
@@ -15,6 +16,8 @@ import type { Worker } from './jobs/worker.ts';
 import { type Config, ConfigError } from './platform/config.ts';
 import { autovacuumCoverage, autovacuumWarning } from './platform/db/autovacuum.ts';
 import { changeFeedReadsThisLogin } from './platform/db/change-feed.ts';
+import { requireCurrentSchema } from './platform/db/migrate.ts';
+import { asOperator } from './platform/db/transaction.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
 import { compilePendingSchemas } from './platform/http/lazy-compile.ts';
 import { ensureSandbox, type SandboxCredentials } from './sandbox.ts';
@@ -86,7 +89,9 @@ export async function runService(configured: Config, options: RunOptions): Promi
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
   try {
-    await migrateConfigured(config, db);
+    const migrate = config.migrateOnStart ?? (db.kind === 'pglite' || (options.api && options.worker));
+    if (migrate) await migrateConfigured(config, db);
+    else await asOperator(db, (trx) => requireCurrentSchema(trx as unknown as Kysely<unknown>));
     if (db.kind === 'postgres') {
       if (!(await changeFeedReadsThisLogin(db.kysely))) {
         log.warn(

@@ -12,6 +12,8 @@ import { BIN, childEnv, cli, freePort, ROOT, removeDataDir, tempDir, trackChild 
 import { skipInMidnightRun } from './support/midnight-run.ts';
 
 const ADMIN_TOKEN = 'start-stop-admin-token-0123456789abcdef';
+/** serve on a fresh database migrates only when told to (MIGRATE_ON_START is on by default for start only). */
+const MIGRATE_ON_START = 'true';
 const needsPostgres = process.env.DATABASE_URL ? skipInMidnightRun : 'needs DATABASE_URL';
 const dirs: string[] = [];
 after(() => {
@@ -132,7 +134,12 @@ describe('starting against PostgreSQL', { skip: needsPostgres }, () => {
     const database = await emptyPostgresDatabase('pb_start');
     const held = await holdPort();
     try {
-      const env = childEnv({ DATABASE_URL: database.url, ADMIN_TOKEN, PORT: String(held.port) });
+      const env = childEnv({
+        DATABASE_URL: database.url,
+        ADMIN_TOKEN,
+        MIGRATE_ON_START,
+        PORT: String(held.port),
+      });
       const run = await cli(['serve'], env, 120_000);
       assert.equal(run.code, 1, run.stderr);
       assert.match(run.stderr, /EADDRINUSE/);
@@ -146,7 +153,12 @@ describe('starting against PostgreSQL', { skip: needsPostgres }, () => {
   test('an unresolvable HOST: serve exits 1 naming HOST', async () => {
     const database = await emptyPostgresDatabase('pb_start');
     try {
-      const env = childEnv({ DATABASE_URL: database.url, ADMIN_TOKEN, HOST: 'no-such-host.invalid' });
+      const env = childEnv({
+        DATABASE_URL: database.url,
+        ADMIN_TOKEN,
+        MIGRATE_ON_START,
+        HOST: 'no-such-host.invalid',
+      });
       const run = await cli(['serve'], env, 120_000);
       assert.equal(run.code, 1, run.stderr);
       assert.match(run.stderr, /cannot listen on HOST no-such-host\.invalid/);
@@ -188,6 +200,7 @@ describe('starting against PostgreSQL', { skip: needsPostgres }, () => {
       childEnv({
         DATABASE_URL: urlOnPort(database.url, dbPort),
         ADMIN_TOKEN,
+        MIGRATE_ON_START,
         PORT: String(port),
         DATABASE_CONNECT_TIMEOUT_S: '300',
         LOG_LEVEL: 'info',
@@ -220,7 +233,13 @@ describe('starting against PostgreSQL', { skip: needsPostgres }, () => {
     const database = await emptyPostgresDatabase('pb_start');
     const port = await freePort();
     const proc = startProduction(
-      childEnv({ DATABASE_URL: database.url, ADMIN_TOKEN, PORT: String(port), LOG_LEVEL: 'info' }),
+      childEnv({
+        DATABASE_URL: database.url,
+        ADMIN_TOKEN,
+        MIGRATE_ON_START,
+        PORT: String(port),
+        LOG_LEVEL: 'info',
+      }),
     );
     try {
       await until(

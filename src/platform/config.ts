@@ -15,6 +15,11 @@ export interface Config {
    * through a pooler in transaction mode, which never delivers notifications.
    */
   databaseListenUrl: string | undefined;
+  /**
+   * MIGRATE_ON_START: whether a starting process migrates (as MIGRATION_DATABASE_URL) or only checks
+   * that nothing is pending; undefined: yes for `start` (npm start) and the embedded database.
+   */
+  migrateOnStart: boolean | undefined;
   /** How long a start waits for an unreachable database (retrying) before it gives up; 0: no wait. */
   databaseConnectTimeoutS: number;
   /** How often each listening connection checks, with a NOTIFY to itself, that notifications arrive. */
@@ -234,6 +239,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host,
     databaseUrl,
     migrationDatabaseUrl: migrationDatabaseUrl || databaseUrl,
+    migrateOnStart:
+      env.MIGRATE_ON_START === undefined || env.MIGRATE_ON_START === ''
+        ? undefined
+        : flag(env, 'MIGRATE_ON_START', true),
     databaseConnectTimeoutS: integer(env, 'DATABASE_CONNECT_TIMEOUT_S', 30, 0, 3600),
     databaseListenUrl: databaseListenUrl ?? databaseUrl,
     listenHeartbeatMs: integer(env, 'DATABASE_LISTEN_HEARTBEAT_MS', 2000, 50, 60_000),

@@ -44,6 +44,36 @@ export function newerSchemaMessage(unknown: string[]): string {
   );
 }
 
+/**
+ * Checks, without migrating, that the database has run exactly this build's migrations: the start of a
+ * process that does not migrate (MIGRATE_ON_START=false), as the service's own role. Throws a
+ * NewerSchemaError for a newer schema, an Error naming the pending migrations otherwise.
+ */
+export async function requireCurrentSchema(read: Kysely<unknown>): Promise<void> {
+  let ran: string[];
+  try {
+    const { rows } = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(
+      read,
+    );
+    ran = rows.map((r) => r.name);
+  } catch (error) {
+    throw new Error(
+      `cannot read which migrations the database has run (${error instanceof Error ? error.message : String(error)}): ` +
+        'run `practice-billing migrate` with the schema owner’s URL (MIGRATION_DATABASE_URL) first, or set MIGRATE_ON_START=true',
+      { cause: error },
+    );
+  }
+  const unknown = ran.filter((name) => !(name in migrations));
+  if (unknown.length > 0) throw new NewerSchemaError(newerSchemaMessage(unknown));
+  const pending = Object.keys(migrations).filter((name) => !ran.includes(name));
+  if (pending.length > 0) {
+    throw new Error(
+      `the database has migrations pending for this build (${pending.join(', ')}) and MIGRATE_ON_START is off: ` +
+        'run `practice-billing migrate` with the schema owner’s URL (MIGRATION_DATABASE_URL), then start again',
+    );
+  }
+}
+
 export async function migrateToLatest(kysely: Kysely<unknown>): Promise<string[]> {
   if (await alreadyLatest(kysely)) return [];
   const unknown = await unknownMigrations(kysely);
