@@ -104,7 +104,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
       if (warning) log.warn(warning);
     }
     const deps = await buildDeps(config, db, { log });
-    const sealed = judgeSealed(await countSealed(db, deps.secrets));
+    const sealed = judgeSealed(await countSealed(db, deps.secrets), deps.secrets !== undefined);
     if (sealed.refuse) throw new ConfigError(sealed.refuse);
     if (sealed.warn) log.warn(sealed.warn);
 

@@ -37,6 +37,9 @@ test('start is judged by how many stored secrets the keys open', () => {
   const some = judgeSealed({ current: 1, previous: 1, unopenable: 2 });
   assert.equal(some.refuse, undefined);
   assert.match(some.warn ?? '', /^2 of the 4 stored secrets cannot be opened/);
+  const noKey = judgeSealed({ current: 0, previous: 0, unopenable: 3 }, false);
+  assert.equal(noKey.refuse, undefined);
+  assert.match(noKey.warn ?? '', /SECRET_ENCRYPTION_KEY is not set: the 3 stored secrets cannot be opened/);
 });
 
 test('an admin token shorter than 32 characters is refused at start, naming its variable', async (t) => {

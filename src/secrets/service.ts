@@ -32,12 +32,18 @@ export async function countSealed(db: Database, box: SecretBox | undefined): Pro
 }
 
 /**
- * The verdict at start on the stored sealed values: an error message when the keys open none of them
- * (pure: unit-tested), a warning when they open only some, else nothing.
+ * The verdict at start on the stored sealed values: an error message when the keys given open none of
+ * them (pure: unit-tested), a warning when they open only some or no key is given, else nothing.
  */
-export function judgeSealed(counts: SealedCounts): { refuse?: string; warn?: string } {
+export function judgeSealed(counts: SealedCounts, keyGiven = true): { refuse?: string; warn?: string } {
   const total = counts.current + counts.previous + counts.unopenable;
   if (total === 0 || counts.unopenable === 0) return {};
+  if (!keyGiven) {
+    // A process without any key (webhooks unavailable) is not refused: it says what it cannot do.
+    return {
+      warn: `SECRET_ENCRYPTION_KEY is not set: the ${total} stored secrets cannot be opened, so this process delivers no webhook and replays no kept answer that shows a secret`,
+    };
+  }
   if (counts.unopenable === total) {
     return {
       refuse:
