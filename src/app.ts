@@ -61,6 +61,8 @@ export interface AppOptions {
   adminToken?: string | undefined;
   /** Further admin tokens accepted beside adminToken (ADMIN_TOKENS: a new one rolled out before the old goes). */
   adminTokens?: readonly string[] | undefined;
+  /** Why the process must not be sent work (a newer schema under it); undefined while it may. */
+  notReadyReason?: (() => string | undefined) | undefined;
 }
 
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
@@ -142,6 +144,9 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   // Ready only where a request could be served: the key look-up every request starts with must run (a
   // restore that lost its grant answers every request 500 while the database itself answers).
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    const stopped = options.notReadyReason?.();
+    if (stopped)
+      return reply.code(503).send({ status: 'not ready', database: deps.db.kind, reason: stopped });
     try {
       await callOperatorFunction(deps.db, sql`SELECT key_id FROM api_key_for_request('')`);
     } catch (error) {

@@ -17,6 +17,7 @@ import { type Config, ConfigError } from './platform/config.ts';
 import { autovacuumCoverage, autovacuumWarning } from './platform/db/autovacuum.ts';
 import { changeFeedReadsThisLogin } from './platform/db/change-feed.ts';
 import { requireCurrentSchema } from './platform/db/migrate.ts';
+import { watchSchema } from './platform/db/schema-watch.ts';
 import { asOperator } from './platform/db/transaction.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
 import { compilePendingSchemas } from './platform/http/lazy-compile.ts';
@@ -64,6 +65,14 @@ export async function runService(configured: Config, options: RunOptions): Promi
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let worker: Worker | undefined;
   let stopping = false;
+  let newerSchema: string | undefined;
+  let workerStopped: Promise<void> | undefined;
+  // Stopped once, whoever asks first (a newer schema, a signal, a failed start).
+  const stopWorker = () => {
+    workerStopped ??= worker?.stop() ?? Promise.resolve();
+    return workerStopped;
+  };
+  let stopWatching = () => {};
   const stop = async (signal: string) => {
     if (stopping) {
       // A second signal while shutting down (a stuck request, a hung close): give up waiting.
@@ -71,11 +80,12 @@ export async function runService(configured: Config, options: RunOptions): Promi
       process.exit(1);
     }
     stopping = true;
+    stopWatching();
     log.info({ signal }, 'shutting down');
     let code = 0;
     try {
       await app?.close();
-      await worker?.stop();
+      await stopWorker();
     } catch (err) {
       log.error({ err }, 'error while shutting down');
       code = 1;
@@ -116,7 +126,12 @@ export async function runService(configured: Config, options: RunOptions): Promi
     }
 
     app = options.api
-      ? await buildApp(deps, { logger: log, adminToken, adminTokens: config.adminTokens })
+      ? await buildApp(deps, {
+          logger: log,
+          adminToken,
+          adminTokens: config.adminTokens,
+          notReadyReason: () => newerSchema,
+        })
       : undefined;
     worker = options.worker
       ? startJobWorker({
@@ -128,6 +143,16 @@ export async function runService(configured: Config, options: RunOptions): Promi
           log,
         })
       : undefined;
+    stopWatching = watchSchema(db, {
+      everyMs: config.schemaCheckSeconds * 1000,
+      onNewer: (message) => {
+        newerSchema = message;
+        log.error(
+          `${message} This process stops taking work: /readyz answers 503 and its worker takes no job.`,
+        );
+        void stopWorker().catch((err: unknown) => log.error({ err }, 'stopping the worker failed'));
+      },
+    });
     if (app) {
       await listenOrSay(app, config);
       if (sandbox) printSandbox(config, sandbox);
@@ -137,8 +162,9 @@ export async function runService(configured: Config, options: RunOptions): Promi
     }
   } catch (error) {
     // A failed start (migration, port in use) must not leave the database open or the data directory locked.
+    stopWatching();
     await app?.close().catch(() => {});
-    await worker?.stop().catch(() => {});
+    await stopWorker().catch(() => {});
     await closeDatabases().catch(() => {});
     throw error;
   }

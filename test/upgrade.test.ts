@@ -9,8 +9,8 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { migrations } from '../migrations/index.ts';
 import { openPglite } from '../src/platform/db/database.ts';
-import { type Backend, emptyPostgresDatabase } from './harness.ts';
-import { childEnv, cli, ROOT, removeDataDir, tempDir } from './processes.ts';
+import { type Backend, call, emptyPostgresDatabase } from './harness.ts';
+import { childEnv, cli, freePort, ROOT, removeDataDir, startServiceProcess, tempDir } from './processes.ts';
 import { skipInMidnightRun } from './support/midnight-run.ts';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
@@ -71,3 +71,55 @@ for (const backend of (process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pgl
     });
   });
 }
+
+describe('a running process under a schema a newer build migrated (postgres)', {
+  skip: process.env.DATABASE_URL ? skipInMidnightRun : 'needs DATABASE_URL',
+}, () => {
+  let drop: (() => Promise<void>) | undefined;
+  const dir = tempDir('newer-running');
+  after(async () => {
+    await drop?.();
+    removeDataDir(dir);
+  });
+
+  test('stops taking work, says so, and answers /readyz 503', { timeout: 180_000 }, async () => {
+    const database = await emptyPostgresDatabase('pb_newer_run');
+    drop = database.drop;
+    const port = await freePort();
+    const service = await startServiceProcess({
+      dataDir: dir,
+      port,
+      env: {
+        DATABASE_URL: database.url,
+        ADMIN_TOKEN: 'upgrade-test-admin-token-0123456789abcdef',
+        SCHEMA_CHECK_SECONDS: '1',
+        LOG_LEVEL: 'info',
+      },
+      readyWhen: 'Server listening',
+    });
+    try {
+      assert.equal((await call(service.baseUrl, 'GET', '/readyz')).status, 200);
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      await client.query(
+        `INSERT INTO kysely_migration (name, timestamp) VALUES ('${NEWER}', '2030-01-01T00:00:00.000Z')`,
+      );
+      await client.end();
+      const deadline = Date.now() + 60_000;
+      while (!service.stdout().includes('This process stops taking work')) {
+        assert.ok(Date.now() < deadline, service.stdout());
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.match(
+        service.stdout(),
+        new RegExp(`schema is newer than this build.*${NEWER}.*restore the backup`),
+      );
+      const ready = await call(service.baseUrl, 'GET', '/readyz');
+      assert.equal(ready.status, 503);
+      assert.match(ready.body.reason, /schema is newer than this build/);
+      assert.equal(await service.stop(), 0, service.stderr());
+    } finally {
+      await service.stop('SIGKILL');
+    }
+  });
+});

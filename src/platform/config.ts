@@ -20,6 +20,8 @@ export interface Config {
    * that nothing is pending; undefined: yes for `start` (npm start) and the embedded database.
    */
   migrateOnStart: boolean | undefined;
+  /** How often a running process checks whether a newer build migrated the database under it. */
+  schemaCheckSeconds: number;
   /** How long a start waits for an unreachable database (retrying) before it gives up; 0: no wait. */
   databaseConnectTimeoutS: number;
   /** How often each listening connection checks, with a NOTIFY to itself, that notifications arrive. */
@@ -243,6 +245,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.MIGRATE_ON_START === undefined || env.MIGRATE_ON_START === ''
         ? undefined
         : flag(env, 'MIGRATE_ON_START', true),
+    schemaCheckSeconds: integer(env, 'SCHEMA_CHECK_SECONDS', 10, 1, 3600),
     databaseConnectTimeoutS: integer(env, 'DATABASE_CONNECT_TIMEOUT_S', 30, 0, 3600),
     databaseListenUrl: databaseListenUrl ?? databaseUrl,
     listenHeartbeatMs: integer(env, 'DATABASE_LISTEN_HEARTBEAT_MS', 2000, 50, 60_000),

@@ -21,7 +21,7 @@ async function alreadyLatest(kysely: Kysely<unknown>): Promise<boolean> {
 }
 
 /** The migrations the database has run that this build does not know (a newer build ran them). */
-async function unknownMigrations(kysely: Kysely<unknown>): Promise<string[]> {
+export async function unknownMigrations(kysely: Kysely<unknown>): Promise<string[]> {
   try {
     const { rows } = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(
       kysely,
