@@ -12,6 +12,7 @@ import pg from 'pg';
 import { remotePractice } from './child-service.ts';
 import { call } from './harness.ts';
 import {
+  BIN,
   childEnv,
   cli,
   freePort,
@@ -151,6 +152,8 @@ describe('backup and restore by a non-superuser owner (postgres)', {
       port,
       env: { ...env, DATABASE_URL: urlFor(owner, copy), DELIVERIES_HELD: 'true' },
       readyWhen: 'Server listening',
+      // As docs/operations.md starts a restored copy: `DELIVERIES_HELD=true bin/practice-billing.js start`.
+      args: [BIN, 'start'],
     });
     running.push(second);
     assert.match(second.stdout(), /webhook deliveries are held \(DELIVERIES_HELD=true\)/);
