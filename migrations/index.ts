@@ -25,6 +25,7 @@ import * as m0023 from './0023_job_backlog.ts';
 import * as m0024 from './0024_practice_job_backlog.ts';
 import * as m0025 from './0025_restorable_by_owner.ts';
 import * as m0026 from './0026_migration_table_readable.ts';
+import * as m0027 from './0027_deployment_roles.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '0024_practice_job_backlog': m0024,
   '0025_restorable_by_owner': m0025,
   '0026_migration_table_readable': m0026,
+  '0027_deployment_roles': m0027,
 };

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Kysely, sql } from 'kysely';
+import { useRolePrefix } from '../migrations/security.ts';
 import type { Deps } from './api/deps.ts';
 import { apiKeyCache } from './auth/authenticate.ts';
 import { catalogueHash, loadCatalogue, SHIPPED_CATALOGUE_DIR } from './catalogue/loader.ts';
@@ -14,7 +15,7 @@ import { SandboxInsurer } from './insurer/sandbox.ts';
 import { laneBacklogMs } from './jobs/queue-figures.ts';
 import { type AuditFault, AuditLog } from './platform/audit-log.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
-import type { Config } from './platform/config.ts';
+import { type Config, ConfigError } from './platform/config.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
 import type { ListenLog } from './platform/db/listen.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
@@ -31,6 +32,7 @@ export async function openConfiguredDatabase(
   applicationName = 'practice-billing',
   log?: ListenLog,
 ): Promise<Database> {
+  useRolePrefix(config.databaseRolePrefix);
   if (config.databaseUrl) {
     return openPostgres({
       url: config.databaseUrl,
@@ -130,6 +132,20 @@ export async function migrateConfigured(config: Config, db: Database): Promise<s
     }
   }
   return prepareSchema(db.kysely, config.catalogueDir);
+}
+
+/** Refuses a process whose DATABASE_ROLE_PREFIX is not the one this database's roles were made with. */
+export async function requireRolePrefix(config: Config, db: Database): Promise<void> {
+  const row = await db.kysely
+    .selectFrom('service_settings')
+    .select('value')
+    .where('name', '=', 'role_prefix')
+    .executeTakeFirst();
+  if (row && row.value !== config.databaseRolePrefix) {
+    throw new ConfigError(
+      `DATABASE_ROLE_PREFIX is "${config.databaseRolePrefix}", but this database's service roles are ${row.value}_app and ${row.value}_operator: set DATABASE_ROLE_PREFIX=${row.value}`,
+    );
+  }
 }
 
 export async function loadCursorSecret(db: Database): Promise<string> {

@@ -10,6 +10,7 @@ import {
   migrateConfigured,
   openConfiguredDatabase,
   reachConfiguredDatabases,
+  requireRolePrefix,
 } from './bootstrap.ts';
 import { startJobWorker } from './job-catalogue.ts';
 import type { Worker } from './jobs/worker.ts';
@@ -113,6 +114,7 @@ export async function runService(configured: Config, options: RunOptions): Promi
       const warning = autovacuumWarning(await autovacuumCoverage(db.kysely));
       if (warning) log.warn(warning);
     }
+    await requireRolePrefix(config, db);
     const deps = await buildDeps(config, db, { log });
     const sealed = judgeSealed(await countSealed(db, deps.secrets), deps.secrets !== undefined);
     if (sealed.refuse) throw new ConfigError(sealed.refuse);

@@ -144,6 +144,17 @@ describe('backup and restore by a non-superuser owner (postgres)', {
     assert.equal(restored.code, 0, restored.stderr);
     assert.equal(restored.stderr, '');
     assert.ok(fs.statSync(dump).size > 0);
+    // A dump holds no database-level rights: the owner takes PUBLIC's back on the copy (docs/operations.md).
+    const copyClient = new pg.Client({ connectionString: urlFor(owner, copy) });
+    await copyClient.connect();
+    try {
+      await copyClient.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${copy} FROM PUBLIC`);
+      await copyClient.query(
+        `GRANT CONNECT ON DATABASE ${copy} TO practice_billing_app, practice_billing_operator`,
+      );
+    } finally {
+      await copyClient.end();
+    }
 
     const r = await Receiver.start();
     receiver = r;

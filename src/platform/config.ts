@@ -20,6 +20,8 @@ export interface Config {
    * that nothing is pending; undefined: yes for `start` (npm start) and the embedded database.
    */
   migrateOnStart: boolean | undefined;
+  /** DATABASE_ROLE_PREFIX: the service roles are `<prefix>_app` and `<prefix>_operator`, one pair per deployment. */
+  databaseRolePrefix: string;
   /** How often a running process checks whether a newer build migrated the database under it. */
   schemaCheckSeconds: number;
   /** How long a start waits for an unreachable database (retrying) before it gives up; 0: no wait. */
@@ -171,6 +173,17 @@ function previousKeys(raw: string | undefined): Buffer[] {
   );
 }
 
+/** A role-name prefix: lower-case letters, digits and underscores, so that `<prefix>_operator` fits 63 bytes. */
+function rolePrefixOf(raw: string | undefined): string {
+  if (!raw) return 'practice_billing';
+  if (!/^[a-z_][a-z0-9_]{0,40}$/.test(raw)) {
+    throw new ConfigError(
+      `DATABASE_ROLE_PREFIX must be 1 to 41 lower-case letters, digits or underscores, starting with a letter or underscore; got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
 /** The shortest admin token accepted: a bearer token guessed is the whole operator's power. */
 export const MIN_ADMIN_TOKEN_LENGTH = 32;
 
@@ -245,6 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.MIGRATE_ON_START === undefined || env.MIGRATE_ON_START === ''
         ? undefined
         : flag(env, 'MIGRATE_ON_START', true),
+    databaseRolePrefix: rolePrefixOf(env.DATABASE_ROLE_PREFIX),
     schemaCheckSeconds: integer(env, 'SCHEMA_CHECK_SECONDS', 10, 1, 3600),
     databaseConnectTimeoutS: integer(env, 'DATABASE_CONNECT_TIMEOUT_S', 30, 0, 3600),
     databaseListenUrl: databaseListenUrl ?? databaseUrl,
