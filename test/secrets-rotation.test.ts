@@ -5,6 +5,7 @@
 // (while the service runs, on PostgreSQL), a second run changes nothing, and the new key alone then
 // starts. Two admin tokens (ADMIN_TOKENS) both let the operator in; a short token is refused at start.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { judgeSealed } from '../src/secrets/service.ts';
@@ -23,8 +24,9 @@ import { skipInMidnightRun } from './support/midnight-run.ts';
 import { Receiver, sleep } from './webhooks-fixtures.ts';
 
 const OLD_KEY = randomBytes(32).toString('hex');
-const NEW_KEY = randomBytes(32).toString('hex');
-const TOKEN_A = `adm_a_${randomBytes(16).toString('hex')}`;
+// Made as docs/operations.md says: `openssl rand -hex 32`.
+const NEW_KEY = execFileSync('openssl', ['rand', '-hex', '32'], { encoding: 'utf8' }).trim();
+const TOKEN_A = execFileSync('openssl', ['rand', '-hex', '32'], { encoding: 'utf8' }).trim();
 const TOKEN_B = `adm_b_${randomBytes(16).toString('hex')}`;
 
 test('start is judged by how many stored secrets the keys open', () => {
