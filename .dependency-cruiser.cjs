@@ -7,6 +7,7 @@
 const LAYERS = [
   ['platform', []],
   ['paging', ['platform']],
+  ['secrets', ['platform']],
   ['auth', ['platform']],
   ['idempotency', ['platform']],
   ['insurer', ['platform']],

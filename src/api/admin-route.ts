@@ -34,7 +34,8 @@ export interface AdminContext<P, Q, B> {
   now: Date;
   /**
    * Who is calling, as the admin API knows it: `operator:` and the first 12 hex digits of the admin
-   * token's SHA-256 (one token, so one identity; a new token is a new one). Never the token itself.
+   * token's SHA-256 that let the request in (each token of ADMIN_TOKENS is an identity of its own).
+   * Never the token itself.
    */
   operator: string;
 }
@@ -113,20 +114,26 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
+/** Who each admin request is, by the token that let it in. */
+const operators = new WeakMap<FastifyRequest, string>();
+
 export function registerAdminScope(
   app: FastifyInstance,
   deps: Deps,
-  adminToken: string,
+  adminTokens: string | readonly string[],
   routes: AnyAdminRoute[],
 ) {
-  const expected = digest(adminToken);
-  const operator = `operator:${expected.toString('hex').slice(0, 12)}`;
+  // Several tokens may be valid at once (ADMIN_TOKENS): each compared in constant time, every one tried.
+  const expected = (typeof adminTokens === 'string' ? [adminTokens] : adminTokens).map(digest);
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    if (!match || !timingSafeEqual(digest(match[1]!), expected)) {
+    const given = match ? digest(match[1]!) : undefined;
+    const matched = given ? expected.filter((e) => timingSafeEqual(given, e)) : [];
+    if (matched.length === 0) {
       reply.header('www-authenticate', 'Bearer');
       throw new AppError('unauthenticated', 'The admin API needs Authorization: Bearer <ADMIN_TOKEN>.');
     }
+    operators.set(request, `operator:${matched[0]!.toString('hex').slice(0, 12)}`);
     // A repeat of a request still running here is answered at once, as on the public API: with the
     // embedded database it would otherwise wait for the one connection the first request holds.
     const key = headerValue(request.headers[IDEMPOTENCY_HEADER]);
@@ -192,7 +199,7 @@ export function registerAdminScope(
               body: request.body,
               requestId: request.id,
               now: deps.clock.now(),
-              operator,
+              operator: operators.get(request) ?? 'operator:unknown',
             });
             done = result;
             if (result.file) return { status: spec.successStatus, headers: {}, body: '' };
