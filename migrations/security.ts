@@ -41,9 +41,11 @@ export async function ensureServiceRoles(db: Kysely<unknown>): Promise<void> {
 }
 
 /**
- * Turns on forced row-level security for a tenant table: the app role sees only its practice's rows,
- * the operator role sees all, and nobody else (the owner included) sees any. Operators get full
- * DML except on tables whose privileges say otherwise (the audit log stays append-only).
+ * Turns on row-level security for a tenant table: the app role sees only its practice's rows, the
+ * operator role sees all, and no other role but the owner sees any. It is not forced on the owner, so
+ * that the owner's pg_dump can read every table (docs/decisions/0100-row-level-security-not-forced-on-the-owner.md); the service never works as the
+ * owner. Operators get full DML except on tables whose privileges say otherwise (the audit log stays
+ * append-only).
  */
 export async function enableTenantSecurity(
   db: Kysely<unknown>,
@@ -58,7 +60,6 @@ export async function enableTenantSecurity(
     db,
     `
     ALTER TABLE ${table} ENABLE ROW LEVEL SECURITY;
-    ALTER TABLE ${table} FORCE ROW LEVEL SECURITY;
     CREATE POLICY ${table}_tenant ON ${table} TO ${APP_ROLE}
       USING (${column} = current_setting('app.practice_id', true))
       WITH CHECK (${column} = current_setting('app.practice_id', true));
