@@ -30,6 +30,7 @@ import { eventRoutes } from './events/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { registerMetricsEndpoint } from './metrics-endpoint.ts';
+import { patientRecordRoutes } from './patients/record-routes.ts';
 import { patientRoutes } from './patients/routes.ts';
 import { clientErrorHandler } from './platform/http/client-error.ts';
 import { buildSerializerOnFirstUse } from './platform/http/lazy-compile.ts';
@@ -44,6 +45,7 @@ export const BODY_LIMIT_BYTES = 256 * 1024;
 
 export const apiRoutes = [
   ...patientRoutes,
+  ...patientRecordRoutes,
   ...insuranceRoutes,
   ...practitionerRoutes,
   ...encounterRoutes,

@@ -2,6 +2,7 @@
 // whether it creates) and its handler receives a transaction already scoped to the caller's practice.
 // Around the handler this module runs, in order: Idempotency-Key claim or replay, the work in one
 // transaction with its audit row and stored answer, and release of the claim if nothing committed.
+import { Readable } from 'node:stream';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import type { CompiledQuery } from 'kysely';
@@ -83,8 +84,15 @@ export interface RuleContext<P, Q, B> extends HandlerContext<P, Q, Partly<B>> {
   wrong: WrongField;
 }
 
-export interface HandlerResult<R> {
-  body: R;
+/**
+ * What a handler answers: a body, or (for a document too large to hold, such as a patient's whole
+ * record) `stream`, the body's JSON text written piece by piece once the work's transaction has
+ * committed, each piece read as the caller takes the previous ones.
+ */
+export type HandlerResult<R> = HandlerAnswer &
+  ({ body: R; stream?: undefined } | { body?: undefined; stream: () => AsyncIterable<string> });
+
+interface HandlerAnswer {
   /** Path of the created record, below the public base URL (for Location). */
   location?: string;
   resource?: { id: string; patientId?: string | null };
@@ -393,6 +401,7 @@ async function runApiHandler(
   }
   const scope = keyScopeOf(request, spec, auth);
   const changes = spec.method !== 'GET';
+  const streamed: StreamHolder = {};
   const { answer, replayed } = await runKeyed({
     request,
     scope,
@@ -406,11 +415,20 @@ async function runApiHandler(
         // A change may be stamped for the change feeds: the frame takes the stamp (TransactionPlans).
         stamps: changes,
       }),
-    perform: (trx) => performRoute(deps, spec, request, reply, auth, performerId, trx),
+    perform: (trx) => performRoute(deps, spec, request, reply, auth, performerId, trx, streamed),
     record: (trx, answer, outcome) => recordAnswer(deps, request, auth, trx, answer, outcome),
   });
   request.auditState.written();
+  if (streamed.stream && answer.status === spec.successStatus) {
+    reply.code(answer.status).type('application/json; charset=utf-8');
+    return reply.send(Readable.from(streamed.stream(), { objectMode: false }));
+  }
   return sendAnswer(reply, answer, replayed);
+}
+
+/** Where the work leaves a streamed answer's pieces (HandlerResult.stream) for after its commit. */
+interface StreamHolder {
+  stream?: () => AsyncIterable<string>;
 }
 
 /** Notes what the audit row says before any work: the resource and the performer (who is returned). */
@@ -454,6 +472,7 @@ async function performRoute(
   auth: AuthContext,
   performerId: string | null,
   trx: Trx,
+  streamed: StreamHolder,
 ): Promise<StoredAnswer> {
   if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
   const result = await spec.handler(contextOf(trx, deps, spec, auth, request, performerId));
@@ -462,6 +481,10 @@ async function performRoute(
     request.auditState.patientId = result.resource.patientId ?? null;
   }
   if (result.reason) request.auditState.reason = result.reason;
+  if (result.stream) {
+    streamed.stream = result.stream;
+    return { status: spec.successStatus, headers: {}, body: '' };
+  }
   const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
   return successAnswer(reply, spec.successStatus, result.body, location);
 }

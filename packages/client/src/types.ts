@@ -42,6 +42,8 @@ export type Op<K extends keyof operations> = operations[K];
 export type Patient = ResultOf<Op<'getPatient'>>;
 export type PatientRequest = BodyOf<Op<'createPatient'>>;
 export type PatientPatch = BodyOf<Op<'updatePatient'>>;
+/** Everything held about a patient (GET /patients/{id}/record). */
+export type PatientRecord = ResultOf<Op<'getPatientRecord'>>;
 export type FindPatientsQuery = QueryOf<Op<'findPatients'>>;
 export type Coverage = ResultOf<Op<'getCoverage'>>;
 export type CoverageRequest = BodyOf<Op<'addCoverage'>>;

@@ -45,6 +45,26 @@ export interface paths {
         patch: operations["updatePatient"];
         trace?: never;
     };
+    "/api/v1/patients/{patientId}/record": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything held about a patient
+         * @description Answers one JSON document with everything the service holds about the patient (POPIA s23): the patient, coverages, encounters with diagnoses and procedures, invoices with lines, claims with items and messages, payments, refunds, notifications, and the audit events that name the patient. Streamed: the document is written as it is read, so a long history does not have to fit in memory; a failure part-way ends the connection, and the document is then incomplete (not valid JSON). Rows keep their stored field names in camelCase. This request is itself recorded in the audit trail.
+         */
+        get: operations["getPatientRecord"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/insurance-plans": {
         parameters: {
             query?: never;
@@ -991,7 +1011,7 @@ export interface components {
         /** ClientRequest */
         ClientRequest: {
             name: string;
-            permissions: ("PATIENTS:CREATE" | "PATIENTS:READ" | "PATIENTS:UPDATE" | "ENCOUNTERS:CREATE" | "ENCOUNTERS:READ" | "INVOICES:CREATE" | "INVOICES:READ" | "INVOICES:UPDATE" | "CLAIMS:READ" | "CLAIMS:EXECUTE" | "CLAIMS:SUBMIT" | "CODE_SYSTEMS:READ" | "CODE_SYSTEMS:CREATE" | "CODE_SYSTEMS:UPDATE" | "PATIENT_COVERAGE:READ" | "PATIENT_COVERAGE:CREATE" | "PRACTITIONERS:READ" | "EVENTS:READ" | "PAYMENTS:CREATE" | "REFUNDS:CREATE")[];
+            permissions: ("PATIENTS:CREATE" | "PATIENTS:READ" | "PATIENTS:UPDATE" | "PATIENTS:EXPORT" | "ENCOUNTERS:CREATE" | "ENCOUNTERS:READ" | "INVOICES:CREATE" | "INVOICES:READ" | "INVOICES:UPDATE" | "CLAIMS:READ" | "CLAIMS:EXECUTE" | "CLAIMS:SUBMIT" | "CODE_SYSTEMS:READ" | "CODE_SYSTEMS:CREATE" | "CODE_SYSTEMS:UPDATE" | "PATIENT_COVERAGE:READ" | "PATIENT_COVERAGE:CREATE" | "PRACTITIONERS:READ" | "EVENTS:READ" | "PAYMENTS:CREATE" | "REFUNDS:CREATE")[];
             allowedIps?: string[];
             rateLimitPerMinute?: number | null;
         };
@@ -2830,6 +2850,81 @@ export interface operations {
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getPatientRecord: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Patient id (`pat_...`). */
+                patientId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "patient_record";
+                        /** Format: date-time */
+                        generatedAt: string;
+                        patient: components["schemas"]["Patient"];
+                        /** @description The patient's coverages, as stored. */
+                        coverages: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Visits, each with its diagnoses and procedures. */
+                        encounters: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Invoices, each with its lines. */
+                        invoices: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Claims of the patient's invoices, each with its items and the insurer's messages. */
+                        claims: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Payments on the patient's invoices. */
+                        payments: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Refunds on the patient's invoices. */
+                        refunds: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Notifications sent about the patient. */
+                        notifications: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Audit events naming the patient: who read or changed what, and when. */
+                        auditEvents: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];

@@ -8,6 +8,7 @@ import type {
   ListPage,
   Patient,
   PatientPatch,
+  PatientRecord,
   PatientRequest,
 } from '../types.ts';
 
@@ -41,6 +42,20 @@ export class Patients {
           { query, creates: false },
           options,
         )) as ListPage<Patient>,
+    );
+  }
+
+  /**
+   * Everything the service holds about the patient, for an access request (needs PATIENTS:EXPORT):
+   * the patient, coverages, visits, invoices with lines, claims, payments, refunds, notifications and
+   * the audit events naming them. The server streams it; this method reads it whole.
+   */
+  record(patientId: string, options?: RequestOptions): Promise<PatientRecord> {
+    return this.#http.call(
+      'get',
+      '/api/v1/patients/{patientId}/record',
+      { params: { patientId }, creates: false },
+      options,
     );
   }
 
