@@ -23,6 +23,7 @@ import * as m0021 from './0021_practice_references.ts';
 import * as m0022 from './0022_key_change_signals_from_the_application.ts';
 import * as m0023 from './0023_job_backlog.ts';
 import * as m0024 from './0024_practice_job_backlog.ts';
+import * as m0045 from './0045_patient_retention.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0022_key_change_signals_from_the_application': m0022,
   '0023_job_backlog': m0023,
   '0024_practice_job_backlog': m0024,
+  '0045_patient_retention': m0045,
 };

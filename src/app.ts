@@ -20,6 +20,7 @@ import { claimRoutes } from './claims/routes.ts';
 import { queueClaimFromBill } from './claims/service.ts';
 import { codeSystemRoutes } from './code-systems/routes.ts';
 import { registerConsole } from './console/serve.ts';
+import { dataRightsRoutes } from './data-rights/routes.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
 import { declareOptionalBodies } from './docs/openapi-bodies.ts';
 import { shareErrorResponses, shareNamedSchemas } from './docs/openapi-components.ts';
@@ -46,6 +47,7 @@ export const BODY_LIMIT_BYTES = 256 * 1024;
 export const apiRoutes = [
   ...patientRoutes,
   ...patientRecordRoutes,
+  ...dataRightsRoutes,
   ...insuranceRoutes,
   ...practitionerRoutes,
   ...encounterRoutes,

@@ -151,3 +151,15 @@ export async function purgeExpiredKeys(trx: Trx): Promise<number> {
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/**
+ * Forgets the stored answers of the practice's requests that name the patient (a registration's
+ * answer holds their name): a replay of such a key then runs again. Used by a de-identification.
+ */
+export async function forgetAnswersNaming(trx: Trx, practiceId: string, patientId: string): Promise<void> {
+  await trx
+    .deleteFrom('idempotency_keys')
+    .where('practice_id', '=', practiceId)
+    .where('response_body', 'like', `%${patientId}%`)
+    .execute();
+}

@@ -162,3 +162,13 @@ export async function planRatesOf(trx: Trx, planId: string) {
 export async function insertCoverage(trx: Trx, row: Insertable<CoveragesTable>): Promise<void> {
   await trx.insertInto('coverages').values(row).execute();
 }
+
+/** Removes the scheme membership numbers of the patient's coverages (a de-identification). */
+export async function clearPatientMemberNumbers(trx: Trx, practiceId: string, patientId: string, now: Date) {
+  await trx
+    .updateTable('coverages')
+    .set({ member_number: '', dependent_code: null, updated_at: now })
+    .where('practice_id', '=', practiceId)
+    .where('patient_id', '=', patientId)
+    .execute();
+}

@@ -45,6 +45,9 @@ export function patientOf(row: PatientRow): Patient {
     addresses: row.addresses,
     organizationId: row.practice_id,
     updatedAt: row.updated_at.toISOString(),
+    ...(row.erased_at
+      ? { erased: true as const, ...(row.birth_year ? { birthYear: row.birth_year } : {}) }
+      : {}),
   };
 }
 

@@ -72,6 +72,8 @@ export interface PracticeBilling {
   vatRateBasisPoints: number;
   paymentTermsDays: number;
   invoiceNumberPrefix: string;
+  /** Years a dormant patient's records are kept before de-identification (src/patients/retention.ts). */
+  retentionYears: number;
 }
 
 export async function practiceBilling(trx: Trx, practiceId: string): Promise<PracticeBilling> {
@@ -84,6 +86,7 @@ export async function practiceBilling(trx: Trx, practiceId: string): Promise<Pra
     vatRateBasisPoints: row.vat_rate_basis_points,
     paymentTermsDays: row.payment_terms_days,
     invoiceNumberPrefix: row.invoice_number_prefix,
+    retentionYears: row.retention_years,
   };
 }
 

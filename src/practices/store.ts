@@ -28,11 +28,16 @@ export async function updateIntegrations(trx: Trx, practiceId: string, enabled: 
   return row;
 }
 
-/** Replaces a practice's billing settings (VAT rate, payment terms, invoice number prefix). */
+/** Replaces a practice's billing settings (VAT rate, payment terms, invoice number prefix, retention). */
 export async function updateBillingSettings(
   trx: Trx,
   practiceId: string,
-  settings: { vatRateBasisPoints: number; paymentTermsDays: number; invoiceNumberPrefix: string },
+  settings: {
+    vatRateBasisPoints: number;
+    paymentTermsDays: number;
+    invoiceNumberPrefix: string;
+    retentionYears: number;
+  },
   now: Date,
 ): Promise<void> {
   await trx
@@ -41,6 +46,7 @@ export async function updateBillingSettings(
       vat_rate_basis_points: settings.vatRateBasisPoints,
       payment_terms_days: settings.paymentTermsDays,
       invoice_number_prefix: settings.invoiceNumberPrefix,
+      retention_years: settings.retentionYears,
       updated_at: now,
     })
     .where('id', '=', practiceId)

@@ -347,7 +347,9 @@ export interface NotificationsTable {
 export interface PatientsTable {
   active: Generated<boolean>;
   addresses: Generated<JSONColumnType<PatientAddress[]>>;
-  birth_date: string;
+  /** Null once the patient is erased (birth_year keeps the year). */
+  birth_date: string | null;
+  birth_year: number | null;
   contact_points: Generated<JSONColumnType<PatientContactPoint[]>>;
   created_at: Generated<NeverUpdated<Date>>;
   external_system: string | null;
@@ -356,7 +358,10 @@ export interface PatientsTable {
   given_names: JSONColumnType<string[]>;
   id: string;
   identifiers: Generated<JSONColumnType<PatientIdentifier[]>>;
-  last_name: string;
+  erased_at: Date | null;
+  erasure_lawful_ground: string | null;
+  erasure_reason: string | null;
+  last_name: string | null;
   practice_id: string;
   prefix: string | null;
   updated_at: Generated<Date>;
@@ -420,6 +425,7 @@ export interface PracticesTable {
   invoice_number_prefix: Generated<string>;
   name: string;
   payment_terms_days: Generated<number>;
+  retention_years: Generated<number>;
   timezone: Generated<string>;
   updated_at: Generated<Date>;
   vat_rate_basis_points: Generated<number>;
