@@ -1,9 +1,9 @@
 // Patient data retention (POPIA s14, s24; HPCSA Booklet 9 s9): a practice's retention in years (at
 // least the six years after dormancy the HPCSA asks for), and a patient's de-identification: the
 // personal columns may be empty once erased, the birth year stays, and when and why it happened is
-// kept. Forward-only.
+// kept; the visits' diagnoses and procedures can be removed. Forward-only.
 import type { Kysely } from 'kysely';
-import { runScript } from './security.ts';
+import { APP_ROLE, runScript } from './security.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await runScript(
@@ -21,6 +21,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       ADD COLUMN erasure_lawful_ground text CHECK (length(erasure_lawful_ground) <= 500),
       ADD CONSTRAINT patients_erased_or_named CHECK (
         erased_at IS NOT NULL OR (last_name IS NOT NULL AND birth_date IS NOT NULL));
+
+    -- A de-identification removes the visits' diagnoses and procedures.
+    GRANT DELETE ON encounter_diagnoses, encounter_procedures TO ${APP_ROLE};
   `,
   );
 }

@@ -44,6 +44,7 @@ export type PatientRequest = BodyOf<Op<'createPatient'>>;
 export type PatientPatch = BodyOf<Op<'updatePatient'>>;
 /** Everything held about a patient (GET /patients/{id}/record). */
 export type PatientRecord = ResultOf<Op<'getPatientRecord'>>;
+export type EraseRequest = BodyOf<Op<'erasePatient'>>;
 export type FindPatientsQuery = QueryOf<Op<'findPatients'>>;
 export type Coverage = ResultOf<Op<'getCoverage'>>;
 export type CoverageRequest = BodyOf<Op<'addCoverage'>>;

@@ -65,6 +65,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/patients/{patientId}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * De-identify a patient
+         * @description Removes the person from the record (POPIA s24(1)(b)): names, identifiers, birth date (the year stays), contact points, addresses and the practice's own number (which can then be registered again), the visits' diagnoses and procedures, the coverages' member numbers, and the invoices' recipient names and line diagnoses. Invoices, lines with their tariff codes and amounts, payments, refunds and claims stay for the books. Refused with 422 `business_rule` naming every reason: an invoice not closed (`open_invoice`), a claim awaiting the insurer (`claim_in_flight`), records inside the retention the law requires (`retention_required`, unless `lawfulGround` is sent) or already erased (`already_erased`). Sends `patient.erased`, naming the patient's id only. An Idempotency-Key is honoured when sent.
+         */
+        post: operations["erasePatient"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/insurance-plans": {
         parameters: {
             query?: never;
@@ -1365,21 +1385,28 @@ export interface components {
                 note?: string | null;
             }[];
         };
+        /** EraseRequest */
+        EraseRequest: {
+            /** @description Why, in words a person reads later (kept with the erasure); e.g. the patient's request and its date. Do not put the patient's name here. */
+            reason: string;
+            /** @description The practice's ground for ending the retention the law asks for early (POPIA s14(1)); recorded with the erasure. Without it, a patient inside retention is refused. */
+            lawfulGround?: string | null;
+        };
         /** Event */
         Event: {
             /** @description Unique per event; the `webhook-id` of its deliveries. */
             id: string;
             /** @enum {string} */
-            type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created";
+            type: "invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created" | "patient.erased";
             /** Format: date-time */
             occurredAt: string;
             /** @description `object`, `id` and `url` name the invoice, as the contract fixes; a claim, payment or refund event adds `claim`, `payment` or `refund`. */
             data: {
                 /**
-                 * @description Kind of record changed; claim, payment and refund events name their invoice.
+                 * @description Kind of record changed; claim, payment and refund events name their invoice; `patient.erased` names the patient (by id only).
                  * @enum {string}
                  */
-                object: "invoice";
+                object: "invoice" | "patient";
                 id: string;
                 /** @description Where to read the record with the API key. */
                 url: string | null;
@@ -1924,6 +1951,13 @@ export interface components {
             organizationId: string | null;
             /** Format: date-time */
             updatedAt: string;
+            /**
+             * @description Present once the patient is de-identified (retention ended, or erased on request): the personal fields are then empty and only `birthYear` remains.
+             * @enum {boolean}
+             */
+            erased?: true;
+            /** @description An erased patient's year of birth. */
+            birthYear?: number;
         };
         /** PatientList */
         PatientList: {
@@ -2449,7 +2483,7 @@ export interface components {
             /** @description https URL reaching a public address (http and private addresses only with WEBHOOK_ALLOW_PRIVATE). */
             url: string;
             /** @description Event types to send; none or empty = all. */
-            eventTypes?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
+            eventTypes?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created" | "patient.erased")[];
         };
         /** WebhookEventAttemptList */
         WebhookEventAttemptList: {
@@ -2925,6 +2959,54 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    erasePatient: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
+                "idempotency-key"?: string;
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Patient id (`pat_...`). */
+                patientId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EraseRequest"];
+            };
+        };
+        responses: {
+            /** @description OK: a Patient. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Patient"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
@@ -4612,7 +4694,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Event types to keep; repeat the parameter for several. */
-                type?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
+                type?: ("invoice.issued" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created" | "patient.erased")[];
                 /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. */
                 createdSince?: string;
                 /** @description Id of the last event received: the list starts after it. */

@@ -4,6 +4,7 @@ import { PageList } from '../paging.ts';
 import type {
   Coverage,
   CoverageRequest,
+  EraseRequest,
   FindPatientsQuery,
   ListPage,
   Patient,
@@ -55,6 +56,21 @@ export class Patients {
       'get',
       '/api/v1/patients/{patientId}/record',
       { params: { patientId }, creates: false },
+      options,
+    );
+  }
+
+  /**
+   * De-identifies the patient (needs PATIENTS:UPDATE): refused with 422 `business_rule` while an
+   * invoice is open, a claim awaits the insurer, or the records are inside retention and no
+   * `lawfulGround` is given. Answers the patient with `erased: true`; sent with an Idempotency-Key, so
+   * a retry after a lost answer is answered the same.
+   */
+  erase(patientId: string, body: EraseRequest, options?: RequestOptions): Promise<Patient> {
+    return this.#http.call(
+      'post',
+      '/api/v1/patients/{patientId}/erase',
+      { params: { patientId }, body, creates: true },
       options,
     );
   }
