@@ -169,6 +169,11 @@ describeEachBackend('de-identifying a patient', (backend) => {
         assert.ok(!text.includes(needle));
     }
 
+    const refilled = await practice.api('PATCH', `/patients/${patientId}`, {
+      body: { lastName: person.lastName },
+    });
+    assert.equal(refilled.status, 422, refilled.text);
+    assert.equal(refilled.body.code, 'business_rule');
     const again = await erase({ reason: 'Twice' });
     assert.equal(again.status, 422, again.text);
     assert.match(again.body.detail, /already_erased/);

@@ -160,6 +160,16 @@ export function findByExternalIdRecorded(
   });
 }
 
+/** An erased patient stays erased: their record is not filled in again (register a new patient). */
+function refuseErased(row: PatientRow): void {
+  if (row.erased_at) {
+    throw new AppError(
+      'business_rule',
+      'The patient is erased: their record cannot be filled in again; register them as a new patient.',
+    );
+  }
+}
+
 function requestOf(row: PatientRow): PatientRequest {
   const p = patientOf(row);
   return {
@@ -190,6 +200,7 @@ export async function patchRuleErrors(
 ): Promise<FieldError[]> {
   const row = await findPatient(trx, practiceId, id);
   if (!row) throw notFound('Patient');
+  refuseErased(row);
   const merged = applyMergePatch(requestOf(row), patch) as PatientRequest;
   const validatePatientRequest = patientRequestValidator();
   const errors = validatePatientRequest(merged)
@@ -208,6 +219,7 @@ export async function patchPatient(
 ): Promise<PatientRow> {
   const row = await findPatient(trx, practiceId, id, true);
   if (!row) throw notFound('Patient');
+  refuseErased(row);
   const merged = applyMergePatch(requestOf(row), patch) as PatientRequest;
   const validatePatientRequest = patientRequestValidator();
   if (!validatePatientRequest(merged)) {

@@ -118,3 +118,13 @@ export async function findPractitionerDefaults(trx: Trx, practiceId: string, id:
     .where('id', '=', id)
     .executeTakeFirst();
 }
+
+/** Notes that the practice's data was exported at `at` (a deletion asks for an export first). */
+export async function markPracticeExported(trx: Trx, practiceId: string, at: Date): Promise<void> {
+  await trx.updateTable('practices').set({ exported_at: at }).where('id', '=', practiceId).execute();
+}
+
+/** Tells every process's key cache that the practice's keys changed (they are about to be deleted). */
+export async function signalPracticeKeysChanged(trx: Trx, practiceId: string): Promise<void> {
+  await signalKeyChange(trx, practiceId);
+}

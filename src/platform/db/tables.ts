@@ -420,6 +420,8 @@ export interface PracticePricesTable {
 export interface PracticesTable {
   created_at: Generated<NeverUpdated<Date>>;
   currency: Generated<string>;
+  /** When the practice's data was last exported (the operator's export before a deletion). */
+  exported_at: Date | null;
   id: string;
   integrations_enabled: Generated<boolean>;
   invoice_number_prefix: Generated<string>;
