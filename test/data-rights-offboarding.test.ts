@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { billedInvoice, billingPractice, newPatient } from './billing-fixtures.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
+import { childEnv, cli } from './processes.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
 
 /** Every table with a row that mentions `needle` anywhere (each row read whole as text). */
@@ -70,8 +71,11 @@ describeEachBackend('a practice leaving the service', (backend) => {
     assert.equal(unexported.status, 409, unexported.text);
     assert.match(unexported.body.detail, /[Ee]xport/);
 
-    const exported = await svc.admin('POST', `/practices/${id}/export`);
-    assert.equal(exported.status, 201, exported.text);
+    // As docs/data-rights.md tells the operator: through the CLI.
+    const server = ['--url', svc.baseUrl, '--token', svc.adminToken];
+    const exportRun = await cli(['admin', 'practices', 'export', id, ...server], childEnv());
+    assert.equal(exportRun.code, 0, exportRun.stderr);
+    const exported = { body: JSON.parse(exportRun.stdout) };
     const directory = exported.body.directory as string;
     assert.ok(directory.startsWith(path.join(dataDir, 'exports')), directory);
     const files = new Map<string, string[]>(
@@ -120,9 +124,10 @@ describeEachBackend('a practice leaving the service', (backend) => {
     assert.match(busy.body.detail, /in flight/);
     await svc.worker.drain();
 
-    const deleted = await remove(id);
-    assert.equal(deleted.status, 200, deleted.text);
-    assert.ok(deleted.body.deleted.invoices === 1 && deleted.body.deleted.practices === 1, deleted.text);
+    const deleteRun = await cli(['admin', 'practices', 'delete', id, '--confirm', id, ...server], childEnv());
+    assert.equal(deleteRun.code, 0, deleteRun.stderr);
+    const deleted = JSON.parse(deleteRun.stdout);
+    assert.ok(deleted.deleted.invoices === 1 && deleted.deleted.practices === 1, deleteRun.stdout);
     assert.deepEqual(await tablesMentioning(svc, id), [], 'no row of any table names the practice');
     assert.equal((await svc.admin('GET', `/practices/${id}`)).status, 404);
     assert.equal((await leaving.api('GET', `/patients/${patientId}`)).status, 401, 'its keys are gone');

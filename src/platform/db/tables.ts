@@ -347,20 +347,19 @@ export interface NotificationsTable {
 export interface PatientsTable {
   active: Generated<boolean>;
   addresses: Generated<JSONColumnType<PatientAddress[]>>;
-  /** Null once the patient is erased (birth_year keeps the year). */
   birth_date: string | null;
   birth_year: number | null;
   contact_points: Generated<JSONColumnType<PatientContactPoint[]>>;
   created_at: Generated<NeverUpdated<Date>>;
+  erased_at: Date | null;
+  erasure_lawful_ground: string | null;
+  erasure_reason: string | null;
   external_system: string | null;
   external_value: string | null;
   gender: string | null;
   given_names: JSONColumnType<string[]>;
   id: string;
   identifiers: Generated<JSONColumnType<PatientIdentifier[]>>;
-  erased_at: Date | null;
-  erasure_lawful_ground: string | null;
-  erasure_reason: string | null;
   last_name: string | null;
   practice_id: string;
   prefix: string | null;
@@ -420,7 +419,6 @@ export interface PracticePricesTable {
 export interface PracticesTable {
   created_at: Generated<NeverUpdated<Date>>;
   currency: Generated<string>;
-  /** When the practice's data was last exported (the operator's export before a deletion). */
   exported_at: Date | null;
   id: string;
   integrations_enabled: Generated<boolean>;
