@@ -105,8 +105,11 @@ describeEachBackend('de-identifying a patient', (backend) => {
     const plans = await practice.api('GET', '/insurance-plans?limit=1');
     await addCoverage(practice.api, patientId, plans.body.data[0].id);
     const invoice = await billedInvoice(svc, practice, { patientId, issue: true });
-    const erase = (body: Record<string, unknown>) =>
-      practice.api('POST', `/patients/${patientId}/erase`, { body });
+    const erase = (body: Record<string, unknown>, idempotencyKey?: string) =>
+      practice.api('POST', `/patients/${patientId}/erase`, {
+        body,
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      });
 
     const open = await erase({ reason: 'Request by the patient, 2026-12-01' });
     assert.equal(open.status, 422, open.text);
@@ -123,12 +126,18 @@ describeEachBackend('de-identifying a patient', (backend) => {
     const since = new Date(svc.clock.now().getTime() - 1000).toISOString();
     await svc.worker.drain();
     const deliveredBefore = receiver.requests.length;
-    const erased = await erase({
+    const lawful = {
       reason: 'Request by the patient, 2026-12-01',
       lawfulGround:
         'The patient moved abroad and withdrew consent; no claim is pending (POPIA s11(2)(b), s14(1)(d)).',
-    });
+    };
+    const key = uniqueKey();
+    const erased = await erase(lawful, key);
     assert.equal(erased.status, 200, erased.text);
+    const replayed = await erase(lawful, key);
+    assert.equal(replayed.status, 200, replayed.text);
+    assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(replayed.body, erased.body);
     const read = await practice.api('GET', `/patients/${patientId}`);
     assert.equal(read.status, 200, read.text);
     for (const patient of [erased.body, read.body]) {
@@ -174,6 +183,22 @@ describeEachBackend('de-identifying a patient', (backend) => {
     });
     assert.equal(refilled.status, 422, refilled.text);
     assert.equal(refilled.body.code, 'business_rule');
+    const visit = await practice.api('POST', '/encounters', {
+      body: {
+        patientId,
+        practitionerId: practice.practitionerId,
+        start: new Date(svc.clock.now().getTime() - DAY).toISOString(),
+        end: new Date(svc.clock.now().getTime() - DAY + 600_000).toISOString(),
+        diagnoses: [{ code: 'J06.9' }],
+        procedures: [{ code: '0190', diagnosisCodes: ['J06.9'] }],
+      },
+      idempotencyKey: uniqueKey(),
+    });
+    assert.equal(visit.status, 422, visit.text);
+    assert.deepEqual(
+      visit.body.errors.map((e: { field: string }) => e.field),
+      ['patientId'],
+    );
     const again = await erase({ reason: 'Twice' });
     assert.equal(again.status, 422, again.text);
     assert.match(again.body.detail, /already_erased/);

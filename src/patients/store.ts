@@ -151,13 +151,14 @@ export function patientsByExternalIdRead(
   return findByExternalIdStatement.with({ practiceId, system, value });
 }
 
-/** Whether the id names a patient of the practice. */
+/** Whether the id names a patient of the practice who can take new visits: one not erased. */
 export async function patientExists(trx: Trx, practiceId: string, id: string): Promise<boolean> {
   const found = await trx
     .selectFrom('patients')
     .select('id')
     .where('practice_id', '=', practiceId)
     .where('id', '=', id)
+    .where('erased_at', 'is', null)
     .executeTakeFirst();
   return found !== undefined;
 }
