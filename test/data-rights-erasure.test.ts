@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { periodicTasks } from '../src/job-catalogue.ts';
 import { type Api, addCoverage, billedInvoice, billingPractice, DAY, newVisit } from './billing-fixtures.ts';
+import { billVisit, newPatient as newClaimsPatient, newWorld, W19_SECOND_LINE } from './claims-fixtures.ts';
 import { describeEachBackend, startService, type TestService, uniqueKey } from './harness.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
 
@@ -275,3 +276,46 @@ describeEachBackend('de-identifying a patient', (backend) => {
     }
   });
 });
+
+describeEachBackend('de-identifying a patient whose invoice was claimed', (backend) => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startService(backend);
+  });
+  after(async () => {
+    await svc.close();
+  });
+
+  test("the claim's amounts stay; the member number and diagnoses sent to the insurer are kept nowhere", async () => {
+    const w = await newWorld(svc);
+    const memberNumber = `M-${randomBytes(5).toString('hex')}`;
+    const { patientId } = await newClaimsPatient(w, { memberNumber });
+    const billed = await billVisit(w, patientId, W19_SECOND_LINE, { issue: true, submitClaim: true });
+    const invoiceId = billed.body.invoice.id as string;
+    await svc.worker.drain();
+    const claimed = await w.api('GET', `/invoices/${invoiceId}`);
+    assert.notEqual(claimed.body.claimStatus, null, claimed.text);
+    if (claimed.body.balanceDue > 0) await payBalance(w.api, invoiceId);
+    await svc.worker.drain();
+    assert.ok(
+      (await tablesMentioning(svc, [memberNumber])).includes('jobs'),
+      'the submission named the member',
+    );
+    const booksBefore = await books(svc, w.practiceId);
+    const erased = await w.api('POST', `/patients/${patientId}/erase`, {
+      body: { reason: 'Request by the patient', lawfulGround: 'Consent withdrawn (POPIA s11(2)(b))' },
+    });
+    assert.equal(erased.status, 200, erased.text);
+    assert.deepEqual(await tablesMentioning(svc, [memberNumber]), []);
+    assert.deepEqual(await books(svc, w.practiceId), booksBefore);
+  });
+});
+
+async function payBalance(api: Api, invoiceId: string): Promise<void> {
+  const invoice = await api('GET', `/invoices/${invoiceId}`);
+  const paid = await api('POST', `/invoices/${invoiceId}/payments`, {
+    body: { method: 'card', amount: invoice.body.balanceDue },
+    idempotencyKey: uniqueKey(),
+  });
+  assert.equal(paid.status, 201, paid.text);
+}

@@ -1,22 +1,26 @@
 // Owns a patient's de-identification (POPIA s14(4), s24(1)(b)): on request (POST .../erase) or by the
 // worker once retention has ended (retention.ts decides, retention-reads.ts gathers). It removes the
 // person from the record: the patient's personal fields, the visits' diagnoses and procedures, the
-// coverages' member numbers, the invoices' recipient names and line diagnoses, and stored answers
-// naming them; the financial rows stay for the books. It reports the change as `patient.erased`
-// (naming the patient's id only) and stamps the invoices for the updatedSince feed. Never logs
-// anything about the patient but the id.
-
+// coverages' member numbers, the invoices' recipient names and line diagnoses, stored answers naming
+// them and the payloads of their finished claim jobs; the financial rows stay for the books. It
+// reports the change as `patient.erased` (naming the patient's id only) and stamps the invoices for
+// the updatedSince feed. Never logs anything about the patient but the id.
 import { removePatientClinicalCodes } from '../encounters/store.ts';
 import { forgetAnswersNaming } from '../idempotency/idempotency-store.ts';
 import { clearPatientMemberNumbers } from '../insurance/store.ts';
 import { unlinkInvoicesFromPerson } from '../invoices/store.ts';
+import { forgetFinishedClaimPayloads } from '../jobs/queue.ts';
 import {
   type ErasureFacts,
   type ErasureRefusal,
   erasureRefusals,
   retentionEndsOn,
 } from '../patients/retention.ts';
-import { type PatientRetentionRow, patientRetentionRow } from '../patients/retention-reads.ts';
+import {
+  type PatientRetentionRow,
+  patientClaimIds,
+  patientRetentionRow,
+} from '../patients/retention-reads.ts';
 import { erasePatientRow, findPatient, type PatientRow } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
@@ -85,6 +89,7 @@ export async function deidentify(
   await clearPatientMemberNumbers(trx, practiceId, patientId, now);
   await unlinkInvoicesFromPerson(trx, practiceId, patientId, await stampChange(trx));
   await forgetAnswersNaming(trx, practiceId, patientId);
+  await forgetFinishedClaimPayloads(trx, practiceId, await patientClaimIds(trx, practiceId, patientId));
   await recordEvent(trx, practiceId, 'patient.erased', { type: 'patient', id: patientId }, now);
   return erased;
 }

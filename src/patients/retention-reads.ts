@@ -74,3 +74,11 @@ export async function retentionCandidates(
     ORDER BY p.id LIMIT ${limit}`.execute(trx);
   return result.rows.map((r) => r.id);
 }
+
+/** The ids of the claims on the patient's invoices. */
+export async function patientClaimIds(trx: Trx, practiceId: string, patientId: string): Promise<string[]> {
+  const result = await sql<{ id: string }>`
+    SELECT c.id FROM claims c JOIN invoices i ON i.practice_id = c.practice_id AND i.id = c.invoice_id
+    WHERE c.practice_id = ${practiceId} AND i.patient_id = ${patientId} ORDER BY c.id`.execute(trx);
+  return result.rows.map((r) => r.id);
+}
