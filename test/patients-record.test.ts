@@ -87,6 +87,28 @@ describeEachBackend('a patient record', (backend) => {
     );
   });
 
+  test('is answered to the operator too (for the console), and that read is in the audit log', async () => {
+    const response = await fetch(
+      `${svc.baseUrl}/admin/v1/practices/${practice.practiceId}/patients/${patientId}/record`,
+      { headers: { authorization: `Bearer ${svc.adminToken}` } },
+    );
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get('transfer-encoding'), 'chunked');
+    const requestId = response.headers.get('x-request-id');
+    const record = JSON.parse(await response.text());
+    assert.equal(record.patient.id, patientId);
+    assert.equal(record.invoices.length, BULK_INVOICES + 1);
+    assert.ok(
+      record.auditEvents.some(
+        (e: { actor: string; requestId: string; method: string }) =>
+          e.actor === 'operator' && e.method === 'GET' && e.requestId === requestId,
+      ),
+      "the operator's read names the patient",
+    );
+    const unknown = await svc.admin('GET', `/practices/${practice.practiceId}/patients/pat_unknown/record`);
+    assert.equal(unknown.status, 404, unknown.text);
+  });
+
   test('is refused without PATIENTS:EXPORT, and answers 404 for a patient of another practice', async () => {
     const reader = await addClient(svc, practice.practiceId, { permissions: ['PATIENTS:READ'] });
     const refused = await apiClient(svc, reader.key)('GET', `/patients/${patientId}/record`);

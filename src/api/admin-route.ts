@@ -4,6 +4,7 @@
 // run by the public API's own mechanism (src/idempotency/keyed-request.ts); the stored answer of one
 // that answers a secret shown once is sealed with the configured SecretBox (answerHoldsSecret).
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
 import {
@@ -38,8 +39,14 @@ export interface AdminContext<P, Q, B> {
   operator: string;
 }
 
-export interface AdminResult<R> {
-  body: R;
+/**
+ * What an operation answers: a body, or (a document too large to hold, such as a patient's whole
+ * record) `stream`, the body's JSON text written piece by piece once the work's transaction committed.
+ */
+export type AdminResult<R> = AdminAnswer &
+  ({ body: R; stream?: undefined } | { body?: undefined; stream: () => AsyncIterable<string> });
+
+interface AdminAnswer {
   /** The practice the operation touched, for its audit log. */
   audit?: {
     practiceId: string;
@@ -47,6 +54,8 @@ export interface AdminResult<R> {
     resourceId: string;
     /** Why, in the operator's words, when the operation asks for it (closing an invoice). */
     reason?: string;
+    /** The patient the operation read or changed: a read naming a patient is audited too. */
+    patientId?: string;
   };
   /** Path (under the service's base address) of the record created, where one can be read. */
   location?: string;
@@ -186,12 +195,14 @@ export function registerAdminScope(
               operator,
             });
             done = result;
+            if (result.stream) return { status: spec.successStatus, headers: {}, body: '' };
             const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
             return successAnswer(reply, spec.successStatus, result.body, location);
           },
           // What the operator changed is audited in the practice it touched; a replay changes nothing.
           record: async (trx, _answer, outcome) => {
-            if (outcome.kind !== 'succeeded' || !done?.audit || spec.method === 'GET') return;
+            if (outcome.kind !== 'succeeded' || !done?.audit) return;
+            if (spec.method === 'GET' && !done.audit.patientId) return;
             await deps.audit.write(trx, {
               practiceId: done.audit.practiceId,
               actor: 'operator',
@@ -206,7 +217,7 @@ export function registerAdminScope(
               reason: done.audit.reason ?? null,
               resourceType: done.audit.resourceType,
               resourceId: done.audit.resourceId,
-              patientId: null,
+              patientId: done.audit.patientId ?? null,
               requestId: request.id,
               idempotencyKey: key ?? null,
             });
@@ -218,6 +229,10 @@ export function registerAdminScope(
         if (spec.method !== 'GET' && done && !replayed) {
           if (done.audit) deps.keyCache.forgetPractice(done.audit.practiceId);
           else deps.keyCache.flush();
+        }
+        if (done?.stream && answer.status === spec.successStatus) {
+          reply.code(answer.status).type('application/json; charset=utf-8');
+          return reply.send(Readable.from(done.stream(), { objectMode: false }));
         }
         return sendAnswer(reply, answer, replayed);
       },

@@ -3,6 +3,9 @@
 import path from 'node:path';
 import { Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
+import { patientRecordText } from '../patients/record.ts';
+import { PatientRecord } from '../patients/record-routes.ts';
+import { patientOf, readPatient } from '../patients/service.ts';
 import { IdParam } from '../platform/http/schema.ts';
 import { deletePractice, exportPractice } from './offboarding.ts';
 
@@ -36,7 +39,39 @@ const PracticeDeletion = Type.Object(
   { additionalProperties: false, title: 'PracticeDeletion' },
 );
 
+const PatientParams = Type.Object(
+  {
+    practiceId: Type.String({ minLength: 1, maxLength: 100, description: 'Practice id (`org_...`).' }),
+    patientId: Type.String({ minLength: 1, maxLength: 100, description: 'Patient id (`pat_...`).' }),
+  },
+  { additionalProperties: false },
+);
+
 export const offboardingAdminRoutes = [
+  defineAdminRoute({
+    method: 'GET',
+    url: '/practices/:practiceId/patients/:patientId/record',
+    operationId: 'adminGetPatientRecord',
+    cli: { command: 'patients record' },
+    summary: 'Everything held about a patient',
+    description:
+      "The patient's record as the public API's GET /patients/{patientId}/record answers it (POPIA s23), for a practice answering an access request from the console. Streamed. Recorded in the practice's audit log, naming the patient.",
+    params: PatientParams,
+    successStatus: 200,
+    response: PatientRecord,
+    handler: async ({ trx, deps, params, now }) => {
+      const patient = patientOf(await readPatient(trx, params.practiceId, params.patientId));
+      return {
+        stream: () => patientRecordText(deps.db, params.practiceId, patient, now),
+        audit: {
+          practiceId: params.practiceId,
+          resourceType: 'patient',
+          resourceId: patient.id,
+          patientId: patient.id,
+        },
+      };
+    },
+  }),
   defineAdminRoute({
     method: 'POST',
     url: '/practices/:practiceId/export',
