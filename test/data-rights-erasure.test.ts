@@ -200,6 +200,12 @@ describeEachBackend('de-identifying a patient', (backend) => {
       visit.body.errors.map((e: { field: string }) => e.field),
       ['patientId'],
     );
+    const coverage = await practice.api('POST', `/patients/${patientId}/coverages`, {
+      body: { planId: plans.body.data[0].id, memberNumber: 'M-NEW-1' },
+      idempotencyKey: uniqueKey(),
+    });
+    assert.equal(coverage.status, 422, coverage.text);
+    assert.equal(coverage.body.code, 'business_rule');
     const again = await erase({ reason: 'Twice' });
     assert.equal(again.status, 422, again.text);
     assert.match(again.body.detail, /already_erased/);

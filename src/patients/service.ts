@@ -132,6 +132,17 @@ export async function readPatient(trx: Trx, practiceId: string, id: string): Pro
   return row;
 }
 
+/** The patient, to add a record to (a coverage): an erased patient takes none (422 business_rule). */
+export async function readPatientTakingRecords(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+): Promise<PatientRow> {
+  const row = await readPatient(trx, practiceId, id);
+  refuseErased(row);
+  return row;
+}
+
 /** The patient, read by a statement that writes its request's audit row (HandlerContext.readRecorded). */
 export async function readPatientRecorded(
   readRecorded: ReadRecorded,
@@ -160,7 +171,7 @@ export function findByExternalIdRecorded(
   });
 }
 
-/** An erased patient stays erased: their record is not filled in again (register a new patient). */
+/** An erased patient stays erased: nothing is added to their record again (register a new patient). */
 function refuseErased(row: PatientRow): void {
   if (row.erased_at) {
     throw new AppError(
