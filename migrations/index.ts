@@ -25,6 +25,7 @@ import * as m0023 from './0023_job_backlog.ts';
 import * as m0024 from './0024_practice_job_backlog.ts';
 import * as m0045 from './0045_patient_retention.ts';
 import * as m0046 from './0046_practice_offboarding.ts';
+import * as m0047 from './0047_lifelong_retention.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '0024_practice_job_backlog': m0024,
   '0045_patient_retention': m0045,
   '0046_practice_offboarding': m0046,
+  '0047_lifelong_retention': m0047,
 };

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { periodicTasks } from '../src/job-catalogue.ts';
+import { addYears as addYearsTo } from '../src/patients/retention.ts';
 import { type Api, addCoverage, billedInvoice, billingPractice, DAY, newVisit } from './billing-fixtures.ts';
 import { billVisit, newPatient as newClaimsPatient, newWorld, W19_SECOND_LINE } from './claims-fixtures.ts';
 import { describeEachBackend, startService, type TestService, uniqueKey } from './harness.ts';
@@ -254,6 +255,20 @@ describeEachBackend('de-identifying a patient', (backend) => {
     const minorId = await register(six.api, minor);
     const longKeptId = await register(ten.api, aPerson('1971-06-06'));
     const openId = await register(six.api, aPerson('1972-07-07'));
+    const lifelongId = await register(six.api, aPerson('1973-08-08'));
+    const kept = await six.api('PUT', `/patients/${lifelongId}/retention`, { body: { lifelong: true } });
+    assert.equal(kept.status, 200, kept.text);
+    assert.deepEqual([kept.body.lifelong, kept.body.retentionEndsOn, kept.body.dormant], [true, null, false]);
+    const adultRetention = await six.api('GET', `/patients/${adultId}/retention`);
+    assert.equal(adultRetention.status, 200, adultRetention.text);
+    assert.equal(adultRetention.body.retentionEndsOn > adultRetention.body.lastActivityOn, true);
+    assert.equal(adultRetention.body.dormant, false);
+    const minorRetention = await six.api('GET', `/patients/${minorId}/retention`);
+    assert.equal(
+      minorRetention.body.retentionEndsOn,
+      addYearsTo(minor.birthDate, 21),
+      "the minor's 21st birthday",
+    );
     await pay(six.api, (await billedInvoice(svc, six, { patientId: adultId, issue: true })).id);
     await newVisit(svc, six.api, six.practitionerId, minorId);
     await billedInvoice(svc, six, { patientId: openId, issue: true });
@@ -276,6 +291,7 @@ describeEachBackend('de-identifying a patient', (backend) => {
         'past the 21st birthday and past ten years',
       );
       assert.deepEqual(await tablesMentioning(svc, [adult.lastName, minor.lastName, minor.birthDate]), []);
+      assert.equal(await state(six.api, lifelongId), false, 'a patient kept for life stays');
       assert.equal(await run(), 0, 'repeating does nothing more');
     } finally {
       svc.clock.reset();

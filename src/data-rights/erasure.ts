@@ -14,6 +14,7 @@ import {
   type ErasureFacts,
   type ErasureRefusal,
   erasureRefusals,
+  isDormant,
   retentionEndsOn,
 } from '../patients/retention.ts';
 import {
@@ -21,7 +22,7 @@ import {
   patientClaimIds,
   patientRetentionRow,
 } from '../patients/retention-reads.ts';
-import { erasePatientRow, findPatient, type PatientRow } from '../patients/store.ts';
+import { erasePatientRow, findPatient, type PatientRow, setRetainedForLife } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -42,9 +43,15 @@ export function erasureFactsOf(row: PatientRetentionRow, billing: PracticeBillin
     birthDate: row.birth_date,
     lastActivityOn: dateIn(billing.timezone, row.last_activity_at),
     retentionYears: billing.retentionYears,
+    lifelong: row.retained_for_life,
     openInvoices: row.open_invoices,
     claimsInFlight: row.claims_in_flight,
   };
+}
+
+function until(facts: ErasureFacts): string {
+  const ends = retentionEndsOn(facts);
+  return ends === null ? "for the patient's lifetime" : `until ${ends}`;
 }
 
 function refusalDetail(refusals: ErasureRefusal[], facts: ErasureFacts): string {
@@ -52,7 +59,7 @@ function refusalDetail(refusals: ErasureRefusal[], facts: ErasureFacts): string 
     already_erased: 'the patient is erased already (already_erased)',
     open_invoice: `${facts.openInvoices} invoice(s) of the patient are not closed (open_invoice)`,
     claim_in_flight: `${facts.claimsInFlight} claim(s) await the insurer's answer (claim_in_flight)`,
-    retention_required: `the records are inside the retention the law requires until ${retentionEndsOn(facts)}; send lawfulGround to end it early (retention_required)`,
+    retention_required: `the records are inside the retention the law requires ${until(facts)}; send lawfulGround to end it early (retention_required)`,
   };
   return `The patient cannot be erased: ${refusals.map((r) => why[r]).join('; ')}.`;
 }
@@ -92,4 +99,53 @@ export async function deidentify(
   await forgetFinishedClaimPayloads(trx, practiceId, await patientClaimIds(trx, practiceId, patientId));
   await recordEvent(trx, practiceId, 'patient.erased', { type: 'patient', id: patientId }, now);
   return erased;
+}
+
+export interface PatientRetention {
+  object: 'patient_retention';
+  patientId: string;
+  /** Kept for the patient's lifetime (HPCSA Booklet 9 s9.3.2). */
+  lifelong: boolean;
+  lastActivityOn: string;
+  /** The first day the records are no longer required; null when kept for life or erased. */
+  retentionEndsOn: string | null;
+  dormant: boolean;
+  erased: boolean;
+}
+
+/** Where the patient's retention stands today, in the practice's days. */
+export async function patientRetention(
+  trx: Trx,
+  billing: PracticeBilling,
+  patientId: string,
+  now: Date,
+): Promise<PatientRetention> {
+  const row = await patientRetentionRow(trx, billing.id, patientId);
+  if (!row) throw notFound('Patient');
+  const facts = erasureFactsOf(row, billing);
+  return {
+    object: 'patient_retention',
+    patientId,
+    lifelong: row.retained_for_life,
+    lastActivityOn: facts.lastActivityOn,
+    retentionEndsOn: row.erased ? null : retentionEndsOn(facts),
+    dormant: !row.erased && isDormant(facts, dateIn(billing.timezone, now)),
+    erased: row.erased,
+  };
+}
+
+/** Marks (or unmarks) the patient's records as kept for their lifetime; an erased patient is refused. */
+export async function setLifelongRetention(
+  trx: Trx,
+  billing: PracticeBilling,
+  patientId: string,
+  lifelong: boolean,
+  now: Date,
+): Promise<PatientRetention> {
+  const row = await findPatient(trx, billing.id, patientId, true);
+  if (!row) throw notFound('Patient');
+  if (row.erased_at)
+    throw new AppError('business_rule', 'The patient is erased: there is nothing left to keep.');
+  await setRetainedForLife(trx, billing.id, patientId, lifelong, now);
+  return patientRetention(trx, billing, patientId, now);
 }

@@ -5,7 +5,7 @@ import { Patient } from '../patients/schemas.ts';
 import { patientOf } from '../patients/service.ts';
 import { IdParam, Nullable } from '../platform/http/schema.ts';
 import { practiceBilling } from '../practices/service.ts';
-import { erasePatient } from './erasure.ts';
+import { erasePatient, patientRetention, setLifelongRetention } from './erasure.ts';
 
 export const EraseRequest = Type.Object(
   {
@@ -29,7 +29,85 @@ export const EraseRequest = Type.Object(
   { additionalProperties: false, title: 'EraseRequest' },
 );
 
+const PatientRetention = Type.Object(
+  {
+    object: Type.Literal('patient_retention'),
+    patientId: Type.String(),
+    lifelong: Type.Boolean({
+      description:
+        "Kept for the patient's lifetime (HPCSA Booklet 9 s9.3.2: a mentally incompetent patient).",
+    }),
+    lastActivityOn: Type.String({
+      format: 'date',
+      description: 'The day of the last visit, invoice change, payment or claim change (else registration).',
+    }),
+    retentionEndsOn: Nullable(
+      Type.String({
+        format: 'date',
+        description:
+          'The first day the records are no longer required: retentionYears after the last activity, never before the 21st birthday; null when kept for life or erased.',
+      }),
+    ),
+    dormant: Type.Boolean({ description: 'Retention has ended: the worker de-identifies the patient.' }),
+    erased: Type.Boolean(),
+  },
+  { additionalProperties: false, title: 'PatientRetention' },
+);
+
+const RetentionRequest = Type.Object(
+  {
+    lifelong: Type.Boolean({
+      description:
+        "Keep the patient's records for their lifetime (HPCSA Booklet 9 s9.3.2: a mentally incompetent patient); false returns them to the practice's rule.",
+    }),
+  },
+  { additionalProperties: false, title: 'RetentionRequest' },
+);
+
+const PatientIdParam = IdParam('patientId', 'Patient id (`pat_...`).');
+
 export const dataRightsRoutes = [
+  defineApiRoute({
+    method: 'GET',
+    url: '/patients/:patientId/retention',
+    operationId: 'getPatientRetention',
+    summary: "Where a patient's retention stands",
+    description:
+      "The last activity, the day retention ends (the practice's retentionYears after it, never before the 21st birthday) or null when kept for life, and whether the patient is dormant.",
+    tag: 'Patients',
+    permission: 'PATIENTS:READ',
+    resourceType: 'patient',
+    params: PatientIdParam,
+    successStatus: 200,
+    response: PatientRetention,
+    errorStatuses: [401, 403, 404, 429, 500, 503],
+    handler: async ({ trx, practiceId, params, now }) => {
+      const billing = await practiceBilling(trx, practiceId);
+      const retention = await patientRetention(trx, billing, params.patientId, now);
+      return { body: retention, resource: { id: params.patientId, patientId: params.patientId } };
+    },
+  }),
+  defineApiRoute({
+    method: 'PUT',
+    url: '/patients/:patientId/retention',
+    operationId: 'setPatientRetention',
+    summary: "Keep a patient's records for life, or not",
+    description:
+      'A patient kept for life (HPCSA Booklet 9 s9.3.2: a mentally incompetent patient) is never dormant, so the worker never de-identifies them; an erasure on request then needs a lawfulGround. An erased patient is refused with 422 `business_rule`.',
+    tag: 'Patients',
+    permission: 'PATIENTS:UPDATE',
+    resourceType: 'patient',
+    params: PatientIdParam,
+    body: RetentionRequest,
+    successStatus: 200,
+    response: PatientRetention,
+    errorStatuses: [400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
+    handler: async ({ trx, practiceId, params, body, now }) => {
+      const billing = await practiceBilling(trx, practiceId);
+      const retention = await setLifelongRetention(trx, billing, params.patientId, body.lifelong, now);
+      return { body: retention, resource: { id: params.patientId, patientId: params.patientId } };
+    },
+  }),
   defineApiRoute({
     method: 'POST',
     url: '/patients/:patientId/erase',
@@ -41,7 +119,7 @@ export const dataRightsRoutes = [
     permission: 'PATIENTS:UPDATE',
     resourceType: 'patient',
     acceptsIdempotencyKey: true,
-    params: IdParam('patientId', 'Patient id (`pat_...`).'),
+    params: PatientIdParam,
     body: EraseRequest,
     successStatus: 200,
     response: Patient,

@@ -9,6 +9,7 @@ export interface PatientRetentionRow {
   id: string;
   birth_date: string | null;
   erased: boolean;
+  retained_for_life: boolean;
   last_activity_at: Date;
   open_invoices: number;
   claims_in_flight: number;
@@ -38,7 +39,7 @@ export async function patientRetentionRow(
   patientId: string,
 ): Promise<PatientRetentionRow | undefined> {
   const result = await sql<PatientRetentionRow>`
-    SELECT p.id, p.birth_date::text AS birth_date, p.erased_at IS NOT NULL AS erased,
+    SELECT p.id, p.birth_date::text AS birth_date, p.erased_at IS NOT NULL AS erased, p.retained_for_life,
       ${LAST_ACTIVITY} AS last_activity_at,
       (SELECT count(*)::int FROM invoices i WHERE i.practice_id = p.practice_id AND i.patient_id = p.id
          AND i.status IN (${sql.join(OPEN_INVOICE_STATUSES)})) AS open_invoices,
@@ -52,7 +53,7 @@ export async function patientRetentionRow(
 }
 
 /**
- * Patients of the practice not yet erased, born on or before `bornBy` (21 years before today), whose
+ * Patients of the practice not yet erased nor kept for life, born on or before `bornBy` (21 years before today), whose
  * last activity is before `activeBefore`, with no open invoice and no claim in flight: the candidates
  * for de-identification, each still judged by the retention rule. At most `limit`, by id.
  */
@@ -65,7 +66,8 @@ export async function retentionCandidates(
 ): Promise<string[]> {
   const result = await sql<{ id: string }>`
     SELECT p.id FROM patients p
-    WHERE p.practice_id = ${practiceId} AND p.erased_at IS NULL AND p.birth_date <= ${bornBy}::date
+    WHERE p.practice_id = ${practiceId} AND p.erased_at IS NULL AND NOT p.retained_for_life
+      AND p.birth_date <= ${bornBy}::date
       AND ${LAST_ACTIVITY} < ${activeBefore}
       AND NOT EXISTS (SELECT 1 FROM invoices i WHERE i.practice_id = p.practice_id AND i.patient_id = p.id
         AND i.status IN (${sql.join(OPEN_INVOICE_STATUSES)}))

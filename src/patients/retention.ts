@@ -2,7 +2,8 @@
 // the practice's time zone): when retention ends, and whether an erasure may go ahead now. The rule
 // and its sources are in docs/decisions/0180-patient-retention-rule.md: kept `retentionYears` (at
 // least 6, HPCSA Booklet 9 s9.2) after the last activity, and a minor's until their 21st birthday
-// (s9.3.1), whichever is later. Never reads the database or the clock.
+// (s9.3.1), whichever is later; for life when the practice marks the patient so (s9.3.2). Never
+// reads the database or the clock.
 
 /** The least retention the law allows a practice to set: six years after dormancy (HPCSA Booklet 9 s9.2). */
 export const MIN_RETENTION_YEARS = 6;
@@ -26,10 +27,16 @@ export interface RetentionFacts {
   /** Null once erased. */
   birthDate: string | null;
   retentionYears: number;
+  /** Kept for the patient's lifetime (HPCSA Booklet 9 s9.3.2), as the practice marked them. */
+  lifelong?: boolean;
 }
 
-/** The first day the patient's records are no longer required: the later of the two rules. */
-export function retentionEndsOn(facts: RetentionFacts): string {
+/**
+ * The first day the patient's records are no longer required: the later of the two rules; null for a
+ * patient kept for life.
+ */
+export function retentionEndsOn(facts: RetentionFacts): string | null {
+  if (facts.lifelong) return null;
   const years = Math.max(facts.retentionYears, MIN_RETENTION_YEARS);
   const afterActivity = addYears(facts.lastActivityOn, years);
   if (facts.birthDate === null) return afterActivity;
@@ -39,7 +46,8 @@ export function retentionEndsOn(facts: RetentionFacts): string {
 
 /** A patient is dormant (their retention has ended) from retentionEndsOn onwards. */
 export function isDormant(facts: RetentionFacts, today: string): boolean {
-  return today >= retentionEndsOn(facts);
+  const ends = retentionEndsOn(facts);
+  return ends !== null && today >= ends;
 }
 
 export interface ErasureFacts extends RetentionFacts {

@@ -200,3 +200,20 @@ export async function erasePatientRow(
     .returningAll()
     .executeTakeFirst();
 }
+
+/** Marks whether the patient's records are kept for their lifetime; answers the row, if any. */
+export async function setRetainedForLife(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  lifelong: boolean,
+  now: Date,
+): Promise<PatientRow | undefined> {
+  return trx
+    .updateTable('patients')
+    .set({ retained_for_life: lifelong, updated_at: now })
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+}

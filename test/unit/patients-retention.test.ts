@@ -56,3 +56,12 @@ test('an erasure is refused for every reason at once; a lawful ground ends reten
   assert.deepEqual(erasureRefusals(settled, '2026-03-15', null), []);
   assert.deepEqual(erasureRefusals({ ...settled, erased: true }, '2030-01-01', null), ['already_erased']);
 });
+
+test('a patient kept for life is never dormant, and an erasure of them needs a lawful ground', () => {
+  const lifelong = { ...adult, lifelong: true };
+  assert.equal(retentionEndsOn(lifelong), null);
+  assert.equal(isDormant(lifelong, '2090-01-01'), false);
+  const facts = { ...lifelong, erased: false, openInvoices: 0, claimsInFlight: 0 };
+  assert.deepEqual(erasureRefusals(facts, '2090-01-01', null), ['retention_required']);
+  assert.deepEqual(erasureRefusals(facts, '2090-01-01', 'a court order'), []);
+});

@@ -363,6 +363,7 @@ export interface PatientsTable {
   last_name: string | null;
   practice_id: string;
   prefix: string | null;
+  retained_for_life: Generated<boolean>;
   updated_at: Generated<Date>;
 }
 

@@ -65,6 +65,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/patients/{patientId}/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where a patient's retention stands
+         * @description The last activity, the day retention ends (the practice's retentionYears after it, never before the 21st birthday) or null when kept for life, and whether the patient is dormant.
+         */
+        get: operations["getPatientRetention"];
+        /**
+         * Keep a patient's records for life, or not
+         * @description A patient kept for life (HPCSA Booklet 9 s9.3.2: a mentally incompetent patient) is never dormant, so the worker never de-identifies them; an erasure on request then needs a lawfulGround. An erased patient is refused with 422 `business_rule`.
+         */
+        put: operations["setPatientRetention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/patients/{patientId}/erase": {
         parameters: {
             query?: never;
@@ -2084,6 +2108,27 @@ export interface components {
                 country?: "AD" | "AE" | "AF" | "AG" | "AI" | "AL" | "AM" | "AO" | "AQ" | "AR" | "AS" | "AT" | "AU" | "AW" | "AX" | "AZ" | "BA" | "BB" | "BD" | "BE" | "BF" | "BG" | "BH" | "BI" | "BJ" | "BL" | "BM" | "BN" | "BO" | "BQ" | "BR" | "BS" | "BT" | "BV" | "BW" | "BY" | "BZ" | "CA" | "CC" | "CD" | "CF" | "CG" | "CH" | "CI" | "CK" | "CL" | "CM" | "CN" | "CO" | "CR" | "CU" | "CV" | "CW" | "CX" | "CY" | "CZ" | "DE" | "DJ" | "DK" | "DM" | "DO" | "DZ" | "EC" | "EE" | "EG" | "EH" | "ER" | "ES" | "ET" | "FI" | "FJ" | "FK" | "FM" | "FO" | "FR" | "GA" | "GB" | "GD" | "GE" | "GF" | "GG" | "GH" | "GI" | "GL" | "GM" | "GN" | "GP" | "GQ" | "GR" | "GS" | "GT" | "GU" | "GW" | "GY" | "HK" | "HM" | "HN" | "HR" | "HT" | "HU" | "ID" | "IE" | "IL" | "IM" | "IN" | "IO" | "IQ" | "IR" | "IS" | "IT" | "JE" | "JM" | "JO" | "JP" | "KE" | "KG" | "KH" | "KI" | "KM" | "KN" | "KP" | "KR" | "KW" | "KY" | "KZ" | "LA" | "LB" | "LC" | "LI" | "LK" | "LR" | "LS" | "LT" | "LU" | "LV" | "LY" | "MA" | "MC" | "MD" | "ME" | "MF" | "MG" | "MH" | "MK" | "ML" | "MM" | "MN" | "MO" | "MP" | "MQ" | "MR" | "MS" | "MT" | "MU" | "MV" | "MW" | "MX" | "MY" | "MZ" | "NA" | "NC" | "NE" | "NF" | "NG" | "NI" | "NL" | "NO" | "NP" | "NR" | "NU" | "NZ" | "OM" | "PA" | "PE" | "PF" | "PG" | "PH" | "PK" | "PL" | "PM" | "PN" | "PR" | "PS" | "PT" | "PW" | "PY" | "QA" | "RE" | "RO" | "RS" | "RU" | "RW" | "SA" | "SB" | "SC" | "SD" | "SE" | "SG" | "SH" | "SI" | "SJ" | "SK" | "SL" | "SM" | "SN" | "SO" | "SR" | "SS" | "ST" | "SV" | "SX" | "SY" | "SZ" | "TC" | "TD" | "TF" | "TG" | "TH" | "TJ" | "TK" | "TL" | "TM" | "TN" | "TO" | "TR" | "TT" | "TV" | "TW" | "TZ" | "UA" | "UG" | "UM" | "US" | "UY" | "UZ" | "VA" | "VC" | "VE" | "VG" | "VI" | "VN" | "VU" | "WF" | "WS" | "YE" | "YT" | "ZA" | "ZM" | "ZW" | null;
             }[] | null;
         };
+        /** PatientRetention */
+        PatientRetention: {
+            /** @enum {string} */
+            object: "patient_retention";
+            patientId: string;
+            /** @description Kept for the patient's lifetime (HPCSA Booklet 9 s9.3.2: a mentally incompetent patient). */
+            lifelong: boolean;
+            /**
+             * Format: date
+             * @description The day of the last visit, invoice change, payment or claim change (else registration).
+             */
+            lastActivityOn: string;
+            /**
+             * Format: date
+             * @description The first day the records are no longer required: retentionYears after the last activity, never before the 21st birthday; null when kept for life or erased.
+             */
+            retentionEndsOn: string | null;
+            /** @description Retention has ended: the worker de-identifies the patient. */
+            dormant: boolean;
+            erased: boolean;
+        };
         /**
          * Payment
          * @example {
@@ -2145,6 +2190,31 @@ export interface components {
             integrationsEnabled: boolean;
             /** Format: date-time */
             createdAt: string;
+        };
+        /** PracticeDeletion */
+        PracticeDeletion: {
+            /** @enum {string} */
+            object: "practice_deletion";
+            practiceId: string;
+            /** @description Rows removed, by table. */
+            deleted: {
+                [key: string]: number;
+            };
+        };
+        /** PracticeExport */
+        PracticeExport: {
+            /** @enum {string} */
+            object: "practice_export";
+            practiceId: string;
+            /** Format: date-time */
+            exportedAt: string;
+            /** @description The folder on the server's disk holding the export: one `<table>.jsonl` per table and `manifest.json`. */
+            directory: string;
+            tables: {
+                table: string;
+                file: string;
+                rows: number;
+            }[];
         };
         /** PracticeList */
         PracticeList: {
@@ -2359,6 +2429,11 @@ export interface components {
             reference?: string | null;
             /** @description Why the money was given back, in words a person reads later. */
             reason: string;
+        };
+        /** RetentionRequest */
+        RetentionRequest: {
+            /** @description Keep the patient's records for their lifetime (HPCSA Booklet 9 s9.3.2: a mentally incompetent patient); false returns them to the practice's rule. */
+            lifelong: boolean;
         };
         /** ReverseRequest */
         ReverseRequest: {
@@ -2959,6 +3034,87 @@ export interface operations {
             401: components["responses"]["Problem401"];
             403: components["responses"]["Problem403"];
             404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getPatientRetention: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Patient id (`pat_...`). */
+                patientId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: a PatientRetention. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PatientRetention"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    setPatientRetention: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Patient id (`pat_...`). */
+                patientId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionRequest"];
+            };
+        };
+        responses: {
+            /** @description OK: a PatientRetention. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PatientRetention"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];

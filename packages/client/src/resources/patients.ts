@@ -11,6 +11,8 @@ import type {
   PatientPatch,
   PatientRecord,
   PatientRequest,
+  PatientRetention,
+  RetentionRequest,
 } from '../types.ts';
 
 export class Patients {
@@ -71,6 +73,30 @@ export class Patients {
       'post',
       '/api/v1/patients/{patientId}/erase',
       { params: { patientId }, body, creates: true },
+      options,
+    );
+  }
+
+  /** Where the patient's retention stands: last activity, the day it ends (null: kept for life), dormant. */
+  retention(patientId: string, options?: RequestOptions): Promise<PatientRetention> {
+    return this.#http.call(
+      'get',
+      '/api/v1/patients/{patientId}/retention',
+      { params: { patientId }, creates: false },
+      options,
+    );
+  }
+
+  /** Keeps the patient's records for their lifetime (`lifelong: true`), or returns them to the practice's rule. */
+  setRetention(
+    patientId: string,
+    body: RetentionRequest,
+    options?: RequestOptions,
+  ): Promise<PatientRetention> {
+    return this.#http.call(
+      'put',
+      '/api/v1/patients/{patientId}/retention',
+      { params: { patientId }, body, creates: false },
       options,
     );
   }
