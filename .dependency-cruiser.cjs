@@ -64,6 +64,23 @@ const LAYERS = [
     'back-office',
     ['platform', 'paging', 'api', 'claims', 'insurance', 'invoices', 'patients', 'practices', 'webhooks'],
   ],
+  // A patient's and a practice's data rights (access, de-identification, offboarding) span every record.
+  [
+    'data-rights',
+    [
+      'platform',
+      'paging',
+      'api',
+      'idempotency',
+      'jobs',
+      'patients',
+      'encounters',
+      'insurance',
+      'invoices',
+      'practices',
+      'webhooks',
+    ],
+  ],
 ];
 
 const seen = new Set();

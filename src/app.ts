@@ -21,6 +21,7 @@ import { claimRoutes } from './claims/routes.ts';
 import { queueClaimFromBill } from './claims/service.ts';
 import { codeSystemRoutes } from './code-systems/routes.ts';
 import { registerConsole } from './console/serve.ts';
+import { dataRightsRoutes } from './data-rights/routes.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
 import { declareOptionalBodies } from './docs/openapi-bodies.ts';
 import { shareErrorResponses, shareNamedSchemas } from './docs/openapi-components.ts';
@@ -31,6 +32,7 @@ import { eventRoutes } from './events/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { registerMetricsEndpoint } from './metrics-endpoint.ts';
+import { patientRecordRoutes } from './patients/record-routes.ts';
 import { patientRoutes } from './patients/routes.ts';
 import { callOperatorFunction } from './platform/db/transaction.ts';
 import { clientErrorHandler } from './platform/http/client-error.ts';
@@ -47,6 +49,8 @@ export const BODY_LIMIT_BYTES = 256 * 1024;
 
 export const apiRoutes = [
   ...patientRoutes,
+  ...patientRecordRoutes,
+  ...dataRightsRoutes,
   ...insuranceRoutes,
   ...practitionerRoutes,
   ...encounterRoutes,

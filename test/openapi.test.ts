@@ -49,7 +49,7 @@ describe('OpenAPI document', () => {
         assert.ok(op.operationId, `${method} ${p} has an operationId`);
         assert.match(
           op['x-permission'] ?? '',
-          /^[A-Z_]+:(CREATE|READ|UPDATE|EXECUTE|SUBMIT)$/,
+          /^[A-Z_]+:(CREATE|READ|UPDATE|EXECUTE|SUBMIT|EXPORT)$/,
           `${method} ${p}`,
         );
         assert.ok(op.responses['401'] && op.responses['403'], `${method} ${p} documents 401 and 403`);

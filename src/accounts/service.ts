@@ -90,7 +90,8 @@ export async function gatherAccount(
       ? { name: practitioner.name, registrationNumber: practitioner.registration_number }
       : null,
     patient: {
-      lastName: patient.last_name,
+      // An erased patient has no name left: the account, kept for the books, says so.
+      lastName: patient.last_name ?? '(erased patient)',
       givenNames: patient.given_names,
       address: addressOf(patient.addresses),
     },

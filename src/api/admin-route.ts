@@ -21,7 +21,7 @@ import { AppError } from '../platform/http/errors.ts';
 import { BODY_OPTIONAL, ProblemSchema } from '../platform/http/schema.ts';
 import { nullBodyRefused } from '../platform/http/validation.ts';
 import { adminKeyUse } from './admin-key-use.ts';
-import { type AnswerFile, sendFile, successResponse } from './answer-file.ts';
+import { type AnswerFile, afterCommitOf, sendAfterCommit, successResponse } from './answer-file.ts';
 import type { Deps } from './deps.ts';
 
 export interface AdminContext<P, Q, B> {
@@ -40,8 +40,14 @@ export interface AdminContext<P, Q, B> {
   operator: string;
 }
 
-export interface AdminResult<R> {
-  body: R;
+/**
+ * What an operation answers: a body, or (a document too large to hold, such as a patient's whole
+ * record) `stream`, the body's JSON text written piece by piece once the work's transaction committed.
+ */
+export type AdminResult<R> = AdminAnswer &
+  ({ body: R; stream?: undefined } | { body?: undefined; stream: () => AsyncIterable<string> });
+
+interface AdminAnswer {
   /** The practice the operation touched, for its audit log. */
   audit?: {
     practiceId: string;
@@ -49,6 +55,8 @@ export interface AdminResult<R> {
     resourceId: string;
     /** Why, in the operator's words, when the operation asks for it (closing an invoice). */
     reason?: string;
+    /** The patient the operation read or changed: a read naming a patient is audited too. */
+    patientId?: string;
   };
   /** Path (under the service's base address) of the record created, where one can be read. */
   location?: string;
@@ -202,13 +210,14 @@ export function registerAdminScope(
               operator: operators.get(request) ?? 'operator:unknown',
             });
             done = result;
-            if (result.file) return { status: spec.successStatus, headers: {}, body: '' };
+            if (afterCommitOf(result)) return { status: spec.successStatus, headers: {}, body: '' };
             const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
             return successAnswer(reply, spec.successStatus, result.body, location);
           },
           // What the operator changed is audited in the practice it touched; a replay changes nothing.
           record: async (trx, _answer, outcome) => {
-            if (outcome.kind !== 'succeeded' || !done?.audit || spec.method === 'GET') return;
+            if (outcome.kind !== 'succeeded' || !done?.audit) return;
+            if (spec.method === 'GET' && !done.audit.patientId) return;
             await deps.audit.write(trx, {
               practiceId: done.audit.practiceId,
               actor: 'operator',
@@ -223,7 +232,7 @@ export function registerAdminScope(
               reason: done.audit.reason ?? null,
               resourceType: done.audit.resourceType,
               resourceId: done.audit.resourceId,
-              patientId: null,
+              patientId: done.audit.patientId ?? null,
               requestId: request.id,
               idempotencyKey: key ?? null,
             });
@@ -236,8 +245,9 @@ export function registerAdminScope(
           if (done.audit) deps.keyCache.forgetPractice(done.audit.practiceId);
           else deps.keyCache.flush();
         }
-        if (done?.file && answer.status === spec.successStatus) {
-          return sendFile(reply, answer.status, answer.headers, done.file);
+        const later = done && afterCommitOf(done);
+        if (later && answer.status === spec.successStatus) {
+          return sendAfterCommit(reply, answer.status, answer.headers, later);
         }
         return sendAnswer(reply, answer, replayed);
       },
