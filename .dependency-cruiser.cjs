@@ -79,6 +79,7 @@ const LAYERS = [
       'invoices',
       'practices',
       'webhooks',
+      'notifications',
     ],
   ],
 ];

@@ -10,6 +10,7 @@ import { forgetAnswersNaming } from '../idempotency/idempotency-store.ts';
 import { clearPatientMemberNumbers } from '../insurance/store.ts';
 import { unlinkInvoicesFromPerson } from '../invoices/store.ts';
 import { forgetFinishedClaimPayloads } from '../jobs/queue.ts';
+import { forgetPatientMail } from '../notifications/store.ts';
 import {
   type ErasureFacts,
   type ErasureRefusal,
@@ -20,6 +21,7 @@ import {
 import {
   type PatientRetentionRow,
   patientClaimIds,
+  patientInvoiceIds,
   patientRetentionRow,
 } from '../patients/retention-reads.ts';
 import { erasePatientRow, findPatient, type PatientRow, setRetainedForLife } from '../patients/store.ts';
@@ -97,6 +99,7 @@ export async function deidentify(
   await unlinkInvoicesFromPerson(trx, practiceId, patientId, await stampChange(trx));
   await forgetAnswersNaming(trx, practiceId, patientId);
   await forgetFinishedClaimPayloads(trx, practiceId, await patientClaimIds(trx, practiceId, patientId));
+  await forgetPatientMail(trx, practiceId, await patientInvoiceIds(trx, practiceId, patientId));
   await recordEvent(trx, practiceId, 'patient.erased', { type: 'patient', id: patientId }, now);
   return erased;
 }

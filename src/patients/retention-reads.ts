@@ -77,6 +77,15 @@ export async function retentionCandidates(
   return result.rows.map((r) => r.id);
 }
 
+/** The ids of the patient's invoices. */
+export async function patientInvoiceIds(trx: Trx, practiceId: string, patientId: string): Promise<string[]> {
+  const result = await sql<{ id: string }>`
+    SELECT id FROM invoices WHERE practice_id = ${practiceId} AND patient_id = ${patientId} ORDER BY id`.execute(
+    trx,
+  );
+  return result.rows.map((r) => r.id);
+}
+
 /** The ids of the claims on the patient's invoices. */
 export async function patientClaimIds(trx: Trx, practiceId: string, patientId: string): Promise<string[]> {
   const result = await sql<{ id: string }>`
