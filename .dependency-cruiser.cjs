@@ -80,6 +80,7 @@ const LAYERS = [
       'practices',
       'webhooks',
       'notifications',
+      'accounts',
     ],
   ],
 ];

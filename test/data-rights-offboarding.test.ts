@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
+import { pdfPages } from './accounts-fixtures.ts';
 import { billedInvoice, billingPractice, newPatient } from './billing-fixtures.ts';
 import { describeEachBackend, startService, type TestService } from './harness.ts';
 import { childEnv, cli } from './processes.ts';
@@ -111,6 +112,11 @@ describeEachBackend('a practice leaving the service', (backend) => {
       JSON.parse(fs.readFileSync(path.join(directory, 'manifest.json'), 'utf8')),
       exported.body,
     );
+    // The issued invoice's account, as the patient received it.
+    assert.equal(exported.body.accounts, 1);
+    assert.deepEqual(fs.readdirSync(path.join(directory, 'accounts')), [`${invoice.number}.pdf`]);
+    const pages = await pdfPages(fs.readFileSync(path.join(directory, 'accounts', `${invoice.number}.pdf`)));
+    assert.ok(pages.join('\n').includes(invoice.number), 'the account names its invoice');
 
     const wrong = await remove(staying.practiceId);
     assert.equal(wrong.status, 422, wrong.text);

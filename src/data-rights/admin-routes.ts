@@ -18,7 +18,7 @@ const PracticeExport = Type.Object(
     exportedAt: Type.String({ format: 'date-time' }),
     directory: Type.String({
       description:
-        "The folder on the server's disk holding the export: one `<table>.jsonl` per table and `manifest.json`.",
+        "The folder on the server's disk holding the export: one `<table>.jsonl` per table, `manifest.json`, and `accounts/` with each issued invoice's account as PDF.",
     }),
     tables: Type.Array(
       Type.Object(
@@ -26,6 +26,9 @@ const PracticeExport = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    accounts: Type.Integer({
+      description: "How many issued invoices' accounts were written, one `accounts/<invoice number>.pdf` each.",
+    }),
   },
   { additionalProperties: false, title: 'PracticeExport' },
 );

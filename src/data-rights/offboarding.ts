@@ -1,10 +1,14 @@
 // Owns a practice leaving the service: the export of all its data (one JSON-lines file per table,
-// written page by page into DATA_DIR/exports/ for the operator to hand over) and, after it, the
+// written page by page into DATA_DIR/exports/ for the operator to hand over, and each issued invoice's
+// account as the patient received it, as PDF under accounts/) and, after it, the
 // deletion of every row of the practice from every table (practice-rows.ts), refused while its jobs
 // are in flight. Logs counts only; never the rows.
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
+import { renderAccountPdf } from '../accounts/document.ts';
+import { gatherAccount } from '../accounts/service.ts';
+import { accountViewOf } from '../accounts/view.ts';
 import { forgetOperatorAnswersNaming } from '../idempotency/idempotency-store.ts';
 import { practiceJobsInFlight } from '../jobs/queue-figures.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -21,6 +25,8 @@ export interface PracticeExport {
   /** The folder on the server's disk that holds the export (one `<table>.jsonl` per table, and manifest.json). */
   directory: string;
   tables: Array<{ table: string; file: string; rows: number }>;
+  /** The issued invoices' accounts, one `accounts/<invoice number>.pdf` each. */
+  accounts: number;
 }
 
 /** Writes one table's rows of the practice to `file`, a page at a time; answers how many. */
@@ -42,6 +48,25 @@ async function exportTable(trx: Trx, table: string, practiceId: string, file: st
     await once(out, 'close');
   }
   return rows;
+}
+
+/** Writes each issued invoice's account, as it stands, into `directory`; answers how many. */
+async function exportAccounts(trx: Trx, practiceId: string, directory: string, now: Date): Promise<number> {
+  await fs.promises.mkdir(directory, { mode: 0o700 });
+  let written = 0;
+  for (let after = FIRST_POSITION; ; ) {
+    const page = await practiceRowsPage(trx, 'invoices', practiceId, after, PAGE_ROWS);
+    for (const { row } of page) {
+      const invoice = row as { id: string; number: string; issued_at: string | null };
+      if (invoice.issued_at === null) continue;
+      const { parts } = await gatherAccount(trx, practiceId, invoice.id);
+      const file = path.join(directory, `${invoice.number.replace(/[^\w.-]/g, '_')}.pdf`);
+      await fs.promises.writeFile(file, await renderAccountPdf(accountViewOf(parts), now), { mode: 0o600 });
+      written += 1;
+    }
+    if (page.length < PAGE_ROWS) return written;
+    after = page[page.length - 1]!.position;
+  }
 }
 
 /**
@@ -68,6 +93,7 @@ export async function exportPractice(
     exportedAt: now.toISOString(),
     directory,
     tables,
+    accounts: await exportAccounts(trx, practiceId, path.join(directory, 'accounts'), now),
   };
   await fs.promises.writeFile(path.join(directory, 'manifest.json'), `${JSON.stringify(result, null, 2)}\n`, {
     mode: 0o600,

@@ -2323,13 +2323,15 @@ export interface components {
             practiceId: string;
             /** Format: date-time */
             exportedAt: string;
-            /** @description The folder on the server's disk holding the export: one `<table>.jsonl` per table and `manifest.json`. */
+            /** @description The folder on the server's disk holding the export: one `<table>.jsonl` per table, `manifest.json`, and `accounts/` with each issued invoice's account as PDF. */
             directory: string;
             tables: {
                 table: string;
                 file: string;
                 rows: number;
             }[];
+            /** @description How many issued invoices' accounts were written, one `accounts/<invoice number>.pdf` each. */
+            accounts: number;
         };
         /** PracticeList */
         PracticeList: {
