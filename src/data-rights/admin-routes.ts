@@ -27,7 +27,8 @@ const PracticeExport = Type.Object(
       ),
     ),
     accounts: Type.Integer({
-      description: "How many issued invoices' accounts were written, one `accounts/<invoice number>.pdf` each.",
+      description:
+        "How many issued invoices' accounts were written, one `accounts/<invoice number>.pdf` each.",
     }),
   },
   { additionalProperties: false, title: 'PracticeExport' },
