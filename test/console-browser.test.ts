@@ -130,6 +130,8 @@ before(async () => {
     env: { ...process.env, ...chosen.env },
     headless: true,
     viewport: { width: 1366, height: 768 },
+    // The operator works where the practice is, whatever the machine's own time zone.
+    timezoneId: 'Africa/Johannesburg',
     args: [
       '--headless',
       '--no-sandbox',
@@ -308,9 +310,11 @@ test('a payment recorded from the invoice page balances it', async () => {
   await page.getByLabel(/Amount/).fill(amount);
   await page.getByLabel('Method').selectOption('card');
   await page.getByLabel('Reference').fill('POS-77');
-  // Taken at the desk yesterday morning and recorded now: the time typed is the browser's local time.
-  await page.getByLabel('Received (empty: now)').fill('2026-03-09T10:30');
-  const typedAt = await page.evaluate(() => new Date('2026-03-09T10:30').toISOString());
+  // Taken at the desk earlier this morning, on the day of the visit, and recorded now: the time typed
+  // is the browser's local time (Johannesburg, 05:30Z).
+  await page.getByLabel('Received (empty: now)').fill('2026-03-10T07:30');
+  const typedAt = await page.evaluate(() => new Date('2026-03-10T07:30').toISOString());
+  assert.equal(typedAt, '2026-03-10T05:30:00.000Z');
   // The first answer is lost on the way back, after the service recorded the payment: the console
   // retries with the same Idempotency-Key, and the service replays instead of recording it twice.
   const sent: Array<string | undefined> = [];

@@ -260,6 +260,8 @@ describe('database faults (own PostgreSQL cluster)', {
     service = await startServeProcess({
       databaseUrl: cluster.url(proxy.port),
       env: {
+        // A fresh cluster: this serve process migrates it (serve only checks by default).
+        MIGRATE_ON_START: 'true',
         STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
         DATABASE_POOL_SIZE: '5',
         RATE_LIMIT_PER_MINUTE: '1000000',
