@@ -34,12 +34,8 @@ const ALLOWED: Record<string, string> = {
   'src/idempotency/keyed-request.ts:runKeyed': 'not split yet; split along its commented phases',
   'src/invoices/bill.ts:billEncounter': 'not split yet; split along its commented phases',
   'src/invoices/bill.ts:billedLines': 'not split yet; split along its commented phases',
-  'src/invoices/lines.ts:inspectLine': 'not split yet; split along its commented phases',
   'src/invoices/rates.ts:ratesForCodes': 'not split yet; split along its commented phases',
-  'src/invoices/service.ts:touchInvoice': 'not split yet; split along its commented phases',
   'src/jobs/take.ts:dealtSlots': 'not split yet; split along its commented phases',
-  'src/platform/db/database.ts:openPostgres': 'not split yet; split along its commented phases',
-  'src/platform/db/listen.ts:listenOn': 'not split yet; split along its commented phases',
 };
 
 interface Found {
