@@ -11,9 +11,10 @@ import { expect } from './api.ts';
 import { freePort, waitFor200 } from './children.ts';
 import { answerArrival } from './claim-pipeline.ts';
 import { type DbCounts, minus, per, plus, ServiceCounter, ZERO } from './db-counts.ts';
-import type { PassContext } from './pass-steps.ts';
+import type { PassContext } from './pass-context.ts';
 import { connect, createDatabase, randomSuffix } from './postgres.ts';
 import { registerWebhook } from './provision.ts';
+import type { CountedClaims } from './results.ts';
 import { practiceWithVisits } from './seed-api.ts';
 import { startService } from './service.ts';
 import { startReceiver } from './webhook-receiver.ts';
@@ -21,16 +22,6 @@ import { startReceiver } from './webhook-receiver.ts';
 interface WorkerCounts {
   total: DbCounts;
   byKind: Record<string, DbCounts & { jobs: number }>;
-}
-
-export interface CountedClaims {
-  claims: number;
-  perClaim: { total: DbCounts; api: DbCounts; worker: DbCounts };
-  /** Per job kind: jobs per claim, and the work of one job and of a claim's jobs of that kind. */
-  byKind: Record<string, { jobsPerClaim: number; perJob: DbCounts; perClaim: DbCounts }>;
-  /** The worker's work outside any job, per claim. */
-  workerOutsideJobs: DbCounts;
-  basis: string;
 }
 
 const IDLE_MS = 1_500;

@@ -19,16 +19,11 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { expect, mapConcurrent } from './api.ts';
-import {
-  answerArrival,
-  type ClaimResult,
-  lostClaims,
-  queuedClaims,
-  runClaimPipeline,
-} from './claim-pipeline.ts';
+import { answerArrival, lostClaims, queuedClaims, runClaimPipeline } from './claim-pipeline.ts';
 import { onCleanup } from './cleanup.ts';
-import { type PassContext, watchService } from './pass-steps.ts';
+import { type PassContext, watchService } from './pass-context.ts';
 import { registerWebhook } from './provision.ts';
+import type { NoisyNeighbourResult, OverloadResult } from './results.ts';
 import { practiceWithVisits } from './seed-api.ts';
 import { type RunningService, type ServiceSpec, startService } from './service.ts';
 import { stepLoad, stepRates } from './step-load.ts';
@@ -79,33 +74,6 @@ export const ISOLATION_TARGETS = {
   overloadSuccessP99Ms: 1000,
   recoveryMs: 10_000,
 };
-
-export interface NoisyNeighbourResult {
-  deliveriesQueued: number;
-  /** Deliveries of A still pending when B's last claim had its answer. */
-  deliveriesStillPending: number;
-  claims: ClaimResult;
-}
-
-export interface OverloadResult {
-  /** The claim capacity the overload is three times, claims/s. */
-  capacity: number;
-  /** Where that capacity comes from. */
-  capacitySource: string;
-  overload: ClaimResult;
-  /** Refusals that were not a 503 with Retry-After, by status. */
-  otherRefusals: Record<string, number>;
-  /** Accepted bills whose claim had no outcome, or whose webhook never came, after the drain. */
-  lost: number;
-  recovery: ClaimResult;
-  /**
-   * From the end of the overload until the end of the first whole second in which claims reached their
-   * outcome at 90 % of the capacity or more; null when no second did.
-   */
-  recoveryMs: number | null;
-  /** From the end of the overload until the last bill refused while the capacity was offered. */
-  lastRefusalMs: number;
-}
 
 /**
  * Milliseconds from `from` to the end of the first whole second (counted from `from`) with at least

@@ -10,6 +10,7 @@ import { startBaseline } from './baseline.ts';
 import { pgliteTarget } from './bulk-sql.ts';
 import { onCleanup } from './cleanup.ts';
 import { isolationOnly, isolationScenarios, noteShedding, sheddingEnv } from './isolation.ts';
+import { type PassContext, watchService } from './pass-context.ts';
 import {
   analyze,
   claimScenario,
@@ -17,11 +18,9 @@ import {
   invoicePlan,
   loadClaimVisits,
   loadInvoices,
-  type PassContext,
   pagingScenario,
   patientScenarios,
   seedThroughApi,
-  watchService,
 } from './pass-steps.ts';
 import { type RunningService, startService } from './service.ts';
 import { median } from './stats.ts';

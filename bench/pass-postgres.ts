@@ -12,6 +12,7 @@ import { startBaseline } from './baseline.ts';
 import { postgresTarget } from './bulk-sql.ts';
 import { countedClaims } from './counted-claims.ts';
 import { isolationOnly, isolationScenarios } from './isolation.ts';
+import { type PassContext, watchService } from './pass-context.ts';
 import {
   analyze,
   claimScenario,
@@ -19,12 +20,10 @@ import {
   invoicePlan,
   loadClaimVisits,
   loadInvoices,
-  type PassContext,
   pagingScenario,
   patientScenarios,
   seedThroughApi,
   sharedClaimScenario,
-  watchService,
 } from './pass-steps.ts';
 import { createDatabase, randomSuffix } from './postgres.ts';
 import { rateLimitStoreScenario } from './rate-limit-store.ts';

@@ -4,15 +4,15 @@
 import { randomBytes } from 'node:crypto';
 import { type AbResult, type RoundProbe, runAb } from './ab.ts';
 import type { RunningBaseline } from './baseline.ts';
-import type { Budget } from './budget.ts';
 import { cloneId, cloneVisits, type SqlTarget } from './bulk-sql.ts';
 import { memoryOf } from './children.ts';
 import { type ClaimResult, runClaimPipeline } from './claim-pipeline.ts';
-import { type CpuUse, CpuWindow, type WindowSpec } from './cpu-window.ts';
-import { type DbCounts, describeCounts, minus, ServiceCounter } from './db-counts.ts';
+import { CpuWindow, type WindowSpec } from './cpu-window.ts';
+import { type DbCounts, describeCounts, minus } from './db-counts.ts';
 import { pageStarts } from './page-starts.ts';
+import { type PassContext, recordWindow } from './pass-context.ts';
 import { type Practice, provisionPractice, registerWebhook } from './provision.ts';
-import type { PassResult } from './results.ts';
+import type { StepLoadResult } from './results.ts';
 import { createPatient, findPatient, getPatient, invoicePages, type Scenario } from './scenarios.ts';
 import {
   addCoverages,
@@ -24,41 +24,8 @@ import {
 } from './seed-api.ts';
 import type { RunningService } from './service.ts';
 import { LATENCY_SHARES, type PassName, type Settings } from './settings.ts';
-import { measuredClaims, STEPS, type StepLoadResult, stepLoad, stepRates } from './step-load.ts';
+import { measuredClaims, STEPS, stepLoad, stepRates } from './step-load.ts';
 import { startReceiver } from './webhook-receiver.ts';
-
-export interface PassContext {
-  settings: Settings;
-  budget: Budget;
-  log: (line: string) => void;
-  result: PassResult;
-  /** Set once the service runs: its API's database counts, when this build counts them. */
-  counter?: ServiceCounter | undefined;
-  /** Set once the service runs: whose CPU a measured window attributes to the service. */
-  cpu?: Omit<WindowSpec, 'label'>;
-}
-
-/** Where the service under test runs, for the CPU windows and the database counts. */
-export async function watchService(
-  ctx: PassContext,
-  service: RunningService,
-  adminToken: string,
-  postgres?: { adminUrl: string; serviceDatabase: string },
-): Promise<void> {
-  ctx.cpu = {
-    apiPid: service.child.pid,
-    ...(service.worker ? { workerPid: service.worker.pid } : {}),
-    ...(postgres ? { postgres } : {}),
-  };
-  ctx.counter = await ServiceCounter.open(service.baseUrl, adminToken);
-  if (!ctx.counter) ctx.result.notes.push('the service does not count its database statements: no counts');
-}
-
-/** Records a measured window's CPU use in the pass's results, and answers it. */
-export function recordWindow(ctx: PassContext, cpu: CpuUse): CpuUse {
-  ctx.result.windows.push(cpu);
-  return cpu;
-}
 
 const SETTLE_MS = 1_000;
 

@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { mapConcurrent } from './api.ts';
 import { type ClaimResult, runClaimPipeline } from './claim-pipeline.ts';
-import type { PassContext } from './pass-steps.ts';
+import type { PassContext } from './pass-context.ts';
 import { createDatabase, randomSuffix } from './postgres.ts';
 import { type Practice, provisionPractice, registerWebhook } from './provision.ts';
 import { addCoverages, createPatients, createVisit } from './seed-api.ts';

@@ -13,37 +13,10 @@ import type { Kysely } from 'kysely';
 import { openPostgres } from '../src/platform/db/database.ts';
 import { migrateToLatest } from '../src/platform/db/migrate.ts';
 import { RateLimits } from '../src/platform/http/rate-limit.ts';
-import type { PassContext } from './pass-steps.ts';
+import type { PassContext } from './pass-context.ts';
 import { createDatabase, randomSuffix } from './postgres.ts';
+import type { RateLimitStoreResult, StoreName, StoreRound, StoreSummary } from './results.ts';
 import { median, percentile, round } from './stats.ts';
-
-export type StoreName = 'memory' | 'postgres';
-
-export interface StoreRound {
-  store: StoreName;
-  /** 0 for the warm-up. */
-  round: number;
-  countsPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-}
-
-export interface StoreSummary {
-  countsPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-}
-
-export interface RateLimitStoreResult {
-  rounds: StoreRound[];
-  memory: StoreSummary;
-  postgres: StoreSummary;
-  /** Median over rounds of PostgreSQL counts/s ÷ memory counts/s. */
-  ratio: number;
-  /** Median p50 PostgreSQL − memory: what each request pays for a shared count. */
-  addedP50Ms: number;
-  basis: string;
-}
 
 /** An allowance no caller reaches: no count is refused (its reservations are a hundredth of it). */
 const UNREACHED = 1_000_000_000;

@@ -4,11 +4,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { CpuPerRequest } from './ab.ts';
 import type { ClaimResult } from './claim-pipeline.ts';
-import type { CountedClaims } from './counted-claims.ts';
 import type { DbCounts } from './db-counts.ts';
 import { QUIET } from './quiet.ts';
-import type { PassResult, RunResult } from './results.ts';
-import { FOLLOWING, type MeasuredClaims } from './step-load.ts';
+import type { CountedClaims, MeasuredClaims, PassResult, RunResult } from './results.ts';
+import { FOLLOWING } from './step-load.ts';
 import { ratioChart } from './svg.ts';
 
 function row(cells: (string | number | undefined)[]): string {

@@ -15,9 +15,9 @@ import {
   queuedClaims,
   runClaimPipeline,
 } from './claim-pipeline.ts';
-import { type CpuUse, CpuWindow } from './cpu-window.ts';
-import type { PassContext } from './pass-steps.ts';
-import { recordWindow } from './pass-steps.ts';
+import { CpuWindow } from './cpu-window.ts';
+import { type PassContext, recordWindow } from './pass-context.ts';
+import type { MeasuredClaims, StepLoadResult } from './results.ts';
 import type { PassName } from './settings.ts';
 import { round } from './stats.ts';
 import type { Receiver } from './webhook-receiver.ts';
@@ -27,27 +27,6 @@ const RAMP_MS = 1_000;
 
 /** Completions follow the offered rate while at least this share of it completes. */
 export const FOLLOWING = 0.9;
-
-export interface MeasuredClaims {
-  run: ClaimResult;
-  cpu: CpuUse;
-  /** Answer webhooks of this run's claims received during its sending, per second. */
-  completionsPerSec: number;
-  /** Service (API + worker) and PostgreSQL CPU ms per claim completed during the sending. */
-  cpuMsPerClaim: { api: number; worker: number; postgres: number; total: number } | undefined;
-}
-
-export interface StepLoadResult {
-  steps: (MeasuredClaims & { offeredRate: number; following: boolean })[];
-  /** The highest completion rate of any step, claims/s. */
-  claimsPerSec: number;
-  /** The highest offered rate the completions followed; 0 when not even the first. */
-  followedUpTo: number;
-  /** True when a step did not follow (the machine was saturated); false when the last step still did. */
-  saturated: boolean;
-  /** CPU per claim in the first step that did not follow (else the last step). */
-  cpuMsPerClaimAtSaturation: MeasuredClaims['cpuMsPerClaim'];
-}
 
 export const STEPS = {
   start: { postgres: number('BENCH_STEP_START', 30), pglite: number('BENCH_STEP_START', 8) },

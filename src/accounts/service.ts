@@ -74,18 +74,9 @@ export async function gatherAccount(
     : undefined;
   const payments = await paymentsOf(trx, practiceId, invoiceId);
   const refunds = await refundsOf(trx, practiceId, invoiceId);
+  const coverage = await coverageParts(trx, practiceId, await coverageIdOf(trx, record));
   const parts: AccountParts = {
-    practice: {
-      name: practice.name,
-      practiceNumber: practice.practice_number,
-      groupPracticeNumber: practice.group_practice_number,
-      vatNumber: practice.vat_number,
-      vatRateBasisPoints: practice.vat_rate_basis_points,
-      address: practice.address,
-      phone: practice.phone,
-      email: practice.email,
-      bankDetails: practice.bank_details,
-    },
+    practice: practiceParts(practice),
     practitioner: practitioner
       ? { name: practitioner.name, registrationNumber: practitioner.registration_number }
       : null,
@@ -95,7 +86,33 @@ export async function gatherAccount(
       givenNames: patient.given_names,
       address: addressOf(patient.addresses),
     },
-    coverage: await coverageParts(trx, practiceId, await coverageIdOf(trx, record)),
+    coverage,
+    ...invoiceParts(record),
+    payments: payments.map((p) => ({ source: p.source, amount: Number(p.amount) })),
+    refunds: refunds.map((r) => ({ amount: Number(r.amount) })),
+  };
+  return { parts, record };
+}
+
+/** The practice as the account shows it. */
+function practiceParts(practice: Awaited<ReturnType<typeof getPractice>>): AccountParts['practice'] {
+  return {
+    name: practice.name,
+    practiceNumber: practice.practice_number,
+    groupPracticeNumber: practice.group_practice_number,
+    vatNumber: practice.vat_number,
+    vatRateBasisPoints: practice.vat_rate_basis_points,
+    address: practice.address,
+    phone: practice.phone,
+    email: practice.email,
+    bankDetails: practice.bank_details,
+  };
+}
+
+/** The invoice and its lines as the account shows them. */
+function invoiceParts(record: GatheredAccount['record']): Pick<AccountParts, 'invoice' | 'lines'> {
+  const i = record.invoice;
+  return {
     invoice: {
       number: i.number,
       status: i.status,
@@ -120,8 +137,5 @@ export async function gatherAccount(
       unitPrice: Number(l.unit_price),
       total: Number(l.total),
     })),
-    payments: payments.map((p) => ({ source: p.source, amount: Number(p.amount) })),
-    refunds: refunds.map((r) => ({ amount: Number(r.amount) })),
   };
-  return { parts, record };
 }

@@ -81,50 +81,8 @@ export async function dashboardOf(trx: Trx, practiceId: string, date: string): P
   const billing = await practiceBilling(trx, practiceId);
   const tz = billing.timezone;
   const from = daysBefore(date, DAYS - 1);
-  const claims = await sql<{ day: string; status: string; count: number | string; claimed: number | string }>`
-    SELECT to_char((c.submitted_at AT TIME ZONE ${tz})::date, 'YYYY-MM-DD') AS day, c.status,
-           count(*) AS count, coalesce(sum(i.total_gross), 0) AS claimed
-      FROM claims c JOIN invoices i ON i.practice_id = c.practice_id AND i.id = c.invoice_id
-     WHERE c.practice_id = ${practiceId}
-       AND (c.submitted_at AT TIME ZONE ${tz})::date BETWEEN ${from}::date AND ${date}::date
-     GROUP BY 1, 2`.execute(trx);
-  const approved = await sql<{ approved: number | string | null }>`
-    SELECT coalesce(sum(ci.benefit), 0) AS approved
-      FROM claims c JOIN claim_items ci ON ci.practice_id = c.practice_id AND ci.claim_id = c.id
-     WHERE c.practice_id = ${practiceId} AND ci.decision <> 'denied'
-       AND (c.submitted_at AT TIME ZONE ${tz})::date = ${date}::date`.execute(trx);
-  const payments = await sql<{ day: string; source: string; amount: number | string }>`
-    SELECT to_char((received_at AT TIME ZONE ${tz})::date, 'YYYY-MM-DD') AS day, source,
-           coalesce(sum(amount), 0) AS amount
-      FROM payments
-     WHERE practice_id = ${practiceId}
-       AND (received_at AT TIME ZONE ${tz})::date BETWEEN ${from}::date AND ${date}::date
-     GROUP BY 1, 2`.execute(trx);
-  const refunds = await sql<{ day: string; amount: number | string }>`
-    SELECT to_char((refunded_at AT TIME ZONE ${tz})::date, 'YYYY-MM-DD') AS day, coalesce(sum(amount), 0) AS amount
-      FROM refunds
-     WHERE practice_id = ${practiceId}
-       AND (refunded_at AT TIME ZONE ${tz})::date BETWEEN ${from}::date AND ${date}::date
-     GROUP BY 1`.execute(trx);
-  const endpoints = await sql<{
-    id: string;
-    url: string;
-    enabled: boolean;
-    disabled_reason: string | null;
-    failing_since: Date | null;
-    failed: number | string;
-  }>`
-    SELECT w.id, w.url, w.enabled, w.disabled_reason, w.failing_since,
-           (SELECT count(*) FROM webhook_deliveries d
-             WHERE d.practice_id = w.practice_id AND d.endpoint_id = w.id
-               AND ((d.state = 'pending' AND d.attempts > 0)
-                 OR (d.state IN ('failed', 'cancelled')
-                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = d.practice_id
-                           AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id
-                           AND o.state IN ('pending', 'delivered'))))) AS failed
-      FROM webhook_endpoints w
-     WHERE w.practice_id = ${practiceId} AND (w.failing_since IS NOT NULL OR NOT w.enabled)
-     ORDER BY w.created_at, w.id`.execute(trx);
+  const { claims, approved, payments, refunds } = await moneyRows(trx, practiceId, tz, from, date);
+  const failing = await failingEndpoints(trx, practiceId);
 
   const today = claims.rows.filter((r) => r.day === date);
   const sumOf = (rows: Array<{ amount: number | string }>) => rows.reduce((s, r) => s + Number(r.amount), 0);
@@ -150,13 +108,67 @@ export async function dashboardOf(trx: Trx, practiceId: string, date: string): P
       refunded: sumOf(refunds.rows.filter((r) => r.day === date)),
     },
     days,
-    failingEndpoints: endpoints.rows.map((e) => ({
-      id: e.id,
-      url: e.url,
-      enabled: e.enabled,
-      disabledReason: e.disabled_reason,
-      failingSince: e.failing_since ? new Date(e.failing_since).toISOString() : null,
-      undelivered: Number(e.failed),
-    })),
+    failingEndpoints: failing,
   };
+}
+
+/** Claims, approvals, payments and refunds per day of the window (the claims' also per status). */
+async function moneyRows(trx: Trx, practiceId: string, tz: string, from: string, date: string) {
+  const claims = await sql<{ day: string; status: string; count: number | string; claimed: number | string }>`
+    SELECT to_char((c.submitted_at AT TIME ZONE ${tz})::date, 'YYYY-MM-DD') AS day, c.status,
+           count(*) AS count, coalesce(sum(i.total_gross), 0) AS claimed
+      FROM claims c JOIN invoices i ON i.practice_id = c.practice_id AND i.id = c.invoice_id
+     WHERE c.practice_id = ${practiceId}
+       AND (c.submitted_at AT TIME ZONE ${tz})::date BETWEEN ${from}::date AND ${date}::date
+     GROUP BY 1, 2`.execute(trx);
+  const approved = await sql<{ approved: number | string | null }>`
+    SELECT coalesce(sum(ci.benefit), 0) AS approved
+      FROM claims c JOIN claim_items ci ON ci.practice_id = c.practice_id AND ci.claim_id = c.id
+     WHERE c.practice_id = ${practiceId} AND ci.decision <> 'denied'
+       AND (c.submitted_at AT TIME ZONE ${tz})::date = ${date}::date`.execute(trx);
+  const payments = await sql<{ day: string; source: string; amount: number | string }>`
+    SELECT to_char((received_at AT TIME ZONE ${tz})::date, 'YYYY-MM-DD') AS day, source,
+           coalesce(sum(amount), 0) AS amount
+      FROM payments
+     WHERE practice_id = ${practiceId}
+       AND (received_at AT TIME ZONE ${tz})::date BETWEEN ${from}::date AND ${date}::date
+     GROUP BY 1, 2`.execute(trx);
+  const refunds = await sql<{ day: string; amount: number | string }>`
+    SELECT to_char((refunded_at AT TIME ZONE ${tz})::date, 'YYYY-MM-DD') AS day, coalesce(sum(amount), 0) AS amount
+      FROM refunds
+     WHERE practice_id = ${practiceId}
+       AND (refunded_at AT TIME ZONE ${tz})::date BETWEEN ${from}::date AND ${date}::date
+     GROUP BY 1`.execute(trx);
+  return { claims, approved, payments, refunds };
+}
+
+/** The practice's webhook endpoints that fail or were disabled, each with its deliveries not made. */
+async function failingEndpoints(trx: Trx, practiceId: string): Promise<Dashboard['failingEndpoints']> {
+  const endpoints = await sql<{
+    id: string;
+    url: string;
+    enabled: boolean;
+    disabled_reason: string | null;
+    failing_since: Date | null;
+    failed: number | string;
+  }>`
+    SELECT w.id, w.url, w.enabled, w.disabled_reason, w.failing_since,
+           (SELECT count(*) FROM webhook_deliveries d
+             WHERE d.practice_id = w.practice_id AND d.endpoint_id = w.id
+               AND ((d.state = 'pending' AND d.attempts > 0)
+                 OR (d.state IN ('failed', 'cancelled')
+                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = d.practice_id
+                           AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id
+                           AND o.state IN ('pending', 'delivered'))))) AS failed
+      FROM webhook_endpoints w
+     WHERE w.practice_id = ${practiceId} AND (w.failing_since IS NOT NULL OR NOT w.enabled)
+     ORDER BY w.created_at, w.id`.execute(trx);
+  return endpoints.rows.map((e) => ({
+    id: e.id,
+    url: e.url,
+    enabled: e.enabled,
+    disabledReason: e.disabled_reason,
+    failingSince: e.failing_since ? new Date(e.failing_since).toISOString() : null,
+    undelivered: Number(e.failed),
+  }));
 }

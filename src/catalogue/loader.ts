@@ -157,39 +157,7 @@ async function loadCodeSystem(
   counts.codeSystems++;
   const stored = await publishedSystemIdOf(trx, system.url);
 
-  if (system.concepts) {
-    const rows = readCsv(path.join(dir, system.concepts));
-    const concepts = rows.map((row) => {
-      if (!row.code || !row.display) throw new Error(`${system.concepts}: every row needs code and display`);
-      const defaultPrice = integerOrNull(row.defaultPrice, `${system.concepts} ${row.code} defaultPrice`);
-      return {
-        id: publishedConceptId(system.url, row.code),
-        code_system_id: stored.id,
-        code: row.code,
-        display: row.display,
-        definition: row.definition || null,
-        default_price: defaultPrice,
-        currency: defaultPrice === null ? null : 'ZAR',
-      };
-    });
-    await inChunks(concepts, 200, (chunk) => upsertPublishedConcepts(trx, chunk));
-    counts.concepts += concepts.length;
-
-    if (system.governingBody) {
-      const body = system.governingBody;
-      await upsertGoverningBody(trx, body.id, body.name);
-      const rates = rows
-        .filter((row) => row.governingBodyPrice)
-        .map((row) => ({
-          governing_body_id: body.id,
-          system: system.url,
-          code: row.code!,
-          amount: integerOrNull(row.governingBodyPrice, `${system.concepts} ${row.code} governingBodyPrice`)!,
-        }));
-      await inChunks(rates, 200, (chunk) => upsertGoverningBodyRates(trx, chunk));
-      counts.governingBodyRates += rates.length;
-    }
-  }
+  if (system.concepts) await loadConcepts(trx, dir, system, system.concepts, stored.id, counts);
 
   if (system.modifiers) {
     const modifiers = readCsv(path.join(dir, system.modifiers)).map((row) => ({
@@ -201,6 +169,57 @@ async function loadCodeSystem(
     await inChunks(modifiers, 200, (chunk) => upsertModifiers(trx, chunk));
     counts.modifiers += modifiers.length;
   }
+}
+
+/** A code system's concepts, and its governing body's rates when the file names one. */
+async function loadConcepts(
+  trx: Kysely<Tables>,
+  dir: string,
+  system: CodeSystemFile,
+  file: string,
+  storedId: string,
+  counts: CatalogueCounts,
+) {
+  const rows = readCsv(path.join(dir, file));
+  const concepts = rows.map((row) => {
+    if (!row.code || !row.display) throw new Error(`${file}: every row needs code and display`);
+    const defaultPrice = integerOrNull(row.defaultPrice, `${file} ${row.code} defaultPrice`);
+    return {
+      id: publishedConceptId(system.url, row.code),
+      code_system_id: storedId,
+      code: row.code,
+      display: row.display,
+      definition: row.definition || null,
+      default_price: defaultPrice,
+      currency: defaultPrice === null ? null : 'ZAR',
+    };
+  });
+  await inChunks(concepts, 200, (chunk) => upsertPublishedConcepts(trx, chunk));
+  counts.concepts += concepts.length;
+  if (system.governingBody)
+    await loadGoverningBodyRates(trx, system, system.governingBody, file, rows, counts);
+}
+
+/** The governing body's rate of each concept that has one. */
+async function loadGoverningBodyRates(
+  trx: Kysely<Tables>,
+  system: CodeSystemFile,
+  body: NonNullable<CodeSystemFile['governingBody']>,
+  file: string,
+  rows: ReturnType<typeof readCsv>,
+  counts: CatalogueCounts,
+) {
+  await upsertGoverningBody(trx, body.id, body.name);
+  const rates = rows
+    .filter((row) => row.governingBodyPrice)
+    .map((row) => ({
+      governing_body_id: body.id,
+      system: system.url,
+      code: row.code!,
+      amount: integerOrNull(row.governingBodyPrice, `${file} ${row.code} governingBodyPrice`)!,
+    }));
+  await inChunks(rates, 200, (chunk) => upsertGoverningBodyRates(trx, chunk));
+  counts.governingBodyRates += rates.length;
 }
 
 async function loadInsurance(trx: Kysely<Tables>, insurance: InsuranceFile, counts: CatalogueCounts) {

@@ -23,7 +23,7 @@ import { answerEffect } from './answer.ts';
 import { CLAIM_JOBS } from './job-kinds.ts';
 import { decideRemittance } from './remittance.ts';
 import { setClaimStatus } from './service.ts';
-import { findClaim, findClaimWithBenefit, insertClaimItems } from './store.ts';
+import { type ClaimRow, findClaim, findClaimWithBenefit, insertClaimItems } from './store.ts';
 import { submissionOf } from './submission.ts';
 
 export interface ClaimJobContext {
@@ -274,38 +274,48 @@ export async function runReverseJob(ctx: ClaimJobContext, job: JobRow): Promise<
         now,
       );
     } else {
-      const reversed = await setClaimStatus(trx, billing, claim, 'reversed', { message: null }, now);
-      // The insurer's money goes back with its acceptance, so the invoice owes it again.
-      await takeBackInsurerPayments(trx, billing, claim.invoice_id, claim.authorization_reference, now);
-      if (claim.resubmit_after_reversal) {
-        const resent = await setClaimStatus(
-          trx,
-          billing,
-          reversed,
-          'submitting',
-          {
-            authorization_reference: null,
-            ...(resubmit
-              ? { coverage_id: resubmit.coverageId, place_of_service_code: resubmit.placeOfServiceCode }
-              : {}),
-            submission_id: newId('submission'),
-            submission_started_at: now,
-            submitted_at: now,
-            resubmit_after_reversal: false,
-          },
-          now,
-        );
-        await enqueueJob(
-          trx,
-          practiceId,
-          CLAIM_JOBS.submit,
-          { claimId, submissionId: resent.submission_id },
-          now,
-        );
-      }
+      await recordReversed(trx, billing, claim, resubmit, now);
     }
     await finishJob(trx, job, now);
   });
+}
+
+/** The insurer reversed the claim: its payments go back, and the claim is sent again when asked. */
+async function recordReversed(
+  trx: Trx,
+  billing: PracticeBilling,
+  claim: ClaimRow,
+  resubmit: { coverageId: string; placeOfServiceCode: string | null } | null | undefined,
+  now: Date,
+): Promise<void> {
+  const reversed = await setClaimStatus(trx, billing, claim, 'reversed', { message: null }, now);
+  // The insurer's money goes back with its acceptance, so the invoice owes it again.
+  await takeBackInsurerPayments(trx, billing, claim.invoice_id, claim.authorization_reference, now);
+  if (!claim.resubmit_after_reversal) return;
+  const resent = await setClaimStatus(
+    trx,
+    billing,
+    reversed,
+    'submitting',
+    {
+      authorization_reference: null,
+      ...(resubmit
+        ? { coverage_id: resubmit.coverageId, place_of_service_code: resubmit.placeOfServiceCode }
+        : {}),
+      submission_id: newId('submission'),
+      submission_started_at: now,
+      submitted_at: now,
+      resubmit_after_reversal: false,
+    },
+    now,
+  );
+  await enqueueJob(
+    trx,
+    billing.id,
+    CLAIM_JOBS.submit,
+    { claimId: claim.id, submissionId: resent.submission_id },
+    now,
+  );
 }
 
 /**

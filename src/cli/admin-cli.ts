@@ -99,35 +99,9 @@ function retryHint(output: CliOutput, idempotencyKey: string | undefined): void 
 }
 
 export async function runAdmin(args: string[], env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
-  const [resource, action] = args;
-  const wantsHelp = (value: string | undefined) => value === '--help' || value === '-h' || value === 'help';
-  if (resource === undefined || wantsHelp(resource)) {
-    if (resource === undefined)
-      return usageError(output, 'admin needs a resource and an action.', adminUsage());
-    output.stdout(adminUsage());
-    return 0;
-  }
-  if (!ADMIN_COMMANDS.some((c) => c.resource === resource)) {
-    return usageError(output, `unknown admin resource "${resource}".`, adminUsage());
-  }
-  if (action === undefined || wantsHelp(action)) {
-    if (action === undefined)
-      return usageError(output, `admin ${resource} needs an action.`, adminUsage(resource));
-    output.stdout(adminUsage(resource));
-    return 0;
-  }
-  const command = findCommand(resource, action);
-  if (!command)
-    return usageError(output, `unknown action "${action}" for ${resource}.`, adminUsage(resource));
-
-  const options: NonNullable<ParseArgsConfig['options']> = {
-    url: { type: 'string' },
-    token: { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  };
-  for (const flag of command.flags) options[flag.flag] = { type: 'string' };
-  if (command.target) options[command.target.flag] = { type: 'string' };
-  if (command.idempotencyKey) options[IDEMPOTENCY_KEY_FLAG] = { type: 'string' };
+  const command = chosenCommand(args, output);
+  if (typeof command === 'number') return command;
+  const options = optionsOf(command);
   let idempotencyKey: string | undefined;
 
   try {
@@ -158,19 +132,67 @@ export async function runAdmin(args: string[], env: NodeJS.ProcessEnv, output: C
     if (answer.status === 409 || answer.status >= 500) retryHint(output, idempotencyKey);
     return answer.status >= 200 && answer.status < 300 ? 0 : 1;
   } catch (error) {
-    if (error instanceof UsageError) return usageError(output, error.message, commandUsage(command));
-    if (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) {
-      return usageError(output, error.message, commandUsage(command));
-    }
-    if (error instanceof AdminConnectionError) {
-      output.stderr(`practice-billing: ${error.message}\n`);
-      return 2;
-    }
-    if (error instanceof ServerUnreachableError) {
-      output.stderr(`practice-billing: ${error.message}\n`);
-      retryHint(output, idempotencyKey);
-      return 1;
-    }
-    throw error;
+    return failed(output, command, error, idempotencyKey);
   }
+}
+
+/** The command the first two arguments name; else the exit code, once usage or help is written. */
+function chosenCommand(args: string[], output: CliOutput): AdminCommand | number {
+  const [resource, action] = args;
+  const wantsHelp = (value: string | undefined) => value === '--help' || value === '-h' || value === 'help';
+  if (resource === undefined || wantsHelp(resource)) {
+    if (resource === undefined)
+      return usageError(output, 'admin needs a resource and an action.', adminUsage());
+    output.stdout(adminUsage());
+    return 0;
+  }
+  if (!ADMIN_COMMANDS.some((c) => c.resource === resource)) {
+    return usageError(output, `unknown admin resource "${resource}".`, adminUsage());
+  }
+  if (action === undefined || wantsHelp(action)) {
+    if (action === undefined)
+      return usageError(output, `admin ${resource} needs an action.`, adminUsage(resource));
+    output.stdout(adminUsage(resource));
+    return 0;
+  }
+  return (
+    findCommand(resource, action) ??
+    usageError(output, `unknown action "${action}" for ${resource}.`, adminUsage(resource))
+  );
+}
+
+/** The flags a command takes, with the connection's and help. */
+function optionsOf(command: AdminCommand): NonNullable<ParseArgsConfig['options']> {
+  const options: NonNullable<ParseArgsConfig['options']> = {
+    url: { type: 'string' },
+    token: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  };
+  for (const flag of command.flags) options[flag.flag] = { type: 'string' };
+  if (command.target) options[command.target.flag] = { type: 'string' };
+  if (command.idempotencyKey) options[IDEMPOTENCY_KEY_FLAG] = { type: 'string' };
+  return options;
+}
+
+/** The exit code for a command that failed, once its error is written; other errors are thrown on. */
+function failed(
+  output: CliOutput,
+  command: AdminCommand,
+  error: unknown,
+  idempotencyKey: string | undefined,
+): number {
+  if (error instanceof UsageError) return usageError(output, error.message, commandUsage(command));
+  if (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) {
+    return usageError(output, error.message, commandUsage(command));
+  }
+  if (error instanceof AdminConnectionError) {
+    output.stderr(`practice-billing: ${error.message}\n`);
+    return 2;
+  }
+  if (error instanceof ServerUnreachableError) {
+    output.stderr(`practice-billing: ${error.message}\n`);
+    retryHint(output, idempotencyKey);
+    return 1;
+  }
+  throw error;
 }

@@ -213,15 +213,7 @@ export function commandOf(route: AnyAdminRoute): AdminCommand {
   }
   for (const field of body ? fieldsOf(nonNull(body)) : []) add(field, { body: field.path });
 
-  const taken = new Set(COMMON_FLAGS);
-  for (const flag of [...(target ? [{ flag: target.flag }] : []), ...flags]) {
-    if (taken.has(flag.flag)) {
-      throw new Error(
-        `${where}: --${flag.flag} is taken (by another field, the id or the connection); rename the field in cli.flags`,
-      );
-    }
-    taken.add(flag.flag);
-  }
+  refuseTakenFlags(where, [...(target ? [{ flag: target.flag }] : []), ...flags]);
   const unused = Object.keys(renames);
   if (unused.length > 0) throw new Error(`${where}: cli.flags names no field: ${unused.join(', ')}`);
 
@@ -238,4 +230,17 @@ export function commandOf(route: AnyAdminRoute): AdminCommand {
     ...(keyUse === 'none' ? {} : { idempotencyKey: keyUse }),
     flags,
   };
+}
+
+/** Each flag once: the id's, the fields' and the connection's never share a name. */
+function refuseTakenFlags(where: string, flags: readonly { flag: string }[]): void {
+  const taken = new Set(COMMON_FLAGS);
+  for (const flag of flags) {
+    if (taken.has(flag.flag)) {
+      throw new Error(
+        `${where}: --${flag.flag} is taken (by another field, the id or the connection); rename the field in cli.flags`,
+      );
+    }
+    taken.add(flag.flag);
+  }
 }

@@ -85,16 +85,7 @@ async function inspectEncounter(
   if (request.practitionerId !== undefined && !practitioner)
     invalid('practitionerId', 'is not a practitioner of this practice');
 
-  const start = request.start === undefined ? undefined : parseOffsetDateTime(request.start);
-  const end = request.end === undefined ? undefined : parseOffsetDateTime(request.end);
-  if (request.start !== undefined && !start) invalid('start', 'is not a real date and time');
-  if (request.end !== undefined && !end) invalid('end', 'is not a real date and time');
-  if (start && end && end.getTime() < start.getTime()) invalid('end', 'cannot be before start');
-  if (end && end.getTime() > now.getTime()) invalid('end', 'cannot be in the future');
-  if (start && start.getTime() > now.getTime()) invalid('start', 'cannot be in the future');
-  if (start && start.getTime() < now.getTime() - MAX_DAYS_AGO * DAY_MS) {
-    invalid('start', `cannot be more than ${MAX_DAYS_AGO} days ago`);
-  }
+  const { start, end } = judgeTimes(request, now, invalid);
 
   // A coding is judged only when the schema let its system and code through (a wrong practitioner
   // id leaves the default systems).
@@ -120,6 +111,35 @@ async function inspectEncounter(
   }));
   const resolved = await judgeCodings(trx, practiceId, codings, { active: true }, invalid);
 
+  judgeNamedDiagnoses(request, wrong, invalid);
+  return { errors, start, end, resolved, conditionSystem, procedureSystem };
+}
+
+/** The visit's start and end: real, in order, not in the future, not too long ago. */
+function judgeTimes(
+  request: Partly<EncounterRequest>,
+  now: Date,
+  invalid: (field: string, message: string) => void,
+) {
+  const start = request.start === undefined ? undefined : parseOffsetDateTime(request.start);
+  const end = request.end === undefined ? undefined : parseOffsetDateTime(request.end);
+  if (request.start !== undefined && !start) invalid('start', 'is not a real date and time');
+  if (request.end !== undefined && !end) invalid('end', 'is not a real date and time');
+  if (start && end && end.getTime() < start.getTime()) invalid('end', 'cannot be before start');
+  if (end && end.getTime() > now.getTime()) invalid('end', 'cannot be in the future');
+  if (start && start.getTime() > now.getTime()) invalid('start', 'cannot be in the future');
+  if (start && start.getTime() < now.getTime() - MAX_DAYS_AGO * DAY_MS) {
+    invalid('start', `cannot be more than ${MAX_DAYS_AGO} days ago`);
+  }
+  return { start, end };
+}
+
+/** Each diagnosis a procedure names is one of the visit's. */
+function judgeNamedDiagnoses(
+  request: Partly<EncounterRequest>,
+  wrong: WrongField,
+  invalid: (field: string, message: string) => void,
+): void {
   // Which diagnoses a procedure names can be judged only when every diagnosis code came through.
   if (request.diagnoses?.every((d, i) => d !== undefined && !wrong(`diagnoses.${i}.code`))) {
     const diagnosisCodes = new Set(request.diagnoses.map((d) => d?.code));
@@ -130,7 +150,6 @@ async function inspectEncounter(
       });
     });
   }
-  return { errors, start, end, resolved, conditionSystem, procedureSystem };
 }
 
 /** The wrong fields of a visit request by the service's rules (those its schema let through). */

@@ -138,58 +138,9 @@ function secretNotKept(): AppError {
 export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAnswer; replayed: boolean }> {
   const { request, scope } = keyed;
   const fingerprint = scope ? fingerprintOf(request) : '';
-
-  const refusalAnswer = (error: AppError): StoredAnswer => ({
-    status: error.status,
-    headers: {},
-    body: JSON.stringify(problemOf(error, request.id, keyed.errorsDocUrl)),
-  });
-
-  const work = async (trx: Trx, holdsKey: HoldsLock, undoable: boolean) => {
-    if (scope) {
-      // Read with the frame that tries the key's lock, in its round trip; used only once it is held.
-      const stored = await storedAnswer(trx, scope);
-      if (!(await holdsKey())) throw keyStillRunning();
-      faultPoint('idempotency.after_claim');
-      if (stored) {
-        if (stored.fingerprint !== fingerprint) {
-          throw new AppError(
-            'idempotency_key_reused',
-            'This Idempotency-Key was first used with a different method, path or body. Use a new key for a new request.',
-          );
-        }
-        const answer = keyed.secretAnswer
-          ? (openAnswer(stored.answer, keyed.secretAnswer.box) ?? refusalAnswer(secretNotKept()))
-          : stored.answer;
-        await keyed.record(trx, answer, { kind: 'replayed' });
-        // A replayed Problem names this request, so requestId keeps matching X-Request-Id.
-        const body = answer.status >= 400 ? replaceRequestId(answer.body, request.id) : answer.body;
-        return { answer: { ...answer, body }, replayed: true };
-      }
-    }
-    let answer: StoredAnswer;
-    let outcome: Outcome;
-    const lateTextsBefore = lateTextCount(trx);
-    try {
-      answer = undoable ? await withSavepoint(trx, () => keyed.perform(trx)) : await keyed.perform(trx);
-      outcome = { kind: 'succeeded' };
-    } catch (error) {
-      if (!(error instanceof AppError) || !isStoredRefusal(error) || !keyed.keepsRefusals) throw error;
-      if (!undoable && keyed.changes) throw new RunAgainUndoable();
-      forgetLateTextsSince(trx, lateTextsBefore);
-      answer = refusalAnswer(error);
-      outcome = { kind: 'refused', error };
-    }
-    await keyed.record(trx, answer, outcome);
-    if (scope) {
-      const kept = keyed.secretAnswer
-        ? (sealAnswer(answer, keyed.secretAnswer.box) ?? refusalAnswer(secretNotKept()))
-        : answer;
-      await storeAnswer(trx, scope, fingerprint, kept);
-    }
-    if (keyed.changes) faultPoint('request.before_commit');
-    return { answer, replayed: false, finish: lateTextFinisher(trx) };
-  };
+  const work = async (trx: Trx, holdsKey: HoldsLock, undoable: boolean) =>
+    (await replayStored(keyed, trx, holdsKey, fingerprint)) ??
+    (await performOnce(keyed, trx, undoable, fingerprint));
 
   const authorization = request.headers.authorization;
   const lockName = scope && keyLockName(scope);
@@ -214,6 +165,70 @@ export async function runKeyed(keyed: KeyedRequest): Promise<{ answer: StoredAns
     leaveInFlight?.();
     releaseKey?.();
   }
+}
+
+/** A refusal as the answer stored and sent for it. */
+function refusalAnswer(keyed: KeyedRequest, error: AppError): StoredAnswer {
+  return {
+    status: error.status,
+    headers: {},
+    body: JSON.stringify(problemOf(error, keyed.request.id, keyed.errorsDocUrl)),
+  };
+}
+
+/** With a key: the answer stored for it, replayed (undefined when there is none yet). */
+async function replayStored(
+  keyed: KeyedRequest,
+  trx: Trx,
+  holdsKey: HoldsLock,
+  fingerprint: string,
+): Promise<{ answer: StoredAnswer; replayed: true; finish?: undefined } | undefined> {
+  const { request, scope } = keyed;
+  if (!scope) return undefined;
+  // Read with the frame that tries the key's lock, in its round trip; used only once it is held.
+  const stored = await storedAnswer(trx, scope);
+  if (!(await holdsKey())) throw keyStillRunning();
+  faultPoint('idempotency.after_claim');
+  if (!stored) return undefined;
+  if (stored.fingerprint !== fingerprint) {
+    throw new AppError(
+      'idempotency_key_reused',
+      'This Idempotency-Key was first used with a different method, path or body. Use a new key for a new request.',
+    );
+  }
+  const answer = keyed.secretAnswer
+    ? (openAnswer(stored.answer, keyed.secretAnswer.box) ?? refusalAnswer(keyed, secretNotKept()))
+    : stored.answer;
+  await keyed.record(trx, answer, { kind: 'replayed' });
+  // A replayed Problem names this request, so requestId keeps matching X-Request-Id.
+  const body = answer.status >= 400 ? replaceRequestId(answer.body, request.id) : answer.body;
+  return { answer: { ...answer, body }, replayed: true };
+}
+
+/** The work itself, its answer (or stored refusal) recorded and, with a key, stored. */
+async function performOnce(keyed: KeyedRequest, trx: Trx, undoable: boolean, fingerprint: string) {
+  let answer: StoredAnswer;
+  let outcome: Outcome;
+  const lateTextsBefore = lateTextCount(trx);
+  try {
+    answer = undoable ? await withSavepoint(trx, () => keyed.perform(trx)) : await keyed.perform(trx);
+    outcome = { kind: 'succeeded' };
+  } catch (error) {
+    if (!(error instanceof AppError) || !isStoredRefusal(error) || !keyed.keepsRefusals) throw error;
+    if (!undoable && keyed.changes) throw new RunAgainUndoable();
+    forgetLateTextsSince(trx, lateTextsBefore);
+    answer = refusalAnswer(keyed, error);
+    outcome = { kind: 'refused', error };
+  }
+  await keyed.record(trx, answer, outcome);
+  if (keyed.scope) {
+    const kept = keyed.secretAnswer
+      ? (sealAnswer(answer, keyed.secretAnswer.box) ?? refusalAnswer(keyed, secretNotKept()))
+      : answer;
+    await storeAnswer(trx, keyed.scope, fingerprint, kept);
+  }
+  if (keyed.changes) faultPoint('request.before_commit');
+  return { answer, replayed: false, finish: lateTextFinisher(trx) };
 }
 
 /** A refusal came from work run without a savepoint; the request runs again with one. */

@@ -75,19 +75,8 @@ export async function billEncounter(
   claimHeldBack: string | null = null,
 ): Promise<BillResult> {
   refuseClaimWithoutIssue(request);
-  const visit = await lockUnbilledVisit(trx, billing, encounterId);
-  const today = dateIn(billing.timezone, now);
-  const pricingCoverage = await pricingCoverageOf(
-    trx,
-    billing,
-    visit.encounter.patient_id,
-    request,
-    serviceDaysOf([serviceDatesOf(billing, visit)]),
-  );
-  const invoiceId = newId('invoice');
-  const patient = await findPatient(trx, billing.id, visit.encounter.patient_id);
-  if (!patient) throw notFound('Patient');
-  const lines = await billedLines(trx, billing, invoiceId, visit, pricingCoverage?.plan_id ?? null);
+  const gathered = await gatherBill(trx, billing, encounterId, request, now);
+  const { visit, today, pricingCoverage, invoiceId, patient, lines } = gathered;
   // The invoice's number is given with the COMMIT (numberInvoiceAtCommit); until then it carries a
   // provisional one made from its id, unique among the practice's numbers and never seen outside this
   // transaction.
@@ -134,6 +123,30 @@ export async function billEncounter(
     claimQueued: outcome.claimQueued,
     claimSkippedReason: outcome.claimSkippedReason,
   };
+}
+
+/** What a bill needs: the visit locked, the coverage that prices it, the patient, and its lines priced. */
+async function gatherBill(
+  trx: Trx,
+  billing: PracticeBilling,
+  encounterId: string,
+  request: BillRequest,
+  now: Date,
+) {
+  const visit = await lockUnbilledVisit(trx, billing, encounterId);
+  const today = dateIn(billing.timezone, now);
+  const pricingCoverage = await pricingCoverageOf(
+    trx,
+    billing,
+    visit.encounter.patient_id,
+    request,
+    serviceDaysOf([serviceDatesOf(billing, visit)]),
+  );
+  const invoiceId = newId('invoice');
+  const patient = await findPatient(trx, billing.id, visit.encounter.patient_id);
+  if (!patient) throw notFound('Patient');
+  const lines = await billedLines(trx, billing, invoiceId, visit, pricingCoverage?.plan_id ?? null);
+  return { visit, today, pricingCoverage, invoiceId, patient, lines };
 }
 
 /** A claim is queued only for an invoice issued in the same call. */
@@ -220,45 +233,56 @@ async function billedLines(
     pricing,
     billed.flatMap((p) => (p.system === null ? [] : [{ system: p.system, code: p.code }])),
   );
-  const lines = [];
-  for (const [index, procedure] of billed.entries()) {
+  return billed.map((procedure, index) => {
     const [rate] =
       procedure.system === null ? [] : (rates.get(codeKey(procedure.system, procedure.code)) ?? []);
-    const unitPrice = rate?.amount ?? 0;
-    const subtotal = lineSubtotal(1, unitPrice);
-    const named = procedure.diagnosis_codes
-      .map((code) => diagnoses.find((d) => d.code === code))
-      .filter((d): d is (typeof diagnoses)[number] => d !== undefined);
-    const lineDiagnoses = named.length > 0 ? named : diagnoses;
-    lines.push({
-      practice_id: billing.id,
-      id: newId('lineItem'),
-      invoice_id: invoiceId,
-      position: index + 1,
-      ...serviceDates,
-      system: procedure.system,
-      code: procedure.code,
-      description: procedure.display,
-      modifiers: [],
-      quantity: 1,
-      unit_price: unitPrice,
-      subtotal,
-      total: lineTotal(subtotal, []),
-      pricing_source: rate?.pricingSource ?? null,
-      // No rate: priced 0 until someone sets the price; the invoice cannot be issued before.
-      unpriced: rate === undefined,
-      diagnoses: JSON.stringify(
-        lineDiagnoses.map((d, i) => ({
-          system: d.system,
-          code: d.code,
-          display: d.display,
-          primary: i === 0,
-        })),
-      ),
-      procedure_id: procedure.id,
-    });
-  }
-  return lines;
+    return billedLine(billing.id, invoiceId, index + 1, serviceDates, procedure, diagnoses, rate);
+  });
+}
+
+/** One procedure's line at its rate (none: priced 0), with the diagnoses it names (else the visit's). */
+function billedLine(
+  practiceId: string,
+  invoiceId: string,
+  position: number,
+  serviceDates: ReturnType<typeof serviceDatesOf>,
+  procedure: Visit['procedures'][number],
+  diagnoses: Visit['diagnoses'],
+  rate: { amount: number; pricingSource: string } | undefined,
+) {
+  const unitPrice = rate?.amount ?? 0;
+  const subtotal = lineSubtotal(1, unitPrice);
+  const named = procedure.diagnosis_codes
+    .map((code) => diagnoses.find((d) => d.code === code))
+    .filter((d): d is (typeof diagnoses)[number] => d !== undefined);
+  const lineDiagnoses = named.length > 0 ? named : diagnoses;
+  return {
+    practice_id: practiceId,
+    id: newId('lineItem'),
+    invoice_id: invoiceId,
+    position,
+    ...serviceDates,
+    system: procedure.system,
+    code: procedure.code,
+    description: procedure.display,
+    modifiers: [],
+    quantity: 1,
+    unit_price: unitPrice,
+    subtotal,
+    total: lineTotal(subtotal, []),
+    pricing_source: rate?.pricingSource ?? null,
+    // No rate: priced 0 until someone sets the price; the invoice cannot be issued before.
+    unpriced: rate === undefined,
+    diagnoses: JSON.stringify(
+      lineDiagnoses.map((d, i) => ({
+        system: d.system,
+        code: d.code,
+        display: d.display,
+        primary: i === 0,
+      })),
+    ),
+    procedure_id: procedure.id,
+  };
 }
 
 type BilledLine = Awaited<ReturnType<typeof billedLines>>[number];

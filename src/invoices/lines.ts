@@ -71,12 +71,39 @@ async function inspectLine(
   // A code is judged only in a system the schema let through.
   const systemKnown = !wrong('system');
   const system = request.system ?? defaults.procedure;
+  const { diagnoses, codings } = lineCodings(request, system, systemKnown, defaults.condition, wrong);
+  const resolved = await judgeCodings(trx, practiceId, codings, { active: false }, invalid);
+  const lineCode = request.code === undefined ? undefined : resolved.get(`${system}|${request.code}`);
+  if ((request.diagnoses ?? []).filter((d) => d?.primary === true).length > 1)
+    invalid('diagnoses', 'can have only one primary diagnosis');
+  refuseRepeatedDiagnoses(
+    diagnoses.flatMap((d, i) => (d === undefined ? [] : [{ field: `diagnoses.${i}`, ...d }])),
+    'line',
+    invalid,
+  );
+  judgeLineDates(billing, record, request, now, invalid);
+  const percentages = await judgeModifiers(
+    trx,
+    systemKnown ? system : undefined,
+    request.modifiers ?? [],
+    invalid,
+  );
+  return { errors, defaults, system, resolved, lineCode, percentages };
+}
+
+/** The line's codings to judge: the line's system is judged even without a code; a diagnosis only with its code. */
+function lineCodings(
+  request: Partly<LineItemRequest>,
+  system: string,
+  systemKnown: boolean,
+  conditionSystem: string,
+  wrong: WrongField,
+) {
   const diagnoses = (request.diagnoses ?? []).map((d, i) =>
     d?.code === undefined || wrong(`diagnoses.${i}.system`)
       ? undefined
-      : { system: d.system ?? defaults.condition, code: d.code, primary: d.primary },
+      : { system: d.system ?? conditionSystem, code: d.code, primary: d.primary },
   );
-  // The line's system is judged even without a code; a diagnosis only with its code.
   const codings: PickedCoding[] = [
     ...(systemKnown
       ? [
@@ -103,16 +130,17 @@ async function inspectLine(
           ],
     ),
   ];
-  const resolved = await judgeCodings(trx, practiceId, codings, { active: false }, invalid);
-  const lineCode = request.code === undefined ? undefined : resolved.get(`${system}|${request.code}`);
-  if ((request.diagnoses ?? []).filter((d) => d?.primary === true).length > 1)
-    invalid('diagnoses', 'can have only one primary diagnosis');
-  refuseRepeatedDiagnoses(
-    diagnoses.flatMap((d, i) => (d === undefined ? [] : [{ field: `diagnoses.${i}`, ...d }])),
-    'line',
-    invalid,
-  );
+  return { diagnoses, codings };
+}
 
+/** The line's dates and quantity. */
+function judgeLineDates(
+  billing: PracticeBilling,
+  record: LineInvoice,
+  request: Partly<LineItemRequest>,
+  now: Date,
+  invalid: (field: string, message: string) => void,
+): void {
   // A service is billed once it was given: no date after today in the practice's time zone.
   const today = dateIn(billing.timezone, now);
   if (request.serviceDate !== undefined && request.serviceDate > today)
@@ -135,20 +163,28 @@ async function inspectLine(
     invalid('serviceDateEnd', 'cannot be before serviceDate');
   if (request.quantity !== undefined && scaledQuantity(request.quantity) === undefined)
     invalid('quantity', 'can have at most 4 decimal places');
+}
 
-  const modifierCodes = request.modifiers ?? [];
-  const percentages = systemKnown
-    ? await modifiersOf(
-        trx,
-        system,
-        modifierCodes.filter((m) => m !== undefined),
-      )
-    : new Map<string, number>();
+/** The line's modifiers, each one of its system's (none judged when the system is not known). */
+async function judgeModifiers(
+  trx: Trx,
+  system: string | undefined,
+  modifierCodes: (string | undefined)[],
+  invalid: (field: string, message: string) => void,
+): Promise<Map<string, number>> {
+  const percentages =
+    system !== undefined
+      ? await modifiersOf(
+          trx,
+          system,
+          modifierCodes.filter((m) => m !== undefined),
+        )
+      : new Map<string, number>();
   modifierCodes.forEach((m, i) => {
-    if (systemKnown && m !== undefined && !percentages.has(m))
+    if (system !== undefined && m !== undefined && !percentages.has(m))
       invalid(`modifiers.${i}`, `is not a modifier of ${system}`);
   });
-  return { errors, defaults, system, resolved, lineCode, percentages };
+  return percentages;
 }
 
 /** The wrong fields of a line request by the service's rules (those its schema let through). */

@@ -66,17 +66,27 @@ export async function ratesForCodes(
   context: PricingContext,
   codes: ReadonlyArray<{ system: string; code: string }>,
 ): Promise<Map<string, RateCandidate[]>> {
-  const byCode = new Map<string, RateCandidate[]>();
-  if (codes.length === 0) return byCode;
+  if (codes.length === 0) return new Map();
+  return ratesByCode(await rateRows(trx, context, codes), context.currency);
+}
+
+interface RateRow {
+  system: string;
+  code: string;
+  source: RateSource;
+  name: string | null;
+  amount: number;
+  currency: string | null;
+}
+
+/** Every rate of each code, by the order of precedence, in one statement. */
+async function rateRows(
+  trx: Trx,
+  context: PricingContext,
+  codes: ReadonlyArray<{ system: string; code: string }>,
+): Promise<RateRow[]> {
   const { practiceId, practitionerId, planId } = context;
-  const result = await sql<{
-    system: string;
-    code: string;
-    source: RateSource;
-    name: string | null;
-    amount: number;
-    currency: string | null;
-  }>`
+  const result = await sql<RateRow>`
     WITH wanted (system, code) AS (
       SELECT DISTINCT * FROM unnest(${codes.map((c) => c.system)}::text[], ${codes.map((c) => c.code)}::text[]))
     SELECT w.system, w.code, r.source, r.name, r.amount, r.currency FROM wanted w CROSS JOIN LATERAL (
@@ -111,8 +121,14 @@ export async function ratesForCodes(
      WHERE c.practice_id = ${practiceId} AND s.url = w.system AND c.code = w.code AND c.default_price IS NOT NULL
     ) AS r
     ORDER BY w.system, w.code, r.rank, r.tie`.execute(trx);
-  for (const r of result.rows) {
-    if (r.currency !== null && r.currency !== context.currency) continue;
+  return result.rows;
+}
+
+/** The rates in the practice's currency, grouped by code in the rows' order. */
+function ratesByCode(rows: readonly RateRow[], currency: string): Map<string, RateCandidate[]> {
+  const byCode = new Map<string, RateCandidate[]>();
+  for (const r of rows) {
+    if (r.currency !== null && r.currency !== currency) continue;
     const key = codeKey(r.system, r.code);
     const rates = byCode.get(key) ?? [];
     byCode.set(key, rates);
@@ -120,7 +136,7 @@ export async function ratesForCodes(
       source: r.source,
       name: r.name,
       amount: Number(r.amount),
-      currency: context.currency,
+      currency,
       pricingSource: PRICING_SOURCE_OF[r.source],
     });
   }

@@ -156,14 +156,7 @@ export async function touchInvoice(
   } = {},
 ) {
   const changedAt = await stampChange(trx);
-  const totals =
-    retotal === false
-      ? undefined
-      : invoiceTotals(
-          retotal === true ? await lineTotals(trx, billing.id, invoiceId) : [...retotal],
-          billing.vatRateBasisPoints,
-        );
-  if (totals && totals.totalGross > MAX_AMOUNT) throw totalTooLarge(totals.totalGross, amountField);
+  const totals = await newTotals(trx, billing, invoiceId, retotal, amountField);
   const changes: Updateable<InvoicesTable> = {
     ...set,
     ...(totals ? { total_net: totals.totalNet, total_gross: totals.totalGross } : {}),
@@ -172,17 +165,8 @@ export async function touchInvoice(
   // The row as this transaction holds it locked: its status after the change is known before the
   // change, so the change is one statement.
   if (held && settleOn !== undefined) {
-    const after = { ...held, ...changes } as InvoiceRow;
-    if (OPEN_STATUSES.includes(after.status as InvoiceStatus)) {
-      changes.status = openStatus(
-        {
-          totalGross: Number(after.total_gross),
-          amountPaid: Number(after.amount_paid),
-          dueDate: after.due_date,
-        },
-        settleOn,
-      );
-    }
+    const status = statusAfter(held, changes, settleOn);
+    if (status !== undefined) changes.status = status;
   }
   const row = await updateInvoice(trx, billing.id, invoiceId, changes);
   const money = {
@@ -198,6 +182,39 @@ export async function touchInvoice(
     }
   }
   return { changedAt, number: row.number, row, ...money };
+}
+
+/** The invoice's totals again, when asked (from its lines, or from the line totals given). */
+async function newTotals(
+  trx: Trx,
+  billing: PracticeBilling,
+  invoiceId: string,
+  retotal: boolean | readonly number[],
+  amountField: string | undefined,
+) {
+  const totals =
+    retotal === false
+      ? undefined
+      : invoiceTotals(
+          retotal === true ? await lineTotals(trx, billing.id, invoiceId) : [...retotal],
+          billing.vatRateBasisPoints,
+        );
+  if (totals && totals.totalGross > MAX_AMOUNT) throw totalTooLarge(totals.totalGross, amountField);
+  return totals;
+}
+
+/** An open invoice's status once the changes apply to the row held; undefined when it is not open. */
+function statusAfter(held: InvoiceRow, changes: Updateable<InvoicesTable>, settleOn: string) {
+  const after = { ...held, ...changes } as InvoiceRow;
+  if (!OPEN_STATUSES.includes(after.status as InvoiceStatus)) return undefined;
+  return openStatus(
+    {
+      totalGross: Number(after.total_gross),
+      amountPaid: Number(after.amount_paid),
+      dueDate: after.due_date,
+    },
+    settleOn,
+  );
 }
 
 /** The refusal of a change that would make the invoice's total larger than any amount can be. */

@@ -150,7 +150,29 @@ function dealtSlots(options: {
     practiceId === null ? sql`` : sql`AND ${column} = ${practiceId}`;
   const lock = practiceId === null ? sql`` : sql`FOR UPDATE OF j SKIP LOCKED`;
   return sql`
-    WITH RECURSIVE grp AS (
+    WITH RECURSIVE ${dueGroups(lanes, within)},
+    ${heldRunning(lanes, within)},
+    ${candidateJobs(cap, limit, lock)},
+    ranked AS (
+      SELECT l.practice_id, l.id, l.run_at,
+             coalesce(p.running, 0)
+               + row_number() OVER (PARTITION BY l.lane, l.practice_id ORDER BY l.run_at, l.id) AS turn
+        FROM candidates AS l
+        LEFT JOIN held_by_practice AS p ON p.lane = l.lane AND p.practice_id = l.practice_id
+    ),
+    dealt AS (
+      SELECT l.practice_id, l.id, l.turn FROM ranked AS l
+       WHERE ${practiceCap === null ? sql`true` : sql`l.turn <= ${practiceCap}::int`}
+       ORDER BY l.turn, l.run_at, l.id
+       LIMIT ${limit}::int
+    )`;
+}
+
+type Within = (column: RawBuilder<unknown>) => RawBuilder<unknown>;
+
+/** `grp`: each (lane, practice, concurrency key) with a due job, found by skipping through the index. */
+function dueGroups(lanes: readonly JobLane[], within: Within) {
+  return sql`grp AS (
       SELECT first.lane, first.practice_id, first.concurrency_key
         FROM unnest(${lanes}::text[]) AS wanted (lane)
        CROSS JOIN LATERAL (
@@ -164,8 +186,12 @@ function dealtSlots(options: {
           WHERE state = 'queued' AND lane = grp.lane AND run_at <= now() ${within(sql.ref('practice_id'))}
             AND (practice_id, concurrency_key) > (grp.practice_id, grp.concurrency_key)
           ORDER BY practice_id, concurrency_key LIMIT 1) AS nxt
-    ),
-    held AS (
+    )`;
+}
+
+/** `held` and `held_by_practice`: the jobs running now, per concurrency key and per practice. */
+function heldRunning(lanes: readonly JobLane[], within: Within) {
+  return sql`held AS (
       SELECT lane, practice_id, concurrency_key, count(*)::int AS running FROM jobs
        WHERE state = 'queued' AND locked_until > now() AND lane = ANY(${lanes}::text[])
              ${within(sql.ref('practice_id'))}
@@ -173,8 +199,12 @@ function dealtSlots(options: {
     ),
     held_by_practice AS (
       SELECT lane, practice_id, sum(running)::int AS running FROM held GROUP BY lane, practice_id
-    ),
-    candidates AS (
+    )`;
+}
+
+/** `candidates`: each group's due and free jobs, as many as its key's cap leaves room for. */
+function candidateJobs(cap: RawBuilder<unknown>, limit: number, lock: RawBuilder<unknown>) {
+  return sql`candidates AS (
       SELECT c.practice_id, c.id, c.run_at, g.lane
         FROM grp AS g
         LEFT JOIN held AS h
@@ -188,18 +218,5 @@ function dealtSlots(options: {
           LIMIT CASE WHEN g.concurrency_key = '' OR ${cap} IS NULL THEN ${limit}::int
                      ELSE greatest(0, least(${limit}::int, ${cap} - coalesce(h.running, 0))) END
           ${lock}) AS c
-    ),
-    ranked AS (
-      SELECT l.practice_id, l.id, l.run_at,
-             coalesce(p.running, 0)
-               + row_number() OVER (PARTITION BY l.lane, l.practice_id ORDER BY l.run_at, l.id) AS turn
-        FROM candidates AS l
-        LEFT JOIN held_by_practice AS p ON p.lane = l.lane AND p.practice_id = l.practice_id
-    ),
-    dealt AS (
-      SELECT l.practice_id, l.id, l.turn FROM ranked AS l
-       WHERE ${practiceCap === null ? sql`true` : sql`l.turn <= ${practiceCap}::int`}
-       ORDER BY l.turn, l.run_at, l.id
-       LIMIT ${limit}::int
     )`;
 }

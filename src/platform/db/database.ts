@@ -87,27 +87,7 @@ export interface PostgresOptions {
 }
 
 export function openPostgres(options: PostgresOptions): Database {
-  const pool = new pg.Pool({
-    connectionString: options.url,
-    max: options.poolSize,
-    statement_timeout: options.statementTimeoutMs,
-    query_timeout: options.statementTimeoutMs + 1000,
-    connectionTimeoutMillis: 5000,
-    application_name: options.applicationName ?? 'practice-billing',
-    types: pgTypes,
-    // A transaction's deferred frame and its first statement are written together (src/platform/db/postgres-session.ts).
-    pipeline: true,
-  });
-  // A pool client that errors while idle (server restart, terminated session) must not crash the process.
-  const outage = connectionOutage(options.log, options.applicationName ?? 'practice-billing');
-  pool.on('error', outage.lost);
-  // Nor one that errors while checked out between two queries of a transaction: the pool listens only
-  // to idle clients, and an 'error' event nobody listens to kills the process. The transaction's next
-  // query then fails (answered 503), and the pool drops the broken client when it is released.
-  pool.on('connect', (client) => {
-    outage.back();
-    client.on('error', outage.lost);
-  });
+  const pool = openPool(options);
   // How each statement travels (prepared, deferred to the COMMIT, pipelined with BEGIN) is decided in one
   // place, per statement: src/platform/db/postgres-session.ts.
   const connections = new ConnectionGate(options.poolSize);
@@ -149,6 +129,32 @@ export function openPostgres(options: PostgresOptions): Database {
       return kysely.destroy();
     },
   };
+}
+
+/** The pool, with the errors of its clients (idle or checked out) reported instead of crashing the process. */
+function openPool(options: PostgresOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize,
+    statement_timeout: options.statementTimeoutMs,
+    query_timeout: options.statementTimeoutMs + 1000,
+    connectionTimeoutMillis: 5000,
+    application_name: options.applicationName ?? 'practice-billing',
+    types: pgTypes,
+    // A transaction's deferred frame and its first statement are written together (src/platform/db/postgres-session.ts).
+    pipeline: true,
+  });
+  // A pool client that errors while idle (server restart, terminated session) must not crash the process.
+  const outage = connectionOutage(options.log, options.applicationName ?? 'practice-billing');
+  pool.on('error', outage.lost);
+  // Nor one that errors while checked out between two queries of a transaction: the pool listens only
+  // to idle clients, and an 'error' event nobody listens to kills the process. The transaction's next
+  // query then fails (answered 503), and the pool drops the broken client when it is released.
+  pool.on('connect', (client) => {
+    outage.back();
+    client.on('error', outage.lost);
+  });
+  return pool;
 }
 
 /**

@@ -74,95 +74,121 @@ export function quoted(channel: string): string {
   return `"${channel.replaceAll('"', '""')}"`;
 }
 
+function listenTo(client: pg.Client, channel: string): Promise<unknown> {
+  countRoundTrip(1);
+  return client.query(`LISTEN ${quoted(channel)}`);
+}
+
 /**
  * Calls onSignal with each payload of a NOTIFY on channel; with undefined when listening is proven to
  * work (its first heartbeat heard after LISTEN), again after each break; onLost when it stops working
  * (the connection broke, or heartbeats go unheard), until the next onSignal(undefined). Returns how
  * to stop.
  */
-function listenTo(client: pg.Client, channel: string): Promise<unknown> {
-  countRoundTrip(1);
-  return client.query(`LISTEN ${quoted(channel)}`);
-}
-
 export function listenOn(
   options: ListenOptions,
   channel: string,
   onSignal: (payload: string | undefined) => void,
   onLost: (() => void) | undefined,
 ): () => Promise<void> {
+  const listener = new Listener(options, channel, onSignal, onLost);
+  listener.connect();
+  return () => listener.stop();
+}
+
+/** One channel's listening: its connection, its heartbeat and what it has told its caller. */
+class Listener {
+  private readonly options: ListenOptions;
+  private readonly channel: string;
+  private readonly onSignal: (payload: string | undefined) => void;
+  private readonly onLost: (() => void) | undefined;
   // Lowercase letters and digits: the channel is an identifier, quoted or not, and stays well below
   // PostgreSQL's 63 bytes.
-  const heartbeatChannel = `${HEARTBEAT_CHANNEL_PREFIX}${randomToken(12).toLowerCase()}`;
-  let stopped = false;
-  let client: pg.Client | undefined;
+  private readonly heartbeatChannel = `${HEARTBEAT_CHANNEL_PREFIX}${randomToken(12).toLowerCase()}`;
+  private readonly timer: NodeJS.Timeout;
+  private stopped = false;
+  private client: pg.Client | undefined;
   /** Closes the current connection (client) and opens another after relistenMs. */
-  let reopen: (() => void) | undefined;
-  let relisten: NodeJS.Timeout | undefined;
-  let relistenMs = RELISTEN_AFTER_MS;
+  private reopen: (() => void) | undefined;
+  private relisten: NodeJS.Timeout | undefined;
+  private relistenMs = RELISTEN_AFTER_MS;
   /** True while notifications are known to arrive: onSignal(undefined) was said, onLost not since. */
-  let working = false;
-  let sent = 0;
-  let heard = 0;
+  private working = false;
+  private sent = 0;
+  private heard = 0;
   /** The value of sent when the current connection came up: beats before it do not count against it. */
-  let sentBeforeClient = 0;
+  private sentBeforeClient = 0;
   /** Set once the connection is up but heartbeats go unheard; said in the log once. */
-  let deaf = false;
+  private deaf = false;
   /** Set from a lost connection until another is listening; said in the log once each way. */
-  let disconnected = false;
+  private disconnected = false;
 
-  const lose = () => {
-    if (!working) return;
-    working = false;
-    onLost?.();
-  };
+  constructor(
+    options: ListenOptions,
+    channel: string,
+    onSignal: (payload: string | undefined) => void,
+    onLost: (() => void) | undefined,
+  ) {
+    this.options = options;
+    this.channel = channel;
+    this.onSignal = onSignal;
+    this.onLost = onLost;
+    this.timer = setInterval(() => this.tick(), options.heartbeatMs);
+    this.timer.unref();
+  }
 
-  const beat = () => {
-    if (!client || stopped) return;
-    sent += 1;
-    options.notify(heartbeatChannel, String(sent)).catch(() => {});
-  };
+  private lose(): void {
+    if (!this.working) return;
+    this.working = false;
+    this.onLost?.();
+  }
 
-  const hear = (payload: string) => {
+  private beat(): void {
+    if (!this.client || this.stopped) return;
+    this.sent += 1;
+    this.options.notify(this.heartbeatChannel, String(this.sent)).catch(() => {});
+  }
+
+  private hear(payload: string): void {
     const seq = Number(payload);
-    if (!(seq > heard)) return;
-    heard = seq;
+    if (!(seq > this.heard)) return;
+    this.heard = seq;
     // Only a recent beat proves anything: one of the last MISSED_BEATS sent.
-    if (!working && client && !stopped && heard > sent - MISSED_BEATS) {
-      working = true;
-      relistenMs = RELISTEN_AFTER_MS;
-      if (deaf) options.log?.info({ channel }, 'LISTEN hears its heartbeat again');
-      deaf = false;
-      onSignal(undefined);
+    if (!this.working && this.client && !this.stopped && this.heard > this.sent - MISSED_BEATS) {
+      this.working = true;
+      this.relistenMs = RELISTEN_AFTER_MS;
+      if (this.deaf) this.options.log?.info({ channel: this.channel }, 'LISTEN hears its heartbeat again');
+      this.deaf = false;
+      this.onSignal(undefined);
     }
-  };
+  }
 
-  const timer = setInterval(() => {
-    if (client && heard <= sent - MISSED_BEATS) {
-      lose();
-      if (!deaf) {
-        deaf = true;
-        options.log?.warn(
-          { channel, heartbeatMs: options.heartbeatMs },
+  /** Each heartbeat period: judge the beats heard so far, then send the next. */
+  private tick(): void {
+    if (this.client && this.heard <= this.sent - MISSED_BEATS) {
+      this.lose();
+      if (!this.deaf) {
+        this.deaf = true;
+        this.options.log?.warn(
+          { channel: this.channel, heartbeatMs: this.options.heartbeatMs },
           'LISTEN hears no heartbeat: notifications do not arrive (a pooler in transaction mode? DATABASE_LISTEN_URL must be a direct connection); not trusting them until they do',
         );
       }
-      if (sent - Math.max(heard, sentBeforeClient) >= RECONNECT_AFTER_MISSED_BEATS) {
+      if (this.sent - Math.max(this.heard, this.sentBeforeClient) >= RECONNECT_AFTER_MISSED_BEATS) {
         // Deaf for long enough that the connection itself is suspect: open another.
-        reopen?.();
+        this.reopen?.();
         return;
       }
     }
-    beat();
-  }, options.heartbeatMs);
-  timer.unref();
+    this.beat();
+  }
 
-  const connect = () => {
-    if (stopped) return;
+  connect(): void {
+    if (this.stopped) return;
     const c = new pg.Client({
-      connectionString: options.url,
+      connectionString: this.options.url,
       connectionTimeoutMillis: 5000,
-      application_name: `${options.applicationName}-listen`,
+      application_name: `${this.options.applicationName}-listen`,
       // TCP keepalive probes, so that the operating system notices a vanished peer by itself too,
       // and a NAT entry in between stays alive.
       keepAlive: true,
@@ -172,51 +198,61 @@ export function listenOn(
     const reconnect = (err?: unknown) => {
       if (broken) return;
       broken = true;
-      if (client === c) {
-        client = undefined;
-        reopen = undefined;
-        lose();
-      }
-      if (!stopped && !disconnected) {
-        disconnected = true;
-        options.log?.warn(
-          { channel, err: err instanceof Error ? { message: err.message } : undefined, retryMs: relistenMs },
-          'LISTEN connection lost: reconnecting with backoff; meanwhile the process polls for what notifications would have said',
-        );
-      }
-      void close(c);
-      if (!stopped) {
-        relisten = setTimeout(connect, relistenMs);
-        relistenMs = Math.min(relistenMs * 2, RELISTEN_MAX_MS);
-      }
+      this.dropped(c, err);
     };
     c.on('error', reconnect);
     c.on('end', reconnect);
     c.on('notification', (message) => {
-      if (message.channel === heartbeatChannel) hear(message.payload ?? '');
-      else onSignal(message.payload ?? '');
+      if (message.channel === this.heartbeatChannel) this.hear(message.payload ?? '');
+      else this.onSignal(message.payload ?? '');
     });
     c.connect()
       // The channel's LISTEN last, so that pg_stat_activity shows which channel the connection serves.
-      .then(() => listenTo(c, heartbeatChannel))
-      .then(() => listenTo(c, channel))
+      .then(() => listenTo(c, this.heartbeatChannel))
+      .then(() => listenTo(c, this.channel))
       .then(() => {
-        if (broken || stopped) return;
-        client = c;
-        reopen = reconnect;
-        sentBeforeClient = sent;
-        if (disconnected) options.log?.warn({ channel }, 'LISTEN connection re-established');
-        disconnected = false;
+        if (broken || this.stopped) return;
+        this.client = c;
+        this.reopen = reconnect;
+        this.sentBeforeClient = this.sent;
+        if (this.disconnected)
+          this.options.log?.warn({ channel: this.channel }, 'LISTEN connection re-established');
+        this.disconnected = false;
         // The first beat at once: listening counts from when it is heard, not a period later.
-        beat();
+        this.beat();
       })
       .catch(reconnect);
-  };
-  connect();
-  return async () => {
-    stopped = true;
-    clearInterval(timer);
-    clearTimeout(relisten);
-    if (client) await close(client);
-  };
+  }
+
+  /** A connection broke (or was found deaf): close it and open another after a backoff. */
+  private dropped(c: pg.Client, err: unknown): void {
+    if (this.client === c) {
+      this.client = undefined;
+      this.reopen = undefined;
+      this.lose();
+    }
+    if (!this.stopped && !this.disconnected) {
+      this.disconnected = true;
+      this.options.log?.warn(
+        {
+          channel: this.channel,
+          err: err instanceof Error ? { message: err.message } : undefined,
+          retryMs: this.relistenMs,
+        },
+        'LISTEN connection lost: reconnecting with backoff; meanwhile the process polls for what notifications would have said',
+      );
+    }
+    void close(c);
+    if (!this.stopped) {
+      this.relisten = setTimeout(() => this.connect(), this.relistenMs);
+      this.relistenMs = Math.min(this.relistenMs * 2, RELISTEN_MAX_MS);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    clearTimeout(this.relisten);
+    if (this.client) await close(this.client);
+  }
 }
