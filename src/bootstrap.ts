@@ -15,6 +15,7 @@ import { laneBacklogMs } from './jobs/queue-figures.ts';
 import { type AuditFault, AuditLog } from './platform/audit-log.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
+import { distributeOnCitus } from './platform/db/citus.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
 import type { ListenLog } from './platform/db/listen.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
@@ -60,6 +61,7 @@ const CATALOGUE_LOCK_KEY = advisoryLockKey('practice-billing:catalogue-load');
  */
 export async function prepareSchema(kysely: Kysely<Tables>, extraCatalogueDir?: string): Promise<string[]> {
   const applied = await migrateToLatest(kysely as unknown as Kysely<unknown>);
+  await distributeOnCitus(kysely as unknown as Kysely<unknown>);
   const dirs = extraCatalogueDir ? [SHIPPED_CATALOGUE_DIR, extraCatalogueDir] : [SHIPPED_CATALOGUE_DIR];
   const hash = catalogueHash(dirs);
   await kysely.connection().execute(async (one) => {
