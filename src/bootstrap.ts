@@ -15,7 +15,7 @@ import { laneBacklogMs } from './jobs/queue-figures.ts';
 import { type AuditFault, AuditLog } from './platform/audit-log.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
 import type { Config } from './platform/config.ts';
-import { distributeOnCitus } from './platform/db/citus.ts';
+import { citusClusterReady, distributeOnCitus } from './platform/db/citus.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
 import type { ListenLog } from './platform/db/listen.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
@@ -157,7 +157,9 @@ export async function buildDeps(
     db,
     clock,
     cursors: new CursorCodec(await loadCursorSecret(db)),
-    audit: new AuditLog(options.auditFault),
+    audit: new AuditLog(options.auditFault, {
+      readsApart: db.kind === 'postgres' && (await citusClusterReady(db.kysely as unknown as Kysely<unknown>)),
+    }),
     rateLimits,
     inFlight: new InFlightRequests(),
     keyCache: apiKeyCache(config.apiKeyCacheSeconds, clock),
