@@ -144,6 +144,8 @@ export async function buildDeps(
 ): Promise<Deps> {
   const clock = options.clock ?? systemClock;
   const { log } = options;
+  db.distributed =
+    db.kind === 'postgres' && (await citusClusterReady(db.kysely as unknown as Kysely<unknown>));
   // On PostgreSQL every API process counts in one table; on the embedded database, in memory.
   const rateLimits = db.poolQuery
     ? new RateLimits({
@@ -157,9 +159,7 @@ export async function buildDeps(
     db,
     clock,
     cursors: new CursorCodec(await loadCursorSecret(db)),
-    audit: new AuditLog(options.auditFault, {
-      readsApart: db.kind === 'postgres' && (await citusClusterReady(db.kysely as unknown as Kysely<unknown>)),
-    }),
+    audit: new AuditLog(options.auditFault, { readsApart: db.distributed }),
     rateLimits,
     inFlight: new InFlightRequests(),
     keyCache: apiKeyCache(config.apiKeyCacheSeconds, clock),

@@ -9,13 +9,23 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { apiClient, patientBody, startService, type TestService, uniqueKey } from './harness.ts';
-import type { Api } from './support/factories.ts';
+import {
+  addCoverage,
+  getInvoice,
+  issuedInvoice,
+  newWorld,
+  payments,
+  readClaim,
+  sendClaim,
+  type World,
+} from './claims-fixtures.ts';
+import { patientBody, startService, type TestService, uniqueKey } from './harness.ts';
 import { skipInMidnightRun } from './support/midnight-run.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
 
@@ -27,14 +37,18 @@ const skip =
   (!fs.existsSync(CLUSTER) &&
     `the Citus cluster script is absent (${CLUSTER}): nothing to run a cluster with`);
 
-/** The cluster's own directory and ports, so that it never meets another run's. */
-const port = 56_000 + Math.floor(Math.random() * 3_000) * 2;
-const clusterEnv = {
-  ...process.env,
-  CITUS_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'pb-citus-')),
-  CITUS_COORDINATOR_PORT: String(port),
-  CITUS_WORKER_PORT: String(port + 1),
-};
+/** The cluster's own directory, and ports the system has free, so that it never meets another run's. */
+const clusterDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pb-citus-'));
+const clusterEnv: Record<string, string | undefined> = { ...process.env, CITUS_DIR: clusterDir };
+let port = 0;
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port: free } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return free;
+}
 
 async function cluster(...args: string[]): Promise<string> {
   const { stdout } = await run(CLUSTER, args, { env: clusterEnv, timeout: 120_000 });
@@ -58,6 +72,9 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
   const database = `pb_citus_${randomBytes(4).toString('hex')}`;
 
   before(async () => {
+    port = await freePort();
+    clusterEnv.CITUS_COORDINATOR_PORT = String(port);
+    clusterEnv.CITUS_WORKER_PORT = String(await freePort());
     await cluster('start');
     url = await cluster('createdb', database);
     admin = new pg.Client({ connectionString: url });
@@ -66,8 +83,9 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
   after(async () => {
     await svc?.close();
     await admin?.end();
+    if (process.env.CITUS_KEEP) return;
     await cluster('destroy').catch(() => undefined);
-    fs.rmSync(clusterEnv.CITUS_DIR, { recursive: true, force: true });
+    fs.rmSync(clusterDir, { recursive: true, force: true });
   });
 
   test('practice-billing migrate places every table and function on the cluster', async () => {
@@ -84,7 +102,9 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
     assert.equal(of('audit_events')?.colocation, of('patients')?.colocation);
     assert.equal(of('practices')?.method, 'n', 'practices a reference table');
     assert.equal(of('code_concepts')?.method, 'n');
-    const worker = new pg.Client({ connectionString: url.replace(`:${port}/`, `:${port + 1}/`) });
+    const worker = new pg.Client({
+      connectionString: url.replace(`:${port}/`, `:${clusterEnv.CITUS_WORKER_PORT}/`),
+    });
     await worker.connect();
     try {
       const fns = await worker.query<{ name: string }>(
@@ -108,36 +128,84 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
 
   for (const node of ['coordinator', 'worker'] as const) {
     describe(`a practice whose rows live on the ${node}`, () => {
-      let api: Api;
-      let patientId: string;
+      let w: World;
+      let receiver: Receiver;
+      let claimed: { invoiceId: string };
+      const since = new Date().toISOString();
       before(async () => {
-        const wanted = node === 'coordinator' ? port : port + 1;
-        for (let i = 0; i < 40; i++) {
-          const practice = await svc.newPractice();
-          const { rows } = await admin.query<{ nodeport: number }>(
-            `SELECT p.nodeport FROM pg_dist_shard_placement p
-              WHERE p.shardid = get_shard_id_for_distribution_column('patients', $1::text)`,
-            [practice.practiceId],
-          );
-          if (rows[0]?.nodeport === wanted) {
-            api = apiClient(svc, practice.key);
-            return;
-          }
-        }
-        throw new Error(`no practice landed on the ${node} in 40 tries`);
+        w = await practiceOn(node);
+        receiver = await Receiver.forService(svc);
+        await addEndpoint(svc, w.practiceId, receiver);
+      });
+      after(async () => {
+        await receiver?.close();
       });
 
-      test('a patient is registered and read back', async () => {
-        const created = await api('POST', '/patients', { body: patientBody(), idempotencyKey: uniqueKey() });
+      test('a patient with a coverage is registered and read back', async () => {
+        const created = await w.api('POST', '/patients', {
+          body: patientBody(),
+          idempotencyKey: uniqueKey(),
+        });
         assert.equal(created.status, 201, created.text);
-        patientId = created.body.id;
-        const read = await api('GET', `/patients/${patientId}`);
+        const read = await w.api('GET', `/patients/${created.body.id}`);
         assert.equal(read.status, 200, read.text);
         assert.deepEqual(read.body, created.body);
+        await addCoverage(w, created.body.id);
+        const coverages = await w.api('GET', `/patients/${created.body.id}/coverages`);
+        assert.equal(coverages.status, 200, coverages.text);
+        assert.equal(coverages.body.data.length, 1);
+      });
+
+      test('a visit is billed and issued', async () => {
+        claimed = await issuedInvoice(w);
+        assert.match((await getInvoice(w, claimed.invoiceId)).number, /\S/);
+      });
+
+      test('the claim is sent, the insurer answers, and the remittance pays the invoice', async () => {
+        await sendClaim(w, claimed.invoiceId);
+        await svc.worker.drain();
+        const claim = await readClaim(w, claimed.invoiceId);
+        assert.equal(claim.status, 'accepted');
+        const paid = await payments(w, claimed.invoiceId);
+        assert.ok(paid.length > 0, 'the insurer paid');
+        assert.equal((await getInvoice(w, claimed.invoiceId)).status, 'balanced');
+      });
+
+      test('a payment and a refund are recorded', async () => {
+        const { invoiceId } = await issuedInvoice(w, { coverage: null });
+        const payment = await w.api('POST', `/invoices/${invoiceId}/payments`, {
+          body: { amount: 1_000, method: 'card' },
+          idempotencyKey: uniqueKey(),
+        });
+        assert.equal(payment.status, 201, payment.text);
+        const refund = await w.api('POST', `/invoices/${invoiceId}/refunds`, {
+          body: { amount: 400, method: 'card', reason: 'Charged twice at the desk' },
+          idempotencyKey: uniqueKey(),
+        });
+        assert.equal(refund.status, 201, refund.text);
+        assert.equal((await getInvoice(w, invoiceId)).amountPaid, 600);
+      });
+
+      test("the events feed and updatedSince answer the practice's changes", async () => {
+        const events = await w.api('GET', '/events?limit=100');
+        assert.equal(events.status, 200, events.text);
+        const types = new Set(events.body.data.map((e: { type: string }) => e.type));
+        for (const type of ['invoice.issued', 'claim.accepted', 'payment.created'])
+          assert.ok(types.has(type), `${type} in the feed (${[...types].join(', ')})`);
+        const changed = await w.api('GET', `/invoices?updatedSince=${encodeURIComponent(since)}`);
+        assert.equal(changed.status, 200, changed.text);
+        assert.equal(changed.body.data.length, 2);
+      });
+
+      test('each event reaches the webhook receiver once, signed', async () => {
+        await svc.worker.drain();
+        assert.ok(receiver.requests.length > 0, 'deliveries arrived');
+        receiver.assertAllVerified();
+        assert.equal(receiver.uniqueIds().size, receiver.requests.length, 'no event delivered twice');
       });
 
       test('a refused request is answered 422', async () => {
-        const refused = await api('POST', '/patients', {
+        const refused = await w.api('POST', '/patients', {
           body: patientBody({ birthDate: '2999-01-01' }),
           idempotencyKey: uniqueKey(),
         });
@@ -145,6 +213,19 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
       });
     });
   }
-});
 
-export { addEndpoint, Receiver };
+  /** A new practice whose shard is on `node`: practices are made until one lands there. */
+  async function practiceOn(node: 'coordinator' | 'worker'): Promise<World> {
+    const wanted = node === 'coordinator' ? port : Number(clusterEnv.CITUS_WORKER_PORT);
+    for (let i = 0; i < 40; i++) {
+      const w = await newWorld(svc);
+      const { rows } = await admin.query<{ nodeport: number }>(
+        `SELECT p.nodeport FROM pg_dist_shard_placement p
+          WHERE p.shardid = get_shard_id_for_distribution_column('patients', $1::text)`,
+        [w.practiceId],
+      );
+      if (rows[0]?.nodeport === wanted) return w;
+    }
+    throw new Error(`no practice landed on the ${node} in 40 tries`);
+  }
+});

@@ -64,7 +64,13 @@ export async function takeFairly(
     async (trx) => {
       const answers: TakeAnswer[] = [];
       for (const request of requests)
-        answers.push(wanted(request) ? await takeOne(trx, workerId, leaseEnd, request) : NOTHING);
+        answers.push(
+          !wanted(request)
+            ? NOTHING
+            : db.distributed
+              ? await takeAcrossNodes(trx, workerId, leaseEnd, request)
+              : await takeOne(trx, workerId, leaseEnd, request),
+        );
       const taken = answers.flatMap((answer) => answer.jobs);
       if (prepare && taken.length > 0) await prepare(trx, taken);
       return answers;
@@ -101,6 +107,42 @@ async function takeOne(
     jobs.push(...leased.rows);
   }
   return { jobs, heldBack: picked.rows[0]?.held_back === true };
+}
+
+/**
+ * The take on a distributed database (Citus), which refuses the pick's recursive walk over every
+ * practice's jobs: the pick is a plain query over every node for the practices with due and free
+ * jobs, oldest first, and each is then taken as takeOne takes one practice (one node's statement),
+ * for what the limit leaves, until it is used. The caps hold as in takeOne (both are counted within
+ * one practice); a take held back by a cap is not told apart, so such work waits for the next poll.
+ */
+async function takeAcrossNodes(
+  trx: Trx,
+  workerId: string,
+  leaseEnd: RawBuilder<Date>,
+  { lanes, keyCap, limit, practiceCap = null }: TakeRequest,
+): Promise<TakeAnswer> {
+  const picked = await sql<{ practice_id: string }>`
+    SELECT practice_id FROM jobs
+     WHERE state = 'queued' AND lane = ANY(${lanes}::text[]) AND run_at <= now()
+       AND (locked_until IS NULL OR locked_until <= now())
+     GROUP BY practice_id
+     ORDER BY min(run_at), practice_id
+     LIMIT ${limit}::int`.execute(trx);
+  const jobs: JobRow[] = [];
+  for (const { practice_id } of picked.rows) {
+    const left = limit - jobs.length;
+    if (left <= 0) break;
+    const leased = await sql<JobRow>`
+        ${dealtSlots({ lanes, keyCap, practiceCap, limit: left, practiceId: practice_id, walk: false })}
+        UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${leaseEnd},
+               attempts = j.attempts + 1
+          FROM dealt
+         WHERE j.practice_id = ${practice_id} AND j.practice_id = dealt.practice_id AND j.id = dealt.id
+         RETURNING j.*`.execute(trx);
+    jobs.push(...leased.rows);
+  }
+  return { jobs, heldBack: false };
 }
 
 /**
@@ -143,6 +185,8 @@ function dealtSlots(options: {
   practiceCap: number | null;
   limit: number;
   practiceId: string | null;
+  /** The groups found by a recursive walk of the index (default), or by one plain query (Citus). */
+  walk?: boolean;
 }) {
   const { lanes, keyCap, practiceCap, limit, practiceId } = options;
   const cap = keyCap === null ? sql`NULL::int` : sql`${keyCap}::int`;
@@ -150,21 +194,7 @@ function dealtSlots(options: {
     practiceId === null ? sql`` : sql`AND ${column} = ${practiceId}`;
   const lock = practiceId === null ? sql`` : sql`FOR UPDATE OF j SKIP LOCKED`;
   return sql`
-    WITH RECURSIVE grp AS (
-      SELECT first.lane, first.practice_id, first.concurrency_key
-        FROM unnest(${lanes}::text[]) AS wanted (lane)
-       CROSS JOIN LATERAL (
-         SELECT lane, practice_id, concurrency_key FROM jobs
-          WHERE state = 'queued' AND lane = wanted.lane AND run_at <= now() ${within(sql.ref('practice_id'))}
-          ORDER BY practice_id, concurrency_key LIMIT 1) AS first
-      UNION ALL
-      SELECT nxt.lane, nxt.practice_id, nxt.concurrency_key FROM grp
-       CROSS JOIN LATERAL (
-         SELECT lane, practice_id, concurrency_key FROM jobs
-          WHERE state = 'queued' AND lane = grp.lane AND run_at <= now() ${within(sql.ref('practice_id'))}
-            AND (practice_id, concurrency_key) > (grp.practice_id, grp.concurrency_key)
-          ORDER BY practice_id, concurrency_key LIMIT 1) AS nxt
-    ),
+    ${groupsOf({ lanes, practiceId, walk: options.walk !== false })},
     held AS (
       SELECT lane, practice_id, concurrency_key, count(*)::int AS running FROM jobs
        WHERE state = 'queued' AND locked_until > now() AND lane = ANY(${lanes}::text[])
@@ -201,5 +231,38 @@ function dealtSlots(options: {
        WHERE ${practiceCap === null ? sql`true` : sql`l.turn <= ${practiceCap}::int`}
        ORDER BY l.turn, l.run_at, l.id
        LIMIT ${limit}::int
+    )`;
+}
+
+/**
+ * The WITH clause's first part: `grp`, the (lane, practice, concurrency key) groups with due jobs. A
+ * recursive walk of the index, one probe per group (the pick reads no more than it deals); or, where
+ * Citus refuses a recursive CTE (on a distributed database: within one practice, always given there),
+ * one plain query of the practice's due jobs.
+ */
+function groupsOf(options: { lanes: readonly JobLane[]; practiceId: string | null; walk: boolean }) {
+  const { lanes, practiceId, walk } = options;
+  const within = (column: RawBuilder<unknown>) =>
+    practiceId === null ? sql`` : sql`AND ${column} = ${practiceId}`;
+  if (!walk)
+    return sql`WITH grp AS (
+      SELECT DISTINCT lane, practice_id, concurrency_key FROM jobs
+       WHERE state = 'queued' AND lane = ANY(${lanes}::text[]) AND run_at <= now() ${within(sql.ref('practice_id'))}
+    )`;
+  return sql`
+    WITH RECURSIVE grp AS (
+      SELECT first.lane, first.practice_id, first.concurrency_key
+        FROM unnest(${lanes}::text[]) AS wanted (lane)
+       CROSS JOIN LATERAL (
+         SELECT lane, practice_id, concurrency_key FROM jobs
+          WHERE state = 'queued' AND lane = wanted.lane AND run_at <= now() ${within(sql.ref('practice_id'))}
+          ORDER BY practice_id, concurrency_key LIMIT 1) AS first
+      UNION ALL
+      SELECT nxt.lane, nxt.practice_id, nxt.concurrency_key FROM grp
+       CROSS JOIN LATERAL (
+         SELECT lane, practice_id, concurrency_key FROM jobs
+          WHERE state = 'queued' AND lane = grp.lane AND run_at <= now() ${within(sql.ref('practice_id'))}
+            AND (practice_id, concurrency_key) > (grp.practice_id, grp.concurrency_key)
+          ORDER BY practice_id, concurrency_key LIMIT 1) AS nxt
     )`;
 }
