@@ -190,7 +190,7 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
         const events = await w.api('GET', '/events?limit=100');
         assert.equal(events.status, 200, events.text);
         const types = new Set(events.body.data.map((e: { type: string }) => e.type));
-        for (const type of ['invoice.issued', 'claim.accepted', 'payment.created'])
+        for (const type of ['invoice.issued', 'claim.status_changed', 'payment.created', 'refund.created'])
           assert.ok(types.has(type), `${type} in the feed (${[...types].join(', ')})`);
         const changed = await w.api('GET', `/invoices?updatedSince=${encodeURIComponent(since)}`);
         assert.equal(changed.status, 200, changed.text);

@@ -213,7 +213,7 @@ function dealtSlots(options: {
          SELECT j.practice_id, j.id, j.run_at FROM jobs AS j
           WHERE j.lane = g.lane AND j.practice_id = g.practice_id AND j.concurrency_key = g.concurrency_key
             AND j.state = 'queued' AND j.run_at <= now()
-            AND (j.locked_until IS NULL OR j.locked_until <= now())
+            AND (j.locked_until IS NULL OR j.locked_until <= now()) ${within(sql.ref('j.practice_id'))}
           ORDER BY j.run_at, j.id
           LIMIT CASE WHEN g.concurrency_key = '' OR ${cap} IS NULL THEN ${limit}::int
                      ELSE greatest(0, least(${limit}::int, ${cap} - coalesce(h.running, 0))) END

@@ -176,6 +176,10 @@ async function prepareNodesSettings(db: Db): Promise<string[]> {
     }
     done.push(`role ${role} LOGIN`);
   }
+  // A write to a reference table locks its copies on every node (lock_shard_resources), which Citus
+  // allows a role that may update the table: the sandbox insurer's messages, which the operator role
+  // otherwise only reads and inserts (ON CONFLICT DO NOTHING), need that.
+  await sql`GRANT UPDATE ON sandbox_insurer_messages TO ${sql.id(OPERATOR_ROLE)}`.execute(db);
   const { rows } = await sql<{ set: boolean }>`
     SELECT EXISTS (SELECT 1 FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase
                     WHERE d.datname = current_database() AND s.setrole = 0
