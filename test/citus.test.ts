@@ -4,7 +4,9 @@
 // the schema itself (tenant tables distributed by practice_id and colocated, catalogue tables as
 // reference tables, the functions on every node), then the service serves a practice whose rows live
 // on the coordinator and one whose rows live on the worker. Runs wherever the cluster script is
-// present (CI has it); skipped, saying so, where it is not.
+// present (CI has it, and .ci/run fails without it); skipped, saying so, where it is not. The
+// cluster gets a directory of its own and free ports, and is removed afterwards; CITUS_KEEP=1 leaves it
+// running, with its logs, for a look at what a node refused.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -150,6 +152,11 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
         const read = await w.api('GET', `/patients/${created.body.id}`);
         assert.equal(read.status, 200, read.text);
         assert.deepEqual(read.body, created.body);
+        const recorded = await admin.query(
+          `SELECT 1 FROM audit_events WHERE practice_id = $1 AND resource_id = $2 AND method = 'GET' AND status = 200`,
+          [w.practiceId, created.body.id],
+        );
+        assert.equal(recorded.rowCount, 1, 'the read is recorded in the audit log');
         await addCoverage(w, created.body.id);
         const coverages = await w.api('GET', `/patients/${created.body.id}/coverages`);
         assert.equal(coverages.status, 200, coverages.text);
@@ -210,6 +217,15 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
           idempotencyKey: uniqueKey(),
         });
         assert.equal(refused.status, 422, refused.text);
+        const { rows } = await admin.query<{ status: number; route: string }>(
+          `SELECT status, route FROM audit_events WHERE practice_id = $1 AND request_id = $2`,
+          [w.practiceId, refused.body.requestId],
+        );
+        assert.deepEqual(
+          rows.map((r) => r.status),
+          [422],
+          'the refusal has its audit row, on the node of the practice',
+        );
       });
     });
   }
