@@ -177,9 +177,18 @@ async function prepareNodesSettings(db: Db): Promise<string[]> {
     done.push(`role ${role} LOGIN`);
   }
   // A write to a reference table locks its copies on every node (lock_shard_resources), which Citus
-  // allows a role that may update the table: the sandbox insurer's messages, which the operator role
-  // otherwise only reads and inserts (ON CONFLICT DO NOTHING), need that.
-  await sql`GRANT UPDATE ON sandbox_insurer_messages TO ${sql.id(OPERATOR_ROLE)}`.execute(db);
+  // allows only a role that may update the table: a service role that may insert into a reference
+  // table but not update it (the operator role and the sandbox insurer's messages, written
+  // ON CONFLICT DO NOTHING) is given UPDATE on it.
+  for (const table of CITUS_REFERENCE_TABLES)
+    for (const role of [APP_ROLE, OPERATOR_ROLE]) {
+      const { rows: may } = await sql<{ insert: boolean; update: boolean }>`
+        SELECT has_table_privilege(${role}, ${table}, 'INSERT') AS insert,
+               has_table_privilege(${role}, ${table}, 'UPDATE') AS update`.execute(db);
+      if (!may[0]?.insert || may[0].update) continue;
+      await sql`GRANT UPDATE ON ${sql.id(table)} TO ${sql.id(role)}`.execute(db);
+      done.push(`UPDATE on ${table} to ${role}`);
+    }
   const { rows } = await sql<{ set: boolean }>`
     SELECT EXISTS (SELECT 1 FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase
                     WHERE d.datname = current_database() AND s.setrole = 0
