@@ -43,6 +43,7 @@ const skip =
 const clusterDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pb-citus-'));
 const clusterEnv: Record<string, string | undefined> = { ...process.env, CITUS_DIR: clusterDir };
 let port = 0;
+const coordinatorLog = path.join(clusterDir, 'coordinator.log');
 
 async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -123,6 +124,9 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
   });
 
   test('the service starts on the distributed database', async () => {
+    // What the coordinator sends to the nodes goes to its log, for the shard count below.
+    await admin.query(`ALTER DATABASE ${database} SET citus.log_remote_commands = on`);
+    await admin.query(`ALTER DATABASE ${database} SET log_min_messages = notice`);
     svc = await startService('postgres', { databaseUrl: url });
     const health = await fetch(`${svc.baseUrl}/health`);
     assert.ok(health.status < 500);
@@ -209,6 +213,37 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
         assert.ok(receiver.requests.length > 0, 'deliveries arrived');
         receiver.assertAllVerified();
         assert.equal(receiver.uniqueIds().size, receiver.requests.length, 'no event delivered twice');
+      });
+
+      test("a request's statements touch the shards of its own practice only", async () => {
+        const before = fs.statSync(coordinatorLog).size;
+        const patient = await w.api('POST', '/patients', {
+          body: patientBody(),
+          idempotencyKey: uniqueKey(),
+        });
+        assert.equal(patient.status, 201, patient.text);
+        assert.equal((await w.api('GET', `/patients/${patient.body.id}`)).status, 200);
+        await addCoverage(w, patient.body.id);
+        const { invoiceId } = await issuedInvoice(w, { coverage: null });
+        const paid = await w.api('POST', `/invoices/${invoiceId}/payments`, {
+          body: { amount: 100, method: 'card' },
+          idempotencyKey: uniqueKey(),
+        });
+        assert.equal(paid.status, 201, paid.text);
+        assert.equal((await w.api('GET', '/events?limit=10')).status, 200);
+        assert.equal((await w.api('GET', '/invoices?limit=10')).status, 200);
+        const sent = fs.readFileSync(coordinatorLog).subarray(before).toString('utf8');
+        const touched = new Set([...sent.matchAll(/\b[a-z_]+_(\d{6,})\b/g)].map((m) => Number(m[1])));
+        const { rows } = await admin.query<{ shardid: string; own: boolean }>(
+          `SELECT s.shardid, s.shardid = get_shard_id_for_distribution_column(s.logicalrelid, $1::text) AS own
+             FROM pg_dist_shard s JOIN pg_dist_partition p USING (logicalrelid)
+            WHERE p.partmethod = 'h'`,
+          [w.practiceId],
+        );
+        const others = rows.filter((r) => !r.own && touched.has(Number(r.shardid))).map((r) => r.shardid);
+        if (node === 'worker')
+          assert.ok(touched.size > 0, 'the coordinator sent statements to the worker node');
+        assert.deepEqual(others, [], "no statement went to another practice's shard");
       });
 
       test('a refused request is answered 422', async () => {
