@@ -21,13 +21,19 @@ import {
   addCoverage,
   getInvoice,
   issuedInvoice,
-  newWorld,
   payments,
   readClaim,
   sendClaim,
   type World,
 } from './claims-fixtures.ts';
-import { patientBody, startService, type TestService, uniqueKey } from './harness.ts';
+import {
+  apiClient,
+  patientBody,
+  startService,
+  type TestPractice,
+  type TestService,
+  uniqueKey,
+} from './harness.ts';
 import { skipInMidnightRun } from './support/midnight-run.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
 
@@ -134,7 +140,7 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
 
   for (const node of ['coordinator', 'worker'] as const) {
     describe(`a practice whose rows live on the ${node}`, () => {
-      let w: World;
+      let w: World & { practice: TestPractice };
       let receiver: Receiver;
       let claimed: { invoiceId: string };
       const since = new Date().toISOString();
@@ -246,6 +252,49 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
         assert.deepEqual(others, [], "no statement went to another practice's shard");
       });
 
+      test('an event is delivered again on request, signed', async () => {
+        const events = await w.api('GET', '/events?limit=1');
+        const eventId = events.body.data[0].id;
+        await svc.worker.drain();
+        const before = receiver.requests.length;
+        const redelivered = await svc.admin(
+          'POST',
+          `/practices/${w.practiceId}/events/${eventId}/redeliver`,
+          {},
+        );
+        assert.equal(redelivered.status, 202, redelivered.text);
+        assert.equal(redelivered.body.queued, 1);
+        await svc.worker.drain();
+        assert.equal(receiver.requests.length, before + 1);
+        receiver.assertAllVerified();
+      });
+
+      test("the practice's own code system is changed", async () => {
+        const system = await w.api('POST', '/code-systems', {
+          body: { name: `Own ${randomBytes(4).toString('hex')}`, usage: ['procedure'] },
+          idempotencyKey: uniqueKey(),
+        });
+        assert.equal(system.status, 201, system.text);
+        const concept = await w.api('POST', `/code-systems/${system.body.id}/concepts`, {
+          body: { code: 'OWN-01', display: 'Own procedure', defaultPrice: 5_000 },
+          idempotencyKey: uniqueKey(),
+        });
+        assert.equal(concept.status, 201, concept.text);
+        const gone = await w.api('DELETE', `/code-systems/${system.body.id}/concepts/${concept.body.id}`);
+        assert.equal(gone.status, 200, gone.text);
+        assert.equal(gone.body.deleted, true);
+      });
+
+      test('the key is rotated: the new key serves, the old one is refused', async () => {
+        const issued = await svc.admin('POST', `/clients/${w.practice.clientId}/keys`, {});
+        assert.equal(issued.status, 201, issued.text);
+        const revoked = await svc.admin('POST', `/keys/${w.practice.keyId}/revoke`, {});
+        assert.ok(revoked.status < 300, revoked.text);
+        assert.equal((await apiClient(svc, issued.body.key)('GET', '/invoices?limit=1')).status, 200);
+        assert.equal((await w.api('GET', '/invoices?limit=1')).status, 401);
+        w.api = apiClient(svc, issued.body.key);
+      });
+
       test('a refused request is answered 422', async () => {
         const refused = await w.api('POST', '/patients', {
           body: patientBody({ birthDate: '2999-01-01' }),
@@ -266,16 +315,23 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
   }
 
   /** A new practice whose shard is on `node`: practices are made until one lands there. */
-  async function practiceOn(node: 'coordinator' | 'worker'): Promise<World> {
+  async function practiceOn(node: 'coordinator' | 'worker'): Promise<World & { practice: TestPractice }> {
     const wanted = node === 'coordinator' ? port : Number(clusterEnv.CITUS_WORKER_PORT);
     for (let i = 0; i < 40; i++) {
-      const w = await newWorld(svc);
+      const practice = await svc.newPractice();
       const { rows } = await admin.query<{ nodeport: number }>(
         `SELECT p.nodeport FROM pg_dist_shard_placement p
           WHERE p.shardid = get_shard_id_for_distribution_column('patients', $1::text)`,
-        [w.practiceId],
+        [practice.practiceId],
       );
-      if (rows[0]?.nodeport === wanted) return w;
+      if (rows[0]?.nodeport === wanted)
+        return {
+          svc,
+          api: apiClient(svc, practice.key),
+          practiceId: practice.practiceId,
+          practitionerId: practice.practitionerId,
+          practice,
+        };
     }
     throw new Error(`no practice landed on the ${node} in 40 tries`);
   }
