@@ -106,6 +106,8 @@ export async function runService(configured: Config, options: RunOptions): Promi
       if (warning) log.warn(warning);
     }
     const deps = await buildDeps(config, db, { log });
+    // The worker's pool reaches the same database: distributed or not, as buildDeps found it.
+    workerDb.distributed = db.distributed;
 
     let adminToken = config.adminToken;
     let sandbox: SandboxCredentials | undefined;

@@ -34,6 +34,7 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import { scaleOutSuite } from './resilience/scale-out-suite.ts';
 import { skipInMidnightRun } from './support/midnight-run.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
 
@@ -313,6 +314,17 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
       });
     });
   }
+
+  // The 2+2 processes test, on a database of its own on the cluster, migrated as an operator does.
+  scaleOutSuite('two API and two worker processes on the Citus cluster', {
+    skip: false,
+    database: async () => {
+      const name = `pb_citus_scale_${randomBytes(4).toString('hex')}`;
+      const created = await cluster('createdb', name);
+      await migrate(created);
+      return { url: created, drop: async () => void (await cluster('dropdb', name)) };
+    },
+  });
 
   /** A new practice whose shard is on `node`: practices are made until one lands there. */
   async function practiceOn(node: 'coordinator' | 'worker'): Promise<World & { practice: TestPractice }> {
