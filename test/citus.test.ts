@@ -34,6 +34,12 @@ import {
   type TestService,
   uniqueKey,
 } from './harness.ts';
+import {
+  assertNothingMissed,
+  checkerSeed,
+  runChangeFeedChecker,
+  summary,
+} from './resilience/change-feed-checker.ts';
 import { scaleOutSuite } from './resilience/scale-out-suite.ts';
 import { skipInMidnightRun } from './support/midnight-run.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
@@ -58,6 +64,14 @@ async function freePort(): Promise<number> {
   const { port: free } = server.address() as net.AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return free;
+}
+
+/** A new database on the cluster, migrated as an operator does, with the drop that ends it. */
+async function citusDatabase(prefix: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const created = await cluster('createdb', name);
+  await migrate(created);
+  return { url: created, drop: async () => void (await cluster('dropdb', name)) };
 }
 
 async function cluster(...args: string[]): Promise<string> {
@@ -315,15 +329,24 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
     });
   }
 
+  test('the change feed checker misses nothing on the cluster', async () => {
+    const seed = checkerSeed();
+    const report = await runChangeFeedChecker({
+      transactions: 300,
+      writers: 6,
+      followers: 3,
+      seed,
+      longShare: 0.003,
+      database: () => citusDatabase('pb_citus_feed'),
+    });
+    console.log(`change-feed checker on Citus: CHANGE_FEED_SEED=${seed}; ${summary(report)}`);
+    assertNothingMissed(report);
+  });
+
   // The 2+2 processes test, on a database of its own on the cluster, migrated as an operator does.
   scaleOutSuite('two API and two worker processes on the Citus cluster', {
     skip: false,
-    database: async () => {
-      const name = `pb_citus_scale_${randomBytes(4).toString('hex')}`;
-      const created = await cluster('createdb', name);
-      await migrate(created);
-      return { url: created, drop: async () => void (await cluster('dropdb', name)) };
-    },
+    database: () => citusDatabase('pb_citus_scale'),
   });
 
   /** A new practice whose shard is on `node`: practices are made until one lands there. */
