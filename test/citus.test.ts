@@ -53,10 +53,10 @@ const skip =
     `the Citus cluster script is absent (${CLUSTER}): nothing to run a cluster with`);
 
 /** The cluster's own directory, and ports the system has free, so that it never meets another run's. */
-const clusterDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pb-citus-'));
-const clusterEnv: Record<string, string | undefined> = { ...process.env, CITUS_DIR: clusterDir };
+let clusterDir = '';
+const clusterEnv: Record<string, string | undefined> = { ...process.env };
 let port = 0;
-const coordinatorLog = path.join(clusterDir, 'coordinator.log');
+let coordinatorLog = '';
 
 async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -96,9 +96,14 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
   const database = `pb_citus_${randomBytes(4).toString('hex')}`;
 
   before(async () => {
+    clusterDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pb-citus-'));
+    coordinatorLog = path.join(clusterDir, 'coordinator.log');
+    clusterEnv.CITUS_DIR = clusterDir;
     port = await freePort();
+    let workerPort = await freePort();
+    while (workerPort === port) workerPort = await freePort();
     clusterEnv.CITUS_COORDINATOR_PORT = String(port);
-    clusterEnv.CITUS_WORKER_PORT = String(await freePort());
+    clusterEnv.CITUS_WORKER_PORT = String(workerPort);
     await cluster('start');
     url = await cluster('createdb', database);
     admin = new pg.Client({ connectionString: url });
@@ -108,8 +113,8 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
     await svc?.close();
     await admin?.end();
     if (process.env.CITUS_KEEP) return;
-    await cluster('destroy').catch(() => undefined);
-    fs.rmSync(clusterDir, { recursive: true, force: true });
+    if (clusterDir) await cluster('destroy').catch(() => undefined);
+    if (clusterDir) fs.rmSync(clusterDir, { recursive: true, force: true });
   });
 
   test('practice-billing migrate places every table and function on the cluster', async () => {
