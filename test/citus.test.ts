@@ -149,6 +149,48 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
     assert.deepEqual((await migrate(url)).applied, []);
   });
 
+  test('a database migrated before Citus was installed is placed by the next migrate, rows and all', async () => {
+    const name = `pb_citus_moved_${randomBytes(4).toString('hex')}`;
+    const workerPort = clusterEnv.CITUS_WORKER_PORT!;
+    const on = async (p: string | number, db: string, statement: string) => {
+      const c = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${p}/${db}` });
+      await c.connect();
+      try {
+        return await c.query(statement);
+      } finally {
+        await c.end();
+      }
+    };
+    await on(port, 'postgres', `CREATE DATABASE ${name}`);
+    await on(workerPort, 'postgres', `CREATE DATABASE ${name}`);
+    try {
+      const moved = `postgres://postgres@127.0.0.1:${port}/${name}`;
+      await migrate(moved);
+      await on(port, name, `INSERT INTO practices (id, name) VALUES ('prc_moved', 'Moved practice')`);
+      const concepts = Number((await on(port, name, 'SELECT count(*) AS n FROM code_concepts')).rows[0].n);
+      assert.ok(concepts > 0, 'the catalogue is loaded');
+      // The operator's part (docs/scale-out.md, "Setting up a database"), then migrate again.
+      await on(port, name, 'CREATE EXTENSION citus');
+      await on(workerPort, name, 'CREATE EXTENSION citus');
+      await on(port, name, `SELECT citus_set_coordinator_host('127.0.0.1', ${port})`);
+      await on(port, name, `SELECT citus_add_node('127.0.0.1', ${workerPort})`);
+      assert.deepEqual((await migrate(moved)).applied, []);
+      const placed = await on(
+        port,
+        name,
+        `SELECT partmethod FROM pg_dist_partition WHERE logicalrelid = 'patients'::regclass`,
+      );
+      assert.equal(placed.rows[0]?.partmethod, 'h');
+      assert.equal(
+        Number((await on(port, name, 'SELECT count(*) AS n FROM code_concepts')).rows[0].n),
+        concepts,
+      );
+      assert.equal((await on(port, name, `SELECT 1 FROM practices WHERE id = 'prc_moved'`)).rowCount, 1);
+    } finally {
+      await cluster('dropdb', name);
+    }
+  });
+
   test('the service starts on the distributed database', async () => {
     // What the coordinator sends to the nodes goes to its log, for the shard count below.
     await admin.query(`ALTER DATABASE ${database} SET citus.log_remote_commands = on`);
