@@ -7,6 +7,7 @@
 const LAYERS = [
   ['platform', []],
   ['paging', ['platform']],
+  ['secrets', ['platform']],
   ['auth', ['platform']],
   ['idempotency', ['platform']],
   ['insurer', ['platform']],
@@ -62,6 +63,25 @@ const LAYERS = [
   [
     'back-office',
     ['platform', 'paging', 'api', 'claims', 'insurance', 'invoices', 'patients', 'practices', 'webhooks'],
+  ],
+  // A patient's and a practice's data rights (access, de-identification, offboarding) span every record.
+  [
+    'data-rights',
+    [
+      'platform',
+      'paging',
+      'api',
+      'idempotency',
+      'jobs',
+      'patients',
+      'encounters',
+      'insurance',
+      'invoices',
+      'practices',
+      'webhooks',
+      'notifications',
+      'accounts',
+    ],
   ],
 ];
 

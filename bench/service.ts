@@ -45,6 +45,8 @@ export async function startService(spec: ServiceSpec, timeoutMs = 120_000): Prom
     REMITTANCE_DELAY_MS: '0',
     JOB_POLL_MS: String(spec.jobPollMs),
     WEBHOOK_ALLOW_PRIVATE: 'true',
+    // serve and worker migrate only when told to; the bench's databases start empty.
+    MIGRATE_ON_START: 'true',
     ...('url' in spec.database
       ? { DATABASE_URL: spec.database.url, SECRET_ENCRYPTION_KEY: randomBytes(32).toString('hex') }
       : { DATA_DIR: spec.database.dataDir }),

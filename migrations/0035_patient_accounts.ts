@@ -50,5 +50,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE INDEX mail_outbox_time ON mail_outbox (practice_id, created_at DESC, id DESC);
   `,
   );
-  await enableTenantSecurity(db, 'mail_outbox', { privileges: 'SELECT, INSERT' });
+  // DELETE: a patient's de-identification removes the copies of the e-mails sent to them.
+  await enableTenantSecurity(db, 'mail_outbox', { privileges: 'SELECT, INSERT, DELETE' });
 }

@@ -23,11 +23,17 @@ import * as m0021 from './0021_practice_references.ts';
 import * as m0022 from './0022_key_change_signals_from_the_application.ts';
 import * as m0023 from './0023_job_backlog.ts';
 import * as m0024 from './0024_practice_job_backlog.ts';
+import * as m0025 from './0025_restorable_by_owner.ts';
+import * as m0026 from './0026_migration_table_readable.ts';
+import * as m0027 from './0027_deployment_roles.ts';
 import * as m0030 from './0030_job_trace_context.ts';
 import * as m0035 from './0035_patient_accounts.ts';
 import * as m0040 from './0040_invoice_money_columns.ts';
 import * as m0041 from './0041_claim_reversal_reason.ts';
 import * as m0042 from './0042_invoice_paid_by_insurer.ts';
+import * as m0045 from './0045_patient_retention.ts';
+import * as m0046 from './0046_practice_offboarding.ts';
+import * as m0047 from './0047_lifelong_retention.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -53,9 +59,15 @@ export const migrations: Record<string, Migration> = {
   '0022_key_change_signals_from_the_application': m0022,
   '0023_job_backlog': m0023,
   '0024_practice_job_backlog': m0024,
+  '0025_restorable_by_owner': m0025,
+  '0026_migration_table_readable': m0026,
+  '0027_deployment_roles': m0027,
   '0030_job_trace_context': m0030,
+  '0035_patient_accounts': m0035,
   '0040_invoice_money_columns': m0040,
   '0041_claim_reversal_reason': m0041,
   '0042_invoice_paid_by_insurer': m0042,
-  '0035_patient_accounts': m0035,
+  '0045_patient_retention': m0045,
+  '0046_practice_offboarding': m0046,
+  '0047_lifelong_retention': m0047,
 };

@@ -1,14 +1,26 @@
 // Owns the database roles and row-level security shared by every migration.
 //
-// practice_billing_app       serves API requests: sees only the rows of the practice named by the
+// <prefix>_app              serves API requests: sees only the rows of the practice named by the
 //                            transaction-local setting app.practice_id.
-// practice_billing_operator  serves the admin API, key look-up and background workers: sees every
+// <prefix>_operator         serves the admin API, key look-up and background workers: sees every
 //                            practice. Neither role owns a table, logs in, or bypasses RLS; the
 //                            service's login switches to one of them inside every transaction.
 import { type Kysely, sql } from 'kysely';
 
-export const APP_ROLE = 'practice_billing_app';
-export const OPERATOR_ROLE = 'practice_billing_operator';
+/** The prefix of the service roles' names unless DATABASE_ROLE_PREFIX says otherwise. */
+export const DEFAULT_ROLE_PREFIX = 'practice_billing';
+
+// Each deployment on a cluster has roles of its own (roles are cluster-wide): `<prefix>_app` and
+// `<prefix>_operator`, the prefix from DATABASE_ROLE_PREFIX. A process serves one deployment, so the
+// names are set once, when it opens its database (useRolePrefix), before any migration or transaction
+// reads them; they are live bindings, read by each migration and transaction when it runs.
+export let APP_ROLE = `${DEFAULT_ROLE_PREFIX}_app`;
+export let OPERATOR_ROLE = `${DEFAULT_ROLE_PREFIX}_operator`;
+
+export function useRolePrefix(prefix: string): void {
+  APP_ROLE = `${prefix}_app`;
+  OPERATOR_ROLE = `${prefix}_operator`;
+}
 
 export async function ensureServiceRoles(db: Kysely<unknown>): Promise<void> {
   for (const role of [APP_ROLE, OPERATOR_ROLE]) {
@@ -29,9 +41,11 @@ export async function ensureServiceRoles(db: Kysely<unknown>): Promise<void> {
 }
 
 /**
- * Turns on forced row-level security for a tenant table: the app role sees only its practice's rows,
- * the operator role sees all, and nobody else (the owner included) sees any. Operators get full
- * DML except on tables whose privileges say otherwise (the audit log stays append-only).
+ * Turns on row-level security for a tenant table: the app role sees only its practice's rows, the
+ * operator role sees all, and no other role but the owner sees any. It is not forced on the owner, so
+ * that the owner's pg_dump can read every table (docs/decisions/0100-row-level-security-not-forced-on-the-owner.md); the service never works as the
+ * owner. Operators get full DML except on tables whose privileges say otherwise (the audit log stays
+ * append-only).
  */
 export async function enableTenantSecurity(
   db: Kysely<unknown>,
@@ -46,7 +60,6 @@ export async function enableTenantSecurity(
     db,
     `
     ALTER TABLE ${table} ENABLE ROW LEVEL SECURITY;
-    ALTER TABLE ${table} FORCE ROW LEVEL SECURITY;
     CREATE POLICY ${table}_tenant ON ${table} TO ${APP_ROLE}
       USING (${column} = current_setting('app.practice_id', true))
       WITH CHECK (${column} = current_setting('app.practice_id', true));

@@ -5,6 +5,7 @@ import { auditAdminRoutes } from './audit/admin-routes.ts';
 import { dashboardAdminRoutes } from './back-office/dashboard.ts';
 import { invoiceAdminRoutes } from './back-office/invoices.ts';
 import { clientAdminRoutes } from './clients/admin-routes.ts';
+import { offboardingAdminRoutes } from './data-rights/admin-routes.ts';
 import { coverageAdminRoutes } from './insurance/admin.ts';
 import { billingAdminRoutes } from './invoices/admin.ts';
 import { notificationAdminRoutes } from './invoices/notifications.ts';
@@ -26,4 +27,5 @@ export const allAdminRoutes: AnyAdminRoute[] = [
   ...coverageAdminRoutes,
   ...dashboardAdminRoutes,
   ...metricsAdminRoutes,
+  ...offboardingAdminRoutes,
 ];

@@ -21,6 +21,7 @@ import { claimRoutes } from './claims/routes.ts';
 import { queueClaimFromBill } from './claims/service.ts';
 import { codeSystemRoutes } from './code-systems/routes.ts';
 import { registerConsole } from './console/serve.ts';
+import { dataRightsRoutes } from './data-rights/routes.ts';
 import { errorsPageHtml } from './docs/errors-page.ts';
 import { declareOptionalBodies } from './docs/openapi-bodies.ts';
 import { shareErrorResponses, shareNamedSchemas } from './docs/openapi-components.ts';
@@ -31,7 +32,9 @@ import { eventRoutes } from './events/routes.ts';
 import { insuranceRoutes } from './insurance/routes.ts';
 import { invoiceRoutes } from './invoices/routes.ts';
 import { registerMetricsEndpoint } from './metrics-endpoint.ts';
+import { patientRecordRoutes } from './patients/record-routes.ts';
 import { patientRoutes } from './patients/routes.ts';
+import { callOperatorFunction } from './platform/db/transaction.ts';
 import { clientErrorHandler } from './platform/http/client-error.ts';
 import { buildSerializerOnFirstUse } from './platform/http/lazy-compile.ts';
 import { trackRoutesForMethodCheck } from './platform/http/not-found.ts';
@@ -46,6 +49,8 @@ export const BODY_LIMIT_BYTES = 256 * 1024;
 
 export const apiRoutes = [
   ...patientRoutes,
+  ...patientRecordRoutes,
+  ...dataRightsRoutes,
   ...insuranceRoutes,
   ...practitionerRoutes,
   ...encounterRoutes,
@@ -61,6 +66,10 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   /** Serve the admin API (needs a token). */
   adminToken?: string | undefined;
+  /** Further admin tokens accepted beside adminToken (ADMIN_TOKENS: a new one rolled out before the old goes). */
+  adminTokens?: readonly string[] | undefined;
+  /** Why the process must not be sent work (a newer schema under it); undefined while it may. */
+  notReadyReason?: (() => string | undefined) | undefined;
 }
 
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
@@ -148,8 +157,21 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     reply.type('text/html; charset=utf-8').send(errorsPageHtml()),
   );
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  // Ready only where a request could be served: the key look-up every request starts with must run (a
+  // restore that lost its grant answers every request 500 while the database itself answers).
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-    await sql`SELECT 1`.execute(deps.db.kysely);
+    const stopped = options.notReadyReason?.();
+    if (stopped)
+      return reply.code(503).send({ status: 'not ready', database: deps.db.kind, reason: stopped });
+    try {
+      await callOperatorFunction(deps.db, sql`SELECT key_id FROM api_key_for_request('')`);
+    } catch (error) {
+      return reply.code(503).send({
+        status: 'not ready',
+        database: deps.db.kind,
+        reason: `the API key look-up cannot run: ${error instanceof Error ? error.message : String(error)}`,
+      });
+    }
     return reply.send({ status: 'ready', database: deps.db.kind });
   });
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -164,10 +186,14 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     },
     { prefix: '/api/v1' },
   );
-  const metricsToken = deps.config.metricsToken ?? options.adminToken;
-  if (metricsToken) await registerMetricsEndpoint(app, deps, metricsToken);
-  if (options.adminToken) {
-    const token = options.adminToken;
+  const adminTokens = [
+    ...new Set([...(options.adminToken ? [options.adminToken] : []), ...(options.adminTokens ?? [])]),
+  ];
+  // /metrics is read with METRICS_TOKEN where it is set, else with any admin token.
+  const metricsTokens = deps.config.metricsToken ? [deps.config.metricsToken] : adminTokens;
+  if (metricsTokens.length > 0) await registerMetricsEndpoint(app, deps, metricsTokens);
+  if (adminTokens.length > 0) {
+    const token = adminTokens;
     await app.register(
       async (adminScope) => {
         registerAdminScope(adminScope, deps, token, allAdminRoutes);

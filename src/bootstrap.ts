@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Kysely, sql } from 'kysely';
+import { useRolePrefix } from '../migrations/security.ts';
 import type { Deps } from './api/deps.ts';
 import { apiKeyCache } from './auth/authenticate.ts';
 import { catalogueHash, loadCatalogue, SHIPPED_CATALOGUE_DIR } from './catalogue/loader.ts';
@@ -14,11 +15,12 @@ import { SandboxInsurer } from './insurer/sandbox.ts';
 import { laneBacklogMs } from './jobs/queue-figures.ts';
 import { type AuditFault, AuditLog } from './platform/audit-log.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
-import type { Config } from './platform/config.ts';
+import { type Config, ConfigError } from './platform/config.ts';
 import { citusClusterReady, distributeOnCitus } from './platform/db/citus.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
 import type { ListenLog } from './platform/db/listen.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
+import { reachDatabase } from './platform/db/reach.ts';
 import type { Tables } from './platform/db/tables.ts';
 import { advisoryLockKey } from './platform/db/transaction.ts';
 import { CursorCodec } from './platform/http/cursor.ts';
@@ -31,6 +33,7 @@ export async function openConfiguredDatabase(
   applicationName = 'practice-billing',
   log?: ListenLog,
 ): Promise<Database> {
+  useRolePrefix(config.databaseRolePrefix);
   if (config.databaseUrl) {
     return openPostgres({
       url: config.databaseUrl,
@@ -44,6 +47,31 @@ export async function openConfiguredDatabase(
     });
   }
   return openPglite({ dataDir: config.dataDir, sharedBuffersMb: config.embeddedSharedBuffersMb });
+}
+
+/**
+ * Waits (up to DATABASE_CONNECT_TIMEOUT_S) until PostgreSQL answers on DATABASE_URL, and on
+ * MIGRATION_DATABASE_URL when that is another; a failure names the variable. Nothing to do embedded.
+ */
+export async function reachConfiguredDatabases(
+  config: Config,
+  log?: { warn(message: string): void },
+): Promise<void> {
+  const urls: [string, string | undefined][] = [
+    ['DATABASE_URL', config.databaseUrl],
+    ['MIGRATION_DATABASE_URL', config.migrationDatabaseUrl],
+  ];
+  const seen = new Set<string>();
+  for (const [variable, url] of urls) {
+    if (!url || seen.has(url)) continue;
+    seen.add(url);
+    await reachDatabase({
+      url,
+      variable,
+      timeoutS: config.databaseConnectTimeoutS,
+      ...(log ? { onWait: (message: string) => log.warn(message) } : {}),
+    });
+  }
 }
 
 const CATALOGUE_HASH_SETTING = 'catalogue_hash';
@@ -108,6 +136,20 @@ export async function migrateConfigured(config: Config, db: Database): Promise<s
   return prepareSchema(db.kysely, config.catalogueDir);
 }
 
+/** Refuses a process whose DATABASE_ROLE_PREFIX is not the one this database's roles were made with. */
+export async function requireRolePrefix(config: Config, db: Database): Promise<void> {
+  const row = await db.kysely
+    .selectFrom('service_settings')
+    .select('value')
+    .where('name', '=', 'role_prefix')
+    .executeTakeFirst();
+  if (row && row.value !== config.databaseRolePrefix) {
+    throw new ConfigError(
+      `DATABASE_ROLE_PREFIX is "${config.databaseRolePrefix}", but this database's service roles are ${row.value}_app and ${row.value}_operator: set DATABASE_ROLE_PREFIX=${row.value}`,
+    );
+  }
+}
+
 export async function loadCursorSecret(db: Database): Promise<string> {
   const row = await db.kysely
     .selectFrom('service_settings')
@@ -124,7 +166,8 @@ export async function loadCursorSecret(db: Database): Promise<string> {
  * unavailable and say so, and such answers are not kept (a repeat is refused with 422).
  */
 export function secretBoxFor(config: Config, db: Database): SecretBox | undefined {
-  if (config.secretEncryptionKey) return new SecretBox(config.secretEncryptionKey);
+  if (config.secretEncryptionKey)
+    return new SecretBox(config.secretEncryptionKey, config.secretEncryptionPreviousKeys);
   if (db.kind !== 'pglite' || !fs.existsSync(config.dataDir)) return undefined;
   const file = path.join(config.dataDir, 'secret-encryption.key');
   if (!fs.existsSync(file))

@@ -1,10 +1,12 @@
 // The catalogue of background work, where the capabilities meet the worker loop: each job kind with
-// its handler (claims: submit, reverse, remittance; webhooks: deliver; notifications: mail) and each periodic task (the
-// change feed's clock samples, expired Idempotency-Keys, expired rate-limit counters, overdue invoices).
+// its handler (claims: submit, reverse, remittance; webhooks: deliver; notifications: mail) and each
+// periodic task (the change feed's clock samples, expired Idempotency-Keys, expired rate-limit
+// counters, overdue invoices, dormant patients' de-identification).
 import type { FastifyBaseLogger } from 'fastify';
 import { type MailContext, runMailJob } from './accounts/mail-job.ts';
 import { CLAIM_JOBS } from './claims/job-kinds.ts';
 import { type ClaimJobContext, runRemittanceJob, runReverseJob, runSubmitJob } from './claims/jobs.ts';
+import { eraseDormantPatients } from './data-rights/dormant.ts';
 import { purgeExpiredKeys } from './idempotency/idempotency-store.ts';
 import type { Insurer } from './insurer/port.ts';
 import { markOverdueInvoices } from './invoices/overdue.ts';
@@ -109,6 +111,12 @@ export const periodicTasks = (config: Pick<Config, 'jobRetentionDays'>): Periodi
     name: 'mark-overdue-invoices',
     everyMs: 60 * 1000,
     run: ({ db, clock }) => markOverdueInvoices(db, clock.now()),
+  },
+  {
+    // Patients whose retention has ended are de-identified (src/data-rights/dormant.ts).
+    name: 'erase-dormant-patients',
+    everyMs: 60 * 60 * 1000,
+    run: ({ db, clock }) => eraseDormantPatients(db, clock.now()),
   },
   {
     name: 'purge-finished-jobs',

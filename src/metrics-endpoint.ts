@@ -157,15 +157,15 @@ export async function scrapeText(
   return { contentType: registry.contentType, text: parts.join('\n') };
 }
 
-/** Serves GET /metrics on the API's port, to the bearer of `token` (METRICS_TOKEN, else the admin token). */
+/** Serves GET /metrics on the API's port, to the bearer of one of `tokens` (METRICS_TOKEN, else the admin tokens). */
 export async function registerMetricsEndpoint(
   app: FastifyInstance,
   deps: Deps,
-  token: string,
+  tokens: readonly string[],
 ): Promise<void> {
-  const expected = digest(token);
+  const expected = tokens.map(digest);
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
-    if (!bearerMatches(request.headers.authorization, expected)) {
+    if (!expected.some((one) => bearerMatches(request.headers.authorization, one))) {
       reply.header('www-authenticate', 'Bearer');
       throw new AppError('unauthenticated', '/metrics needs Authorization: Bearer <METRICS_TOKEN>.');
     }

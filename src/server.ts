@@ -2,19 +2,32 @@
 // background worker, print how to try the sandbox, and shut down cleanly on SIGINT/SIGTERM.
 import net from 'node:net';
 import path from 'node:path';
+import type { Kysely } from 'kysely';
 import pino from 'pino';
 import { buildApp, loggerOptions } from './app.ts';
-import { buildDeps, migrateConfigured, openConfiguredDatabase } from './bootstrap.ts';
+import {
+  buildDeps,
+  migrateConfigured,
+  openConfiguredDatabase,
+  reachConfiguredDatabases,
+  requireRolePrefix,
+} from './bootstrap.ts';
 import { startJobWorker } from './job-catalogue.ts';
 import type { Worker } from './jobs/worker.ts';
 import { serveMetricsPort } from './metrics-endpoint.ts';
 import { type Config, ConfigError } from './platform/config.ts';
 import { autovacuumCoverage, autovacuumWarning } from './platform/db/autovacuum.ts';
 import { changeFeedReadsThisLogin } from './platform/db/change-feed.ts';
+import type { Database } from './platform/db/database.ts';
+import { requireCurrentSchema } from './platform/db/migrate.ts';
+import { watchSchema } from './platform/db/schema-watch.ts';
+import { asOperator } from './platform/db/transaction.ts';
 import { armFaultPoints } from './platform/fault-points.ts';
 import { compilePendingSchemas } from './platform/http/lazy-compile.ts';
 import type { Tracing } from './platform/observability/tracing.ts';
+import type { SecretBox } from './platform/secret-box.ts';
 import { ensureSandbox, type SandboxCredentials } from './sandbox.ts';
+import { countSealed, judgeSealed } from './secrets/service.ts';
 
 export interface RunOptions {
   api: boolean;
@@ -34,15 +47,102 @@ async function processLogger(config: Config): Promise<pino.Logger> {
 export async function runService(configured: Config, options: RunOptions): Promise<void> {
   const log = await processLogger(configured);
   armFaultPoints(configured.faultPoints);
-  if (configured.databaseUrl && options.api && !configured.adminToken) {
-    throw new ConfigError('ADMIN_TOKEN must be set when DATABASE_URL is set (the admin API needs it).');
-  }
-  if (!configured.databaseUrl && options.api !== options.worker) {
-    throw new ConfigError(
-      'The embedded database is used by one process only: run `practice-billing start` (API and worker together), or set DATABASE_URL.',
-    );
-  }
+  refuseImpossible(configured, options);
   const config = options.api ? await withConcretePort(configured) : configured;
+  await reachConfiguredDatabases(config, { warn: (message) => log.warn(message) });
+  const { db, workerDb, closeDatabases } = await openDatabases(config, options, log);
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let worker: Worker | undefined;
+  let metricsPort: { close(): Promise<void> } | undefined;
+  let newerSchema: string | undefined;
+  let workerStopped: Promise<void> | undefined;
+  // Stopped once, whoever asks first (a newer schema, a signal, a failed start).
+  const stopWorker = () => {
+    workerStopped ??= worker?.stop() ?? Promise.resolve();
+    return workerStopped;
+  };
+  let stopWatching = () => {};
+  const closeAll = async () => {
+    stopWatching();
+    try {
+      await metricsPort?.close();
+      await app?.close();
+      await stopWorker();
+    } finally {
+      // Always release the database (and the embedded data directory's lock).
+      await closeDatabases().catch((err: unknown) => log.error({ err }, 'error closing the database'));
+      // What the exporter still holds goes out before the process ends.
+      await options.tracing?.shutdown();
+    }
+  };
+  stopOnSignals(log, closeAll);
+  try {
+    await prepareDatabase(config, db, options, log);
+    const deps = await buildDeps(config, db, { log });
+    // The worker's pool reaches the same database: distributed or not, as buildDeps found it.
+    workerDb.distributed = db.distributed;
+    await checkSealedSecrets(db, deps.secrets, log);
+
+    const sandbox =
+      db.kind === 'pglite' ? await ensureSandbox(db, config.dataDir, config.adminToken) : undefined;
+    app = options.api
+      ? await buildApp(deps, {
+          logger: log,
+          adminToken: sandbox?.adminToken ?? config.adminToken,
+          adminTokens: config.adminTokens,
+          notReadyReason: () => newerSchema,
+        })
+      : undefined;
+    worker = options.worker ? startJobWorker({ ...deps, db: workerDb, log }) : undefined;
+    metricsPort =
+      config.metricsPort === undefined
+        ? undefined
+        : await serveMetricsPort({
+            port: config.metricsPort,
+            host: config.host,
+            token: config.metricsToken,
+            db: workerDb,
+            deps: options.api ? deps : undefined,
+            log,
+          });
+    stopWatching = stopOnNewerSchema(db, config, log, (message) => {
+      newerSchema = message;
+      void stopWorker().catch((err: unknown) => log.error({ err }, 'stopping the worker failed'));
+    });
+    if (app) {
+      await listenOrSay(app, config);
+      if (sandbox) printSandbox(config, sandbox);
+      void compilePendingSchemas().catch((err: unknown) =>
+        log.error({ err }, 'a route schema does not compile'),
+      );
+    }
+  } catch (error) {
+    // A failed start (migration, port in use) must not leave the database open or the data directory locked.
+    await closeAll().catch(() => {});
+    throw error;
+  }
+}
+
+/** Watches for a newer build's migrations under this process; says so once and hands on the message. */
+function stopOnNewerSchema(
+  db: Database,
+  config: Config,
+  log: pino.Logger,
+  onNewer: (message: string) => void,
+): () => void {
+  return watchSchema(db, {
+    everyMs: config.schemaCheckSeconds * 1000,
+    onNewer: (message) => {
+      log.error(
+        `${message} This process stops taking work: /readyz answers 503 and its worker takes no job.`,
+      );
+      onNewer(message);
+    },
+  });
+}
+
+/** The API's database and, for a worker on PostgreSQL, a pool of the worker's own; and how to close both. */
+async function openDatabases(config: Config, options: RunOptions, log: pino.Logger) {
   const db = await openConfiguredDatabase(config, undefined, log);
   // The worker gets a pool of its own, so jobs never wait behind requests for a connection (or the
   // reverse). The embedded database has one connection, shared.
@@ -61,9 +161,11 @@ export async function runService(configured: Config, options: RunOptions): Promi
       await db.close();
     }
   };
-  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
-  let worker: Worker | undefined;
-  let metricsPort: { close(): Promise<void> } | undefined;
+  return { db, workerDb, closeDatabases };
+}
+
+/** On SIGINT or SIGTERM shuts down once and exits (1 if shutting down failed); a second signal exits at once. */
+function stopOnSignals(log: pino.Logger, shutDown: () => Promise<void>): void {
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) {
@@ -75,82 +177,67 @@ export async function runService(configured: Config, options: RunOptions): Promi
     log.info({ signal }, 'shutting down');
     let code = 0;
     try {
-      await metricsPort?.close();
-      await app?.close();
-      await worker?.stop();
-      // What the exporter still holds goes out before the process ends.
-      await options.tracing?.shutdown();
+      await shutDown();
     } catch (err) {
       log.error({ err }, 'error while shutting down');
       code = 1;
-    } finally {
-      // Always release the database (and the embedded data directory's lock).
-      await closeDatabases().catch((err: unknown) => log.error({ err }, 'error closing the database'));
     }
     process.exit(code);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+}
 
+/** Refuses what cannot run: an API on PostgreSQL without an admin token, the embedded database split. */
+function refuseImpossible(configured: Config, options: RunOptions): void {
+  if (configured.databaseUrl && options.api && configured.adminTokens.length === 0) {
+    throw new ConfigError(
+      'ADMIN_TOKEN (or ADMIN_TOKENS) must be set when DATABASE_URL is set (the admin API needs it).',
+    );
+  }
+  if (!configured.databaseUrl && options.api !== options.worker) {
+    throw new ConfigError(
+      'The embedded database is used by one process only: run `practice-billing start` (API and worker together), or set DATABASE_URL.',
+    );
+  }
+}
+
+/**
+ * Migrates (MIGRATE_ON_START; by default `start` and the embedded database) or checks that nothing is
+ * pending, checks the role prefix, and warns of what slows PostgreSQL down.
+ */
+async function prepareDatabase(config: Config, db: Database, options: RunOptions, log: pino.Logger) {
+  const migrate = config.migrateOnStart ?? (db.kind === 'pglite' || (options.api && options.worker));
+  if (migrate) await migrateConfigured(config, db);
+  else await asOperator(db, (trx) => requireCurrentSchema(trx as unknown as Kysely<unknown>));
+  await requireRolePrefix(config, db);
+  if (db.kind !== 'postgres') return;
+  if (!(await changeFeedReadsThisLogin(db.kysely))) {
+    log.warn(
+      "change feeds: the role that ran the migrations cannot see when this login's transactions began " +
+        '(pg_stat_activity), so feed pages lag by a second or more; GRANT this login to that role, or ' +
+        'grant it pg_read_all_stats (README, Running against PostgreSQL)',
+    );
+  }
+  const warning = autovacuumWarning(await autovacuumCoverage(db.kysely));
+  if (warning) log.warn(warning);
+}
+
+/** Refuses a start whose keys open none of the stored secrets; warns when they open only some. */
+async function checkSealedSecrets(db: Database, box: SecretBox | undefined, log: pino.Logger) {
+  const sealed = judgeSealed(await countSealed(db, box), box !== undefined);
+  if (sealed.refuse) throw new ConfigError(sealed.refuse);
+  if (sealed.warn) log.warn(sealed.warn);
+}
+
+/** Listens, or throws a ConfigError that names HOST and PORT with the reason. */
+async function listenOrSay(app: Awaited<ReturnType<typeof buildApp>>, config: Config): Promise<void> {
   try {
-    await migrateConfigured(config, db);
-    if (db.kind === 'postgres') {
-      if (!(await changeFeedReadsThisLogin(db.kysely))) {
-        log.warn(
-          "change feeds: the role that ran the migrations cannot see when this login's transactions began " +
-            '(pg_stat_activity), so feed pages lag by a second or more; GRANT this login to that role, or ' +
-            'grant it pg_read_all_stats (README, Running against PostgreSQL)',
-        );
-      }
-      const warning = autovacuumWarning(await autovacuumCoverage(db.kysely));
-      if (warning) log.warn(warning);
-    }
-    const deps = await buildDeps(config, db, { log });
-    // The worker's pool reaches the same database: distributed or not, as buildDeps found it.
-    workerDb.distributed = db.distributed;
-
-    let adminToken = config.adminToken;
-    let sandbox: SandboxCredentials | undefined;
-    if (db.kind === 'pglite') {
-      sandbox = await ensureSandbox(db, config.dataDir, config.adminToken);
-      adminToken = sandbox.adminToken;
-    }
-
-    app = options.api ? await buildApp(deps, { logger: log, adminToken }) : undefined;
-    worker = options.worker
-      ? startJobWorker({
-          db: workerDb,
-          clock: deps.clock,
-          config,
-          insurer: deps.insurer,
-          secrets: deps.secrets,
-          log,
-        })
-      : undefined;
-    if (config.metricsPort !== undefined) {
-      metricsPort = await serveMetricsPort({
-        port: config.metricsPort,
-        host: config.host,
-        token: config.metricsToken,
-        db: workerDb,
-        deps: options.api ? deps : undefined,
-        log,
-      });
-    }
-    if (app) {
-      await app.listen({ port: config.port, host: config.host });
-      if (sandbox) printSandbox(config, sandbox);
-      void compilePendingSchemas().catch((err: unknown) =>
-        log.error({ err }, 'a route schema does not compile'),
-      );
-    }
+    await app.listen({ port: config.port, host: config.host });
   } catch (error) {
-    // A failed start (migration, port in use) must not leave the database open or the data directory locked.
-    await metricsPort?.close().catch(() => {});
-    await app?.close().catch(() => {});
-    await worker?.stop().catch(() => {});
-    await closeDatabases().catch(() => {});
-    throw error;
+    throw new ConfigError(
+      `cannot listen on HOST ${config.host}, PORT ${config.port}: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
@@ -162,7 +249,9 @@ async function withConcretePort(config: Config): Promise<Config> {
   if (config.port !== 0) return config;
   const port = await new Promise<number>((resolve, reject) => {
     const probe = net.createServer();
-    probe.once('error', reject);
+    probe.once('error', (error) =>
+      reject(new ConfigError(`cannot listen on HOST ${config.host}, PORT 0: ${error.message}`)),
+    );
     probe.listen(0, config.host, () => {
       const address = probe.address();
       probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));

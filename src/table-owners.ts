@@ -95,6 +95,31 @@ export interface CrossOwnerRead {
  */
 export const CROSS_OWNER_READS: CrossOwnerRead[] = [
   {
+    name: "a patient's record",
+    files: ['src/patients/record-reads.ts'],
+    reads: [
+      'coverages',
+      'encounters',
+      'encounter_diagnoses',
+      'encounter_procedures',
+      'invoices',
+      'invoice_lines',
+      'claims',
+      'claim_items',
+      'payments',
+      'refunds',
+      'notifications',
+      'audit_events',
+    ],
+    why: 'an access request (POPIA s23) reads every row naming the patient, page by page, in one place',
+  },
+  {
+    name: "a patient's retention",
+    files: ['src/patients/retention-reads.ts'],
+    reads: ['patients', 'encounters', 'invoices', 'payments', 'claims'],
+    why: "a patient's last activity, open invoices and claims in flight decide an erasure, in one statement",
+  },
+  {
     name: 'back-office invoice search and dashboard',
     files: ['src/back-office/invoice-reads.ts', 'src/back-office/dashboard-reads.ts'],
     reads: [

@@ -82,6 +82,9 @@ describeEachBackend('the patient account (PDF)', (backend) => {
       'Paid by medical scheme',
       'Paid by patient',
       'Balance due',
+      // why the patient owes what they owe: the VAT in the total, and what is owed now
+      'for the services plus VAT of',
+      'You owe R',
       `Account number: ${ACCOUNT_DETAILS.bankDetails.accountNumber}`,
       `Payment reference: ${invoice.number}`,
     ];

@@ -30,6 +30,9 @@ type Json = Record<string, unknown>;
 const BODIES: Record<string, (f: Fixture) => unknown> = {
   createPatient: () => patientBody(),
   updatePatient: () => ({ lastName: `Matrix${randomBytes(2).toString('hex')}` }),
+  // Refused (422: the patient is inside retention) where the permission lets it through.
+  erasePatient: () => ({ reason: 'Matrix' }),
+  setPatientRetention: () => ({ lifelong: false }),
   addCoverage: (f) => ({ planId: f.planId, memberNumber: `M${randomBytes(4).toString('hex')}` }),
   createEncounter: (f) => ({
     patientId: f.patientId,

@@ -31,7 +31,7 @@ export async function startServeProcess(options: {
   timeoutMs?: number;
 }): Promise<ServeProcess> {
   const port = await freePort();
-  const adminToken = `adm_child_${randomBytes(8).toString('hex')}`;
+  const adminToken = `adm_child_${randomBytes(16).toString('hex')}`;
   const child = spawn(NODE, [BIN, 'serve'], {
     cwd: ROOT,
     env: childEnv({
@@ -158,7 +158,7 @@ export function startWorkerProcess(options: {
     cwd: ROOT,
     env: childEnv({
       DATABASE_URL: options.databaseUrl,
-      ADMIN_TOKEN: `adm_worker_${randomBytes(8).toString('hex')}`,
+      ADMIN_TOKEN: `adm_worker_${randomBytes(16).toString('hex')}`,
       REMITTANCE_DELAY_MS: '0',
       LOG_LEVEL: 'warn',
       ...options.env,

@@ -43,7 +43,7 @@ describe('claims across killed and concurrent worker processes (postgres)', {
       cwd: ROOT,
       env: childEnv({
         DATABASE_URL: svc.databaseUrl!,
-        ADMIN_TOKEN: 'adm_worker_kill_test',
+        ADMIN_TOKEN: 'adm_worker_kill_test_0123456789abcdef',
         REMITTANCE_DELAY_MS: '0',
         JOB_POLL_MS: '50',
         LOG_LEVEL: 'warn',

@@ -42,7 +42,7 @@ describe('practice-billing worker process (postgres)', { skip: !process.env.DATA
         DATABASE_URL: svc.databaseUrl,
         INSURER_DELAY_MS: '0',
         REMITTANCE_DELAY_MS: '0',
-        ADMIN_TOKEN: 'adm_worker_process_test',
+        ADMIN_TOKEN: 'adm_worker_process_test_0123456789abcdef',
         LOG_LEVEL: 'warn',
       }),
       stdio: ['ignore', 'pipe', 'pipe'],

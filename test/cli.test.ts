@@ -326,7 +326,7 @@ test('serve and worker alone are refused on the embedded database', async () => 
   }
 });
 
-test('the bin refuses an older Node clearly', async (t) => {
+test('the bin runs on an older Node through the Node 24 the project installs', async (t) => {
   // The machine's own node, outside node_modules, if it is older than 24.
   const dirs = (process.env.PATH ?? '').split(path.delimiter).filter((d) => d && !d.includes('node_modules'));
   const older = dirs
@@ -344,10 +344,9 @@ test('the bin refuses an older Node clearly', async (t) => {
     t.skip('no Node older than 24 on PATH');
     return;
   }
-  const refused = await run(older, [BIN, 'help'], childEnv());
-  assert.equal(refused.code, 1);
-  assert.match(refused.stderr, /needs Node\.js 24 or newer/);
-  assert.equal(refused.stdout, '');
+  const help = await run(older, [BIN, 'help'], childEnv());
+  assert.equal(help.code, 0, help.stderr);
+  assert.match(help.stdout, /^Usage: practice-billing <command>/);
 });
 
 describe('admin commands against a running server', { skip: skipInMidnightRun }, () => {

@@ -338,6 +338,24 @@ test('a payment recorded from the invoice page balances it', async () => {
   await shot('08-invoice-paid');
 });
 
+test("the patient's record is downloaded from the invoice page", async () => {
+  const invoiceId = /\/invoices\/(inv_\w+)/.exec(page.url())?.[1];
+  assert.ok(invoiceId, page.url());
+  const patientId = (await w.api('GET', `/invoices/${invoiceId}`)).body.patientId as string;
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('button', { name: "Download the patient's record" }).click(),
+  ]);
+  assert.equal(download.suggestedFilename(), `${patientId}-record.json`);
+  const record = JSON.parse(fs.readFileSync((await download.path())!, 'utf8'));
+  assert.equal(record.patient.id, patientId);
+  assert.ok(record.invoices.some((i: Json) => i.id === invoiceId));
+  assert.ok(
+    record.auditEvents.some((e: Json) => e.actor === 'operator'),
+    'this read is audited',
+  );
+});
+
 test('a refund recorded from the paid invoice page, after a confirmation, makes it owe that amount again', async () => {
   await page.getByLabel(/Refund amount/).fill('10.00');
   await page.getByLabel('Paid back by').selectOption('cash');

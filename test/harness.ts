@@ -308,7 +308,7 @@ export interface TestService {
 
 export async function startService(backend: Backend, options: ServiceOptions = {}): Promise<TestService> {
   const startedAt = callerOutsideHarness();
-  const adminToken = `adm_test_${randomBytes(8).toString('hex')}`;
+  const adminToken = `adm_test_${randomBytes(16).toString('hex')}`;
   let db: Database | undefined;
   let databaseUrl: string | undefined;
   let drop: (() => Promise<void>) | undefined;

@@ -121,7 +121,7 @@ describe('a worker in another process wakes on NOTIFY (postgres)', {
       cwd: ROOT,
       env: childEnv({
         DATABASE_URL: svc.databaseUrl!,
-        ADMIN_TOKEN: 'adm_worker_wake_test',
+        ADMIN_TOKEN: 'adm_worker_wake_test_0123456789abcdef',
         LOG_LEVEL: 'warn',
         ...MINUTE_POLL,
       }),

@@ -148,8 +148,10 @@ export async function startServiceProcess(options: {
   env?: Record<string, string>;
   readyWhen?: string;
   timeoutMs?: number;
+  /** Node's arguments instead of the start script's, e.g. [BIN, 'start'] for the command itself. */
+  args?: string[];
 }): Promise<ServiceProcess> {
-  const child = spawn(NODE, startArgs(), {
+  const child = spawn(NODE, options.args ?? startArgs(), {
     cwd: ROOT,
     env: childEnv({ PORT: String(options.port), DATA_DIR: options.dataDir, ...options.env }),
     stdio: ['ignore', 'pipe', 'pipe'],

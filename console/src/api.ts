@@ -242,6 +242,14 @@ export class AdminApi {
     return this.#call<InvoiceDetail>('GET', this.#invoice(practiceId, invoiceId));
   }
 
+  /** Everything held about a patient, for an access request (POPIA s23); the read is audited. */
+  patientRecord(practiceId: string, patientId: string) {
+    return this.#call<unknown>(
+      'GET',
+      `/practices/${encodeURIComponent(practiceId)}/patients/${encodeURIComponent(patientId)}/record`,
+    );
+  }
+
   issueInvoice(practiceId: string, invoiceId: string) {
     return this.#call<Invoice>('POST', `${this.#invoice(practiceId, invoiceId)}/issue`);
   }

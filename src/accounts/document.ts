@@ -108,7 +108,10 @@ function header(doc: Doc, view: AccountView): number {
   return y + 10;
 }
 
-const TOTALS_HEIGHT = (view: AccountView) => (view.totals.length + view.paymentLines.length) * 13 + 40;
+/** Room for the explanation under the totals: its few sentences wrap to at most four lines. */
+const EXPLANATION_HEIGHT = 4 * 12;
+const TOTALS_HEIGHT = (view: AccountView) =>
+  (view.totals.length + view.paymentLines.length) * 13 + 40 + EXPLANATION_HEIGHT;
 
 function totals(doc: Doc, view: AccountView, y: number): void {
   let at = y + 6;
@@ -120,6 +123,10 @@ function totals(doc: Doc, view: AccountView, y: number): void {
     doc.text(amount, labelX + 160, at, { width: 100, align: 'right', lineBreak: false });
     at += 13;
   }
+  doc.font('regular').fontSize(9);
+  const width = PAGE_WIDTH - 2 * MARGIN;
+  doc.text(view.explanation, MARGIN, at + 6, { width });
+  at += 6 + doc.heightOfString(view.explanation, { width });
   doc
     .font('bold')
     .fontSize(9)

@@ -2,6 +2,7 @@
 // invoice (as it stands now), its payments and refunds, the patient, the coverage with its scheme, the
 // practitioner and the practice; refuses an invoice never issued (a draft has no account yet).
 import { coverageSchemeNames, findCoverage, firstActiveCoverage } from '../insurance/service.ts';
+import { accountMoneyOf, balanceExplanation } from '../invoices/account.ts';
 import { paymentsOf } from '../invoices/payments.ts';
 import { refundsOf } from '../invoices/refunds.ts';
 import { readInvoice } from '../invoices/service.ts';
@@ -11,7 +12,7 @@ import type { PatientAddress } from '../platform/db/column-types.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { findPractitioner, getPractice } from '../practices/service.ts';
-import type { AccountParts } from './view.ts';
+import { type AccountParts, formatMoney } from './view.ts';
 
 export interface GatheredAccount {
   parts: AccountParts;
@@ -89,7 +90,8 @@ export async function gatherAccount(
       ? { name: practitioner.name, registrationNumber: practitioner.registration_number }
       : null,
     patient: {
-      lastName: patient.last_name,
+      // An erased patient has no name left: the account, kept for the books, says so.
+      lastName: patient.last_name ?? '(erased patient)',
       givenNames: patient.given_names,
       address: addressOf(patient.addresses),
     },
@@ -103,6 +105,9 @@ export async function gatherAccount(
       totalNet: Number(i.total_net),
       totalGross: Number(i.total_gross),
       balanceDue: Number(i.balance_due),
+      creditDue: Number(i.credit_due),
+      amountWrittenOff: Number(i.amount_written_off),
+      explanation: balanceExplanation(accountMoneyOf(i), formatMoney),
     },
     lines: record.lines.map((l) => ({
       serviceDate: l.service_date,

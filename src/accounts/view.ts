@@ -37,6 +37,10 @@ export interface AccountParts {
     totalNet: number;
     totalGross: number;
     balanceDue: number;
+    creditDue: number;
+    amountWrittenOff: number;
+    /** Why the patient owes what they owe, in words (src/invoices/account.ts). */
+    explanation: string;
   };
   lines: Array<{
     serviceDate: string;
@@ -79,6 +83,8 @@ export interface AccountView {
   lines: AccountLine[];
   /** Label and amount, in order: totals before and after tax, paid, balance due. */
   totals: Array<[string, string]>;
+  /** Why the patient owes what they owe, under the totals. */
+  explanation: string;
   /** How to pay. */
   paymentLines: string[];
   /** What the law needs on the account and the practice has not recorded (field names). */
@@ -189,7 +195,9 @@ function totalsOf(parts: AccountParts): Array<[string, string]> {
   totals.push(['Paid by medical scheme', money(scheme)]);
   totals.push(['Paid by patient', money(patient)]);
   if (refunded > 0) totals.push(['Refunded', money(-refunded)]);
+  if (i.amountWrittenOff > 0) totals.push(['Written off', money(-i.amountWrittenOff)]);
   totals.push(['Balance due', money(i.balanceDue)]);
+  if (i.creditDue > 0) totals.push(['Credit owed to you', money(i.creditDue)]);
   return totals;
 }
 
@@ -225,6 +233,7 @@ export function accountViewOf(parts: AccountParts): AccountView {
     practitionerLines: practitionerLinesOf(parts),
     lines: parts.lines.map((l) => lineOf(l, i.currency)),
     totals: totalsOf(parts),
+    explanation: i.explanation,
     paymentLines: paymentLinesOf(parts, missing),
     missing,
   };

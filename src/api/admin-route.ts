@@ -21,7 +21,7 @@ import { AppError } from '../platform/http/errors.ts';
 import { BODY_OPTIONAL, ProblemSchema } from '../platform/http/schema.ts';
 import { nullBodyRefused } from '../platform/http/validation.ts';
 import { adminKeyUse } from './admin-key-use.ts';
-import { type AnswerFile, sendFile, successResponse } from './answer-file.ts';
+import { type AnswerFile, afterCommitOf, sendAfterCommit, successResponse } from './answer-file.ts';
 import type { Deps } from './deps.ts';
 
 export interface AdminContext<P, Q, B> {
@@ -34,13 +34,20 @@ export interface AdminContext<P, Q, B> {
   now: Date;
   /**
    * Who is calling, as the admin API knows it: `operator:` and the first 12 hex digits of the admin
-   * token's SHA-256 (one token, so one identity; a new token is a new one). Never the token itself.
+   * token's SHA-256 that let the request in (each token of ADMIN_TOKENS is an identity of its own).
+   * Never the token itself.
    */
   operator: string;
 }
 
-export interface AdminResult<R> {
-  body: R;
+/**
+ * What an operation answers: a body, or (a document too large to hold, such as a patient's whole
+ * record) `stream`, the body's JSON text written piece by piece once the work's transaction committed.
+ */
+export type AdminResult<R> = AdminAnswer &
+  ({ body: R; stream?: undefined } | { body?: undefined; stream: () => AsyncIterable<string> });
+
+interface AdminAnswer {
   /** The practice the operation touched, for its audit log. */
   audit?: {
     practiceId: string;
@@ -48,6 +55,8 @@ export interface AdminResult<R> {
     resourceId: string;
     /** Why, in the operator's words, when the operation asks for it (closing an invoice). */
     reason?: string;
+    /** The patient the operation read or changed: a read naming a patient is audited too. */
+    patientId?: string;
   };
   /** Path (under the service's base address) of the record created, where one can be read. */
   location?: string;
@@ -113,20 +122,26 @@ function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
+/** Who each admin request is, by the token that let it in. */
+const operators = new WeakMap<FastifyRequest, string>();
+
 export function registerAdminScope(
   app: FastifyInstance,
   deps: Deps,
-  adminToken: string,
+  adminTokens: string | readonly string[],
   routes: AnyAdminRoute[],
 ) {
-  const expected = digest(adminToken);
-  const operator = `operator:${expected.toString('hex').slice(0, 12)}`;
+  // Several tokens may be valid at once (ADMIN_TOKENS): each compared in constant time, every one tried.
+  const expected = (typeof adminTokens === 'string' ? [adminTokens] : adminTokens).map(digest);
   app.addHook('onRequest', async (request: FastifyRequest, reply) => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    if (!match || !timingSafeEqual(digest(match[1]!), expected)) {
+    const given = match ? digest(match[1]!) : undefined;
+    const matched = given ? expected.filter((e) => timingSafeEqual(given, e)) : [];
+    if (matched.length === 0) {
       reply.header('www-authenticate', 'Bearer');
       throw new AppError('unauthenticated', 'The admin API needs Authorization: Bearer <ADMIN_TOKEN>.');
     }
+    operators.set(request, `operator:${matched[0]!.toString('hex').slice(0, 12)}`);
     // A repeat of a request still running here is answered at once, as on the public API: with the
     // embedded database it would otherwise wait for the one connection the first request holds.
     const key = headerValue(request.headers[IDEMPOTENCY_HEADER]);
@@ -192,16 +207,17 @@ export function registerAdminScope(
               body: request.body,
               requestId: request.id,
               now: deps.clock.now(),
-              operator,
+              operator: operators.get(request) ?? 'operator:unknown',
             });
             done = result;
-            if (result.file) return { status: spec.successStatus, headers: {}, body: '' };
+            if (afterCommitOf(result)) return { status: spec.successStatus, headers: {}, body: '' };
             const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
             return successAnswer(reply, spec.successStatus, result.body, location);
           },
           // What the operator changed is audited in the practice it touched; a replay changes nothing.
           record: async (trx, _answer, outcome) => {
-            if (outcome.kind !== 'succeeded' || !done?.audit || spec.method === 'GET') return;
+            if (outcome.kind !== 'succeeded' || !done?.audit) return;
+            if (spec.method === 'GET' && !done.audit.patientId) return;
             await deps.audit.write(trx, {
               practiceId: done.audit.practiceId,
               actor: 'operator',
@@ -216,7 +232,7 @@ export function registerAdminScope(
               reason: done.audit.reason ?? null,
               resourceType: done.audit.resourceType,
               resourceId: done.audit.resourceId,
-              patientId: null,
+              patientId: done.audit.patientId ?? null,
               requestId: request.id,
               idempotencyKey: key ?? null,
             });
@@ -229,8 +245,9 @@ export function registerAdminScope(
           if (done.audit) deps.keyCache.forgetPractice(done.audit.practiceId);
           else deps.keyCache.flush();
         }
-        if (done?.file && answer.status === spec.successStatus) {
-          return sendFile(reply, answer.status, answer.headers, done.file);
+        const later = done && afterCommitOf(done);
+        if (later && answer.status === spec.successStatus) {
+          return sendAfterCommit(reply, answer.status, answer.headers, later);
         }
         return sendAnswer(reply, answer, replayed);
       },

@@ -46,7 +46,13 @@ import {
 import { BODY_OPTIONAL, ProblemSchema } from '../platform/http/schema.ts';
 import { nullBodyRefused, toFieldErrors, validatorCompiler } from '../platform/http/validation.ts';
 import { idPattern } from '../platform/ids.ts';
-import { type AnswerFile, sendFile, successResponse } from './answer-file.ts';
+import {
+  type AfterCommit,
+  type AnswerFile,
+  afterCommitOf,
+  sendAfterCommit,
+  successResponse,
+} from './answer-file.ts';
 import type { Deps } from './deps.ts';
 import { identityOf } from './request-state.ts';
 
@@ -84,8 +90,15 @@ export interface RuleContext<P, Q, B> extends HandlerContext<P, Q, Partly<B>> {
   wrong: WrongField;
 }
 
-export interface HandlerResult<R> {
-  body: R;
+/**
+ * What a handler answers: a body, or (for a document too large to hold, such as a patient's whole
+ * record) `stream`, the body's JSON text written piece by piece once the work's transaction has
+ * committed, each piece read as the caller takes the previous ones.
+ */
+export type HandlerResult<R> = HandlerAnswer &
+  ({ body: R; stream?: undefined } | { body?: undefined; stream: () => AsyncIterable<string> });
+
+interface HandlerAnswer {
   /** Path of the created record, below the public base URL (for Location). */
   location?: string;
   resource?: { id: string; patientId?: string | null };
@@ -385,7 +398,7 @@ async function runApiHandler(
   }
   const scope = keyScopeOf(request, spec, auth);
   const changes = spec.method !== 'GET';
-  let file: AnswerFile | undefined;
+  let later: AfterCommit | undefined;
   const { answer, replayed } = await runKeyed({
     request,
     scope,
@@ -401,14 +414,14 @@ async function runApiHandler(
       }),
     perform: async (trx) => {
       const performed = await performRoute(deps, spec, request, reply, auth, performerId, trx);
-      file = performed.file;
+      later = performed.later;
       return performed.answer;
     },
     record: (trx, answer, outcome) => recordAnswer(deps, request, auth, trx, answer, outcome),
   });
   request.auditState.written();
-  if (file && answer.status === spec.successStatus)
-    return sendFile(reply, answer.status, answer.headers, file);
+  if (later && answer.status === spec.successStatus)
+    return sendAfterCommit(reply, answer.status, answer.headers, later);
   return sendAnswer(reply, answer, replayed);
 }
 
@@ -453,7 +466,7 @@ async function performRoute(
   auth: AuthContext,
   performerId: string | null,
   trx: Trx,
-): Promise<{ answer: StoredAnswer; file: AnswerFile | undefined }> {
+): Promise<{ answer: StoredAnswer; later: AfterCommit | undefined }> {
   if (performerId) await assertPerformerExists(trx, auth.practice.id, performerId);
   const result = await spec.handler(contextOf(trx, deps, spec, auth, request, performerId));
   if (result.resource) {
@@ -461,12 +474,13 @@ async function performRoute(
     request.auditState.patientId = result.resource.patientId ?? null;
   }
   if (result.reason) request.auditState.reason = result.reason;
-  const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
-  if (result.file) {
+  const later = afterCommitOf(result);
+  if (later) {
     reply.code(spec.successStatus);
-    return { answer: { status: spec.successStatus, headers: {}, body: '' }, file: result.file };
+    return { answer: { status: spec.successStatus, headers: {}, body: '' }, later };
   }
-  return { answer: successAnswer(reply, spec.successStatus, result.body, location), file: undefined };
+  const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
+  return { answer: successAnswer(reply, spec.successStatus, result.body, location), later: undefined };
 }
 
 /** The audit row, written in the transaction of the answer it records. */

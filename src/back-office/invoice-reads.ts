@@ -83,7 +83,7 @@ interface SummaryRow {
   claim_status: string | null;
   patient_id: string;
   given_names: string[];
-  last_name: string;
+  last_name: string | null;
   date: string;
   due_date: string | null;
   currency: string;
@@ -92,8 +92,9 @@ interface SummaryRow {
   updated_at: Date;
 }
 
-function nameOf(givenNames: string[], lastName: string): string {
-  return [...givenNames, lastName].join(' ');
+/** The patient's name; an erased patient has none, and reads as such. */
+function nameOf(givenNames: string[], lastName: string | null): string {
+  return lastName === null ? '(erased patient)' : [...givenNames, lastName].join(' ');
 }
 
 export function summaryOf(row: SummaryRow): InvoiceSummary {

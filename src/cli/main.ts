@@ -14,9 +14,13 @@ Commands:
   worker                run the background worker only (needs DATABASE_URL)
   migrate               bring the configured database to the latest schema; prints the applied
                         migrations as JSON (refused while a server holds the embedded data directory)
+  secrets re-encrypt    seal every stored secret again with SECRET_ENCRYPTION_KEY (after a rotation,
+                        while SECRET_ENCRYPTION_PREVIOUS_KEYS still opens the old ones); prints
+                        what it changed as JSON; safe to run twice and while the service runs
   admin <resource> <action> [id] [--flags]
                         call the admin API of a running server and print its JSON answer;
                         \`practice-billing admin help\` lists every admin command
+  --version             print this build's version
   help                  print this text
 
 Configuration is by environment: PORT (3000), HOST (127.0.0.1), DATABASE_URL (PostgreSQL; unset
@@ -47,14 +51,47 @@ function failure(output: CliOutput, error: unknown): number {
 
 async function migrate(env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
   const { loadConfig } = await import('../platform/config.ts');
-  const { migrateConfigured, openConfiguredDatabase } = await import('../bootstrap.ts');
+  const { migrateConfigured, openConfiguredDatabase, reachConfiguredDatabases } = await import(
+    '../bootstrap.ts'
+  );
   const config = loadConfig(env);
+  await reachConfiguredDatabases(config, {
+    warn: (message) => output.stderr(`practice-billing: ${message}\n`),
+  });
   const db = await openConfiguredDatabase(config, 'practice-billing-migrate');
   try {
     const applied = await migrateConfigured(config, db);
     output.stdout(
       `${JSON.stringify({ database: db.kind === 'pglite' ? 'embedded' : 'postgres', applied }, null, 2)}\n`,
     );
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+async function reEncryptSecrets(env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
+  const { loadConfig } = await import('../platform/config.ts');
+  const { openConfiguredDatabase, reachConfiguredDatabases, secretBoxFor } = await import('../bootstrap.ts');
+  const { reEncrypt } = await import('../secrets/service.ts');
+  const config = loadConfig(env);
+  await reachConfiguredDatabases(config);
+  const db = await openConfiguredDatabase(config, 'practice-billing-secrets');
+  try {
+    const box = secretBoxFor(config, db);
+    if (!box) {
+      output.stderr('practice-billing: secrets re-encrypt needs SECRET_ENCRYPTION_KEY (the new key).\n');
+      return 1;
+    }
+    const report = await reEncrypt(db, box);
+    output.stdout(`${JSON.stringify(report, null, 2)}\n`);
+    const unopenable = report.webhookSecrets.unopenable + report.idempotentAnswers.unopenable;
+    if (unopenable > 0) {
+      output.stderr(
+        `practice-billing: ${unopenable} stored secrets open with neither SECRET_ENCRYPTION_KEY nor SECRET_ENCRYPTION_PREVIOUS_KEYS; they were left as they are.\n`,
+      );
+      return 1;
+    }
     return 0;
   } finally {
     await db.close();
@@ -75,6 +112,14 @@ export async function runCli(
     output.stderr(`practice-billing: give a command.\n\n${USAGE}`);
     return 2;
   }
+  if (command === '--version' || command === 'version') {
+    const { readFileSync } = await import('node:fs');
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    output.stdout(`practice-billing ${manifest.version}\n`);
+    return 0;
+  }
   if (command === 'help' || command === '--help' || command === '-h') {
     output.stdout(USAGE);
     return 0;
@@ -83,6 +128,17 @@ export async function runCli(
     // The admin commands are read off the admin route declarations: loaded only for them.
     const { runAdmin } = await import('./admin-cli.ts');
     return runAdmin(rest, env, output);
+  }
+  if (command === 'secrets') {
+    if (rest.length !== 1 || rest[0] !== 're-encrypt') {
+      output.stderr(`practice-billing: the secrets command is \`secrets re-encrypt\`.\n\n${USAGE}`);
+      return 2;
+    }
+    try {
+      return await reEncryptSecrets(env, output);
+    } catch (error) {
+      return failure(output, error);
+    }
   }
   if (command !== 'migrate' && !(command in SERVICE_COMMANDS)) {
     output.stderr(`practice-billing: unknown command "${command}".\n\n${USAGE}`);

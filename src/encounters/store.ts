@@ -120,3 +120,26 @@ export async function listEncounters(
   }
   return withChildren(trx, practiceId, await query.execute());
 }
+
+/** Removes the diagnoses and procedures of every visit of the patient (a de-identification). */
+export async function removePatientClinicalCodes(
+  trx: Trx,
+  practiceId: string,
+  patientId: string,
+): Promise<void> {
+  const visits = trx
+    .selectFrom('encounters')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('patient_id', '=', patientId);
+  await trx
+    .deleteFrom('encounter_procedures')
+    .where('practice_id', '=', practiceId)
+    .where('encounter_id', 'in', visits)
+    .execute();
+  await trx
+    .deleteFrom('encounter_diagnoses')
+    .where('practice_id', '=', practiceId)
+    .where('encounter_id', 'in', visits)
+    .execute();
+}

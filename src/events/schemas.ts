@@ -14,6 +14,7 @@ export const EVENT_TYPES = [
   'claim.status_changed',
   'payment.created',
   'refund.created',
+  'patient.erased',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -24,8 +25,9 @@ export const Event = Type.Object(
     occurredAt: DateTime,
     data: Type.Object(
       {
-        object: Enum(['invoice'], {
-          description: 'Kind of record changed; claim, payment and refund events name their invoice.',
+        object: Enum(['invoice', 'patient'], {
+          description:
+            'Kind of record changed; claim, payment and refund events name their invoice; `patient.erased` names the patient (by id only).',
         }),
         id: Type.String(),
         url: Nullable(Type.String({ description: 'Where to read the record with the API key.' })),
@@ -104,9 +106,9 @@ export function eventBody(event: EventRecord, baseUrl: string) {
     type: event.type as EventType,
     occurredAt: event.occurred_at.toISOString(),
     data: {
-      object: event.object_type as 'invoice',
+      object: event.object_type as 'invoice' | 'patient',
       id: event.object_id,
-      url: `${baseUrl}/api/v1/invoices/${event.object_id}`,
+      url: `${baseUrl}/api/v1/${event.object_type === 'patient' ? 'patients' : 'invoices'}/${event.object_id}`,
       // Key by key, so that the bytes are the same whether the detail was read back from jsonb (which
       // orders keys its own way) or handed over as written (a delivery that follows on).
       ...(event.detail?.claim

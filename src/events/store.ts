@@ -36,7 +36,7 @@ export async function newEventRow(
   trx: Trx,
   practiceId: string,
   type: EventType,
-  object: { type: 'invoice'; id: string },
+  object: { type: 'invoice' | 'patient'; id: string },
   occurredAt: Date,
   detail: EventDetail | null = null,
 ): Promise<Insertable<EventsTable> & { id: string }> {

@@ -133,3 +133,33 @@ export async function purgeExpiredKeys(trx: Trx): Promise<number> {
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/**
+ * Forgets the stored answers of the practice's requests that name the patient (a registration's
+ * answer holds their name): a replay of such a key then runs again. Used by a de-identification.
+ */
+export async function forgetAnswersNaming(trx: Trx, practiceId: string, patientId: string): Promise<void> {
+  await trx
+    .deleteFrom('idempotency_keys')
+    .where('practice_id', '=', practiceId)
+    .where('response_body', 'like', `%${patientId}%`)
+    .execute();
+}
+
+/**
+ * Forgets the operator's stored answers that name the practice (its creation, its clients' and keys'
+ * answers, its export), in their bodies or headers (a Location): used when the practice is deleted.
+ * An answer sealed because it holds a secret names nothing readable and expires with its key.
+ */
+export async function forgetOperatorAnswersNaming(trx: Trx, practiceId: string): Promise<void> {
+  await trx
+    .deleteFrom('idempotency_keys')
+    .where('practice_id', 'is', null)
+    .where((eb) =>
+      eb.or([
+        eb('response_body', 'like', `%${practiceId}%`),
+        eb(sql`response_headers::text`, 'like', `%${practiceId}%`),
+      ]),
+    )
+    .execute();
+}

@@ -4,7 +4,7 @@
 // A patient's first active coverage is the active one registered earliest (then by id): that is the
 // default coverage a bill or claim uses.
 
-import { readPatient } from '../patients/service.ts';
+import { readPatient, readPatientTakingRecords } from '../patients/service.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { type FieldError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import type { Partly } from '../platform/http/field-rules.ts';
@@ -76,7 +76,7 @@ export async function addCoverage(
   request: CoverageRequest,
   now: Date,
 ) {
-  await readPatient(trx, practiceId, patientId);
+  await readPatientTakingRecords(trx, practiceId, patientId);
   const errors = await coverageRuleErrors(trx, request);
   if (errors.length > 0) throw fieldErrors(errors);
   const id = newId('coverage');

@@ -178,3 +178,13 @@ export async function coverageSchemeNames(trx: Trx, practiceId: string, coverage
     .where('c.id', '=', coverageId)
     .executeTakeFirst();
 }
+
+/** Removes the scheme membership numbers of the patient's coverages (a de-identification). */
+export async function clearPatientMemberNumbers(trx: Trx, practiceId: string, patientId: string, now: Date) {
+  await trx
+    .updateTable('coverages')
+    .set({ member_number: '', dependent_code: null, updated_at: now })
+    .where('practice_id', '=', practiceId)
+    .where('patient_id', '=', patientId)
+    .execute();
+}

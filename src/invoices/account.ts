@@ -2,6 +2,8 @@
 // VAT in it), what the medical scheme paid and why it may have paid less, what the patient paid, and
 // what is owed now, by whom. Pure, from the invoice's own amounts, so the words never disagree with
 // the numbers beside them.
+import type { Selectable } from 'kysely';
+import type { InvoicesTable } from '../platform/db/tables.ts';
 import type { InvoiceStatus } from './schemas.ts';
 
 export interface AccountMoney {
@@ -17,6 +19,22 @@ export interface AccountMoney {
   amountWrittenOff: number;
 }
 
+/** The amounts an invoice row holds, as the account speaks of them. */
+export function accountMoneyOf(i: Selectable<InvoicesTable>): AccountMoney {
+  return {
+    status: i.status as InvoiceStatus,
+    claimStatus: i.claim_status,
+    currency: i.currency,
+    totalNet: Number(i.total_net),
+    totalGross: Number(i.total_gross),
+    paidByScheme: Number(i.paid_by_insurer),
+    paidByPatient: Number(i.amount_paid) - Number(i.paid_by_insurer),
+    balanceDue: Number(i.balance_due),
+    creditDue: Number(i.credit_due),
+    amountWrittenOff: Number(i.amount_written_off),
+  };
+}
+
 /** An amount in the currency's major unit with two decimals: `ZAR 569.25`. */
 export function formatAmount(amount: number, currency: string): string {
   const sign = amount < 0 ? '-' : '';
@@ -25,9 +43,15 @@ export function formatAmount(amount: number, currency: string): string {
 
 const CLAIM_PAID_IN_PART = ['accepted', 'partially_accepted', 'reversal_failed'];
 
-/** One paragraph saying why the patient owes what they owe (or is owed, or owes nothing). */
-export function balanceExplanation(m: AccountMoney): string {
-  const money = (amount: number) => formatAmount(amount, m.currency);
+/**
+ * One paragraph saying why the patient owes what they owe (or is owed, or owes nothing); `format`
+ * writes an amount (the API's `ZAR 569.25` by default; the printed account passes its own `R 569.25`).
+ */
+export function balanceExplanation(
+  m: AccountMoney,
+  format: (amount: number, currency: string) => string = formatAmount,
+): string {
+  const money = (amount: number) => format(amount, m.currency);
   const vat = m.totalGross - m.totalNet;
   const parts = [
     vat !== 0

@@ -3,6 +3,7 @@
 // error, write off) through the same rules as the public API.
 import { type Static, Type } from 'typebox';
 import { defineAdminRoute } from '../api/admin-route.ts';
+import { DEFAULT_RETENTION_YEARS, MAX_RETENTION_YEARS, MIN_RETENTION_YEARS } from '../patients/retention.ts';
 import { getPractice, practiceBilling, updateBillingSettings } from '../practices/service.ts';
 import { type Closing, closeInvoice } from './closing.ts';
 import { invoiceFieldError, paymentOf, recordPayment } from './payments.ts';
@@ -32,6 +33,13 @@ export const BillingSettings = Type.Object(
       pattern: '^[A-Za-z0-9/_-]*$',
       description: "Default 'INV-'.",
     }),
+    retentionYears: Type.Optional(
+      Type.Integer({
+        minimum: MIN_RETENTION_YEARS,
+        maximum: MAX_RETENTION_YEARS,
+        description: `Years a patient's records are kept after their last activity before they are de-identified; default ${DEFAULT_RETENTION_YEARS}, at least ${MIN_RETENTION_YEARS} (HPCSA Booklet 9 s9.2). A minor's are kept until their 21st birthday if that is later.`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -59,6 +67,7 @@ function settingsOf(billing: Awaited<ReturnType<typeof practiceBilling>>): Stati
     vatRateBasisPoints: billing.vatRateBasisPoints,
     paymentTermsDays: billing.paymentTermsDays,
     invoiceNumberPrefix: billing.invoiceNumberPrefix,
+    retentionYears: billing.retentionYears,
   };
 }
 
@@ -162,7 +171,12 @@ export const billingAdminRoutes = [
     response: BillingSettings,
     handler: async ({ trx, params, body, now }) => {
       await getPractice(trx, params.practiceId);
-      await updateBillingSettings(trx, params.practiceId, body, now);
+      await updateBillingSettings(
+        trx,
+        params.practiceId,
+        { ...body, retentionYears: body.retentionYears ?? DEFAULT_RETENTION_YEARS },
+        now,
+      );
       return {
         body: settingsOf(await practiceBilling(trx, params.practiceId)),
         audit: { practiceId: params.practiceId, resourceType: 'practice', resourceId: params.practiceId },

@@ -13,7 +13,7 @@ import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
-import { balanceExplanation, formatAmount } from './account.ts';
+import { accountMoneyOf, balanceExplanation, formatAmount } from './account.ts';
 import { invoiceTotals, MAX_AMOUNT } from './money.ts';
 import { type InvoiceMoney, OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
@@ -67,18 +67,7 @@ export function dueDateFrom(date: string, billing: PracticeBilling): string {
 
 export function invoiceOf(record: InvoiceRecord): Invoice {
   const i = record.invoice;
-  const money = {
-    status: i.status as InvoiceStatus,
-    claimStatus: i.claim_status,
-    currency: i.currency,
-    totalNet: Number(i.total_net),
-    totalGross: Number(i.total_gross),
-    paidByScheme: Number(i.paid_by_insurer),
-    paidByPatient: Number(i.amount_paid) - Number(i.paid_by_insurer),
-    balanceDue: Number(i.balance_due),
-    creditDue: Number(i.credit_due),
-    amountWrittenOff: Number(i.amount_written_off),
-  };
+  const money = accountMoneyOf(i);
   return {
     object: 'invoice',
     id: i.id,

@@ -437,3 +437,33 @@ export async function takeOverdueInvoices(trx: Trx, practiceId: string, now: Dat
      FOR UPDATE OF i SKIP LOCKED`.execute(trx);
   return due.rows;
 }
+
+/**
+ * Unlinks the patient's invoices from the person (a de-identification): the recipient's name and the
+ * lines' diagnosis codes are removed; amounts, tariff codes, payments and claims stay for the books.
+ * The invoices are stamped `changedAt` so that the updatedSince feed lists them again.
+ */
+export async function unlinkInvoicesFromPerson(
+  trx: Trx,
+  practiceId: string,
+  patientId: string,
+  changedAt: Date,
+): Promise<void> {
+  const theirs = trx
+    .selectFrom('invoices')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('patient_id', '=', patientId);
+  await trx
+    .updateTable('invoice_lines')
+    .set({ diagnoses: JSON.stringify([]) })
+    .where('practice_id', '=', practiceId)
+    .where('invoice_id', 'in', theirs)
+    .execute();
+  await trx
+    .updateTable('invoices')
+    .set({ recipient_name: null, updated_at: changedAt })
+    .where('practice_id', '=', practiceId)
+    .where('patient_id', '=', patientId)
+    .execute();
+}

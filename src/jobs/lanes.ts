@@ -44,6 +44,8 @@ export interface LaneSettings {
   webhookPracticeConcurrency: number;
   jobPollMs: number;
   jobPollMaxMs: number;
+  /** DELIVERIES_HELD: the webhooks lane takes nothing (a restored copy must not deliver by surprise). */
+  deliveriesHeld?: boolean;
 }
 
 export interface LaneLimits {

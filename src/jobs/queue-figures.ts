@@ -91,3 +91,10 @@ export async function laneBacklogMs(db: Database, lane: JobLane): Promise<number
   const result = await outsideConnectionBound(() => callOperatorFunction(db, query));
   return Number(result.rows[0]?.ms ?? 0);
 }
+
+/** How many of the practice's jobs are still to run or running (queued): work in flight. */
+export async function practiceJobsInFlight(trx: Trx, practiceId: string): Promise<number> {
+  const result = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM jobs WHERE practice_id = ${practiceId} AND state = 'queued'`.execute(trx);
+  return result.rows[0]?.n ?? 0;
+}

@@ -482,3 +482,20 @@ const rescheduled = new WeakSet<JobRow>();
 export function wasRescheduled(job: JobRow): boolean {
   return rescheduled.has(job);
 }
+
+/**
+ * Empties the payloads of the practice's finished jobs (done or failed) about these claims: a claim
+ * submission's payload holds the member number and the lines' diagnoses. Used by a patient's
+ * de-identification, which never runs while one of their claims is in flight.
+ */
+export async function forgetFinishedClaimPayloads(
+  trx: Trx,
+  practiceId: string,
+  claimIds: string[],
+): Promise<void> {
+  if (claimIds.length === 0) return;
+  await sql`UPDATE jobs SET payload = '{}'::jsonb
+    WHERE practice_id = ${practiceId} AND state <> 'queued' AND payload->>'claimId' IN (${sql.join(claimIds)})`.execute(
+    trx,
+  );
+}

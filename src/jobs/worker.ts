@@ -289,6 +289,12 @@ export function startWorker(
   const unsubscribe: Array<() => unknown> = [];
   if (options.poll !== false) {
     for (const lane of JOB_LANES) {
+      if (lane === 'webhooks' && config.deliveriesHeld) {
+        log.warn(
+          'webhook deliveries are held (DELIVERIES_HELD=true): they are queued and kept, and sent once a worker starts without it',
+        );
+        continue;
+      }
       const limits = laneLimits(config, lane);
       lanes.set(
         lane,

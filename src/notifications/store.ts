@@ -141,3 +141,23 @@ export async function findOutboxMessage(trx: Trx, practiceId: string, id: string
     .where('id', '=', id)
     .executeTakeFirst();
 }
+
+/**
+ * Deletes the outbox's copies of the e-mails sent to the patient about these invoices (a
+ * de-identification: each held the patient's address and their account).
+ */
+export async function forgetPatientMail(trx: Trx, practiceId: string, invoiceIds: string[]): Promise<void> {
+  if (invoiceIds.length === 0) return;
+  await trx
+    .deleteFrom('mail_outbox')
+    .where('practice_id', '=', practiceId)
+    .where('notification_id', 'in', (eb) =>
+      eb
+        .selectFrom('notifications')
+        .select('id')
+        .where('practice_id', '=', practiceId)
+        .where('recipient', '=', 'patient')
+        .where('subject_id', 'in', invoiceIds),
+    )
+    .execute();
+}

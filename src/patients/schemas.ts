@@ -148,6 +148,13 @@ export const Patient = Type.Object(
     ),
     organizationId: Nullable(Type.String({ description: 'The practice managing the patient.' })),
     updatedAt: Type.String({ format: 'date-time' }),
+    erased: Type.Optional(
+      Type.Literal(true, {
+        description:
+          'Present once the patient is de-identified (retention ended, or erased on request): the personal fields are then empty and only `birthYear` remains.',
+      }),
+    ),
+    birthYear: Type.Optional(Type.Integer({ description: "An erased patient's year of birth." })),
   },
   { title: 'Patient' },
 );

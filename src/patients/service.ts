@@ -45,6 +45,9 @@ export function patientOf(row: PatientRow): Patient {
     addresses: row.addresses,
     organizationId: row.practice_id,
     updatedAt: row.updated_at.toISOString(),
+    ...(row.erased_at
+      ? { erased: true as const, ...(row.birth_year ? { birthYear: row.birth_year } : {}) }
+      : {}),
   };
 }
 
@@ -129,6 +132,17 @@ export async function readPatient(trx: Trx, practiceId: string, id: string): Pro
   return row;
 }
 
+/** The patient, to add a record to (a coverage): an erased patient takes none (422 business_rule). */
+export async function readPatientTakingRecords(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+): Promise<PatientRow> {
+  const row = await readPatient(trx, practiceId, id);
+  refuseErased(row);
+  return row;
+}
+
 /** The patient, read by a statement that writes its request's audit row (HandlerContext.readRecorded). */
 export async function readPatientRecorded(
   readRecorded: ReadRecorded,
@@ -155,6 +169,16 @@ export function findByExternalIdRecorded(
     patientColumn: 'id',
     orderBy: EXTERNAL_ID_ORDER,
   });
+}
+
+/** An erased patient stays erased: nothing is added to their record again (register a new patient). */
+function refuseErased(row: PatientRow): void {
+  if (row.erased_at) {
+    throw new AppError(
+      'business_rule',
+      'The patient is erased: their record cannot be filled in again; register them as a new patient.',
+    );
+  }
 }
 
 function requestOf(row: PatientRow): PatientRequest {
@@ -187,6 +211,7 @@ export async function patchRuleErrors(
 ): Promise<FieldError[]> {
   const row = await findPatient(trx, practiceId, id);
   if (!row) throw notFound('Patient');
+  refuseErased(row);
   const merged = applyMergePatch(requestOf(row), patch) as PatientRequest;
   const validatePatientRequest = patientRequestValidator();
   const errors = validatePatientRequest(merged)
@@ -205,6 +230,7 @@ export async function patchPatient(
 ): Promise<PatientRow> {
   const row = await findPatient(trx, practiceId, id, true);
   if (!row) throw notFound('Patient');
+  refuseErased(row);
   const merged = applyMergePatch(requestOf(row), patch) as PatientRequest;
   const validatePatientRequest = patientRequestValidator();
   if (!validatePatientRequest(merged)) {

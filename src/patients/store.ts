@@ -116,13 +116,69 @@ export function patientsByExternalIdRead(
   return (db) => patientsByExternalId(db, practiceId, system, value);
 }
 
-/** Whether the id names a patient of the practice. */
+/** Whether the id names a patient of the practice who can take new visits: one not erased. */
 export async function patientExists(trx: Trx, practiceId: string, id: string): Promise<boolean> {
   const found = await trx
     .selectFrom('patients')
     .select('id')
     .where('practice_id', '=', practiceId)
     .where('id', '=', id)
+    .where('erased_at', 'is', null)
     .executeTakeFirst();
   return found !== undefined;
+}
+
+/**
+ * De-identifies the patient (POPIA s14(4)): names, identifiers, the birth date (its year kept),
+ * contact points, addresses and the practice's own number are removed, so the number can be given
+ * to a new patient; when, why and on what ground are kept. Answers the row, or undefined if none.
+ */
+export async function erasePatientRow(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  erasure: { reason: string; lawfulGround: string | null },
+  now: Date,
+): Promise<PatientRow | undefined> {
+  return trx
+    .updateTable('patients')
+    .set((eb) => ({
+      active: false,
+      prefix: null,
+      given_names: JSON.stringify([]),
+      last_name: null,
+      birth_year: eb.fn<number>('date_part', [eb.val('year'), eb.ref('birth_date')]),
+      birth_date: null,
+      identifiers: JSON.stringify([]),
+      external_system: null,
+      external_value: null,
+      contact_points: JSON.stringify([]),
+      addresses: JSON.stringify([]),
+      erased_at: now,
+      erasure_reason: erasure.reason,
+      erasure_lawful_ground: erasure.lawfulGround,
+      updated_at: now,
+    }))
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .where('erased_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Marks whether the patient's records are kept for their lifetime; answers the row, if any. */
+export async function setRetainedForLife(
+  trx: Trx,
+  practiceId: string,
+  id: string,
+  lifelong: boolean,
+  now: Date,
+): Promise<PatientRow | undefined> {
+  return trx
+    .updateTable('patients')
+    .set({ retained_for_life: lifelong, updated_at: now })
+    .where('practice_id', '=', practiceId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
 }

@@ -15,6 +15,17 @@ export interface Config {
    * through a pooler in transaction mode, which never delivers notifications.
    */
   databaseListenUrl: string | undefined;
+  /**
+   * MIGRATE_ON_START: whether a starting process migrates (as MIGRATION_DATABASE_URL) or only checks
+   * that nothing is pending; undefined: yes for `start` (npm start) and the embedded database.
+   */
+  migrateOnStart: boolean | undefined;
+  /** DATABASE_ROLE_PREFIX: the service roles are `<prefix>_app` and `<prefix>_operator`, one pair per deployment. */
+  databaseRolePrefix: string;
+  /** How often a running process checks whether a newer build migrated the database under it. */
+  schemaCheckSeconds: number;
+  /** How long a start waits for an unreachable database (retrying) before it gives up; 0: no wait. */
+  databaseConnectTimeoutS: number;
   /** How often each listening connection checks, with a NOTIFY to itself, that notifications arrive. */
   listenHeartbeatMs: number;
   dataDir: string;
@@ -22,7 +33,10 @@ export interface Config {
   embeddedSharedBuffersMb: number;
   /** A directory of extra catalogue files (same layout as catalogue/) loaded over the shipped one. */
   catalogueDir: string | undefined;
+  /** The first of adminTokens (ADMIN_TOKEN, else the first of ADMIN_TOKENS). */
   adminToken: string | undefined;
+  /** Every admin token accepted: ADMIN_TOKEN and ADMIN_TOKENS, so a new one can be rolled out before the old goes. */
+  adminTokens: string[];
   publicBaseUrl: string;
   errorsDocUrl: string;
   logLevel: string;
@@ -76,6 +90,8 @@ export interface Config {
    * has waited this long for a worker; 0: never.
    */
   loadShedClaimBacklogMs: number;
+  /** DELIVERIES_HELD: workers send no webhook delivery (a restored copy); they stay queued. */
+  deliveriesHeld: boolean;
   /** Webhook deliveries a worker runs at once (the webhooks lane). */
   webhookJobConcurrency: number;
   /** Deliveries to one endpoint running at once, in all workers. */
@@ -92,6 +108,8 @@ export interface Config {
   jobRetentionDays: number;
   /** 32-byte key (base64 or hex) that encrypts webhook secrets at rest; the sandbox keeps one in DATA_DIR. */
   secretEncryptionKey: Buffer | undefined;
+  /** Keys that only open (SECRET_ENCRYPTION_PREVIOUS_KEYS), for values sealed before a rotation. */
+  secretEncryptionPreviousKeys: Buffer[];
   /** How long a rotated-out webhook secret keeps signing beside the new one. */
   webhookSecretOverlapSeconds: number;
   /** Which proxies may set X-Forwarded-For: false (none), true (any), or addresses/CIDRs. */
@@ -152,12 +170,80 @@ function trustProxyOf(raw: string | undefined): boolean | string {
   return raw;
 }
 
-function encryptionKey(raw: string | undefined): Buffer | undefined {
+/** A PostgreSQL connection URL, or a ConfigError naming the variable (the value, which may hold a password, is not echoed). */
+function databaseUrlOf(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  const protocol = URL.canParse(raw) ? new URL(raw).protocol : undefined;
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new ConfigError(
+      `${name} must be a PostgreSQL connection URL, such as postgres://user@host:5432/database; the value given is not one`,
+    );
+  }
+  return raw;
+}
+
+/** An http(s) URL, or a ConfigError naming the variable. */
+function httpUrlOf(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  const protocol = URL.canParse(raw) ? new URL(raw).protocol : undefined;
+  if (protocol !== 'http:' && protocol !== 'https:') {
+    throw new ConfigError(
+      `${name} must be an http or https URL, such as https://billing.example.org; got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
+function encryptionKey(raw: string | undefined, name = 'SECRET_ENCRYPTION_KEY'): Buffer | undefined {
   if (!raw) return undefined;
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
-  if (key.length !== 32)
-    throw new ConfigError('SECRET_ENCRYPTION_KEY must be 32 bytes, as 64 hex digits or base64');
+  if (key.length !== 32) throw new ConfigError(`${name} must be 32 bytes, as 64 hex digits or base64`);
   return key;
+}
+
+function previousKeys(raw: string | undefined): Buffer[] {
+  const keys = (raw ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  return keys.map(
+    (item, i) => encryptionKey(item, `SECRET_ENCRYPTION_PREVIOUS_KEYS (key ${i + 1} of ${keys.length})`)!,
+  );
+}
+
+/** A role-name prefix: lower-case letters, digits and underscores, so that `<prefix>_operator` fits 63 bytes. */
+function rolePrefixOf(raw: string | undefined): string {
+  if (!raw) return 'practice_billing';
+  if (!/^[a-z_][a-z0-9_]{0,40}$/.test(raw)) {
+    throw new ConfigError(
+      `DATABASE_ROLE_PREFIX must be 1 to 41 lower-case letters, digits or underscores, starting with a letter or underscore; got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
+/** The shortest admin token accepted: a bearer token guessed is the whole operator's power. */
+export const MIN_ADMIN_TOKEN_LENGTH = 32;
+
+/** ADMIN_TOKEN, then each of ADMIN_TOKENS (comma-separated); each at least 32 characters. */
+function adminTokensOf(env: NodeJS.ProcessEnv): string[] {
+  const tokens: string[] = [];
+  const named: [string, string | undefined][] = [
+    ['ADMIN_TOKEN', env.ADMIN_TOKEN],
+    ...(env.ADMIN_TOKENS ?? '').split(',').map((t): [string, string] => ['ADMIN_TOKENS', t.trim()]),
+  ];
+  for (const [name, token] of named) {
+    if (!token) continue;
+    if (token.length < MIN_ADMIN_TOKEN_LENGTH || /\s/.test(token)) {
+      throw new ConfigError(
+        `${name} must hold tokens of at least ${MIN_ADMIN_TOKEN_LENGTH} characters without spaces (one has ${token.length}); make one with: openssl rand -hex 32`,
+      );
+    }
+    if (!tokens.includes(token)) tokens.push(token);
+  }
+  return tokens;
 }
 
 /** `name[:n],...`: kill the process the n-th time (default the first) the named point is reached. */
@@ -197,7 +283,8 @@ function tracingOf(env: NodeJS.ProcessEnv): Config['tracing'] {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST || '127.0.0.1';
-  const databaseUrl = env.DATABASE_URL || undefined;
+  const databaseUrl = databaseUrlOf(env, 'DATABASE_URL');
+  const migrationDatabaseUrl = databaseUrlOf(env, 'MIGRATION_DATABASE_URL');
   const databasePoolSize = integer(env, 'DATABASE_POOL_SIZE', 10, 1, 500);
   const databaseListenUrl = env.DATABASE_LISTEN_URL || undefined;
   if (databaseListenUrl && !databaseUrl) {
@@ -205,15 +292,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'DATABASE_LISTEN_URL needs DATABASE_URL (the embedded database listens in its own session)',
     );
   }
-  if (databaseListenUrl && !URL.canParse(databaseListenUrl)) {
-    throw new ConfigError(
-      'DATABASE_LISTEN_URL must be a connection URL, such as postgres://user@host:5432/db',
-    );
-  }
+  databaseUrlOf(env, 'DATABASE_LISTEN_URL');
   const publicBaseUrl = (
-    env.PUBLIC_BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+    httpUrlOf(env, 'PUBLIC_BASE_URL') || `http://${host.includes(':') ? `[${host}]` : host}:${port}`
   ).replace(/\/+$/, '');
   const logLevel = env.LOG_LEVEL || 'info';
+  const adminTokens = adminTokensOf(env);
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent`);
   }
@@ -230,14 +314,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: env.METRICS_TOKEN || undefined,
     metricsPort,
     databaseUrl,
-    migrationDatabaseUrl: env.MIGRATION_DATABASE_URL || databaseUrl,
+    migrationDatabaseUrl: migrationDatabaseUrl || databaseUrl,
+    migrateOnStart:
+      env.MIGRATE_ON_START === undefined || env.MIGRATE_ON_START === ''
+        ? undefined
+        : flag(env, 'MIGRATE_ON_START', true),
+    databaseRolePrefix: rolePrefixOf(env.DATABASE_ROLE_PREFIX),
+    schemaCheckSeconds: integer(env, 'SCHEMA_CHECK_SECONDS', 10, 1, 3600),
+    databaseConnectTimeoutS: integer(env, 'DATABASE_CONNECT_TIMEOUT_S', 30, 0, 3600),
     databaseListenUrl: databaseListenUrl ?? databaseUrl,
     listenHeartbeatMs: integer(env, 'DATABASE_LISTEN_HEARTBEAT_MS', 2000, 50, 60_000),
     dataDir: path.resolve(env.DATA_DIR || './data'),
     catalogueDir: env.CATALOGUE_DIR ? path.resolve(env.CATALOGUE_DIR) : undefined,
-    adminToken: env.ADMIN_TOKEN || undefined,
+    adminToken: adminTokens[0],
+    adminTokens,
     publicBaseUrl,
-    errorsDocUrl: env.ERRORS_DOC_URL || `${publicBaseUrl}/errors`,
+    errorsDocUrl: httpUrlOf(env, 'ERRORS_DOC_URL') || `${publicBaseUrl}/errors`,
     logLevel,
     insurerDelayMs: integer(env, 'INSURER_DELAY_MS', 1000, 0, 600_000),
     embeddedSharedBuffersMb: integer(env, 'EMBEDDED_SHARED_BUFFERS_MB', 16, 1, 4096),
@@ -277,6 +369,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // cores or the connections (docs/decisions/0022-load-shedding-answers-503.md, "An in-flight limit that follows the machine").
     loadShedLatencyTargetMs: integer(env, 'LOAD_SHED_LATENCY_TARGET_MS', databaseUrl ? 250 : 0, 0, 60_000),
     loadShedClaimBacklogMs: integer(env, 'LOAD_SHED_CLAIM_BACKLOG_MS', databaseUrl ? 2000 : 0, 0, 600_000),
+    deliveriesHeld: flag(env, 'DELIVERIES_HELD', false),
     webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 24, 1, 256),
     webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 64),
     webhookPracticeConcurrency: integer(env, 'WEBHOOK_PRACTICE_CONCURRENCY', 8, 1, 256),
@@ -284,6 +377,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
     jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 7, 1, 3650),
     secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),
+    secretEncryptionPreviousKeys: previousKeys(env.SECRET_ENCRYPTION_PREVIOUS_KEYS),
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     webhookSecretOverlapSeconds: integer(env, 'WEBHOOK_SECRET_OVERLAP_SECONDS', 24 * 3600, 0, 30 * 24 * 3600),
     faultPoints: faultPointsOf(env.FAULT_POINTS),

@@ -130,6 +130,8 @@ export interface PracticeBilling {
   invoiceNumberPrefix: string;
   /** Account details the patient's account needs and the practice has not recorded (practiceNumber, address, bankDetails). */
   accountGaps: string[];
+  /** Years a dormant patient's records are kept before de-identification (src/patients/retention.ts). */
+  retentionYears: number;
 }
 
 export async function practiceBilling(trx: Trx, practiceId: string): Promise<PracticeBilling> {
@@ -147,6 +149,7 @@ export async function practiceBilling(trx: Trx, practiceId: string): Promise<Pra
       ...(row.address ? [] : ['address']),
       ...(row.bank_details ? [] : ['bankDetails']),
     ],
+    retentionYears: row.retention_years,
   };
 }
 

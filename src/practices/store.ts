@@ -43,11 +43,16 @@ export async function updateAccountDetails(
     .executeTakeFirst();
 }
 
-/** Replaces a practice's billing settings (VAT rate, payment terms, invoice number prefix). */
+/** Replaces a practice's billing settings (VAT rate, payment terms, invoice number prefix, retention). */
 export async function updateBillingSettings(
   trx: Trx,
   practiceId: string,
-  settings: { vatRateBasisPoints: number; paymentTermsDays: number; invoiceNumberPrefix: string },
+  settings: {
+    vatRateBasisPoints: number;
+    paymentTermsDays: number;
+    invoiceNumberPrefix: string;
+    retentionYears: number;
+  },
   now: Date,
 ): Promise<void> {
   await trx
@@ -56,6 +61,7 @@ export async function updateBillingSettings(
       vat_rate_basis_points: settings.vatRateBasisPoints,
       payment_terms_days: settings.paymentTermsDays,
       invoice_number_prefix: settings.invoiceNumberPrefix,
+      retention_years: settings.retentionYears,
       updated_at: now,
     })
     .where('id', '=', practiceId)
@@ -126,4 +132,14 @@ export async function findPractitionerDefaults(trx: Trx, practiceId: string, id:
     .where('practice_id', '=', practiceId)
     .where('id', '=', id)
     .executeTakeFirst();
+}
+
+/** Notes that the practice's data was exported at `at` (a deletion asks for an export first). */
+export async function markPracticeExported(trx: Trx, practiceId: string, at: Date): Promise<void> {
+  await trx.updateTable('practices').set({ exported_at: at }).where('id', '=', practiceId).execute();
+}
+
+/** Tells every process's key cache that the practice's keys changed (they are about to be deleted). */
+export async function signalPracticeKeysChanged(trx: Trx, practiceId: string): Promise<void> {
+  await signalKeyChange(trx, practiceId);
 }

@@ -19,7 +19,7 @@ export async function recordEvent(
   trx: Trx,
   practiceId: string,
   type: EventType,
-  object: { type: 'invoice'; id: string },
+  object: { type: 'invoice' | 'patient'; id: string },
   occurredAt: Date,
   detail: EventDetail | null = null,
 ): Promise<string> {

@@ -39,6 +39,9 @@ function parts(overrides: Partial<AccountParts> = {}): AccountParts {
       totalNet: 10000,
       totalGross: 10000,
       balanceDue: 123456,
+      creditDue: 0,
+      amountWrittenOff: 0,
+      explanation: 'Total R 100.00. You owe R 1 234.56.',
     },
     lines: [
       {
@@ -99,6 +102,22 @@ test('the main member is the patient with dependant code 00; a VAT number makes 
   assert.ok(view.patientLines.includes('Main member: Dlamini, L.G.'));
   assert.ok(view.patientLines.includes('Address: 1 Road'));
   assert.deepEqual(view.totals[1], ['VAT at 15%', 'R 15.00']);
+});
+
+test('the totals show what was written off and a credit owed to the patient, and the explanation under them', () => {
+  const base = parts();
+  const view = accountViewOf({
+    ...base,
+    invoice: { ...base.invoice, status: 'written_off', balanceDue: 0, amountWrittenOff: 4000, creditDue: 0 },
+  });
+  assert.deepEqual(view.totals.slice(-2), [
+    ['Written off', '-R 40.00'],
+    ['Balance due', 'R 0.00'],
+  ]);
+  assert.equal(view.explanation, base.invoice.explanation);
+  const credited = accountViewOf({ ...base, invoice: { ...base.invoice, balanceDue: 0, creditDue: 2500 } });
+  assert.deepEqual(credited.totals.at(-1), ['Credit owed to you', 'R 25.00']);
+  assert.ok(!credited.totals.some(([label]) => label === 'Written off'));
 });
 
 test('the e-mail says the amount due and the due date, never a diagnosis or the name', () => {

@@ -31,6 +31,16 @@ const REFUNDABLE = ['issued', 'partially_paid', 'overdue', 'balanced', 'amending
  */
 const CLOSABLE = ['draft', 'amending', 'issued', 'overdue', 'balanced'];
 
+/** Saves `value` as a JSON file named `name` through the browser's own download. */
+function download(name: string, value: unknown): void {
+  const url = URL.createObjectURL(new Blob([JSON.stringify(value, null, 2)], { type: 'application/json' }));
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 0);
+}
+
 export function InvoicePage({ invoiceId }: { invoiceId: string }) {
   const { api, practiceId } = useConsole();
   const loaded = useLoad(() => api.invoice(practiceId, invoiceId), [practiceId, invoiceId]);
@@ -52,6 +62,7 @@ export function InvoicePage({ invoiceId }: { invoiceId: string }) {
 }
 
 function InvoiceView({ detail, reload }: { detail: InvoiceDetail; reload: () => void }) {
+  const { api, practiceId } = useConsole();
   const { invoice, claim } = detail;
   const fmt = (v: number | null) => (v === null ? '—' : money(v, invoice.currency));
   return (
@@ -63,7 +74,12 @@ function InvoiceView({ detail, reload }: { detail: InvoiceDetail; reload: () => 
         <div>
           <dt>Patient</dt>
           <dd>
-            {detail.patient.name} <small class="muted">{detail.patient.id}</small>
+            {detail.patient.name} <small class="muted">{detail.patient.id}</small>{' '}
+            <Action
+              label="Download the patient's record"
+              run={() => api.patientRecord(practiceId, detail.patient.id)}
+              done={(record) => download(`${detail.patient.id}-record.json`, record)}
+            />
           </dd>
         </div>
         <div>

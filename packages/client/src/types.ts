@@ -42,6 +42,11 @@ export type Op<K extends keyof operations> = operations[K];
 export type Patient = ResultOf<Op<'getPatient'>>;
 export type PatientRequest = BodyOf<Op<'createPatient'>>;
 export type PatientPatch = BodyOf<Op<'updatePatient'>>;
+/** Everything held about a patient (GET /patients/{id}/record). */
+export type PatientRecord = ResultOf<Op<'getPatientRecord'>>;
+export type EraseRequest = BodyOf<Op<'erasePatient'>>;
+export type PatientRetention = ResultOf<Op<'getPatientRetention'>>;
+export type RetentionRequest = BodyOf<Op<'setPatientRetention'>>;
 export type FindPatientsQuery = QueryOf<Op<'findPatients'>>;
 export type Coverage = ResultOf<Op<'getCoverage'>>;
 export type CoverageRequest = BodyOf<Op<'addCoverage'>>;

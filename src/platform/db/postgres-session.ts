@@ -76,13 +76,30 @@ export class PostgresSession implements DatabaseConnection {
   /** The transaction ended on the server with its last statement (step 4); Kysely's end of it is to come. */
   #endedWithStatement = false;
   #discarded = false;
+  /** A prepared statement's plan went stale (a schema change): closed on release. */
+  #stalePlans = false;
 
   constructor(client: pg.PoolClient, prepares: boolean) {
     this.#client = client;
     this.#prepares = prepares;
   }
 
+  /**
+   * Runs one statement. A connection whose prepared statement's plan a schema change made stale
+   * ("cached plan must not change result type": a migration changed a table's columns under it) is
+   * closed when released, not pooled: its statements are prepared again on a new connection, instead
+   * of failing the same way on every use.
+   */
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    try {
+      return await this.#execute<R>(compiled);
+    } catch (error) {
+      if (isStalePlan(error)) this.#stalePlans = true;
+      throw error;
+    }
+  }
+
+  async #execute<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     if (this.#discarded) {
       throw new Error('the connection was closed: its ROLLBACK failed, or its COMMIT went unanswered');
     }
@@ -176,7 +193,7 @@ export class PostgresSession implements DatabaseConnection {
   release(): void {
     this.#reset();
     this.#endedWithStatement = false;
-    this.#client.release(this.#discarded);
+    this.#client.release(this.#discarded || this.#stalePlans);
   }
 
   #reset(): void {
@@ -322,4 +339,14 @@ export class PostgresSessionDialect extends PostgresDialect {
   override createDriver(): Driver {
     return new PostgresSessionDriver(this.#pool, this.#prepares);
   }
+}
+
+/** PostgreSQL's refusal of a prepared statement whose result columns a schema change altered. */
+function isStalePlan(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  return (
+    e?.code === '0A000' &&
+    typeof e.message === 'string' &&
+    e.message.includes('cached plan must not change result type')
+  );
 }

@@ -371,18 +371,23 @@ export interface NotificationsTable {
 export interface PatientsTable {
   active: Generated<boolean>;
   addresses: Generated<JSONColumnType<PatientAddress[]>>;
-  birth_date: string;
+  birth_date: string | null;
+  birth_year: number | null;
   contact_points: Generated<JSONColumnType<PatientContactPoint[]>>;
   created_at: Generated<NeverUpdated<Date>>;
+  erased_at: Date | null;
+  erasure_lawful_ground: string | null;
+  erasure_reason: string | null;
   external_system: string | null;
   external_value: string | null;
   gender: string | null;
   given_names: JSONColumnType<string[]>;
   id: string;
   identifiers: Generated<JSONColumnType<PatientIdentifier[]>>;
-  last_name: string;
+  last_name: string | null;
   practice_id: string;
   prefix: string | null;
+  retained_for_life: Generated<boolean>;
   updated_at: Generated<Date>;
 }
 
@@ -442,6 +447,7 @@ export interface PracticesTable {
   created_at: Generated<NeverUpdated<Date>>;
   currency: Generated<string>;
   email: string | null;
+  exported_at: Date | null;
   group_practice_number: string | null;
   id: string;
   integrations_enabled: Generated<boolean>;
@@ -450,6 +456,7 @@ export interface PracticesTable {
   payment_terms_days: Generated<number>;
   phone: string | null;
   practice_number: string | null;
+  retention_years: Generated<number>;
   timezone: Generated<string>;
   updated_at: Generated<Date>;
   vat_number: string | null;

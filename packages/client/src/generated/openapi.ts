@@ -45,6 +45,70 @@ export interface paths {
         patch: operations["updatePatient"];
         trace?: never;
     };
+    "/api/v1/patients/{patientId}/record": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything held about a patient
+         * @description Answers one JSON document with everything the service holds about the patient (POPIA s23): the patient, coverages, encounters with diagnoses and procedures, invoices with lines, claims with items and messages, payments, refunds, notifications, and the audit events that name the patient. Streamed: the document is written as it is read, so a long history does not have to fit in memory; a failure part-way ends the connection, and the document is then incomplete (not valid JSON). Rows keep their stored field names in camelCase. This request is itself recorded in the audit trail.
+         */
+        get: operations["getPatientRecord"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/patients/{patientId}/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where a patient's retention stands
+         * @description The last activity, the day retention ends (the practice's retentionYears after it, never before the 21st birthday) or null when kept for life, and whether the patient is dormant.
+         */
+        get: operations["getPatientRetention"];
+        /**
+         * Keep a patient's records for life, or not
+         * @description A patient kept for life (HPCSA Booklet 9 s9.3.2: a mentally incompetent patient) is never dormant, so the worker never de-identifies them; an erasure on request then needs a lawfulGround. An erased patient is refused with 422 `business_rule`.
+         */
+        put: operations["setPatientRetention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/patients/{patientId}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * De-identify a patient
+         * @description Removes the person from the record (POPIA s24(1)(b)): names, identifiers, birth date (the year stays), contact points, addresses and the practice's own number (which can then be registered again), the visits' diagnoses and procedures, the coverages' member numbers, and the invoices' recipient names and line diagnoses. Invoices, lines with their tariff codes and amounts, payments, refunds and claims stay for the books. Refused with 422 `business_rule` naming every reason: an invoice not closed (`open_invoice`), a claim awaiting the insurer (`claim_in_flight`), records inside the retention the law requires (`retention_required`, unless `lawfulGround` is sent) or already erased (`already_erased`). Sends `patient.erased`, naming the patient's id only. An Idempotency-Key is honoured when sent.
+         */
+        post: operations["erasePatient"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/insurance-plans": {
         parameters: {
             query?: never;
@@ -1020,7 +1084,7 @@ export interface components {
         /** ClientRequest */
         ClientRequest: {
             name: string;
-            permissions: ("PATIENTS:CREATE" | "PATIENTS:READ" | "PATIENTS:UPDATE" | "ENCOUNTERS:CREATE" | "ENCOUNTERS:READ" | "INVOICES:CREATE" | "INVOICES:READ" | "INVOICES:UPDATE" | "CLAIMS:READ" | "CLAIMS:EXECUTE" | "CLAIMS:SUBMIT" | "CODE_SYSTEMS:READ" | "CODE_SYSTEMS:CREATE" | "CODE_SYSTEMS:UPDATE" | "PATIENT_COVERAGE:READ" | "PATIENT_COVERAGE:CREATE" | "PRACTITIONERS:READ" | "EVENTS:READ" | "PAYMENTS:CREATE" | "REFUNDS:CREATE")[];
+            permissions: ("PATIENTS:CREATE" | "PATIENTS:READ" | "PATIENTS:UPDATE" | "PATIENTS:EXPORT" | "ENCOUNTERS:CREATE" | "ENCOUNTERS:READ" | "INVOICES:CREATE" | "INVOICES:READ" | "INVOICES:UPDATE" | "CLAIMS:READ" | "CLAIMS:EXECUTE" | "CLAIMS:SUBMIT" | "CODE_SYSTEMS:READ" | "CODE_SYSTEMS:CREATE" | "CODE_SYSTEMS:UPDATE" | "PATIENT_COVERAGE:READ" | "PATIENT_COVERAGE:CREATE" | "PRACTITIONERS:READ" | "EVENTS:READ" | "PAYMENTS:CREATE" | "REFUNDS:CREATE")[];
             allowedIps?: string[];
             rateLimitPerMinute?: number | null;
         };
@@ -1383,21 +1447,28 @@ export interface components {
                 note?: string | null;
             }[];
         };
+        /** EraseRequest */
+        EraseRequest: {
+            /** @description Why, in words a person reads later (kept with the erasure); e.g. the patient's request and its date. Do not put the patient's name here. */
+            reason: string;
+            /** @description The practice's ground for ending the retention the law asks for early (POPIA s14(1)); recorded with the erasure. Without it, a patient inside retention is refused. */
+            lawfulGround?: string | null;
+        };
         /** Event */
         Event: {
             /** @description Unique per event; the `webhook-id` of its deliveries. */
             id: string;
             /** @enum {string} */
-            type: "invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created";
+            type: "invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created" | "patient.erased";
             /** Format: date-time */
             occurredAt: string;
             /** @description `object`, `id` and `url` name the invoice, as the contract fixes; a claim, payment or refund event adds `claim`, `payment` or `refund`. */
             data: {
                 /**
-                 * @description Kind of record changed; claim, payment and refund events name their invoice.
+                 * @description Kind of record changed; claim, payment and refund events name their invoice; `patient.erased` names the patient (by id only).
                  * @enum {string}
                  */
-                object: "invoice";
+                object: "invoice" | "patient";
                 id: string;
                 /** @description Where to read the record with the API key. */
                 url: string | null;
@@ -1999,6 +2070,13 @@ export interface components {
             organizationId: string | null;
             /** Format: date-time */
             updatedAt: string;
+            /**
+             * @description Present once the patient is de-identified (retention ended, or erased on request): the personal fields are then empty and only `birthYear` remains.
+             * @enum {boolean}
+             */
+            erased?: true;
+            /** @description An erased patient's year of birth. */
+            birthYear?: number;
         };
         /** PatientList */
         PatientList: {
@@ -2125,6 +2203,27 @@ export interface components {
                 country?: "AD" | "AE" | "AF" | "AG" | "AI" | "AL" | "AM" | "AO" | "AQ" | "AR" | "AS" | "AT" | "AU" | "AW" | "AX" | "AZ" | "BA" | "BB" | "BD" | "BE" | "BF" | "BG" | "BH" | "BI" | "BJ" | "BL" | "BM" | "BN" | "BO" | "BQ" | "BR" | "BS" | "BT" | "BV" | "BW" | "BY" | "BZ" | "CA" | "CC" | "CD" | "CF" | "CG" | "CH" | "CI" | "CK" | "CL" | "CM" | "CN" | "CO" | "CR" | "CU" | "CV" | "CW" | "CX" | "CY" | "CZ" | "DE" | "DJ" | "DK" | "DM" | "DO" | "DZ" | "EC" | "EE" | "EG" | "EH" | "ER" | "ES" | "ET" | "FI" | "FJ" | "FK" | "FM" | "FO" | "FR" | "GA" | "GB" | "GD" | "GE" | "GF" | "GG" | "GH" | "GI" | "GL" | "GM" | "GN" | "GP" | "GQ" | "GR" | "GS" | "GT" | "GU" | "GW" | "GY" | "HK" | "HM" | "HN" | "HR" | "HT" | "HU" | "ID" | "IE" | "IL" | "IM" | "IN" | "IO" | "IQ" | "IR" | "IS" | "IT" | "JE" | "JM" | "JO" | "JP" | "KE" | "KG" | "KH" | "KI" | "KM" | "KN" | "KP" | "KR" | "KW" | "KY" | "KZ" | "LA" | "LB" | "LC" | "LI" | "LK" | "LR" | "LS" | "LT" | "LU" | "LV" | "LY" | "MA" | "MC" | "MD" | "ME" | "MF" | "MG" | "MH" | "MK" | "ML" | "MM" | "MN" | "MO" | "MP" | "MQ" | "MR" | "MS" | "MT" | "MU" | "MV" | "MW" | "MX" | "MY" | "MZ" | "NA" | "NC" | "NE" | "NF" | "NG" | "NI" | "NL" | "NO" | "NP" | "NR" | "NU" | "NZ" | "OM" | "PA" | "PE" | "PF" | "PG" | "PH" | "PK" | "PL" | "PM" | "PN" | "PR" | "PS" | "PT" | "PW" | "PY" | "QA" | "RE" | "RO" | "RS" | "RU" | "RW" | "SA" | "SB" | "SC" | "SD" | "SE" | "SG" | "SH" | "SI" | "SJ" | "SK" | "SL" | "SM" | "SN" | "SO" | "SR" | "SS" | "ST" | "SV" | "SX" | "SY" | "SZ" | "TC" | "TD" | "TF" | "TG" | "TH" | "TJ" | "TK" | "TL" | "TM" | "TN" | "TO" | "TR" | "TT" | "TV" | "TW" | "TZ" | "UA" | "UG" | "UM" | "US" | "UY" | "UZ" | "VA" | "VC" | "VE" | "VG" | "VI" | "VN" | "VU" | "WF" | "WS" | "YE" | "YT" | "ZA" | "ZM" | "ZW" | null;
             }[] | null;
         };
+        /** PatientRetention */
+        PatientRetention: {
+            /** @enum {string} */
+            object: "patient_retention";
+            patientId: string;
+            /** @description Kept for the patient's lifetime (HPCSA Booklet 9 s9.3.2: a mentally incompetent patient). */
+            lifelong: boolean;
+            /**
+             * Format: date
+             * @description The day of the last visit, invoice change, payment or claim change (else registration).
+             */
+            lastActivityOn: string;
+            /**
+             * Format: date
+             * @description The first day the records are no longer required: retentionYears after the last activity, never before the 21st birthday; null when kept for life or erased.
+             */
+            retentionEndsOn: string | null;
+            /** @description Retention has ended: the worker de-identifies the patient. */
+            dormant: boolean;
+            erased: boolean;
+        };
         /**
          * Payment
          * @example {
@@ -2206,6 +2305,33 @@ export interface components {
             } | null;
             /** Format: date-time */
             createdAt: string;
+        };
+        /** PracticeDeletion */
+        PracticeDeletion: {
+            /** @enum {string} */
+            object: "practice_deletion";
+            practiceId: string;
+            /** @description Rows removed, by table. */
+            deleted: {
+                [key: string]: number;
+            };
+        };
+        /** PracticeExport */
+        PracticeExport: {
+            /** @enum {string} */
+            object: "practice_export";
+            practiceId: string;
+            /** Format: date-time */
+            exportedAt: string;
+            /** @description The folder on the server's disk holding the export: one `<table>.jsonl` per table, `manifest.json`, and `accounts/` with each issued invoice's account as PDF. */
+            directory: string;
+            tables: {
+                table: string;
+                file: string;
+                rows: number;
+            }[];
+            /** @description How many issued invoices' accounts were written, one `accounts/<invoice number>.pdf` each. */
+            accounts: number;
         };
         /** PracticeList */
         PracticeList: {
@@ -2472,6 +2598,11 @@ export interface components {
             /** @description Why the money was given back, in words a person reads later. */
             reason: string;
         };
+        /** RetentionRequest */
+        RetentionRequest: {
+            /** @description Keep the patient's records for their lifetime (HPCSA Booklet 9 s9.3.2: a mentally incompetent patient); false returns them to the practice's rule. */
+            lifelong: boolean;
+        };
         /** ReverseRequest */
         ReverseRequest: {
             reason?: string | null;
@@ -2595,7 +2726,7 @@ export interface components {
             /** @description https URL reaching a public address (http and private addresses only with WEBHOOK_ALLOW_PRIVATE). */
             url: string;
             /** @description Event types to send; none or empty = all. */
-            eventTypes?: ("invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
+            eventTypes?: ("invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created" | "patient.erased")[];
         };
         /** WebhookEventAttemptList */
         WebhookEventAttemptList: {
@@ -2993,6 +3124,210 @@ export interface operations {
                     "application/json": components["schemas"]["Problem"];
                 };
             };
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getPatientRecord: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Patient id (`pat_...`). */
+                patientId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "patient_record";
+                        /** Format: date-time */
+                        generatedAt: string;
+                        patient: components["schemas"]["Patient"];
+                        /** @description The patient's coverages, as stored. */
+                        coverages: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Visits, each with its diagnoses and procedures. */
+                        encounters: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Invoices, each with its lines. */
+                        invoices: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Claims of the patient's invoices, each with its items and the insurer's messages. */
+                        claims: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Payments on the patient's invoices. */
+                        payments: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Refunds on the patient's invoices. */
+                        refunds: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Notifications sent about the patient. */
+                        notifications: {
+                            [key: string]: unknown;
+                        }[];
+                        /** @description Audit events naming the patient: who read or changed what, and when. */
+                        auditEvents: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    getPatientRetention: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Patient id (`pat_...`). */
+                patientId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: a PatientRetention. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PatientRetention"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    setPatientRetention: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Patient id (`pat_...`). */
+                patientId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionRequest"];
+            };
+        };
+        responses: {
+            /** @description OK: a PatientRetention. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PatientRetention"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            413: components["responses"]["Problem413"];
+            415: components["responses"]["Problem415"];
+            422: components["responses"]["Problem422"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    erasePatient: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional. Unique per intended request; a retry with the same key and body replays the first answer (kept 24 hours). */
+                "idempotency-key"?: string;
+                /** @description Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail. */
+                "x-service-performer"?: string;
+            };
+            path: {
+                /** @description Patient id (`pat_...`). */
+                patientId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EraseRequest"];
+            };
+        };
+        responses: {
+            /** @description OK: a Patient. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Patient"];
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            403: components["responses"]["Problem403"];
+            404: components["responses"]["Problem404"];
+            409: components["responses"]["Problem409"];
             413: components["responses"]["Problem413"];
             415: components["responses"]["Problem415"];
             422: components["responses"]["Problem422"];
@@ -4726,7 +5061,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Event types to keep; repeat the parameter for several. */
-                type?: ("invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created")[];
+                type?: ("invoice.issued" | "invoice.delivery_failed" | "invoice.cancelled" | "invoice.entered_in_error" | "invoice.written_off" | "claim.status_changed" | "payment.created" | "refund.created" | "patient.erased")[];
                 /** @description ISO 8601 with a mandatory offset (`Z` or `+hh:mm`/`-hh:mm`), seconds optional, a real date and time between years 0001 and 9999. */
                 createdSince?: string;
                 /** @description Id of the last event received: the list starts after it. */

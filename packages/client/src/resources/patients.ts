@@ -4,11 +4,15 @@ import { PageList } from '../paging.ts';
 import type {
   Coverage,
   CoverageRequest,
+  EraseRequest,
   FindPatientsQuery,
   ListPage,
   Patient,
   PatientPatch,
+  PatientRecord,
   PatientRequest,
+  PatientRetention,
+  RetentionRequest,
 } from '../types.ts';
 
 export class Patients {
@@ -41,6 +45,59 @@ export class Patients {
           { query, creates: false },
           options,
         )) as ListPage<Patient>,
+    );
+  }
+
+  /**
+   * Everything the service holds about the patient, for an access request (needs PATIENTS:EXPORT):
+   * the patient, coverages, visits, invoices with lines, claims, payments, refunds, notifications and
+   * the audit events naming them. The server streams it; this method reads it whole.
+   */
+  record(patientId: string, options?: RequestOptions): Promise<PatientRecord> {
+    return this.#http.call(
+      'get',
+      '/api/v1/patients/{patientId}/record',
+      { params: { patientId }, creates: false },
+      options,
+    );
+  }
+
+  /**
+   * De-identifies the patient (needs PATIENTS:UPDATE): refused with 422 `business_rule` while an
+   * invoice is open, a claim awaits the insurer, or the records are inside retention and no
+   * `lawfulGround` is given. Answers the patient with `erased: true`; sent with an Idempotency-Key, so
+   * a retry after a lost answer is answered the same.
+   */
+  erase(patientId: string, body: EraseRequest, options?: RequestOptions): Promise<Patient> {
+    return this.#http.call(
+      'post',
+      '/api/v1/patients/{patientId}/erase',
+      { params: { patientId }, body, creates: true },
+      options,
+    );
+  }
+
+  /** Where the patient's retention stands: last activity, the day it ends (null: kept for life), dormant. */
+  retention(patientId: string, options?: RequestOptions): Promise<PatientRetention> {
+    return this.#http.call(
+      'get',
+      '/api/v1/patients/{patientId}/retention',
+      { params: { patientId }, creates: false },
+      options,
+    );
+  }
+
+  /** Keeps the patient's records for their lifetime (`lifelong: true`), or returns them to the practice's rule. */
+  setRetention(
+    patientId: string,
+    body: RetentionRequest,
+    options?: RequestOptions,
+  ): Promise<PatientRetention> {
+    return this.#http.call(
+      'put',
+      '/api/v1/patients/{patientId}/retention',
+      { params: { patientId }, body, creates: false },
+      options,
     );
   }
 

@@ -1,0 +1,201 @@
+// A backup and a restore with the plain tools, as the owner login a managed PostgreSQL gives (LOGIN
+// CREATEROLE CREATEDB, not a superuser): createdb, `practice-billing migrate`, the service, pg_dump
+// --format=custom, createdb and pg_restore into a new database; the copy, started with
+// DELIVERIES_HELD=true, is ready, serves the API and the admin API, holds its webhook deliveries, and
+// numbers a new bill after the old ones. /readyz says not ready where the key look-up cannot run.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { remotePractice } from './child-service.ts';
+import { call } from './harness.ts';
+import {
+  BIN,
+  childEnv,
+  cli,
+  freePort,
+  removeDataDir,
+  run,
+  type ServiceProcess,
+  startServiceProcess,
+  tempDir,
+} from './processes.ts';
+import { skipInMidnightRun } from './support/midnight-run.ts';
+import { Receiver, sleep } from './webhooks-fixtures.ts';
+
+const SUPER = process.env.DATABASE_URL;
+const TOKEN = `adm_backup_${randomBytes(16).toString('hex')}`;
+const KEY = randomBytes(32).toString('hex');
+
+async function superuser(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: SUPER });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+function urlFor(user: string, database: string): string {
+  const url = new URL(SUPER!);
+  url.username = user;
+  url.password = '';
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** The pg client tools' connection flags for a user on DATABASE_URL's server. */
+function pgFlags(user: string): string[] {
+  const url = new URL(SUPER!);
+  return ['-h', url.hostname, '-p', url.port || '5432', '-U', user];
+}
+
+async function billVisit(baseUrl: string, key: string, practitionerId: string): Promise<string> {
+  const api = (method: string, p: string, body: unknown) =>
+    call(baseUrl, method, `/api/v1${p}`, {
+      token: key,
+      idempotencyKey: randomBytes(8).toString('hex'),
+      body,
+    });
+  const patient = await api('POST', '/patients', {
+    givenNames: ['Sipho'],
+    lastName: 'Khumalo',
+    birthDate: '1979-11-02',
+    externalId: { system: 'urn:test:mrn', value: randomBytes(6).toString('hex') },
+  });
+  assert.equal(patient.status, 201, patient.text);
+  const when = new Date(Date.now() - 3600_000).toISOString();
+  const encounter = await api('POST', '/encounters', {
+    patientId: patient.body.id,
+    practitionerId,
+    start: when,
+    end: when,
+    diagnoses: [{ code: 'J06.9' }],
+    procedures: [{ code: '0190' }],
+  });
+  assert.equal(encounter.status, 201, encounter.text);
+  const bill = await api('POST', `/encounters/${encounter.body.id}/bill`, { issue: true });
+  assert.ok(bill.status === 200 || bill.status === 201, bill.text);
+  return bill.body.invoice.number as string;
+}
+
+describe('backup and restore by a non-superuser owner (postgres)', {
+  skip: SUPER ? skipInMidnightRun : 'needs DATABASE_URL',
+}, () => {
+  const owner = `pb_owner_${randomBytes(5).toString('hex')}`;
+  const source = `pb_bk_${randomBytes(5).toString('hex')}`;
+  const copy = `${source}_copy`;
+  const dir = tempDir('backup');
+  const dump = path.join(dir, 'practice_billing.dump');
+  const running: ServiceProcess[] = [];
+  let receiver: Receiver | undefined;
+
+  before(async () => {
+    await superuser(`CREATE ROLE ${owner} LOGIN CREATEROLE CREATEDB`);
+  });
+  after(async () => {
+    await Promise.all(running.map((p) => p.stop('SIGKILL')));
+    await receiver?.close();
+    for (const db of [copy, source]) await superuser(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+    await superuser(`DROP OWNED BY ${owner}`).catch(() => {});
+    await superuser(`DROP ROLE IF EXISTS ${owner}`);
+    removeDataDir(dir);
+  });
+
+  test('pg_dump, createdb and pg_restore by the owner give a copy that serves', {
+    timeout: 300_000,
+  }, async () => {
+    const tools = childEnv();
+    const created = await run('createdb', [...pgFlags(owner), source], tools);
+    assert.equal(created.code, 0, created.stderr);
+    const migrated = await cli(['migrate'], childEnv({ DATABASE_URL: urlFor(owner, source) }), 120_000);
+    assert.equal(migrated.code, 0, migrated.stderr);
+
+    const port = await freePort();
+    const env = {
+      ADMIN_TOKEN: TOKEN,
+      SECRET_ENCRYPTION_KEY: KEY,
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      LOG_LEVEL: 'info',
+    };
+    const first = await startServiceProcess({
+      dataDir: dir,
+      port,
+      env: { ...env, DATABASE_URL: urlFor(owner, source) },
+      readyWhen: 'Server listening',
+    });
+    running.push(first);
+    const practice = await remotePractice(first.baseUrl, TOKEN);
+    const before = await billVisit(first.baseUrl, practice.key, practice.practitionerId);
+    assert.equal(await first.stop(), 0);
+
+    const dumped = await run(
+      'pg_dump',
+      [...pgFlags(owner), '--format=custom', '--file', dump, source],
+      tools,
+    );
+    assert.equal(dumped.code, 0, dumped.stderr);
+    const copied = await run('createdb', [...pgFlags(owner), copy], tools);
+    assert.equal(copied.code, 0, copied.stderr);
+    const restored = await run('pg_restore', [...pgFlags(owner), '--dbname', copy, dump], tools);
+    assert.equal(restored.code, 0, restored.stderr);
+    assert.equal(restored.stderr, '');
+    assert.ok(fs.statSync(dump).size > 0);
+    // A dump holds no database-level rights: the owner takes PUBLIC's back on the copy (docs/operations.md).
+    const copyClient = new pg.Client({ connectionString: urlFor(owner, copy) });
+    await copyClient.connect();
+    try {
+      await copyClient.query(`REVOKE CONNECT, TEMPORARY ON DATABASE ${copy} FROM PUBLIC`);
+      await copyClient.query(
+        `GRANT CONNECT ON DATABASE ${copy} TO practice_billing_app, practice_billing_operator`,
+      );
+    } finally {
+      await copyClient.end();
+    }
+
+    const r = await Receiver.start();
+    receiver = r;
+    const second = await startServiceProcess({
+      dataDir: dir,
+      port,
+      env: { ...env, DATABASE_URL: urlFor(owner, copy), DELIVERIES_HELD: 'true' },
+      readyWhen: 'Server listening',
+      // As docs/operations.md starts a restored copy: `DELIVERIES_HELD=true bin/practice-billing.js start`.
+      args: [BIN, 'start'],
+    });
+    running.push(second);
+    assert.match(second.stdout(), /webhook deliveries are held \(DELIVERIES_HELD=true\)/);
+    const ready = await call(second.baseUrl, 'GET', '/readyz');
+    assert.equal(ready.status, 200, ready.text);
+    const practices = await call(second.baseUrl, 'GET', '/admin/v1/practices', { token: TOKEN });
+    assert.equal(practices.status, 200, practices.text);
+    assert.ok(practices.body.data.some((p: { id: string }) => p.id === practice.practiceId));
+    const endpoint = await call(
+      second.baseUrl,
+      'POST',
+      `/admin/v1/practices/${practice.practiceId}/webhook-endpoints`,
+      { token: TOKEN, body: { url: r.url() } },
+    );
+    assert.equal(endpoint.status, 201, endpoint.text);
+    const after = await billVisit(second.baseUrl, practice.key, practice.practitionerId);
+    assert.ok(after > before, `the copy's new bill ${after} is numbered after the old ${before}`);
+    await sleep(2_000);
+    assert.equal(r.requests.length, 0, 'a held copy delivered a webhook');
+
+    // A copy whose key look-up cannot run (a restore that lost the function) is not ready.
+    const broken = new pg.Client({ connectionString: urlFor(new URL(SUPER!).username || 'postgres', copy) });
+    await broken.connect();
+    try {
+      await broken.query('ALTER FUNCTION api_key_for_request(text) RENAME TO api_key_for_request_gone');
+    } finally {
+      await broken.end();
+    }
+    const notReady = await call(second.baseUrl, 'GET', '/readyz');
+    assert.equal(notReady.status, 503, notReady.text);
+    assert.match(notReady.body.reason, /API key look-up cannot run/);
+    assert.equal(await second.stop(), 0);
+  });
+});
