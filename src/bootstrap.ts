@@ -16,6 +16,7 @@ import { laneBacklogMs } from './jobs/queue-figures.ts';
 import { type AuditFault, AuditLog } from './platform/audit-log.ts';
 import { type Clock, systemClock } from './platform/clock.ts';
 import { type Config, ConfigError } from './platform/config.ts';
+import { citusClusterReady, distributeOnCitus } from './platform/db/citus.ts';
 import { type Database, openPglite, openPostgres } from './platform/db/database.ts';
 import type { ListenLog } from './platform/db/listen.ts';
 import { migrateToLatest } from './platform/db/migrate.ts';
@@ -88,6 +89,7 @@ const CATALOGUE_LOCK_KEY = advisoryLockKey('practice-billing:catalogue-load');
  */
 export async function prepareSchema(kysely: Kysely<Tables>, extraCatalogueDir?: string): Promise<string[]> {
   const applied = await migrateToLatest(kysely as unknown as Kysely<unknown>);
+  await distributeOnCitus(kysely as unknown as Kysely<unknown>);
   const dirs = extraCatalogueDir ? [SHIPPED_CATALOGUE_DIR, extraCatalogueDir] : [SHIPPED_CATALOGUE_DIR];
   const hash = catalogueHash(dirs);
   await kysely.connection().execute(async (one) => {
@@ -185,6 +187,8 @@ export async function buildDeps(
 ): Promise<Deps> {
   const clock = options.clock ?? systemClock;
   const { log } = options;
+  db.distributed =
+    db.kind === 'postgres' && (await citusClusterReady(db.kysely as unknown as Kysely<unknown>));
   // On PostgreSQL every API process counts in one table; on the embedded database, in memory.
   const rateLimits = db.poolQuery
     ? new RateLimits({
@@ -198,7 +202,7 @@ export async function buildDeps(
     db,
     clock,
     cursors: new CursorCodec(await loadCursorSecret(db)),
-    audit: new AuditLog(options.auditFault),
+    audit: new AuditLog(options.auditFault, { readsApart: db.distributed }),
     rateLimits,
     inFlight: new InFlightRequests(),
     keyCache: apiKeyCache(config.apiKeyCacheSeconds, clock),

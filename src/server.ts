@@ -79,6 +79,8 @@ export async function runService(configured: Config, options: RunOptions): Promi
   try {
     await prepareDatabase(config, db, options, log);
     const deps = await buildDeps(config, db, { log });
+    // The worker's pool reaches the same database: distributed or not, as buildDeps found it.
+    workerDb.distributed = db.distributed;
     await checkSealedSecrets(db, deps.secrets, log);
 
     const sandbox =

@@ -274,6 +274,8 @@ export interface ServiceOptions {
   env?: Record<string, string>;
   /** PostgreSQL only: DATABASE_LISTEN_URL, made from the test's database URL. */
   listenUrl?: (databaseUrl: string) => string;
+  /** PostgreSQL only: serve this database, already migrated (left in place on close), not a fresh one. */
+  databaseUrl?: string;
 }
 
 export interface TestService {
@@ -312,6 +314,8 @@ export async function startService(backend: Backend, options: ServiceOptions = {
   let drop: (() => Promise<void>) | undefined;
   if (backend === 'pglite') {
     db = await openPglite({ dataDir: undefined, loadDataDir: await pgliteTemplate() });
+  } else if (options.databaseUrl) {
+    databaseUrl = options.databaseUrl;
   } else {
     const created = await postgresDatabase();
     databaseUrl = created.url;

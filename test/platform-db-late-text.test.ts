@@ -30,7 +30,7 @@ function lateText(read: string | null, value: string): LateText {
 }
 
 async function jsonInSql(trx: Trx, json: string): Promise<unknown> {
-  const text = jsonWithLateTexts(trx, json);
+  const text = await jsonWithLateTexts(trx, json);
   const { rows } = await sql<{ j: unknown }>`SELECT (${text})::jsonb AS j`.execute(trx);
   return rows[0]!.j;
 }
@@ -66,7 +66,7 @@ describeEachBackend('late texts', (backend) => {
     const json = JSON.stringify({ number: PLACEHOLDER });
     const { finish, asWritten } = await asOperator(svc.db, async (trx) => {
       addLateText(trx, { ...lateText(AWKWARD, AWKWARD), known: () => AWKWARD });
-      return { finish: lateTextFinisher(trx), asWritten: jsonWithLateTexts(trx, json) };
+      return { finish: lateTextFinisher(trx), asWritten: await jsonWithLateTexts(trx, json) };
     });
     assert.ok(finish);
     assert.deepEqual(JSON.parse(await finish(json)), { number: AWKWARD });
@@ -80,7 +80,7 @@ describeEachBackend('late texts', (backend) => {
       const before = lateTextCount(trx);
       addLateText(trx, { ...lateText('INV-000009', 'INV-000009'), known: () => 'INV-000009' });
       forgetLateTextsSince(trx, before);
-      return { finish: lateTextFinisher(trx), asWritten: jsonWithLateTexts(trx, json) };
+      return { finish: lateTextFinisher(trx), asWritten: await jsonWithLateTexts(trx, json) };
     });
     assert.equal(finish, undefined);
     assert.equal(asWritten, json);

@@ -130,7 +130,9 @@ export interface ResolvedCode {
  * Looks codes up in every active system the practice can use; the key is `system|code`. The
  * practice's own codes found are held until commit (`FOR KEY SHARE`), so that the caller can record
  * them: a code deleted by a concurrent request is either gone before this look-up (not found) or
- * deleted only after this transaction commits, when deleteConcept sees the use and refuses.
+ * deleted only after this transaction commits, when deleteConcept sees the use and refuses. Every
+ * tenant table is filtered by the practice itself (not by a join), so that a distributed database
+ * (Citus) sends the whole statement, its lock included, to the practice's node alone.
  */
 export async function resolveCodes(
   trx: Trx,
@@ -159,7 +161,7 @@ export async function resolveCodes(
       JOIN practice_code_systems s ON s.practice_id = ${practiceId} AND s.url = w.system AND s.status = 'active'
       JOIN LATERAL (
         SELECT * FROM practice_code_concepts c
-         WHERE c.practice_id = s.practice_id AND c.code_system_id = s.id AND c.code = w.code
+         WHERE c.practice_id = ${practiceId} AND c.code_system_id = s.id AND c.code = w.code
            FOR KEY SHARE) c ON TRUE`.execute(trx);
   return new Map(
     result.rows.map((r) => [

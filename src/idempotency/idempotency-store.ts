@@ -82,6 +82,7 @@ export async function storeAnswer(
   // Written last and read by nobody in this request: it goes with the COMMIT. The body may name a text
   // the transaction gives with its COMMIT (a new invoice's number), which it takes in SQL.
   const client = clientOf(scope);
+  const body = await jsonWithLateTexts(trx, answer.body);
   await writeUnanswered(
     trx,
     sql`
@@ -89,7 +90,7 @@ export async function storeAnswer(
       (practice_id, client_id, key, fingerprint, response_status, response_headers, response_body,
        created_at, expires_at)
     VALUES (${client?.practiceId ?? null}, ${client?.clientId ?? null}, ${scope.key}, ${fingerprint},
-      ${answer.status}, ${JSON.stringify(answer.headers)}, ${jsonWithLateTexts(trx, answer.body)}, now(),
+      ${answer.status}, ${JSON.stringify(answer.headers)}, ${body}, now(),
       now() + make_interval(hours => ${KEY_LIFETIME_HOURS}))
     ON CONFLICT ON CONSTRAINT idempotency_keys_holder_key DO UPDATE SET
       fingerprint = excluded.fingerprint, response_status = excluded.response_status,

@@ -330,7 +330,9 @@ export async function insertPayment(trx: Trx, payment: Insertable<PaymentsTable>
 
 /**
  * The invoice's row, locked until commit, with what the insurer has paid on it and not taken back
- * (`insurer_paid`), in one statement; undefined when there is none.
+ * (`insurer_paid`), in one statement; undefined when there is none. The payments are filtered by the
+ * practice itself, so that a distributed database (Citus) sends the statement, lock and all, to the
+ * practice's node alone.
  */
 export async function lockInvoiceRowWithInsurerPaid(trx: Trx, practiceId: string, id: string) {
   return trx
@@ -338,7 +340,7 @@ export async function lockInvoiceRowWithInsurerPaid(trx: Trx, practiceId: string
     .selectAll()
     .select(
       sql<number>`(SELECT coalesce(sum(p.amount), 0) FROM payments p
-        WHERE p.practice_id = invoices.practice_id AND p.invoice_id = invoices.id AND p.source = 'insurer')`.as(
+        WHERE p.practice_id = ${practiceId} AND p.invoice_id = invoices.id AND p.source = 'insurer')`.as(
         'insurer_paid',
       ),
     )

@@ -259,7 +259,7 @@ export async function enqueueJob<S extends TSchema>(
   // No concurrency key, so no cap for the insert to look at: its answer is known.
   const { insert, answer } = jobRowOf(practiceId, kind, payload, now, delayMs, '', handoff);
   // A payload may name a text the transaction gives with its COMMIT (a new invoice's number).
-  const json = jsonWithLateTexts(trx, insert.payload as string);
+  const json = await jsonWithLateTexts(trx, insert.payload as string);
   const row = { ...insert, payload: typeof json === 'string' ? json : sql<string>`(${json})::jsonb` };
   await writeUnanswered(trx, trx.insertInto('jobs').values(row));
   announceQueuedJobs(trx, kind.lane, [insert], [answer!]);

@@ -64,7 +64,13 @@ export async function takeFairly(
     async (trx) => {
       const answers: TakeAnswer[] = [];
       for (const request of requests)
-        answers.push(wanted(request) ? await takeOne(trx, workerId, leaseEnd, request) : NOTHING);
+        answers.push(
+          !wanted(request)
+            ? NOTHING
+            : db.distributed
+              ? await takeAcrossNodes(trx, workerId, leaseEnd, request)
+              : await takeOne(trx, workerId, leaseEnd, request),
+        );
       const taken = answers.flatMap((answer) => answer.jobs);
       if (prepare && taken.length > 0) await prepare(trx, taken);
       return answers;
@@ -101,6 +107,42 @@ async function takeOne(
     jobs.push(...leased.rows);
   }
   return { jobs, heldBack: picked.rows[0]?.held_back === true };
+}
+
+/**
+ * The take on a distributed database (Citus), which refuses the pick's recursive walk over every
+ * practice's jobs: the pick is a plain query over every node for the practices with due and free
+ * jobs, oldest first, and each is then taken as takeOne takes one practice (one node's statement),
+ * for what the limit leaves, until it is used. The caps hold as in takeOne (both are counted within
+ * one practice); a take held back by a cap is not told apart, so such work waits for the next poll.
+ */
+async function takeAcrossNodes(
+  trx: Trx,
+  workerId: string,
+  leaseEnd: RawBuilder<Date>,
+  { lanes, keyCap, limit, practiceCap = null }: TakeRequest,
+): Promise<TakeAnswer> {
+  const picked = await sql<{ practice_id: string }>`
+    SELECT practice_id FROM jobs
+     WHERE state = 'queued' AND lane = ANY(${lanes}::text[]) AND run_at <= now()
+       AND (locked_until IS NULL OR locked_until <= now())
+     GROUP BY practice_id
+     ORDER BY min(run_at), practice_id
+     LIMIT ${limit}::int`.execute(trx);
+  const jobs: JobRow[] = [];
+  for (const { practice_id } of picked.rows) {
+    const left = limit - jobs.length;
+    if (left <= 0) break;
+    const leased = await sql<JobRow>`
+        ${dealtSlots({ lanes, keyCap, practiceCap, limit: left, practiceId: practice_id, walk: false })}
+        UPDATE jobs AS j SET locked_by = ${workerId}, locked_until = ${leaseEnd},
+               attempts = j.attempts + 1
+          FROM dealt
+         WHERE j.practice_id = ${practice_id} AND j.practice_id = dealt.practice_id AND j.id = dealt.id
+         RETURNING j.*`.execute(trx);
+    jobs.push(...leased.rows);
+  }
+  return { jobs, heldBack: false };
 }
 
 /**
@@ -143,6 +185,8 @@ function dealtSlots(options: {
   practiceCap: number | null;
   limit: number;
   practiceId: string | null;
+  /** The groups found by a recursive walk of the index (default), or by one plain query (Citus). */
+  walk?: boolean;
 }) {
   const { lanes, keyCap, practiceCap, limit, practiceId } = options;
   const cap = keyCap === null ? sql`NULL::int` : sql`${keyCap}::int`;
@@ -150,9 +194,9 @@ function dealtSlots(options: {
     practiceId === null ? sql`` : sql`AND ${column} = ${practiceId}`;
   const lock = practiceId === null ? sql`` : sql`FOR UPDATE OF j SKIP LOCKED`;
   return sql`
-    WITH RECURSIVE ${dueGroups(lanes, within)},
+    ${groupsOf({ lanes, practiceId, walk: options.walk !== false })},
     ${heldRunning(lanes, within)},
-    ${candidateJobs(cap, limit, lock)},
+    ${candidateJobs(cap, limit, lock, within)},
     ranked AS (
       SELECT l.practice_id, l.id, l.run_at,
              coalesce(p.running, 0)
@@ -170,9 +214,23 @@ function dealtSlots(options: {
 
 type Within = (column: RawBuilder<unknown>) => RawBuilder<unknown>;
 
-/** `grp`: each (lane, practice, concurrency key) with a due job, found by skipping through the index. */
-function dueGroups(lanes: readonly JobLane[], within: Within) {
-  return sql`grp AS (
+/**
+ * The WITH clause's first part: `grp`, the (lane, practice, concurrency key) groups with due jobs. A
+ * recursive walk of the index, one probe per group (the pick reads no more than it deals); or, where
+ * Citus refuses a recursive CTE (on a distributed database: within one practice, always given there),
+ * one plain query of the practice's due jobs.
+ */
+function groupsOf(options: { lanes: readonly JobLane[]; practiceId: string | null; walk: boolean }) {
+  const { lanes, practiceId, walk } = options;
+  const within = (column: RawBuilder<unknown>) =>
+    practiceId === null ? sql`` : sql`AND ${column} = ${practiceId}`;
+  if (!walk)
+    return sql`WITH grp AS (
+      SELECT DISTINCT lane, practice_id, concurrency_key FROM jobs
+       WHERE state = 'queued' AND lane = ANY(${lanes}::text[]) AND run_at <= now() ${within(sql.ref('practice_id'))}
+    )`;
+  return sql`
+    WITH RECURSIVE grp AS (
       SELECT first.lane, first.practice_id, first.concurrency_key
         FROM unnest(${lanes}::text[]) AS wanted (lane)
        CROSS JOIN LATERAL (
@@ -203,7 +261,7 @@ function heldRunning(lanes: readonly JobLane[], within: Within) {
 }
 
 /** `candidates`: each group's due and free jobs, as many as its key's cap leaves room for. */
-function candidateJobs(cap: RawBuilder<unknown>, limit: number, lock: RawBuilder<unknown>) {
+function candidateJobs(cap: RawBuilder<unknown>, limit: number, lock: RawBuilder<unknown>, within: Within) {
   return sql`candidates AS (
       SELECT c.practice_id, c.id, c.run_at, g.lane
         FROM grp AS g
@@ -213,7 +271,7 @@ function candidateJobs(cap: RawBuilder<unknown>, limit: number, lock: RawBuilder
          SELECT j.practice_id, j.id, j.run_at FROM jobs AS j
           WHERE j.lane = g.lane AND j.practice_id = g.practice_id AND j.concurrency_key = g.concurrency_key
             AND j.state = 'queued' AND j.run_at <= now()
-            AND (j.locked_until IS NULL OR j.locked_until <= now())
+            AND (j.locked_until IS NULL OR j.locked_until <= now()) ${within(sql.ref('j.practice_id'))}
           ORDER BY j.run_at, j.id
           LIMIT CASE WHEN g.concurrency_key = '' OR ${cap} IS NULL THEN ${limit}::int
                      ELSE greatest(0, least(${limit}::int, ${cap} - coalesce(h.running, 0))) END

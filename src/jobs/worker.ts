@@ -166,8 +166,11 @@ export function startWorker(
     practiceCap: (lane) => laneLimits(config, lane).practiceCap,
     reserve(lane, k) {
       if (stopped) return false;
-      const cap = laneLimits(config, lane).keyCap;
+      const { keyCap: cap, practiceCap } = laneLimits(config, lane);
       if (k !== '' && cap !== null && (keyed.get(k) ?? 0) >= cap) return false;
+      // A follow-on under a cap is leased by its insert only if the insert's count finds room, which
+      // Citus refuses in an INSERT (a subquery in VALUES): there such a job is queued for a take.
+      if (deps.db.distributed && ((k !== '' && cap !== null) || practiceCap !== null)) return false;
       const poller = lanes.get(lane);
       if (poller && !poller.reserve()) return false;
       countKey(k, 1);

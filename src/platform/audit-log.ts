@@ -108,11 +108,34 @@ SELECT * FROM found${record.orderBy ? ` ORDER BY ${record.orderBy}` : ''}`;
 /** A test-only hook that runs before each audit insert; production leaves it unset. */
 export type AuditFault = (entry: AuditEntry) => Promise<void> | void;
 
+/**
+ * The audit row of a read whose rows are known: the found entry with the one row's resource and
+ * patient, or the none entry when it found nothing (recordedRead's CASE and COALESCE, in code).
+ */
+export function readEntry<R>(rows: R[], record: ReadRecord): AuditEntry {
+  if (rows.length === 0) return record.none;
+  if (rows.length > 1) return record.found;
+  const row = rows[0] as Record<string, unknown>;
+  const patient = record.patientColumn ? row[record.patientColumn] : undefined;
+  return {
+    ...record.found,
+    resourceId: typeof row.id === 'string' ? row.id : record.found.resourceId,
+    patientId: typeof patient === 'string' ? patient : record.found.patientId,
+  };
+}
+
 export class AuditLog {
   readonly #fault: AuditFault | undefined;
+  readonly #readsApart: boolean;
 
-  constructor(fault?: AuditFault) {
+  /**
+   * `readsApart`: a recorded read runs as the read, then its row written with the COMMIT (two
+   * statements), not as one statement. For a distributed database (Citus), which runs an INSERT fed by
+   * a CTE through its coordinator with COPY, and refuses that on a table with row-level security.
+   */
+  constructor(fault?: AuditFault, options: { readsApart?: boolean } = {}) {
     this.#fault = fault;
+    this.#readsApart = options.readsApart === true;
   }
 
   async write(trx: Trx, entry: AuditEntry): Promise<void> {
@@ -131,6 +154,7 @@ export class AuditLog {
    * transaction ends here, and no statement may follow in it. Answers the read's rows.
    */
   async recordRead<R>(trx: Trx, read: CompiledQuery<R>, record: ReadRecord): Promise<R[]> {
+    if (this.#readsApart) return this.#recordReadApart(trx, read, record);
     const recorded = recordedRead(read.sql, read.parameters.length, record);
     const statement: CompiledQuery<R> = {
       ...read,
@@ -145,6 +169,27 @@ export class AuditLog {
       // The read and the row fail together: a database away is reported as such, all else as the row's.
       throw isDatabaseUnavailable(error) ? error : new AuditUnavailableError(error);
     }
+  }
+
+  async #recordReadApart<R>(trx: Trx, read: CompiledQuery<R>, record: ReadRecord): Promise<R[]> {
+    const ordered: CompiledQuery<R> = record.orderBy
+      ? { ...read, sql: `SELECT * FROM (${read.sql}) found ORDER BY ${record.orderBy}` }
+      : read;
+    let rows: R[];
+    try {
+      rows = (await trx.executeQuery<R>(ordered)).rows;
+    } catch (error) {
+      throw isDatabaseUnavailable(error) ? error : new AuditUnavailableError(error);
+    }
+    const entry = readEntry(rows, record);
+    try {
+      await this.#fault?.(record.found);
+      const insert = trx.insertInto('audit_events').values(rowOf(entry)).compile();
+      await trx.executeQuery(withQueryOptions(insert, { commits: true }));
+    } catch (error) {
+      throw isDatabaseUnavailable(error) ? error : new AuditUnavailableError(error);
+    }
+    return rows;
   }
 
   /** Writes an entry in a transaction of its own, for requests refused before any work ran. */

@@ -36,6 +36,8 @@ export interface CheckerOptions {
   seed: number;
   /** The share of writer transactions held open for over a second (readers then use the samples). */
   longShare: number;
+  /** The migrated database to run on (default: a fresh one on DATABASE_URL's server). */
+  database?: () => Promise<{ url: string; drop: () => Promise<void> }>;
 }
 
 export interface FollowerReport {
@@ -230,7 +232,7 @@ class Follower {
 
 export async function runChangeFeedChecker(options: CheckerOptions): Promise<CheckerReport> {
   const started = performance.now();
-  const database = await postgresDatabase();
+  const database = await (options.database ?? postgresDatabase)();
   const writersDb = openPostgres({
     url: database.url,
     poolSize: options.writers,

@@ -19,6 +19,11 @@ export type DatabaseKind = 'postgres' | 'pglite';
 
 export interface Database {
   kind: DatabaseKind;
+  /**
+   * PostgreSQL only: the database is distributed by Citus (src/platform/db/citus.ts), found when the
+   * service starts (buildDeps); a few statements take another form there (docs/scale-out.md).
+   */
+  distributed?: boolean;
   kysely: Kysely<Tables>;
   /**
    * The queue for this database's connections (src/platform/db/connection-waits.ts): every statement

@@ -10,7 +10,7 @@
 // whose answer holds a secret, give no late text. Work rolled back to a savepoint forgets the late
 // texts it gave (forgetLateTextsSince): the text may have been had, and belongs to nothing kept.
 import { type RawBuilder, sql } from 'kysely';
-import type { Trx } from './transaction.ts';
+import { runsDistributed, sendDeferredNow, type Trx } from './transaction.ts';
 
 export interface LateText {
   /** Stands for the text until it is known. */
@@ -50,12 +50,21 @@ function inJson(text: string): string {
   return JSON.stringify(text).slice(1, -1);
 }
 
+/** Whether `json` holds a placeholder whose text the transaction has not had yet. */
+function pendingIn(trx: Trx, json: string): boolean {
+  return (lateTexts.get(trx) ?? []).some(
+    (late) => json.includes(late.placeholder) && late.known() === undefined,
+  );
+}
+
 /**
  * The JSON text for a write deferred to go out after the writes that give the transaction's late texts:
  * as it is when it holds no placeholder still unknown, else SQL (text) that replaces each, in JSON's
  * escaping, by what the transaction wrote (the placeholder kept if that write was undone).
  */
-export function jsonWithLateTexts(trx: Trx, json: string): string | RawBuilder<string> {
+export async function jsonWithLateTexts(trx: Trx, json: string): Promise<string | RawBuilder<string>> {
+  // Citus refuses a subquery in an INSERT's VALUES: there the texts are had first, one round trip.
+  if (runsDistributed(trx) && pendingIn(trx, json)) await sendDeferredNow(trx);
   let known = json;
   const pending: LateText[] = [];
   for (const late of lateTexts.get(trx) ?? []) {

@@ -21,6 +21,19 @@ export type Trx = Transaction<Tables>;
 
 const afterCommitHooks = new WeakMap<Trx, Set<(db: Database) => void>>();
 
+/** The transactions running on a distributed database (Database.distributed). */
+const onDistributed = new WeakSet<Trx>();
+
+/** Whether the transaction runs on a distributed database (Citus). */
+export function runsDistributed(trx: Trx): boolean {
+  return onDistributed.has(trx);
+}
+
+/** Sends the transaction's deferred statements now, and waits for their answers. */
+export async function sendDeferredNow(trx: Trx): Promise<void> {
+  await trx.executeQuery(withQueryOptions(sql.raw('').compile(trx), { sendsDeferred: true }));
+}
+
 /**
  * Runs hook once the transaction has committed (never if it rolls back), for signals that must not
  * go out before the change they announce is visible. A hook added twice runs once.
@@ -86,7 +99,9 @@ function frameSql(db: Database, frame: Frame): RawBuilder<FrameAnswer> {
       [
         `SET LOCAL ROLE ${role}`,
         ...(practice === undefined ? [] : [`SET LOCAL app.practice_id = ${practice}`]),
-        ...(frame.genericPlans ? ['SET LOCAL plan_cache_mode = force_generic_plan'] : []),
+        // Not on Citus: it plans a statement whose tenant filters are parameters for one node only
+        // once it has their values, and refuses a generic plan of one with several such filters.
+        ...(frame.genericPlans && !db.distributed ? ['SET LOCAL plan_cache_mode = force_generic_plan'] : []),
         ...(frame.stamps ? [stampSql(asked)] : asked.length > 0 ? [`SELECT ${asked.join(', ')}`] : []),
       ].join(';\n'),
     );
@@ -140,7 +155,7 @@ async function deferredFrame(
     },
   );
   return async () => {
-    if (!settled) await trx.executeQuery(withQueryOptions(sql.raw('').compile(trx), { sendsDeferred: true }));
+    if (!settled) await sendDeferredNow(trx);
     return (await rows)[0] ?? {};
   };
 }
@@ -153,6 +168,7 @@ async function inTransaction<T>(
   let used: Trx | undefined;
   const result = await db.kysely.transaction().execute(async (trx) => {
     used = trx;
+    if (db.distributed) onDistributed.add(trx);
     const answer = await deferredFrame(trx, frameSql(db, frame));
     // Only PostgreSQL's frame takes the stamp (frameSql).
     if (frame.stamps === true && db.kind === 'postgres') {
