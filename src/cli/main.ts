@@ -112,14 +112,7 @@ export async function runCli(
     output.stderr(`practice-billing: give a command.\n\n${USAGE}`);
     return 2;
   }
-  if (command === '--version' || command === 'version') {
-    const { readFileSync } = await import('node:fs');
-    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      version: string;
-    };
-    output.stdout(`practice-billing ${manifest.version}\n`);
-    return 0;
-  }
+  if (command === '--version' || command === 'version') return printVersion(output);
   if (command === 'help' || command === '--help' || command === '-h') {
     output.stdout(USAGE);
     return 0;
@@ -129,17 +122,7 @@ export async function runCli(
     const { runAdmin } = await import('./admin-cli.ts');
     return runAdmin(rest, env, output);
   }
-  if (command === 'secrets') {
-    if (rest.length !== 1 || rest[0] !== 're-encrypt') {
-      output.stderr(`practice-billing: the secrets command is \`secrets re-encrypt\`.\n\n${USAGE}`);
-      return 2;
-    }
-    try {
-      return await reEncryptSecrets(env, output);
-    } catch (error) {
-      return failure(output, error);
-    }
-  }
+  if (command === 'secrets') return runSecrets(rest, env, output);
   if (command !== 'migrate' && !(command in SERVICE_COMMANDS)) {
     output.stderr(`practice-billing: unknown command "${command}".\n\n${USAGE}`);
     return 2;
@@ -156,16 +139,44 @@ export async function runCli(
   }
   try {
     if (command === 'migrate') return await migrate(env, output);
-    const { loadConfig } = await import('../platform/config.ts');
-    const config = loadConfig(env);
-    // Before the service's modules load, so that tracing's instrumentations see them load.
-    const { startTracing } = await import('../platform/observability/tracing.ts');
-    const service = SERVICE_COMMANDS[command as keyof typeof SERVICE_COMMANDS];
-    const tracing = await startTracing(config.tracing, service.serviceName);
-    const { runService } = await import('../server.ts');
-    await runService(config, { api: service.api, worker: service.worker, tracing });
-    return 0;
+    return await runServiceCommand(command as keyof typeof SERVICE_COMMANDS, env);
   } catch (error) {
     return failure(output, error);
   }
+}
+
+async function printVersion(output: CliOutput): Promise<number> {
+  const { readFileSync } = await import('node:fs');
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  output.stdout(`practice-billing ${manifest.version}\n`);
+  return 0;
+}
+
+async function runSecrets(rest: string[], env: NodeJS.ProcessEnv, output: CliOutput): Promise<number> {
+  if (rest.length !== 1 || rest[0] !== 're-encrypt') {
+    output.stderr(`practice-billing: the secrets command is \`secrets re-encrypt\`.\n\n${USAGE}`);
+    return 2;
+  }
+  try {
+    return await reEncryptSecrets(env, output);
+  } catch (error) {
+    return failure(output, error);
+  }
+}
+
+/** Runs `serve`, `worker` or `start`, with tracing started before the service's modules load. */
+async function runServiceCommand(
+  command: keyof typeof SERVICE_COMMANDS,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const { loadConfig } = await import('../platform/config.ts');
+  const config = loadConfig(env);
+  const { startTracing } = await import('../platform/observability/tracing.ts');
+  const service = SERVICE_COMMANDS[command];
+  const tracing = await startTracing(config.tracing, service.serviceName);
+  const { runService } = await import('../server.ts');
+  await runService(config, { api: service.api, worker: service.worker, tracing });
+  return 0;
 }
