@@ -125,7 +125,9 @@ describeEachBackend('reads that record themselves', (backend) => {
     });
   });
 
-  test('a read, its audit row and its COMMIT take one round trip and one transaction', async () => {
+  test('a read, its audit row and its COMMIT take one round trip and one transaction', {
+    skip: backend === 'pglite' ? 'PGlite runs in process: there is no round trip to save' : false,
+  }, async () => {
     const practice = await svc.newPractice();
     const api = apiClient(svc, practice.key);
     const body = patientBody();

@@ -4,7 +4,7 @@
 // transaction with its audit row and stored answer, and release of the claim if nothing committed.
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';
-import type { Compilable } from 'kysely';
+import type { CompiledQuery } from 'kysely';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { AuthContext } from '../auth/authenticate.ts';
 import { practitionerExists } from '../auth/performer-store.ts';
@@ -73,7 +73,7 @@ export interface HandlerContext<P, Q, B> {
    * For a read whose answer follows from its rows alone: nothing may run after it, and a handler whose
    * rule is `not_found` answers 404 not_found (notFound) when it finds no row.
    */
-  readRecorded<R>(read: (trx: Trx) => Compilable<R>, rule: ReadRule): Promise<R[]>;
+  readRecorded<R>(read: CompiledQuery<R>, rule: ReadRule): Promise<R[]>;
 }
 
 /** HandlerContext.readRecorded, for the domain function a handler hands it to. */
@@ -331,7 +331,7 @@ async function readRecorded<R>(
   request: FastifyRequest,
   auth: AuthContext,
   trx: Trx,
-  read: (trx: Trx) => Compilable<R>,
+  read: CompiledQuery<R>,
   rule: ReadRule,
 ): Promise<R[]> {
   const audit = request.auditState;
@@ -341,7 +341,7 @@ async function readRecorded<R>(
       ? { ...found, status: ERROR_CODES.not_found.status, outcome: 'refused', reason: 'not_found' }
       : found;
   const { none: _whenNone, ...columns } = rule;
-  const rows = await deps.audit.recordRead(trx, read(trx).compile(), { found, none, ...columns });
+  const rows = await deps.audit.recordRead(trx, read, { found, none, ...columns });
   audit.written();
   return rows;
 }

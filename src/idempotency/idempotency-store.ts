@@ -8,6 +8,7 @@
 // releasing. A success whose body holds a secret shown once is stored sealed (sealAnswer, openAnswer):
 // the row, readable by the operator role and kept in backups, never holds that secret readable.
 import { type Kysely, sql } from 'kysely';
+import { compiledOnce } from '../platform/db/compiled-once.ts';
 import { jsonWithLateTexts } from '../platform/db/late-text.ts';
 import type { Tables } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -54,17 +55,35 @@ function storedAnswerOf(db: Kysely<Tables>, key: string) {
     .where('expires_at', '>', sql<Date>`now()`);
 }
 
+/** The stored-answer look-up of a client's key. */
+const clientAnswer = compiledOnce<{ practiceId: string; clientId: string; key: string }, StoredRow>(
+  (db, value) =>
+    storedAnswerOf(db, value('key'))
+      .where('practice_id', '=', value('practiceId'))
+      .where('client_id', '=', value('clientId')),
+);
+
+/** The stored-answer look-up of the operator's key (stored with null practice and client). */
+const operatorAnswer = compiledOnce<{ key: string }, StoredRow>((db, value) =>
+  storedAnswerOf(db, value('key')).where('practice_id', 'is', null).where('client_id', 'is', null),
+);
+
+interface StoredRow {
+  fingerprint: string;
+  response_status: number;
+  response_headers: Record<string, string>;
+  response_body: string;
+}
+
 /** The answer stored for this key within its lifetime, with the fingerprint of its request. */
 export async function storedAnswer(
   trx: Trx,
   scope: KeyScope,
 ): Promise<{ fingerprint: string; answer: StoredAnswer } | undefined> {
   const client = clientOf(scope);
-  const query = storedAnswerOf(trx, scope.key);
-  const row = await (client
-    ? query.where('practice_id', '=', client.practiceId).where('client_id', '=', client.clientId)
-    : query.where('practice_id', 'is', null).where('client_id', 'is', null)
-  ).executeTakeFirst();
+  const [row] = client
+    ? await clientAnswer(trx, { ...client, key: scope.key })
+    : await operatorAnswer(trx, { key: scope.key });
   if (!row) return undefined;
   return {
     fingerprint: row.fingerprint,

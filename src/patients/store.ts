@@ -1,5 +1,6 @@
 // Owns the patients table: reads and writes for one practice. Every query filters by practice_id.
-import type { Compilable, Selectable } from 'kysely';
+import type { CompiledQuery, Selectable } from 'kysely';
+import { compiledOnce } from '../platform/db/compiled-once.ts';
 import type { PatientsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 
@@ -32,6 +33,39 @@ function columnsOf(values: PatientValues) {
   };
 }
 
+type PatientColumns = ReturnType<typeof columnsOf>;
+
+const insertPatientStatement = compiledOnce<
+  PatientColumns & { practiceId: string; id: string; now: Date },
+  PatientRow
+>((db, value) =>
+  db
+    .insertInto('patients')
+    .values({
+      practice_id: value('practiceId'),
+      id: value('id'),
+      prefix: value('prefix'),
+      given_names: value('given_names'),
+      last_name: value('last_name'),
+      gender: value('gender'),
+      birth_date: value('birth_date'),
+      identifiers: value('identifiers'),
+      external_system: value('external_system'),
+      external_value: value('external_value'),
+      contact_points: value('contact_points'),
+      addresses: value('addresses'),
+      created_at: value('now'),
+      updated_at: value('now'),
+    })
+    .onConflict((oc) =>
+      oc
+        .columns(['practice_id', 'external_system', 'external_value'])
+        .where('external_system', 'is not', null)
+        .doNothing(),
+    )
+    .returningAll(),
+);
+
 /** The new patient's row, or undefined when the practice has a patient with its externalId already. */
 export async function insertPatient(
   trx: Trx,
@@ -40,17 +74,8 @@ export async function insertPatient(
   values: PatientValues,
   now: Date,
 ): Promise<PatientRow | undefined> {
-  return trx
-    .insertInto('patients')
-    .values({ practice_id: practiceId, id, ...columnsOf(values), created_at: now, updated_at: now })
-    .onConflict((oc) =>
-      oc
-        .columns(['practice_id', 'external_system', 'external_value'])
-        .where('external_system', 'is not', null)
-        .doNothing(),
-    )
-    .returningAll()
-    .executeTakeFirst();
+  const rows = await insertPatientStatement(trx, { practiceId, id, now, ...columnsOf(values) });
+  return rows[0];
 }
 
 export async function updatePatient(
@@ -69,10 +94,17 @@ export async function updatePatient(
     .executeTakeFirstOrThrow();
 }
 
-/** The patient by id. */
-function patientById(db: Trx, practiceId: string, id: string) {
-  return db.selectFrom('patients').selectAll().where('practice_id', '=', practiceId).where('id', '=', id);
-}
+const findPatientStatement = (forUpdate: boolean) =>
+  compiledOnce<{ practiceId: string; id: string }, PatientRow>((db, value) => {
+    const query = db
+      .selectFrom('patients')
+      .selectAll()
+      .where('practice_id', '=', value('practiceId'))
+      .where('id', '=', value('id'));
+    return forUpdate ? query.forUpdate() : query;
+  });
+const findPatientRead = findPatientStatement(false);
+const findPatientLocked = findPatientStatement(true);
 
 export async function findPatient(
   trx: Trx,
@@ -80,31 +112,34 @@ export async function findPatient(
   id: string,
   forUpdate = false,
 ): Promise<PatientRow | undefined> {
-  const query = patientById(trx, practiceId, id);
-  return (forUpdate ? query.forUpdate() : query).executeTakeFirst();
+  const rows = await (forUpdate ? findPatientLocked : findPatientRead)(trx, { practiceId, id });
+  return rows[0];
 }
 
 /** The patient by id, as a statement to send its own way (a read that records itself). */
-export function patientByIdRead(practiceId: string, id: string): (db: Trx) => Compilable<PatientRow> {
-  return (db) => patientById(db, practiceId, id);
+export function patientByIdRead(practiceId: string, id: string): CompiledQuery<PatientRow> {
+  return findPatientRead.with({ practiceId, id });
 }
+
+const findByExternalIdStatement = compiledOnce<
+  { practiceId: string; system: string; value: string },
+  PatientRow
+>((db, value) =>
+  db
+    .selectFrom('patients')
+    .selectAll()
+    .where('practice_id', '=', value('practiceId'))
+    .where('external_system', '=', value('system'))
+    .where('external_value', '=', value('value'))
+    .orderBy('created_at')
+    .orderBy('id'),
+);
 
 /** The order patients with one externalId are answered in: registration order. */
 export const EXTERNAL_ID_ORDER = 'created_at, id';
 
-function patientsByExternalId(db: Trx, practiceId: string, system: string, value: string) {
-  return db
-    .selectFrom('patients')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .where('external_system', '=', system)
-    .where('external_value', '=', value)
-    .orderBy('created_at')
-    .orderBy('id');
-}
-
 export async function findPatientsByExternalId(trx: Trx, practiceId: string, system: string, value: string) {
-  return patientsByExternalId(trx, practiceId, system, value).execute();
+  return findByExternalIdStatement(trx, { practiceId, system, value });
 }
 
 /** The patients with an externalId, as a statement to send its own way; in EXTERNAL_ID_ORDER. */
@@ -112,8 +147,8 @@ export function patientsByExternalIdRead(
   practiceId: string,
   system: string,
   value: string,
-): (db: Trx) => Compilable<PatientRow> {
-  return (db) => patientsByExternalId(db, practiceId, system, value);
+): CompiledQuery<PatientRow> {
+  return findByExternalIdStatement.with({ practiceId, system, value });
 }
 
 /** Whether the id names a patient of the practice who can take new visits: one not erased. */
