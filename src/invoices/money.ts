@@ -50,15 +50,24 @@ export function invoiceTotals(
 /**
  * Each line's amount with its share of the invoice's VAT, as a claim carries it: the invoice's tax
  * (totalGross - totalNet, as issued) is shared in proportion to the lines' totals, each share rounded
- * half away from zero and the rounding difference put on the last line with a total, so the amounts
- * add up to totalGross exactly.
+ * down and the cents left given one each to the lines with the largest remainders (the later line on
+ * a tie), so the amounts add up to totalGross exactly and no line carries less than its own total.
  */
 export function linesWithVat(lineTotals: readonly number[], totalNet: number, totalGross: number): number[] {
   const tax = BigInt(totalGross) - BigInt(totalNet);
   if (tax === 0n || totalNet === 0) return [...lineTotals];
-  const shares = lineTotals.map((t) => divideRounded(BigInt(t) * tax, BigInt(totalNet)));
-  const last = lineTotals.findLastIndex((t) => t !== 0);
-  const difference = tax - shares.reduce((sum, s) => sum + s, 0n);
-  if (last >= 0) shares[last] = shares[last]! + difference;
-  return lineTotals.map((t, i) => Number(BigInt(t) + shares[i]!));
+  const sign = tax < 0n ? -1n : 1n;
+  const net = BigInt(totalNet);
+  const exact = lineTotals.map((t) => BigInt(t) * tax * sign);
+  const shares = exact.map((e) => e / net);
+  let left = tax * sign - shares.reduce((sum, s) => sum + s, 0n);
+  const byRemainder = exact
+    .map((e, i) => ({ i, remainder: e % net }))
+    .sort((a, b) => (a.remainder === b.remainder ? b.i - a.i : a.remainder > b.remainder ? -1 : 1));
+  for (const { i } of byRemainder) {
+    if (left === 0n) break;
+    shares[i] = shares[i]! + 1n;
+    left -= 1n;
+  }
+  return lineTotals.map((t, i) => Number(BigInt(t) + sign * shares[i]!));
 }

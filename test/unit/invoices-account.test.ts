@@ -28,6 +28,16 @@ test('lines with VAT add up to the invoice total exactly, each near its own shar
   assert.deepEqual(linesWithVat([100, 100, 100], 300, 345), [115, 115, 115]);
   assert.deepEqual(linesWithVat([1, 1, 1], 3, 4), [1, 1, 2], 'the rounding difference on the last line');
   assert.deepEqual(linesWithVat([500, 0], 500, 500), [500, 0], 'no VAT, nothing added');
+  // Found by the property above: a small last line once took a negative rounding difference.
+  const lines = [857_533, 4_637_383, 2_209_372, 2];
+  const { totalNet, totalGross } = invoiceTotals(lines, 1745);
+  const claimed = linesWithVat(lines, totalNet, totalGross);
+  assert.equal(
+    claimed.reduce((s, a) => s + a, 0),
+    totalGross,
+  );
+  for (const [i, amount] of claimed.entries())
+    assert.ok(amount >= lines[i]!, `line ${i}: ${amount} < ${lines[i]}`);
 });
 
 test('the account says what the scheme and the patient paid and what is owed', () => {
