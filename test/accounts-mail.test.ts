@@ -88,28 +88,49 @@ describeEachBackend('the patient is told by e-mail', (backend) => {
     );
   });
 
-  test('a patient with no e-mail address: recorded, nothing sent, the issue stands', async () => {
+  test('a patient with no e-mail address: recorded so by the issue itself, nothing sent, the issue stands', async () => {
     const practice = await accountPractice(svc);
     const { patientId } = await accountPatient(practice);
     const count = smtp.received.length;
     const invoice = await issuedAccount(svc, practice, patientId);
-    await svc.worker.drain();
-    assert.equal(smtp.received.length, count);
+    // Known when the invoice is issued: recorded then, before any job runs, and no job is queued.
     const [note] = await notificationOf(svc, practice.practiceId, invoice.id);
     assert.equal(note!.delivery, 'no_address');
     assert.equal(note!.deliveryDetail, 'no e-mail address');
+    assert.equal(await svc.worker.drain(), 0, 'no e-mail job was queued');
+    assert.equal(smtp.received.length, count);
     const read = await practice.api('GET', `/invoices/${invoice.id}`);
     assert.equal(read.body.status, 'issued');
   });
 
-  test('an e-mail contact point that is not an address fails the message, not the issue', async () => {
+  test('an e-mail contact point that is not an address fails the message at the issue, not the issue', async () => {
     const practice = await accountPractice(svc);
     const { patientId } = await accountPatient(practice, { email: 'not an address' });
     const invoice = await issuedAccount(svc, practice, patientId);
-    await svc.worker.drain();
     const [note] = await notificationOf(svc, practice.practiceId, invoice.id);
     assert.equal(note!.delivery, 'failed');
     assert.match(note!.deliveryDetail ?? '', /not an e-mail address/);
+    const events = await practice.api('GET', '/events?type=invoice.delivery_failed');
+    assert.deepEqual(
+      events.body.data.map((e: { data: { id: string } }) => e.data.id),
+      [invoice.id],
+    );
+    assert.equal(await svc.worker.drain(), 0, 'no e-mail job was queued');
+  });
+
+  test('an address removed before the e-mail job runs: the job records no address, nothing sent', async () => {
+    const practice = await accountPractice(svc);
+    const { patientId } = await accountPatient(practice, { email: `patient.${uniqueKey()}@example.org` });
+    const count = smtp.received.length;
+    const invoice = await issuedAccount(svc, practice, patientId);
+    const [queued] = await notificationOf(svc, practice.practiceId, invoice.id);
+    assert.equal(queued!.delivery, 'queued');
+    const patched = await practice.api('PATCH', `/patients/${patientId}`, { body: { contactPoints: [] } });
+    assert.equal(patched.status, 200, patched.text);
+    await svc.worker.drain();
+    const [note] = await notificationOf(svc, practice.practiceId, invoice.id);
+    assert.equal(note!.delivery, 'no_address');
+    assert.equal(smtp.received.length, count);
   });
 
   test("a mail server's refusal fails the message; invoice.delivery_failed names the invoice only", async () => {

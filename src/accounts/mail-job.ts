@@ -1,25 +1,26 @@
 // Owns the e-mail job (src/notifications/job-kinds.ts): it reads the notification and what its message
 // needs in one transaction, draws the account and sends it outside any transaction, then records the
 // outcome on the notification with the job's end in another. A patient with no e-mail address, or one
-// that is not an address, is recorded as such and never retried; a mail server's final refusal (5xx)
+// that is not an address (the issue records that itself and queues no job; the address may have gone
+// since), is recorded as such and never retried; a mail server's final refusal (5xx)
 // fails the message at once, anything else is retried with back-off up to MAIL_ATTEMPTS; a failed
 // account raises invoice.delivery_failed, which names the invoice only. Without an SMTP server the
 // message is kept in the outbox instead. A notification already settled is not sent again.
 
 import type { Selectable } from 'kysely';
+import { recordAccountUndelivered } from '../invoices/service.ts';
 import { checkedPayload } from '../jobs/kind.ts';
 import { finishJob, type JobRow, rescheduleJob } from '../jobs/queue.ts';
 import { MAIL_JOB } from '../notifications/job-kinds.ts';
 import { fromDomain, type MailTransport, type OutgoingMail } from '../notifications/mailer.ts';
 import { findNotification, insertOutboxMessage, recordDelivery } from '../notifications/store.ts';
+import { patientMailAddress } from '../patients/email.ts';
 import { readPatient } from '../patients/service.ts';
 import type { Database } from '../platform/db/database.ts';
 import type { NotificationsTable } from '../platform/db/tables.ts';
 import { inPractice, type Trx } from '../platform/db/transaction.ts';
 import { newId } from '../platform/ids.ts';
-import { EMAIL_PATTERN } from '../practices/schemas.ts';
 import { getPractice } from '../practices/service.ts';
-import { recordEvent } from '../webhooks/outbox.ts';
 import { renderAccountPdf } from './document.ts';
 import { accountMail, practiceMail } from './message.ts';
 import { gatherAccount } from './service.ts';
@@ -44,20 +45,6 @@ type Plan =
   | { kind: 'undeliverable'; notification: Notification; delivery: 'no_address' | 'failed'; detail: string }
   | { kind: 'send'; notification: Notification; mail: () => Promise<OutgoingMail> };
 
-/** The e-mail address a patient is written to: the email contact point of lowest rank, then the first. */
-export function emailOf(contactPoints: readonly { system: string; value: string; rank: number | null }[]) {
-  const emails = contactPoints
-    .map((c, index) => ({ ...c, index }))
-    .filter((c) => c.system === 'email')
-    .sort(
-      (a, b) =>
-        (a.rank ?? Number.MAX_SAFE_INTEGER) - (b.rank ?? Number.MAX_SAFE_INTEGER) || a.index - b.index,
-    );
-  return emails[0]?.value.trim();
-}
-
-const IS_EMAIL = new RegExp(EMAIL_PATTERN);
-
 async function planPatientMail(
   trx: Trx,
   notification: Notification,
@@ -65,17 +52,9 @@ async function planPatientMail(
   corrected: boolean,
 ): Promise<Plan> {
   const patient = await readPatient(trx, notification.practice_id, notification.patient_id!);
-  const to = emailOf(patient.contact_points);
-  if (!to)
-    return { kind: 'undeliverable', notification, delivery: 'no_address', detail: 'no e-mail address' };
-  if (!IS_EMAIL.test(to)) {
-    return {
-      kind: 'undeliverable',
-      notification,
-      delivery: 'failed',
-      detail: "the patient's e-mail contact point is not an e-mail address",
-    };
-  }
+  const address = patientMailAddress(patient.contact_points);
+  if (!('to' in address)) return { kind: 'undeliverable', notification, ...address };
+  const { to } = address;
   const { parts, record } = await gatherAccount(trx, notification.practice_id, notification.subject_id);
   const view = accountViewOf(parts);
   const text = accountMail(parts, corrected);
@@ -131,13 +110,7 @@ async function settle(
 ): Promise<void> {
   await recordDelivery(trx, notification.practice_id, notification.id, delivery, detail, now);
   if (delivery === 'failed' && notification.subject_type === 'invoice') {
-    await recordEvent(
-      trx,
-      notification.practice_id,
-      'invoice.delivery_failed',
-      { type: 'invoice', id: notification.subject_id },
-      now,
-    );
+    await recordAccountUndelivered(trx, notification.practice_id, notification.subject_id, now);
   }
   await finishJob(trx, job, now);
 }

@@ -13,7 +13,7 @@ import {
   notPatientsCoverage,
   serviceDaysOf,
 } from '../insurance/service.ts';
-import { findPatient } from '../patients/store.ts';
+import { findPatient, type PatientRow } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { Trx } from '../platform/db/transaction.ts';
@@ -104,7 +104,7 @@ export async function billEncounter(
     billing,
     created,
     request,
-    { issueRefused, coverage: pricingCoverage ?? null, claimHeldBack },
+    { issueRefused, coverage: pricingCoverage ?? null, claimHeldBack, patient },
     now,
     queueClaim,
   );
@@ -376,7 +376,12 @@ async function issueAndClaim(
   billing: PracticeBilling,
   created: InvoiceRecord,
   request: BillRequest,
-  known: { issueRefused: string | null; coverage: CoverageRow | null; claimHeldBack: string | null },
+  known: {
+    issueRefused: string | null;
+    coverage: CoverageRow | null;
+    claimHeldBack: string | null;
+    patient: Pick<PatientRow, 'contact_points'>;
+  },
   now: Date,
   queueClaim: ClaimQueuer,
 ): Promise<{
@@ -396,7 +401,7 @@ async function issueAndClaim(
   if (request.issue === true) {
     outcome.issued = known.issueRefused === null;
     outcome.issueSkippedReason = known.issueRefused;
-    if (outcome.issued) await announceIssued(trx, billing, current, now);
+    if (outcome.issued) await announceIssued(trx, billing, current, known.patient, now);
   }
   if (request.submitClaim === true && !outcome.issued) {
     outcome.claimQueued = false;

@@ -5,6 +5,8 @@
 // (src/platform/db/change-feed.ts).
 import type { Updateable } from 'kysely';
 import { tellByMail } from '../notifications/tell.ts';
+import { patientMailAddress } from '../patients/email.ts';
+import { findPatient, type PatientRow } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { InvoicesTable } from '../platform/db/tables.ts';
@@ -301,7 +303,9 @@ export async function issueInvoice(
     { settleOn: today, retotal: lineTotals, ...(held ? { held: held.invoice } : {}) },
   );
   const issued: InvoiceRecord = { ...record, invoice: touched.row };
-  await announceIssued(trx, billing, issued, now, record.invoice.status === 'amending');
+  const patient = await findPatient(trx, billing.id, record.invoice.patient_id);
+  if (!patient) throw notFound('Patient');
+  await announceIssued(trx, billing, issued, patient, now, record.invoice.status === 'amending');
   return issued;
 }
 
@@ -324,16 +328,20 @@ export function issueRefusal(
 /**
  * What issuing an invoice tells: the patient's notification, e-mailed with the account by a job that
  * runs once this transaction has committed (`corrected`: an amended invoice issued again), and the
- * invoice.issued event.
+ * invoice.issued event. A patient with no usable e-mail address (src/patients/email.ts) is recorded so
+ * at once, with invoice.delivery_failed for an address that is not one, and no job is queued.
  */
 export async function announceIssued(
   trx: Trx,
   billing: PracticeBilling,
   issued: InvoiceRecord,
+  patient: Pick<PatientRow, 'contact_points'>,
   now: Date,
   corrected = false,
 ): Promise<void> {
   const invoiceId = issued.invoice.id;
+  const address = patientMailAddress(patient.contact_points);
+  const undeliverable = 'to' in address ? undefined : address;
   await tellByMail(
     trx,
     {
@@ -347,9 +355,20 @@ export async function announceIssued(
       message: `${corrected ? 'Corrected invoice' : 'Invoice'} ${issued.invoice.number} from ${billing.name} for ${formatAmount(Number(issued.invoice.total_gross), issued.invoice.currency)} is due${issued.invoice.due_date ? ` by ${issued.invoice.due_date}` : ''}.${accountGapsNote(billing)}`,
       created_at: now,
     },
-    { corrected },
+    { corrected, undeliverable },
   );
   await recordEvent(trx, billing.id, 'invoice.issued', { type: 'invoice', id: invoiceId }, now);
+  if (undeliverable?.delivery === 'failed') await recordAccountUndelivered(trx, billing.id, invoiceId, now);
+}
+
+/** An account that could not be e-mailed: invoice.delivery_failed names the invoice only, never why. */
+export async function recordAccountUndelivered(
+  trx: Trx,
+  practiceId: string,
+  invoiceId: string,
+  now: Date,
+): Promise<void> {
+  await recordEvent(trx, practiceId, 'invoice.delivery_failed', { type: 'invoice', id: invoiceId }, now);
 }
 
 export async function amendInvoice(

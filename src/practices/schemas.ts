@@ -1,15 +1,9 @@
 // Owns the shapes of practices and their practitioners as the operator API shows them.
 import { Type } from 'typebox';
-import { explainedPattern } from '../platform/http/patterns.ts';
+import { EMAIL_PATTERN, explainedPattern } from '../platform/http/patterns.ts';
 import { Enum, ListOf, Nullable, Text } from '../platform/http/schema.ts';
 import { CURRENCIES, DEFAULT_CURRENCY } from './currencies.ts';
 import { DEFAULT_TIME_ZONE, TIME_ZONES } from './time-zones.ts';
-
-/** A simple e-mail address: one @, no spaces, a dot in the domain. */
-export const EMAIL_PATTERN = explainedPattern(
-  '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$',
-  'must be an e-mail address (name@example.org)',
-);
 
 const PracticeAddressSchema = Type.Object(
   {

@@ -2,10 +2,10 @@
 // the patient's address (mail-job.ts) and what a mail server's failure means (notifications/mailer.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { emailOf } from '../../src/accounts/mail-job.ts';
 import { accountMail } from '../../src/accounts/message.ts';
 import { type AccountParts, accountViewOf, formatMoney, initialsOf } from '../../src/accounts/view.ts';
 import { failureOf } from '../../src/notifications/mailer.ts';
+import { emailOf } from '../../src/patients/email.ts';
 
 function parts(overrides: Partial<AccountParts> = {}): AccountParts {
   return {

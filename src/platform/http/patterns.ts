@@ -11,6 +11,12 @@ export function explainedPattern(pattern: string, message: string): string {
   return pattern;
 }
 
+/** A simple e-mail address: one @, no spaces, a dot in the domain. */
+export const EMAIL_PATTERN = explainedPattern(
+  '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$',
+  'must be an e-mail address (name@example.org)',
+);
+
 const OCTET = '(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
 /** An IPv4 address in dotted decimal, without leading zeros (pattern source, unanchored). */
 export const IPV4 = `${OCTET}(\\.${OCTET}){3}`;
