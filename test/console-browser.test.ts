@@ -2,7 +2,8 @@
 // CHROMIUM_PATH: test/support/browser.ts, driven by playwright-core) against the real service with its
 // worker running: sign in with the admin token, find the rejected claim, correct the member number and
 // resubmit, see the insurer accept it, redeliver a webhook that failed (a 204 shows as delivered),
-// record a payment and then a refund, write off and mark entered in error (each destructive action asks first; a declined confirmation
+// record a payment and then a refund, see a credit owed to the patient, write off (and see what was
+// written off) and mark entered in error (each destructive action asks first; a declined confirmation
 // does nothing), see that a message about one invoice does not follow to the next, filter the audit
 // log, download an invoice's account and read the outbox, and visit every page. A screenshot of each page goes to .tmp/console-screenshots/.
 //
@@ -39,6 +40,7 @@ let rejectedInvoice: Json;
 let draftInvoice: Json;
 let owingInvoice: Json;
 let mistakenInvoice: Json;
+let creditInvoice: Json;
 let practiceKeyId: string;
 /** Every confirmation the console asked for, in order; each is accepted unless `dismissNext` is set. */
 const confirmations: string[] = [];
@@ -47,6 +49,17 @@ let dismissNext = false;
 /** Waits until the console has asked a confirmation matching `question`. */
 async function confirmed(question: RegExp): Promise<void> {
   await eventually(async () => confirmations.some((q) => question.test(q)), `a confirmation ${question}`);
+}
+
+/** The amount, in cents, of a fact (a money field) the invoice page shows under `label`. */
+async function invoiceFact(label: string): Promise<number> {
+  const text = await page.locator('dl.facts div').filter({ hasText: label }).locator('dd').textContent();
+  return Number((text ?? '').replace(/\D/g, ''));
+}
+
+/** How many facts the invoice page shows under `label` (0 when it leaves the field out). */
+function invoiceFactCount(label: string): Promise<number> {
+  return page.locator('dl.facts div').filter({ hasText: label }).count();
 }
 
 async function shot(name: string): Promise<void> {
@@ -87,11 +100,20 @@ before(async () => {
   await addEndpoint(svc, w.practiceId, receiver);
 
   // Two claims the insurer accepts (and pays), one patient payment, and one claim rejected for its
-  // member number.
-  for (let i = 0; i < 2; i += 1) {
-    const { patientId } = await newPatient(w);
-    await billVisit(w, patientId, undefined, { issue: true, submitClaim: true });
-  }
+  // member number. The second accepted claim is sent after the patient paid R 200 at the desk: the
+  // scheme pays the whole invoice, and the R 200 is a credit owed to the patient.
+  const { patientId: claimedPatient } = await newPatient(w);
+  await billVisit(w, claimedPatient, undefined, { issue: true, submitClaim: true });
+  const { patientId: creditPatient } = await newPatient(w);
+  creditInvoice = (await billVisit(w, creditPatient, undefined, { issue: true })).body.invoice;
+  const desk = await svc.admin('POST', `/practices/${w.practiceId}/payments`, {
+    invoiceId: creditInvoice.id,
+    amount: 20_000,
+    method: 'card',
+  });
+  assert.equal(desk.status, 201, desk.text);
+  const claimed = await w.api('POST', `/invoices/${creditInvoice.id}/claim`, {});
+  assert.equal(claimed.status, 202, claimed.text);
   const { patientId: payingPatient } = await newPatient(w);
   const paid = (await billVisit(w, payingPatient, undefined, { issue: true })).body.invoice;
   assert.equal(
@@ -117,6 +139,10 @@ before(async () => {
     const read = await w.api('GET', `/invoices/${rejectedInvoice.id}/claim`);
     return read.body?.status === 'rejected';
   }, 'the sandbox insurer to reject the claim');
+  await eventually(
+    async () => (await w.api('GET', `/invoices/${creditInvoice.id}`)).body.creditDue === 20_000,
+    "the scheme's payment after the desk payment",
+  );
   await eventually(
     async () => receiver.requests.some((r) => r.payload?.data?.id === rejectedInvoice.id),
     'a failed delivery of the invoice events',
@@ -379,6 +405,17 @@ test('a refund recorded from the paid invoice page, after a confirmation, makes 
   await shot('08b-invoice-refunded');
 });
 
+test('an invoice the scheme paid after the patient paid at the desk shows the credit owed to the patient', async () => {
+  await page.evaluate((id) => {
+    window.location.hash = `#/invoices/${id}`;
+  }, creditInvoice.id);
+  await page.getByRole('heading', { name: `Invoice ${creditInvoice.number}` }).waitFor();
+  assert.equal(await invoiceFact('Credit due to the patient'), 20_000);
+  assert.equal(await invoiceFact('Balance due'), 0);
+  assert.equal(await invoiceFactCount('Written off'), 0, 'nothing was written off: not shown');
+  await shot('08c-invoice-credit-due');
+});
+
 test('a draft invoice is cancelled with a reason', async () => {
   await page.getByRole('link', { name: 'Invoices', exact: true }).click();
   await page.getByLabel('Number or patient').fill(draftInvoice.number);
@@ -416,6 +453,9 @@ test('a write-off asks first; declined, nothing happens; agreed, the balance is 
   await page.getByRole('button', { name: 'Write off balance' }).click();
   await page.getByRole('heading', { name: /Invoice .* written off/ }).waitFor();
   assert.equal((await w.api('GET', `/invoices/${owingInvoice.id}`)).body.status, 'written_off');
+  assert.equal(await invoiceFact('Written off'), owingInvoice.totalGross);
+  assert.equal(await invoiceFact('Balance due'), 0);
+  assert.equal(await invoiceFactCount('Credit due'), 0, 'no credit is owed: not shown');
   await shot('09b-invoice-written-off');
 });
 

@@ -6,8 +6,17 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { sql } from 'kysely';
 import { periodicTasks } from '../src/job-catalogue.ts';
+import { recordDelivery } from '../src/notifications/store.ts';
 import { addYears as addYearsTo } from '../src/patients/retention.ts';
-import { type Api, addCoverage, billedInvoice, billingPractice, DAY, newVisit } from './billing-fixtures.ts';
+import {
+  type Api,
+  addCoverage,
+  asOps,
+  billedInvoice,
+  billingPractice,
+  DAY,
+  newVisit,
+} from './billing-fixtures.ts';
 import { billVisit, newPatient as newClaimsPatient, newWorld, W19_SECOND_LINE } from './claims-fixtures.ts';
 import { describeEachBackend, startService, type TestService, uniqueKey } from './harness.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
@@ -61,6 +70,15 @@ async function tablesMentioning(svc: TestService, needles: string[]): Promise<st
     if (hits.rows[0]!.n > 0) found.push(table_name);
   }
   return found;
+}
+
+/** The notification that e-mailed the patient their account of the invoice, as the operator sees it. */
+async function accountNotice(svc: TestService, practiceId: string, invoiceId: string) {
+  const list = await svc.admin('GET', `/practices/${practiceId}/notifications?subjectId=${invoiceId}`);
+  assert.equal(list.status, 200, list.text);
+  const notice = list.body.data.find((n: { recipient: string }) => n.recipient === 'patient');
+  assert.ok(notice, list.text);
+  return notice as { id: string; delivery: string; deliveryDetail: string | null };
 }
 
 /** The practice's books: invoices, payments, refunds and claims, counted and summed. */
@@ -128,6 +146,19 @@ describeEachBackend('de-identifying a patient', (backend) => {
     const since = new Date(svc.clock.now().getTime() - 1000).toISOString();
     await svc.worker.drain();
     const deliveredBefore = receiver.requests.length;
+    // A mail server refused the account's e-mail quoting the address, and the mail job recorded it.
+    const email = `${person.givenName}@example.org`;
+    const notice = await accountNotice(svc, practice.practiceId, invoice.id);
+    await asOps(svc, (trx) =>
+      recordDelivery(
+        trx,
+        practice.practiceId,
+        notice.id,
+        'failed',
+        `550 5.1.1 <${email}>: Recipient address rejected: User unknown`,
+        svc.clock.now(),
+      ),
+    );
     const lawful = {
       reason: 'Request by the patient, 2026-12-01',
       lawfulGround:
@@ -154,6 +185,9 @@ describeEachBackend('de-identifying a patient', (backend) => {
 
     // Nowhere in the database: every table's rows, read whole as text.
     assert.deepEqual(await tablesMentioning(svc, [person.givenName, person.lastName, person.birthDate]), []);
+    const erasedNotice = await accountNotice(svc, practice.practiceId, invoice.id);
+    assert.equal(erasedNotice.delivery, 'failed');
+    assert.equal(erasedNotice.deliveryDetail, 'removed when the patient was de-identified');
     assert.deepEqual(await books(svc, practice.practiceId), booksBefore);
     // The visit's diagnoses and procedures are gone; the invoice stays, no longer naming a person.
     const visits = await practice.api('GET', `/encounters?patientId=${patientId}`);

@@ -26,10 +26,19 @@ const OutboxMessage = Type.Object(
   { title: 'OutboxMessage' },
 );
 
-const PracticeParams = Type.Object(
-  { practiceId: Type.String({ minLength: 1, maxLength: 100 }) },
-  { additionalProperties: false },
-);
+const PathId = Type.String({ minLength: 1, maxLength: 100 });
+const PracticeParams = Type.Object({ practiceId: PathId }, { additionalProperties: false });
+const InvoiceParams = Type.Object({ practiceId: PathId, invoiceId: PathId }, { additionalProperties: false });
+const MessageParams = Type.Object({ practiceId: PathId, messageId: PathId }, { additionalProperties: false });
+
+/** A success answered as a PDF document (the handler's `file`), which `description` describes. */
+function pdfAnswer(description: string) {
+  return {
+    produces: 'application/pdf',
+    successStatus: 200,
+    response: Type.Unsafe<string>({ type: 'string', format: 'binary', description }),
+  };
+}
 
 export const accountAdminRoutes = [
   defineAdminRoute({
@@ -39,20 +48,8 @@ export const accountAdminRoutes = [
     cli: { command: 'invoices document' },
     summary: "An issued invoice's account for the patient, as PDF",
     description: 'The same document as GET /api/v1/invoices/{invoiceId}/document; a draft answers 422.',
-    params: Type.Object(
-      {
-        practiceId: Type.String({ minLength: 1, maxLength: 100 }),
-        invoiceId: Type.String({ minLength: 1, maxLength: 100 }),
-      },
-      { additionalProperties: false },
-    ),
-    produces: 'application/pdf',
-    successStatus: 200,
-    response: Type.Unsafe<string>({
-      type: 'string',
-      format: 'binary',
-      description: "The patient's account.",
-    }),
+    params: InvoiceParams,
+    ...pdfAnswer("The patient's account."),
     handler: async ({ trx, params, now }) => {
       await getPractice(trx, params.practiceId);
       const { parts, record } = await gatherAccount(trx, params.practiceId, params.invoiceId);
@@ -111,20 +108,8 @@ export const accountAdminRoutes = [
     operationId: 'adminGetOutboxAttachment',
     cli: { command: 'outbox attachment' },
     summary: "An outbox message's attachment (the patient's account as PDF)",
-    params: Type.Object(
-      {
-        practiceId: Type.String({ minLength: 1, maxLength: 100 }),
-        messageId: Type.String({ minLength: 1, maxLength: 100 }),
-      },
-      { additionalProperties: false },
-    ),
-    produces: 'application/pdf',
-    successStatus: 200,
-    response: Type.Unsafe<string>({
-      type: 'string',
-      format: 'binary',
-      description: 'The attachment as sent.',
-    }),
+    params: MessageParams,
+    ...pdfAnswer('The attachment as sent.'),
     handler: async ({ trx, params }) => {
       const { filename, bytes } = await outboxAttachment(trx, params.practiceId, params.messageId);
       return { body: '', file: { contentType: 'application/pdf', filename, render: async () => bytes } };

@@ -1,7 +1,8 @@
 // Owns what the e-mails say. To a patient: little (the practice, the account's number, the amount due
 // and the due date, and who to ask), never a diagnosis nor the patient's name; the attached PDF holds
 // the rest. To the practice: the notice it was sent. Pure.
-import { type AccountParts, formatMoney } from './view.ts';
+import { formatPrintedAmount } from '../invoices/money-format.ts';
+import type { AccountParts } from './view.ts';
 
 export interface MailText {
   subject: string;
@@ -19,7 +20,7 @@ export function accountMail(parts: AccountParts, corrected: boolean): MailText {
       ? `${p.name} has corrected ${noun} ${i.number} and sends it again. It replaces the one sent before.`
       : `${p.name} sends you ${noun} ${i.number}.`,
     '',
-    `Amount due: ${formatMoney(i.balanceDue, i.currency)}`,
+    `Amount due: ${formatPrintedAmount(i.balanceDue, i.currency)}`,
     `Due date: ${i.dueDate ?? 'on receipt'}`,
     '',
     `The ${noun} is attached as ${i.number}.pdf, with the services and how to pay.`,

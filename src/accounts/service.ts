@@ -3,6 +3,7 @@
 // practitioner and the practice; refuses an invoice never issued (a draft has no account yet).
 import { coverageSchemeNames, findCoverage, firstActiveCoverage } from '../insurance/service.ts';
 import { accountMoneyOf, balanceExplanation } from '../invoices/account.ts';
+import { formatPrintedAmount } from '../invoices/money-format.ts';
 import { paymentsOf } from '../invoices/payments.ts';
 import { refundsOf } from '../invoices/refunds.ts';
 import { readInvoice } from '../invoices/service.ts';
@@ -12,7 +13,7 @@ import type { PatientAddress } from '../platform/db/column-types.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { AppError } from '../platform/http/errors.ts';
 import { findPractitioner, getPractice } from '../practices/service.ts';
-import { type AccountParts, formatMoney } from './view.ts';
+import type { AccountParts } from './view.ts';
 
 export interface GatheredAccount {
   parts: AccountParts;
@@ -124,7 +125,7 @@ function invoiceParts(record: GatheredAccount['record']): Pick<AccountParts, 'in
       balanceDue: Number(i.balance_due),
       creditDue: Number(i.credit_due),
       amountWrittenOff: Number(i.amount_written_off),
-      explanation: balanceExplanation(accountMoneyOf(i), formatMoney),
+      explanation: balanceExplanation(accountMoneyOf(i), formatPrintedAmount),
     },
     lines: record.lines.map((l) => ({
       serviceDate: l.service_date,

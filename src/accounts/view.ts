@@ -3,6 +3,7 @@
 // registered), decided from plain values: the practice, the practitioner, the patient and the main
 // member, the scheme and membership, the invoice with its lines and money. Pure; the PDF is drawn from
 // it (document.ts) and the e-mail says a little of it (message.ts).
+import { formatPrintedAmount } from '../invoices/money-format.ts';
 import type { PracticeAddress, PracticeBankDetails } from '../platform/db/column-types.ts';
 
 export interface AccountParts {
@@ -93,16 +94,6 @@ export interface AccountView {
 
 const NOT_RECORDED = 'not recorded';
 
-export function formatMoney(cents: number, currency: string): string {
-  const sign = cents < 0 ? '-' : '';
-  const abs = Math.abs(Math.round(cents));
-  const whole = Math.floor(abs / 100)
-    .toString()
-    .replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
-  const amount = `${whole}.${String(abs % 100).padStart(2, '0')}`;
-  return currency === 'ZAR' ? `${sign}R ${amount}` : `${sign}${currency} ${amount}`;
-}
-
 /** Initials of names, such as "G." for ["Grace"] or "T.M." for ["Thandi", "Mary"]. */
 export function initialsOf(names: readonly string[]): string {
   return names
@@ -169,8 +160,8 @@ function lineOf(line: AccountParts['lines'][number], currency: string): AccountL
     diagnoses: diagnoses.map((d) => d.code).join(', '),
     description: line.description,
     quantity: String(line.quantity),
-    unitPrice: formatMoney(line.unitPrice, currency),
-    amount: formatMoney(line.total, currency),
+    unitPrice: formatPrintedAmount(line.unitPrice, currency),
+    amount: formatPrintedAmount(line.total, currency),
   };
 }
 
@@ -184,7 +175,7 @@ function vatLabel(parts: AccountParts): string {
 
 function totalsOf(parts: AccountParts): Array<[string, string]> {
   const i = parts.invoice;
-  const money = (cents: number) => formatMoney(cents, i.currency);
+  const money = (cents: number) => formatPrintedAmount(cents, i.currency);
   const sum = (amounts: number[]) => amounts.reduce((a, b) => a + b, 0);
   const scheme = sum(parts.payments.filter((p) => p.source === 'insurer').map((p) => p.amount));
   const patient = sum(parts.payments.filter((p) => p.source === 'patient').map((p) => p.amount));

@@ -2,9 +2,10 @@
 // worker once retention has ended (retention.ts decides, retention-reads.ts gathers). It removes the
 // person from the record: the patient's personal fields, the visits' diagnoses and procedures, the
 // coverages' member numbers, the invoices' recipient names and line diagnoses, stored answers naming
-// them and the payloads of their finished claim jobs; the financial rows stay for the books. It
-// reports the change as `patient.erased` (naming the patient's id only) and stamps the invoices for
-// the updatedSince feed. Never logs anything about the patient but the id.
+// them, the payloads of their finished claim jobs, and the mail to them (the outbox's copies, the mail
+// server's answers); the financial rows stay for the books. It reports the change as `patient.erased`
+// (naming the patient's id only) and stamps the invoices for the updatedSince feed. Never logs
+// anything about the patient but the id.
 import { removePatientClinicalCodes } from '../encounters/store.ts';
 import { forgetAnswersNaming } from '../idempotency/idempotency-store.ts';
 import { clearPatientMemberNumbers } from '../insurance/store.ts';

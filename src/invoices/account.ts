@@ -4,6 +4,7 @@
 // the numbers beside them.
 import type { Selectable } from 'kysely';
 import type { InvoicesTable } from '../platform/db/tables.ts';
+import { formatAmount } from './money-format.ts';
 import type { InvoiceStatus } from './schemas.ts';
 
 export interface AccountMoney {
@@ -33,12 +34,6 @@ export function accountMoneyOf(i: Selectable<InvoicesTable>): AccountMoney {
     creditDue: Number(i.credit_due),
     amountWrittenOff: Number(i.amount_written_off),
   };
-}
-
-/** An amount in the currency's major unit with two decimals: `ZAR 569.25`. */
-export function formatAmount(amount: number, currency: string): string {
-  const sign = amount < 0 ? '-' : '';
-  return `${sign}${currency} ${(Math.abs(amount) / 100).toFixed(2)}`;
 }
 
 const CLAIM_PAID_IN_PART = ['accepted', 'partially_accepted', 'reversal_failed'];

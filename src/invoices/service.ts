@@ -15,8 +15,9 @@ import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
-import { accountMoneyOf, balanceExplanation, formatAmount } from './account.ts';
+import { accountMoneyOf, balanceExplanation } from './account.ts';
 import { invoiceTotals, MAX_AMOUNT } from './money.ts';
+import { formatAmount } from './money-format.ts';
 import { type InvoiceMoney, OPEN_STATUSES, openStatus, overpaymentReason } from './payment-status.ts';
 import type { Invoice, InvoiceStatus } from './schemas.ts';
 import {

@@ -142,22 +142,32 @@ export async function findOutboxMessage(trx: Trx, practiceId: string, id: string
     .executeTakeFirst();
 }
 
+/** What a de-identified patient's notifications say of their e-mail instead of the mail server's answer. */
+export const DE_IDENTIFIED_DELIVERY_DETAIL = 'removed when the patient was de-identified';
+
 /**
- * Deletes the outbox's copies of the e-mails sent to the patient about these invoices (a
- * de-identification: each held the patient's address and their account).
+ * Forgets what the e-mails sent to the patient about these invoices said of them (a
+ * de-identification): the outbox's copies, each holding the patient's address and their account, and
+ * the mail server's answers recorded on the notifications, which may quote the address it refused.
  */
 export async function forgetPatientMail(trx: Trx, practiceId: string, invoiceIds: string[]): Promise<void> {
   if (invoiceIds.length === 0) return;
+  const patientMail = trx
+    .selectFrom('notifications')
+    .select('id')
+    .where('practice_id', '=', practiceId)
+    .where('recipient', '=', 'patient')
+    .where('subject_id', 'in', invoiceIds);
   await trx
     .deleteFrom('mail_outbox')
     .where('practice_id', '=', practiceId)
-    .where('notification_id', 'in', (eb) =>
-      eb
-        .selectFrom('notifications')
-        .select('id')
-        .where('practice_id', '=', practiceId)
-        .where('recipient', '=', 'patient')
-        .where('subject_id', 'in', invoiceIds),
-    )
+    .where('notification_id', 'in', patientMail)
+    .execute();
+  await trx
+    .updateTable('notifications')
+    .set({ delivery_detail: DE_IDENTIFIED_DELIVERY_DETAIL })
+    .where('practice_id', '=', practiceId)
+    .where('id', 'in', patientMail)
+    .where('delivery_detail', 'is not', null)
     .execute();
 }

@@ -1,6 +1,7 @@
 // Owns the reads of a patient's record (POPIA s23 access): one keyset page of one section at a time,
 // every row of this practice that names the patient, directly or through their invoices. Reads only;
 // a cross-owner read declared in src/table-owners.ts. Never holds more than one page.
+import { type RawBuilder, sql } from 'kysely';
 import type { Trx } from '../platform/db/transaction.ts';
 
 /** A plain JSON value of a stored row: camelCase keys, instants as ISO 8601 strings. */
@@ -45,159 +46,111 @@ function pageOf(rows: object[], key: (row: never) => string | number, limit: num
   return { rows: rows.map(plainRow), last };
 }
 
-const coverages: SectionRead = async (trx, practiceId, patientId, after, limit) => {
-  let q = trx
-    .selectFrom('coverages')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .where('patient_id', '=', patientId);
-  if (after !== null) q = q.where('id', '>', after);
-  const rows = await q.orderBy('id').limit(limit).execute();
-  return pageOf(rows, (r: { id: string }) => r.id, limit);
-};
+/** Rows of a child table listed inside each row of a section, by the parent's id. */
+interface ChildRows {
+  name: string;
+  table: RawBuilder<unknown>;
+  parentColumn: string;
+  orderBy: string;
+}
 
-const encounters: SectionRead = async (trx, practiceId, patientId, after, limit) => {
-  let q = trx
-    .selectFrom('encounters')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .where('patient_id', '=', patientId);
-  if (after !== null) q = q.where('id', '>', after);
-  const rows = await q.orderBy('id').limit(limit).execute();
-  const ids = rows.map((r) => r.id);
-  const [diagnoses, procedures] =
-    ids.length === 0
-      ? [[], []]
-      : await Promise.all([
-          trx
-            .selectFrom('encounter_diagnoses')
-            .selectAll()
-            .where('practice_id', '=', practiceId)
-            .where('encounter_id', 'in', ids)
-            .orderBy('encounter_id')
-            .orderBy('position')
-            .execute(),
-          trx
-            .selectFrom('encounter_procedures')
-            .selectAll()
-            .where('practice_id', '=', practiceId)
-            .where('encounter_id', 'in', ids)
-            .orderBy('encounter_id')
-            .orderBy('id')
-            .execute(),
-        ]);
-  const page = pageOf(rows, (r: { id: string }) => r.id, limit);
-  page.rows = page.rows.map((row) => ({
-    ...row,
-    diagnoses: diagnoses.filter((d) => d.encounter_id === row.id).map(plainRow),
-    procedures: procedures.filter((p) => p.encounter_id === row.id).map(plainRow),
-  }));
-  return page;
-};
+/** A section: the rows of one table that name the patient, with their children. */
+interface Section {
+  /** The table as SQL text, written out where the section is declared (the table-owners check reads it). */
+  table: RawBuilder<unknown>;
+  /** A column `patient_id` of the table's own, or the `invoice_id` of one of the patient's invoices. */
+  namesPatientBy: 'patient_id' | 'invoice_id';
+  children?: readonly ChildRows[];
+}
 
-const invoices: SectionRead = async (trx, practiceId, patientId, after, limit) => {
-  let q = trx
-    .selectFrom('invoices')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .where('patient_id', '=', patientId);
-  if (after !== null) q = q.where('id', '>', after);
-  const rows = await q.orderBy('id').limit(limit).execute();
-  const ids = rows.map((r) => r.id);
-  const lines =
-    ids.length === 0
-      ? []
-      : await trx
-          .selectFrom('invoice_lines')
-          .selectAll()
-          .where('practice_id', '=', practiceId)
-          .where('invoice_id', 'in', ids)
-          .orderBy('invoice_id')
-          .orderBy('position')
-          .execute();
-  const page = pageOf(rows, (r: { id: string }) => r.id, limit);
-  page.rows = page.rows.map((row) => ({
-    ...row,
-    lines: lines.filter((l) => l.invoice_id === row.id).map(plainRow),
-  }));
-  return page;
-};
+type StoredRow = Record<string, unknown> & { id: string };
 
-const claims: SectionRead = async (trx, practiceId, patientId, after, limit) => {
-  let q = trx
-    .selectFrom('claims')
-    .innerJoin('invoices', (j) =>
-      j
-        .onRef('invoices.practice_id', '=', 'claims.practice_id')
-        .onRef('invoices.id', '=', 'claims.invoice_id'),
-    )
-    .selectAll('claims')
-    .where('claims.practice_id', '=', practiceId)
-    .where('invoices.patient_id', '=', patientId);
-  if (after !== null) q = q.where('claims.id', '>', after);
-  const rows = await q.orderBy('claims.id').limit(limit).execute();
-  const ids = rows.map((r) => r.id);
-  const items =
-    ids.length === 0
-      ? []
-      : await trx
-          .selectFrom('claim_items')
-          .selectAll()
-          .where('practice_id', '=', practiceId)
-          .where('claim_id', 'in', ids)
-          .orderBy('claim_id')
-          .orderBy('line_number')
-          .execute();
-  const page = pageOf(rows, (r: { id: string }) => r.id, limit);
-  page.rows = page.rows.map((row) => ({
-    ...row,
-    items: items.filter((i) => i.claim_id === row.id).map(plainRow),
-  }));
-  return page;
-};
+async function sectionRows(
+  trx: Trx,
+  section: Section,
+  practiceId: string,
+  patientId: string,
+  after: string | null,
+  limit: number,
+): Promise<StoredRow[]> {
+  const [join, patientColumn] =
+    section.namesPatientBy === 'invoice_id'
+      ? [sql`JOIN invoices i ON i.practice_id = s.practice_id AND i.id = s.invoice_id`, sql`i.patient_id`]
+      : [sql``, sql`s.patient_id`];
+  const result = await sql<StoredRow>`SELECT s.* FROM ${section.table} s ${join}
+    WHERE s.practice_id = ${practiceId} AND ${patientColumn} = ${patientId}
+      ${after === null ? sql`` : sql`AND s.id > ${after}`}
+    ORDER BY s.id LIMIT ${limit}`.execute(trx);
+  return result.rows;
+}
 
-const payments: SectionRead = async (trx, practiceId, patientId, after, limit) => {
-  let q = trx
-    .selectFrom('payments')
-    .innerJoin('invoices', (j) =>
-      j
-        .onRef('invoices.practice_id', '=', 'payments.practice_id')
-        .onRef('invoices.id', '=', 'payments.invoice_id'),
-    )
-    .selectAll('payments')
-    .where('payments.practice_id', '=', practiceId)
-    .where('invoices.patient_id', '=', patientId);
-  if (after !== null) q = q.where('payments.id', '>', after);
-  const rows = await q.orderBy('payments.id').limit(limit).execute();
-  return pageOf(rows, (r: { id: string }) => r.id, limit);
-};
+async function childRowsOf(
+  trx: Trx,
+  child: ChildRows,
+  practiceId: string,
+  parentIds: string[],
+): Promise<Record<string, unknown>[]> {
+  if (parentIds.length === 0) return [];
+  const parent = sql.ref(child.parentColumn);
+  const result = await sql<Record<string, unknown>>`SELECT * FROM ${child.table}
+    WHERE practice_id = ${practiceId} AND ${parent} IN (${sql.join(parentIds)})
+    ORDER BY ${parent}, ${sql.ref(child.orderBy)}`.execute(trx);
+  return result.rows;
+}
 
-const refunds: SectionRead = async (trx, practiceId, patientId, after, limit) => {
-  let q = trx
-    .selectFrom('refunds')
-    .innerJoin('invoices', (j) =>
-      j
-        .onRef('invoices.practice_id', '=', 'refunds.practice_id')
-        .onRef('invoices.id', '=', 'refunds.invoice_id'),
-    )
-    .selectAll('refunds')
-    .where('refunds.practice_id', '=', practiceId)
-    .where('invoices.patient_id', '=', patientId);
-  if (after !== null) q = q.where('refunds.id', '>', after);
-  const rows = await q.orderBy('refunds.id').limit(limit).execute();
-  return pageOf(rows, (r: { id: string }) => r.id, limit);
-};
+/** A section's reader: a keyset page of its rows by id, each with its children listed under it. */
+function sectionRead(section: Section): SectionRead {
+  return async (trx, practiceId, patientId, after, limit) => {
+    const rows = await sectionRows(trx, section, practiceId, patientId, after, limit);
+    const children = section.children ?? [];
+    const ids = rows.map((r) => r.id);
+    const rowsOfChildren = await Promise.all(children.map((c) => childRowsOf(trx, c, practiceId, ids)));
+    const page = pageOf(rows, (r: StoredRow) => r.id, limit);
+    page.rows = page.rows.map((row) => {
+      const withChildren = { ...row };
+      children.forEach((child, i) => {
+        const own = rowsOfChildren[i]!.filter((c) => c[child.parentColumn] === row.id);
+        withChildren[child.name] = own.map(plainRow);
+      });
+      return withChildren;
+    });
+    return page;
+  };
+}
 
-const notifications: SectionRead = async (trx, practiceId, patientId, after, limit) => {
-  let q = trx
-    .selectFrom('notifications')
-    .selectAll()
-    .where('practice_id', '=', practiceId)
-    .where('patient_id', '=', patientId);
-  if (after !== null) q = q.where('id', '>', after);
-  const rows = await q.orderBy('id').limit(limit).execute();
-  return pageOf(rows, (r: { id: string }) => r.id, limit);
-};
+const coverages = sectionRead({ table: sql`coverages`, namesPatientBy: 'patient_id' });
+
+const encounters = sectionRead({
+  table: sql`encounters`,
+  namesPatientBy: 'patient_id',
+  children: [
+    {
+      name: 'diagnoses',
+      table: sql`encounter_diagnoses`,
+      parentColumn: 'encounter_id',
+      orderBy: 'position',
+    },
+    { name: 'procedures', table: sql`encounter_procedures`, parentColumn: 'encounter_id', orderBy: 'id' },
+  ],
+});
+
+const invoices = sectionRead({
+  table: sql`invoices`,
+  namesPatientBy: 'patient_id',
+  children: [{ name: 'lines', table: sql`invoice_lines`, parentColumn: 'invoice_id', orderBy: 'position' }],
+});
+
+const claims = sectionRead({
+  table: sql`claims`,
+  namesPatientBy: 'invoice_id',
+  children: [{ name: 'items', table: sql`claim_items`, parentColumn: 'claim_id', orderBy: 'line_number' }],
+});
+
+const payments = sectionRead({ table: sql`payments`, namesPatientBy: 'invoice_id' });
+
+const refunds = sectionRead({ table: sql`refunds`, namesPatientBy: 'invoice_id' });
+
+const notifications = sectionRead({ table: sql`notifications`, namesPatientBy: 'patient_id' });
 
 /** Who read or changed what about the patient, oldest first. */
 const auditEvents: SectionRead = async (trx, practiceId, patientId, after, limit) => {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { accountMail } from '../../src/accounts/message.ts';
-import { type AccountParts, accountViewOf, formatMoney, initialsOf } from '../../src/accounts/view.ts';
+import { type AccountParts, accountViewOf, initialsOf } from '../../src/accounts/view.ts';
 import { failureOf } from '../../src/notifications/mailer.ts';
 import { emailOf } from '../../src/patients/email.ts';
 
@@ -68,9 +68,7 @@ function parts(overrides: Partial<AccountParts> = {}): AccountParts {
   };
 }
 
-test('money in rand with thin-space thousands, initials of each name', () => {
-  assert.equal(formatMoney(123456, 'ZAR'), 'R 1 234.56');
-  assert.equal(formatMoney(-5, 'USD'), '-USD 0.05');
+test('initials of each name', () => {
   assert.equal(initialsOf(['Thandi', 'mary']), 'T.M.');
   assert.equal(initialsOf(['Зоя']), 'З.');
 });

@@ -102,6 +102,18 @@ function InvoiceView({ detail, reload }: { detail: InvoiceDetail; reload: () => 
           <dt>Balance due</dt>
           <dd>{fmt(invoice.balanceDue)}</dd>
         </div>
+        {invoice.creditDue !== 0 && (
+          <div>
+            <dt>Credit due to the patient</dt>
+            <dd>{fmt(invoice.creditDue)}</dd>
+          </div>
+        )}
+        {invoice.amountWrittenOff !== 0 && (
+          <div>
+            <dt>Written off</dt>
+            <dd>{fmt(invoice.amountWrittenOff)}</dd>
+          </div>
+        )}
         <div>
           <dt>Claim</dt>
           <dd>
