@@ -11,99 +11,30 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { remotePractice } from './child-service.ts';
 import { call } from './harness.ts';
-import {
-  BIN,
-  childEnv,
-  cli,
-  freePort,
-  removeDataDir,
-  run,
-  type ServiceProcess,
-  startServiceProcess,
-  tempDir,
-} from './processes.ts';
+import { BIN, childEnv, cli, run } from './processes.ts';
 import { skipInMidnightRun } from './support/midnight-run.ts';
-import { Receiver, sleep } from './webhooks-fixtures.ts';
+import { billVisit, OperatorScene, pgFlags, urlFor } from './support/operator-scene.ts';
+import { sleep } from './webhooks-fixtures.ts';
 
 const SUPER = process.env.DATABASE_URL;
 const TOKEN = `adm_backup_${randomBytes(16).toString('hex')}`;
 const KEY = randomBytes(32).toString('hex');
 
-async function superuser(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: SUPER });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
-function urlFor(user: string, database: string): string {
-  const url = new URL(SUPER!);
-  url.username = user;
-  url.password = '';
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-/** The pg client tools' connection flags for a user on DATABASE_URL's server. */
-function pgFlags(user: string): string[] {
-  const url = new URL(SUPER!);
-  return ['-h', url.hostname, '-p', url.port || '5432', '-U', user];
-}
-
-async function billVisit(baseUrl: string, key: string, practitionerId: string): Promise<string> {
-  const api = (method: string, p: string, body: unknown) =>
-    call(baseUrl, method, `/api/v1${p}`, {
-      token: key,
-      idempotencyKey: randomBytes(8).toString('hex'),
-      body,
-    });
-  const patient = await api('POST', '/patients', {
-    givenNames: ['Sipho'],
-    lastName: 'Khumalo',
-    birthDate: '1979-11-02',
-    externalId: { system: 'urn:test:mrn', value: randomBytes(6).toString('hex') },
-  });
-  assert.equal(patient.status, 201, patient.text);
-  const when = new Date(Date.now() - 3600_000).toISOString();
-  const encounter = await api('POST', '/encounters', {
-    patientId: patient.body.id,
-    practitionerId,
-    start: when,
-    end: when,
-    diagnoses: [{ code: 'J06.9' }],
-    procedures: [{ code: '0190' }],
-  });
-  assert.equal(encounter.status, 201, encounter.text);
-  const bill = await api('POST', `/encounters/${encounter.body.id}/bill`, { issue: true });
-  assert.ok(bill.status === 200 || bill.status === 201, bill.text);
-  return bill.body.invoice.number as string;
-}
-
 describe('backup and restore by a non-superuser owner (postgres)', {
   skip: SUPER ? skipInMidnightRun : 'needs DATABASE_URL',
 }, () => {
-  const owner = `pb_owner_${randomBytes(5).toString('hex')}`;
+  const scene = new OperatorScene('backup');
   const source = `pb_bk_${randomBytes(5).toString('hex')}`;
   const copy = `${source}_copy`;
-  const dir = tempDir('backup');
-  const dump = path.join(dir, 'practice_billing.dump');
-  const running: ServiceProcess[] = [];
-  let receiver: Receiver | undefined;
+  const dump = path.join(scene.dataDir, 'practice_billing.dump');
+  let owner = '';
 
   before(async () => {
-    await superuser(`CREATE ROLE ${owner} LOGIN CREATEROLE CREATEDB`);
+    owner = await scene.owner('pb_owner');
+    scene.dropsDatabase(source);
+    scene.dropsDatabase(copy);
   });
-  after(async () => {
-    await Promise.all(running.map((p) => p.stop('SIGKILL')));
-    await receiver?.close();
-    for (const db of [copy, source]) await superuser(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
-    await superuser(`DROP OWNED BY ${owner}`).catch(() => {});
-    await superuser(`DROP ROLE IF EXISTS ${owner}`);
-    removeDataDir(dir);
-  });
+  after(() => scene.close());
 
   test('pg_dump, createdb and pg_restore by the owner give a copy that serves', {
     timeout: 300_000,
@@ -114,20 +45,13 @@ describe('backup and restore by a non-superuser owner (postgres)', {
     const migrated = await cli(['migrate'], childEnv({ DATABASE_URL: urlFor(owner, source) }), 120_000);
     assert.equal(migrated.code, 0, migrated.stderr);
 
-    const port = await freePort();
     const env = {
       ADMIN_TOKEN: TOKEN,
       SECRET_ENCRYPTION_KEY: KEY,
       WEBHOOK_ALLOW_PRIVATE: 'true',
       LOG_LEVEL: 'info',
     };
-    const first = await startServiceProcess({
-      dataDir: dir,
-      port,
-      env: { ...env, DATABASE_URL: urlFor(owner, source) },
-      readyWhen: 'Server listening',
-    });
-    running.push(first);
+    const first = await scene.start({ ...env, DATABASE_URL: urlFor(owner, source) });
     const practice = await remotePractice(first.baseUrl, TOKEN);
     const before = await billVisit(first.baseUrl, practice.key, practice.practitionerId);
     assert.equal(await first.stop(), 0);
@@ -156,17 +80,12 @@ describe('backup and restore by a non-superuser owner (postgres)', {
       await copyClient.end();
     }
 
-    const r = await Receiver.start();
-    receiver = r;
-    const second = await startServiceProcess({
-      dataDir: dir,
-      port,
-      env: { ...env, DATABASE_URL: urlFor(owner, copy), DELIVERIES_HELD: 'true' },
-      readyWhen: 'Server listening',
-      // As docs/operations.md starts a restored copy: `DELIVERIES_HELD=true bin/practice-billing.js start`.
-      args: [BIN, 'start'],
-    });
-    running.push(second);
+    const r = await scene.receiver();
+    // As docs/operations.md starts a restored copy: `DELIVERIES_HELD=true bin/practice-billing.js start`.
+    const second = await scene.start({ ...env, DATABASE_URL: urlFor(owner, copy), DELIVERIES_HELD: 'true' }, [
+      BIN,
+      'start',
+    ]);
     assert.match(second.stdout(), /webhook deliveries are held \(DELIVERIES_HELD=true\)/);
     const ready = await call(second.baseUrl, 'GET', '/readyz');
     assert.equal(ready.status, 200, ready.text);

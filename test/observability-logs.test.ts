@@ -4,53 +4,16 @@
 // birth date, medical record number, member number. The request lines are checked to name the
 // practice, the client, the route template, the status and the duration. Embedded database only.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import { test } from 'node:test';
-import {
-  childEnv,
-  freePort,
-  ROOT,
-  removeDataDir,
-  run,
-  sandboxBanner,
-  startServiceProcess,
-  tempDir,
-} from './processes.ts';
-
-const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-
-function firstSessionSteps(): string[] {
-  const start = README.indexOf('<!-- first-session -->');
-  const end = README.indexOf('<!-- /first-session -->');
-  assert.ok(start >= 0 && end > start);
-  return [...README.slice(start, end).matchAll(/^```bash\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
-}
-
-function hasTools(): boolean {
-  try {
-    execFileSync('bash', ['-c', 'command -v curl && command -v jq'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { freePort, removeDataDir, startServiceProcess, tempDir } from './processes.ts';
+import { hasSessionTools, runFirstSession, startSandbox } from './support/first-session.ts';
 
 test('the first session with LOG_LEVEL=debug: no patient data in the whole log; request lines name practice, client, route, status, duration', {
   timeout: 90_000,
-  skip: hasTools() ? false : 'needs bash, curl and jq',
+  skip: hasSessionTools() ? false : 'needs bash, curl and jq',
 }, async () => {
-  const steps = firstSessionSteps();
-  assert.ok(steps.length >= 7);
-  const dataDir = tempDir('logs');
-  const service = await startServiceProcess({
-    dataDir,
-    port: await freePort(),
-    env: { LOG_LEVEL: 'debug' },
-    timeoutMs: 40_000,
-  });
-  let log = '';
+  const sandbox = await startSandbox('logs', { LOG_LEVEL: 'debug' });
+  const service = sandbox.service;
   // The start-up banner (printed once, its sample request naming the README's sample patient) is not
   // a log line: every other line the process wrote is searched.
   const banner = new Set(
@@ -60,24 +23,16 @@ test('the first session with LOG_LEVEL=debug: no patient data in the whole log; 
       .filter((line) => !line.startsWith('{')),
   );
   try {
-    const out = service.stdout();
-    const credentials = sandboxBanner(out);
-    const practitioner = /practitioner +(prt_\S+)/.exec(out)?.[1];
-    assert.ok(practitioner, out);
-    const script = ['set -euo pipefail', 'RUN=424242', ...steps.slice(1), ''].join('\n');
-    const helper = steps[0]!.replace(/^RUN=.*$/m, '');
-    const env = childEnv({ BASE: service.baseUrl, API_KEY: credentials.apiKey, PRACTITIONER: practitioner });
-    const result = await run('bash', ['--noprofile', '--norc', '-c', `${helper}\n${script}`], env, 30_000);
-    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    const result = await runFirstSession(sandbox, { runId: '424242' });
+    assert.equal(result.code, 0, result.report);
     assert.match(result.stdout, /"status": "accepted"/);
   } finally {
-    await service.stop();
-    log = `${service.stdout()}\n${service.stderr()}`
-      .split('\n')
-      .filter((line) => !banner.has(line))
-      .join('\n');
-    removeDataDir(dataDir);
+    await sandbox.stop();
   }
+  const log = `${service.stdout()}\n${service.stderr()}`
+    .split('\n')
+    .filter((line) => !banner.has(line))
+    .join('\n');
   // The session's patient, as the README's steps send it (RUN fixed above: MRN-424242).
   for (const secret of ['Lerato', 'Dlamini', '1990-02-28', 'MRN-424242']) {
     const line = log.split('\n').find((l) => l.includes(secret));

@@ -2,42 +2,33 @@
 // names exists, its configuration table lists exactly the variables the service reads, its links to
 // local files and headings resolve, and its first session runs against a fresh sandbox started the
 // way `npm start` starts it: the bash blocks between the `<!-- first-session -->` markers step by
-// step with bash and curl, then the TypeScript blocks between the `<!-- first-session-sdk -->`
-// markers as one program using the client package. Embedded database only, so it runs once.
+// step with bash and curl, then the same session made with the client package, the TypeScript blocks
+// between the `<!-- first-session-sdk -->` markers of packages/client/README.md, as one program
+// (test/support/first-session.ts). Embedded database only, so it runs once.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { findCommand } from '../src/cli/admin-commands.ts';
 import { USAGE } from '../src/cli/main.ts';
+import { ROOT } from './processes.ts';
 import {
-  childEnv,
-  freePort,
-  NODE,
-  ROOT,
-  removeDataDir,
-  run,
-  sandboxBanner,
-  startServiceProcess,
-  tempDir,
-} from './processes.ts';
+  CLIENT_README,
+  fencedBlocks,
+  hasSessionTools,
+  README as README_PATH,
+  readDocument,
+  runFirstSession,
+  runFirstSessionSdk,
+  startSandbox,
+} from './support/first-session.ts';
 
-const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const README = readDocument(README_PATH);
 const PACKAGE = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
   scripts: Record<string, string>;
 };
 
-interface Block {
-  lang: string;
-  body: string;
-}
-
-function fencedBlocks(markdown: string): Block[] {
-  return [...markdown.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, body: m[2]! }));
-}
-
-/** The README's code: fenced blocks (continued lines joined) and inline code spans, one entry per line. */
+/** A document's code: fenced blocks (continued lines joined) and inline code spans, one entry per line. */
 function codeLines(markdown: string): string[] {
   const lines: string[] = [];
   for (const block of fencedBlocks(markdown)) lines.push(...block.body.replace(/\\\n\s*/g, ' ').split('\n'));
@@ -61,17 +52,24 @@ function anchorsOf(markdown: string): Set<string> {
 
 const NPM_BUILTINS = new Set(['install', 'ci', 'exec', 'i', 'run', 'pack']);
 
-test('every npm script the README names exists in package.json', () => {
+function npmScriptsNamed(markdown: string): Set<string> {
   const named = new Set<string>();
-  for (const line of codeLines(README)) {
+  for (const line of codeLines(markdown)) {
     for (const m of line.matchAll(/\bnpm (?:run )?([a-z][\w:-]*)/g)) {
       if (!NPM_BUILTINS.has(m[1]!)) named.add(m[1]!);
     }
   }
+  return named;
+}
+
+test("every npm script the README and the client package's README name exists in package.json", () => {
+  const named = npmScriptsNamed(README);
   for (const script of named)
     assert.ok(PACKAGE.scripts[script], `npm script "${script}" is not in package.json`);
   for (const script of ['start', 'test', 'openapi'])
     assert.ok(named.has(script), `the README names npm ${script}`);
+  for (const script of npmScriptsNamed(readDocument(CLIENT_README)))
+    assert.ok(PACKAGE.scripts[script], `${CLIENT_README}: npm script "${script}" is not in package.json`);
 });
 
 test('every practice-billing command and admin command the README names exists, with its flags', () => {
@@ -136,51 +134,19 @@ test("the README's links to local files and headings resolve", () => {
   }
 });
 
-/** The blocks in `lang` between the `<!-- name -->` and `<!-- /name -->` markers, in order. */
-function marked(markdown: string, name: string, lang: string): string[] {
-  const start = markdown.indexOf(`<!-- ${name} -->`);
-  const end = markdown.indexOf(`<!-- /${name} -->`);
-  assert.ok(start >= 0 && end > start, `README.md marks a part with <!-- ${name} -->`);
-  return fencedBlocks(markdown.slice(start, end))
-    .filter((b) => b.lang === lang)
-    .map((b) => b.body);
-}
-
-const firstSession = (markdown: string) => marked(markdown, 'first-session', 'bash');
-const firstSessionSdk = (markdown: string) => marked(markdown, 'first-session-sdk', 'ts');
-
-function hasTools(): boolean {
-  try {
-    execFileSync('bash', ['-c', 'command -v curl && command -v jq'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 test('the first session runs, every step succeeding, with curl and then with the client package, against a fresh sandbox', {
   timeout: 90_000,
-  skip: hasTools() ? false : 'needs bash, curl and jq',
+  skip: hasSessionTools() ? false : 'needs bash, curl and jq',
 }, async () => {
-  const steps = firstSession(README);
-  assert.ok(steps.length >= 7, `${steps.length} bash blocks in the first session`);
-  const dataDir = tempDir('readme');
-  const service = await startServiceProcess({ dataDir, port: await freePort(), timeoutMs: 40_000 });
+  const sandbox = await startSandbox('readme');
   try {
-    const out = service.stdout();
-    const banner = sandboxBanner(out);
-    const practitioner = /practitioner +(prt_\S+)/.exec(out)?.[1];
-    assert.ok(practitioner, out);
-    // Each block runs in one shell, in order; a marker after each shows how far it got.
-    const script = [
-      'set -euo pipefail',
-      ...steps.flatMap((body, i) => [body, `echo "@@ step ${i + 1} done" >&2`]),
-    ].join('\n');
-    const env = childEnv({ BASE: service.baseUrl, API_KEY: banner.apiKey, PRACTITIONER: practitioner });
-    const result = await run('bash', ['--noprofile', '--norc', '-c', script], env, 30_000);
-    const report = `exit ${result.code}${result.signal ? ` (${result.signal})` : ''}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
-    const done = [...result.stderr.matchAll(/^@@ step (\d+) done$/gm)].length;
-    assert.equal(done, steps.length, `steps done: ${done} of ${steps.length}\n${report}`);
+    const result = await runFirstSession(sandbox);
+    const report = result.report;
+    assert.equal(
+      result.stepsDone,
+      result.steps,
+      `steps done: ${result.stepsDone} of ${result.steps}\n${report}`,
+    );
     assert.equal(result.code, 0, report);
     assert.match(result.stdout, /^patient pat_\w+$/m, report);
     assert.match(result.stdout, /^coverage cov_\w+$/m, report);
@@ -190,33 +156,24 @@ test('the first session runs, every step succeeding, with curl and then with the
     assert.match(result.stdout, /"number": "INV-\d{6}"/, report);
     assert.match(result.stdout, /"object": "claim"[\s\S]*"status": "accepted"/, report);
     assert.match(result.stdout, /^account %PDF- \d+ bytes in /m, report);
+    // The desk payment and its refund, read back in the invoice's refunds.
+    assert.match(result.stdout, /"reference": ?"slip 0042"/, report);
+    assert.match(result.stdout, /"reason": ?"Charged twice"/, report);
 
-    // The same session with the client package: one TypeScript program, inside the repository so
-    // that `@practice-billing/client` resolves to the workspace as it does for the README's reader.
-    const sdkSteps = firstSessionSdk(README);
-    assert.ok(sdkSteps.length >= 7, `${sdkSteps.length} ts blocks in the client package session`);
-    const program = path.join(ROOT, '.tmp', `readme-first-session-${process.pid}.ts`);
-    fs.mkdirSync(path.dirname(program), { recursive: true });
-    fs.writeFileSync(program, sdkSteps.join('\n'));
-    try {
-      const sdk = await run(NODE, [program], env, 30_000);
-      const sdkReport = `exit ${sdk.code}\nstdout:\n${sdk.stdout}\nstderr:\n${sdk.stderr}`;
-      assert.equal(sdk.code, 0, sdkReport);
-      assert.match(sdk.stdout, /^patient pat_\w+$/m, sdkReport);
-      assert.match(sdk.stdout, /^refused 409 duplicate: /m, sdkReport);
-      assert.match(sdk.stdout, /^coverage cov_\w+ on Ubuntu Essential/m, sdkReport);
-      assert.match(sdk.stdout, /^code J06\.9: /m, sdkReport);
-      assert.match(sdk.stdout, /^encounter enc_\w+$/m, sdkReport);
-      assert.match(sdk.stdout, /^invoice INV-\d{6} issued, claim queued: true$/m, sdkReport);
-      assert.match(sdk.stdout, /^ {2}0190 \d+ medical_aid$/m, sdkReport);
-      assert.match(sdk.stdout, /^claim accepted, outcome complete$/m, sdkReport);
-      assert.match(sdk.stdout, /^ {2}line 1: approved, benefit \d+$/m, sdkReport);
-      assert.equal([...sdk.stdout.matchAll(/^changed INV-\d{6} /gm)].length, 2, sdkReport);
-    } finally {
-      fs.rmSync(program, { force: true });
-    }
+    const sdk = await runFirstSessionSdk(sandbox);
+    const sdkReport = sdk.report;
+    assert.equal(sdk.code, 0, sdkReport);
+    assert.match(sdk.stdout, /^patient pat_\w+$/m, sdkReport);
+    assert.match(sdk.stdout, /^refused 409 duplicate: /m, sdkReport);
+    assert.match(sdk.stdout, /^coverage cov_\w+ on Ubuntu Essential/m, sdkReport);
+    assert.match(sdk.stdout, /^code J06\.9: /m, sdkReport);
+    assert.match(sdk.stdout, /^encounter enc_\w+$/m, sdkReport);
+    assert.match(sdk.stdout, /^invoice INV-\d{6} issued, claim queued: true$/m, sdkReport);
+    assert.match(sdk.stdout, /^ {2}0190 \d+ medical_aid$/m, sdkReport);
+    assert.match(sdk.stdout, /^claim accepted, outcome complete$/m, sdkReport);
+    assert.match(sdk.stdout, /^ {2}line 1: approved, benefit \d+$/m, sdkReport);
+    assert.equal([...sdk.stdout.matchAll(/^changed INV-\d{6} /gm)].length, 2, sdkReport);
   } finally {
-    await service.stop();
-    removeDataDir(dataDir);
+    await sandbox.stop();
   }
 });

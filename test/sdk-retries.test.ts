@@ -3,13 +3,29 @@
 // and keyed requests only (Retry-After honoured, the same Idempotency-Key on every attempt), a lost
 // connection retried when the call is safe to repeat, other refusals and exhausted retries thrown.
 // A proxy in front of the service answers the injected refusals; the 503 of a failing audit log
-// comes from the service itself.
+// comes from the service itself. Waits are judged by what the client schedules
+// (test/support/client-waits.ts), never by how long a call took.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ProblemError } from '@practice-billing/client';
 import { parseRetryAfter, retryDelayMs } from '../packages/client/src/retry.ts';
 import { describeEachBackend, patientBody, startService, type TestService } from './harness.ts';
 import { FaultProxy, problem, sdkClient } from './sdk-fixtures.ts';
+import { type ClientWait, watchClientWaits } from './support/client-waits.ts';
+
+/** The waits the client scheduled while `work` ran, and what `work` gave. */
+async function withWaits<T>(
+  work: () => Promise<T>,
+  onWait?: (wait: ClientWait) => void,
+): Promise<{ result: T; waits: ClientWait[] }> {
+  const watching = watchClientWaits(onWait);
+  try {
+    const result = await work();
+    return { result, waits: watching.waits };
+  } finally {
+    watching.stop();
+  }
+}
 
 test('backoff doubles from the base delay with equal jitter, stays under the cap, and Retry-After wins', () => {
   const policy = (r: number) => ({
@@ -73,16 +89,19 @@ describeEachBackend('client package retries', (backend) => {
     ];
     proxy.seen.length = 0;
     proxy.plan = ({ n }) => refusals[n - 1] ?? 'forward';
-    const started = performance.now();
-    const patient = await client.patients.create(patientBody());
-    const took = performance.now() - started;
+    const { result: patient, waits } = await withWaits(() => client.patients.create(patientBody()));
     assert.match(patient.id, /^pat_/);
     assert.deepEqual(
       proxy.seen.map((s) => s.status),
       [429, 503, 409, 201],
     );
     assert.equal(new Set(proxy.seen.map((s) => s.idempotencyKey)).size, 1);
-    assert.ok(took >= 1000, `waited the 429's Retry-After of 1 s (took ${Math.round(took)} ms)`);
+    assert.equal(waits.length, 3, 'a wait before each retry');
+    assert.ok(waits[0]!.ms >= 1000, `waited the 429's Retry-After of 1 s (${waits[0]!.ms} ms)`);
+    assert.ok(
+      waits.every((w) => w.ended === 'ran out'),
+      'each wait ran out before the retry',
+    );
   });
 
   test('502 and 504 are retried on reads and on requests with an Idempotency-Key, not on others', async () => {
@@ -125,14 +144,18 @@ describeEachBackend('client package retries', (backend) => {
       n === 1
         ? { status: 503, headers: { 'retry-after': '1' }, body: problem(503, 'service_unavailable') }
         : 'forward';
-    const started = performance.now();
-    const page = await client.invoices.list().page();
+    const { result: page, waits } = await withWaits(() => client.invoices.list().page());
     assert.deepEqual(page.data, []);
     assert.deepEqual(
       proxy.seen.map((s) => s.status),
       [503, 200],
     );
-    assert.ok(performance.now() - started >= 1000, 'the Retry-After of 1 s was waited');
+    assert.equal(waits.length, 1);
+    assert.ok(
+      waits[0]!.ms >= 1000,
+      `the Retry-After of 1 s was waited, not the 50 ms cap (${waits[0]!.ms} ms)`,
+    );
+    assert.equal(waits[0]!.ended, 'ran out');
   });
 
   test("the service's own 503 (audit log unavailable, nothing done) is retried after its Retry-After", async () => {
@@ -180,16 +203,17 @@ describeEachBackend('client package retries', (backend) => {
       headers: { 'retry-after': '3600' },
       body: problem(429, 'rate_limited'),
     });
-    const started = performance.now();
-    const limited = await client.invoices
-      .list()
-      .page()
-      .catch((e: unknown) => e);
+    const { result: limited, waits } = await withWaits(() =>
+      client.invoices
+        .list()
+        .page()
+        .catch((e: unknown) => e),
+    );
     assert.ok(limited instanceof ProblemError);
     assert.equal(limited.status, 429);
     assert.equal(limited.retryAfterSeconds, 3600);
     assert.equal(proxy.seen.length, 1);
-    assert.ok(performance.now() - started < 1000);
+    assert.deepEqual(waits, [], 'thrown at once, no wait');
 
     proxy.seen.length = 0;
     proxy.plan = () => 'forward';
@@ -225,14 +249,19 @@ describeEachBackend('client package retries', (backend) => {
       body: problem(503, 'service_unavailable'),
     });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('caller gave up')), 100);
-    const started = performance.now();
-    const stopped = await client.invoices
-      .list({}, { signal: controller.signal })
-      .page()
-      .catch((e: unknown) => e);
+    // Aborted while the client waits out the 503's Retry-After (once its wait is in place).
+    const { result: stopped, waits } = await withWaits(
+      () =>
+        client.invoices
+          .list({}, { signal: controller.signal })
+          .page()
+          .catch((e: unknown) => e),
+      () => setImmediate(() => controller.abort(new Error('caller gave up'))),
+    );
     assert.equal((stopped as Error).message, 'caller gave up');
-    assert.ok(performance.now() - started < 4000, 'the 5 s wait was cut short');
+    assert.equal(waits.length, 1);
+    assert.ok(waits[0]!.ms >= 5000, `the Retry-After of 5 s was the wait (${waits[0]!.ms} ms)`);
+    assert.equal(waits[0]!.ended, 'cleared', 'the wait was cut short');
     assert.equal(proxy.seen.length, 1);
   });
 });

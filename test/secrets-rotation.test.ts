@@ -10,18 +10,11 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { judgeSealed } from '../src/secrets/service.ts';
 import { remotePractice } from './child-service.ts';
-import { type Backend, call, emptyPostgresDatabase } from './harness.ts';
-import {
-  childEnv,
-  cli,
-  freePort,
-  removeDataDir,
-  type ServiceProcess,
-  startServiceProcess,
-  tempDir,
-} from './processes.ts';
+import { type Backend, call } from './harness.ts';
+import { childEnv, cli, removeDataDir, tempDir } from './processes.ts';
 import { skipInMidnightRun } from './support/midnight-run.ts';
-import { Receiver, sleep } from './webhooks-fixtures.ts';
+import { billVisit, OperatorScene } from './support/operator-scene.ts';
+import { sleep } from './webhooks-fixtures.ts';
 
 const OLD_KEY = randomBytes(32).toString('hex');
 // Made as docs/operations.md says: `openssl rand -hex 32`.
@@ -55,73 +48,23 @@ test('an admin token shorter than 32 characters is refused at start, naming its 
   assert.match(inList.stderr, /ADMIN_TOKENS must hold tokens of at least 32 characters/);
 });
 
-async function billVisit(baseUrl: string, key: string, practitionerId: string): Promise<void> {
-  const api = (method: string, path: string, body: unknown) =>
-    call(baseUrl, method, `/api/v1${path}`, {
-      token: key,
-      idempotencyKey: randomBytes(8).toString('hex'),
-      body,
-    });
-  const patient = await api('POST', '/patients', {
-    givenNames: ['Lerato'],
-    lastName: 'Dlamini',
-    birthDate: '1990-02-28',
-    externalId: { system: 'urn:test:mrn', value: randomBytes(6).toString('hex') },
-  });
-  assert.equal(patient.status, 201, patient.text);
-  const when = new Date(Date.now() - 3600_000).toISOString();
-  const encounter = await api('POST', '/encounters', {
-    patientId: patient.body.id,
-    practitionerId,
-    start: when,
-    end: when,
-    diagnoses: [{ code: 'J06.9' }],
-    procedures: [{ code: '0190' }],
-  });
-  assert.equal(encounter.status, 201, encounter.text);
-  const bill = await api('POST', `/encounters/${encounter.body.id}/bill`, { issue: true });
-  assert.ok(bill.status === 200 || bill.status === 201, bill.text);
-}
-
 for (const backend of (process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite']) as Backend[]) {
   describe(`rotating the secret key (${backend})`, { skip: skipInMidnightRun }, () => {
-    const dataDir = tempDir('rotate');
-    const running: ServiceProcess[] = [];
-    let drop: (() => Promise<void>) | undefined;
-    let receiver: Receiver | undefined;
-    after(async () => {
-      await Promise.all(running.map((p) => p.stop('SIGKILL')));
-      await receiver?.close();
-      await drop?.();
-      removeDataDir(dataDir);
-    });
+    const scene = new OperatorScene('rotate');
+    after(() => scene.close());
 
     test('old key refused alone, opened as a previous key, resealed, then the new key alone starts', {
       timeout: 300_000,
     }, async () => {
       let base: Record<string, string> = { ADMIN_TOKENS: `${TOKEN_A},${TOKEN_B}`, LOG_LEVEL: 'info' };
       if (backend === 'postgres') {
-        const database = await emptyPostgresDatabase('pb_rotate');
-        drop = database.drop;
-        base = { ...base, DATABASE_URL: database.url, WEBHOOK_ALLOW_PRIVATE: 'true' };
+        base = { ...base, DATABASE_URL: await scene.database('pb_rotate'), WEBHOOK_ALLOW_PRIVATE: 'true' };
       }
-      const port = await freePort();
-      const start = async (keys: Record<string, string>) => {
-        const p = await startServiceProcess({
-          dataDir,
-          port,
-          env: { ...base, ...keys },
-          readyWhen: 'Server listening',
-          timeoutMs: 120_000,
-        });
-        running.push(p);
-        return p;
-      };
+      const start = (keys: Record<string, string>) => scene.start({ ...base, ...keys });
 
       const first = await start({ SECRET_ENCRYPTION_KEY: OLD_KEY });
       const practice = await remotePractice(first.baseUrl, TOKEN_B);
-      const r = await Receiver.start();
-      receiver = r;
+      const r = await scene.receiver();
       const endpoint = await call(
         first.baseUrl,
         'POST',
@@ -150,7 +93,7 @@ for (const backend of (process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pgl
       if (backend === 'pglite') assert.equal(await rotated.stop(), 0);
       const env = childEnv({
         ...base,
-        DATA_DIR: dataDir,
+        DATA_DIR: scene.dataDir,
         SECRET_ENCRYPTION_KEY: NEW_KEY,
         SECRET_ENCRYPTION_PREVIOUS_KEYS: OLD_KEY,
       });

@@ -1,16 +1,16 @@
 // Security properties seen from outside: API keys and webhook secrets are never stored in clear (every
 // text/json column of every table scanned) nor logged (a service process at LOG_LEVEL=trace through a
-// whole flow, patient details included); every 401 reason answers the same bytes and headers, and a
-// well-formed key's reason cannot be told by timing; headers fit for an API. (Audit rows being
-// append-only is in audit.test.ts, webhook SSRF in webhooks-ssrf.test.ts.)
+// whole flow, patient details included); every 401 reason answers the same bytes and headers, and
+// before answering a well-formed key's refusal the service does the same work whatever the reason, so
+// that nothing, its timing included, tells the reasons apart; headers fit for an API. (Audit rows
+// being append-only is in audit.test.ts, webhook SSRF in webhooks-ssrf.test.ts.)
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import path from 'node:path';
+import crypto, { createHash, randomBytes } from 'node:crypto';
+import { syncBuiltinESMExports } from 'node:module';
 import { after, before, describe, test } from 'node:test';
-import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { PERMISSIONS } from '../src/auth/permissions.ts';
+import type { StatementCounts } from '../src/platform/db/statement-counts.ts';
 import { remotePractice, startServeProcess } from './child-service.ts';
 import {
   type Answer,
@@ -23,10 +23,8 @@ import {
   uniqueKey,
 } from './harness.ts';
 import { freePort, removeDataDir, sandboxBanner, startServiceProcess, tempDir } from './processes.ts';
-
-const TIMING_SAMPLES = Number(process.env.SECURITY_TIMING_SAMPLES ?? 150);
-const TIMING_PROBE = path.join(import.meta.dirname, 'support', 'timing-probe.ts');
-const runFile = promisify(execFile);
+import { followingKeyChanges, keyChangesHeard, UNKNOWN_PATIENT } from './support/key-cache.ts';
+import { COUNTED_REQUEST_HEADER, countWhileAnswering } from './support/statement-counts.ts';
 
 function median(values: number[]): number {
   const sorted = [...values].sort((x, y) => x - y);
@@ -38,8 +36,13 @@ const randomBase62 = (n: number) => {
   return Array.from(randomBytes(n), (b) => alphabet[b % 62]).join('');
 };
 
-/** The bearer tokens of one practice that fail for each reason the service knows. */
+/**
+ * The bearer tokens of one practice that fail for each reason the service knows. The key whose id the
+ * wrong secret borrows, and the expiring key before it expires, have let a request in, so the service
+ * remembers them (src/auth/key-cache.ts): their refusals must still be decided by the database.
+ */
 async function refusedTokens(svc: TestService): Promise<Record<string, string | undefined>> {
+  await followingKeyChanges(svc);
   const practice = await svc.newPractice();
   const client = async (extra: Record<string, unknown> = {}) => {
     const c = await svc.admin('POST', `/practices/${practice.practiceId}/clients`, {
@@ -64,6 +67,13 @@ async function refusedTokens(svc: TestService): Promise<Record<string, string | 
   const suspended = await key(suspendedClient);
   assert.equal((await svc.admin('POST', `/clients/${suspendedClient}/suspend`)).status, 200);
   const elsewhere = await key(await client({ allowedIps: ['192.0.2.7'] }));
+  // Remembered after every change announced so far is heard: a change drops the practice's keys.
+  await keyChangesHeard(svc);
+  for (const { key: token, id } of [{ key: practice.key, id: practice.keyId }, expiring]) {
+    const answer = await call(svc.baseUrl, 'GET', `/api/v1${UNKNOWN_PATIENT}`, { token });
+    assert.equal(answer.status, 404, answer.text);
+    assert.ok(svc.deps.keyCache.peek(id), `${id} is remembered`);
+  }
   const [, idPart] = /^pbk_([0-9A-Za-z]{22})_/.exec(practice.key)!;
   // The expiring key expires when the service's clock moves past it; no other key here has an expiry.
   svc.clock.advance(120_000);
@@ -79,12 +89,59 @@ async function refusedTokens(svc: TestService): Promise<Record<string, string | 
   };
 }
 
-async function probe(svc: TestService, authorization: string | undefined): Promise<Answer & { ms: number }> {
+async function probe(
+  svc: TestService,
+  authorization: string | undefined,
+  counted = '',
+): Promise<Answer & { ms: number }> {
+  const headers: Record<string, string> = counted ? { [COUNTED_REQUEST_HEADER]: counted } : {};
+  if (authorization) headers.authorization = authorization;
   const started = performance.now();
-  const answer = await call(svc.baseUrl, 'GET', '/api/v1/patients/pat_0000000000000000000000', {
-    ...(authorization ? { headers: { authorization } } : {}),
-  });
+  const answer = await call(svc.baseUrl, 'GET', `/api/v1${UNKNOWN_PATIENT}`, { headers });
   return { ...answer, ms: performance.now() - started };
+}
+
+/**
+ * Records the first argument of every crypto.timingSafeEqual call in this process (the service's
+ * included: its named import follows node:crypto's export, syncBuiltinESMExports) until restored.
+ */
+function recordConstantTimeComparisons(): { compared: Buffer[]; restore(): void } {
+  const original = crypto.timingSafeEqual;
+  const compared: Buffer[] = [];
+  crypto.timingSafeEqual = (a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView) => {
+    compared.push(Buffer.from(a.buffer, a.byteOffset, a.byteLength));
+    return original(a, b);
+  };
+  syncBuiltinESMExports();
+  return {
+    compared,
+    restore() {
+      crypto.timingSafeEqual = original;
+      syncBuiltinESMExports();
+    },
+  };
+}
+
+/** Whether a refusal is written to the audit log of the key's practice: when the key is known. */
+const KNOWN_KEY_REASONS = new Set(['wrong_secret', 'revoked', 'expired', 'suspended', 'address_not_allowed']);
+
+/** Waits until the audit row of a refused known key, written once its 401 is out, is in. */
+async function auditWritten(svc: TestService, answer: Answer): Promise<void> {
+  const requestId = answer.headers.get('x-request-id');
+  for (let asked = 1; ; asked++) {
+    const found = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM audit_events WHERE request_id = ${requestId}`.execute(svc.db.kysely);
+    if (found.rows[0]!.n === 1) return;
+    assert.ok(asked < 300, `the audit row of ${requestId} is written`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The secret of a presented key, hashed as the service stores it (src/auth/api-keys.ts). */
+function secretHashOf(authorization: string): Buffer {
+  return createHash('sha256')
+    .update(authorization.slice(authorization.lastIndexOf('_') + 1))
+    .digest();
 }
 
 const VARYING_HEADERS = new Set(['x-request-id', 'date', 'x-ratelimit-remaining', 'x-ratelimit-reset']);
@@ -99,7 +156,13 @@ describeEachBackend('security', (backend) => {
   let svc: TestService;
   before(async () => {
     svc = await startService(backend, {
-      env: { RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '10000000', RATE_LIMIT_PER_MINUTE: '10000000' },
+      env: {
+        RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '10000000',
+        RATE_LIMIT_PER_MINUTE: '10000000',
+        // Remembered keys stay remembered across the clock's moves; heartbeats are few.
+        API_KEY_CACHE_SECONDS: '3600',
+        DATABASE_LISTEN_HEARTBEAT_MS: '60000',
+      },
     });
   });
   after(async () => {
@@ -167,57 +230,70 @@ describeEachBackend('security', (backend) => {
     }
   });
 
-  // Timed from a process of its own, as a remote caller sees it: the service's work after an answer
-  // (a refused known key's audit write) runs on the service's thread and must not be counted against
-  // the caller, which an in-process client sharing that thread would do.
-  test('a well-formed key cannot be told unknown, wrong, revoked, expired, suspended or elsewhere by timing', async () => {
+  // What a caller could time is the work done before its answer: that must be the same for every
+  // reason a well-formed key is refused (whether its id exists, or what state the key is in). Counted,
+  // not timed: the database statements, round trips and transactions the service sends from the
+  // request's arrival to its answer's end (a refused known key's audit row is written after it), and
+  // the constant-time comparison of the presented secret's hash, against a stand-in hash when no key
+  // has that id. Work of the process's own (a listening connection's heartbeat) can only add to a
+  // request's counts; a difference the service makes shows in every request of a reason, so each
+  // reason's fewest are compared. The times are printed, for the record, never judged.
+  test('a well-formed key is refused after the same work whether unknown, wrong, revoked, expired, suspended or elsewhere', async () => {
     const tokens = await refusedTokens(svc);
     const reasons = Object.keys(tokens);
-    // Missing and malformed keys are refused before any look-up: the caller knows what it sent, so
-    // their speed tells it nothing. What must not show is anything about a well-formed key: whether
-    // its id exists, or what state a key (with its secret) is in. The yardstick is what one database
-    // look-up costs the caller (unknown key minus missing key); the reasons of well-formed keys must
-    // differ by well under that.
     const wellFormed = ['unknown', 'wrong_secret', 'revoked', 'expired', 'suspended', 'address_not_allowed'];
-    const measure = async () => {
-      const probed = await runFile(process.execPath, [
-        TIMING_PROBE,
-        JSON.stringify({
-          url: svc.baseUrl,
-          tokens: Object.fromEntries(reasons.map((r) => [r, tokens[r] ?? null])),
-          samples: TIMING_SAMPLES,
-          warmup: 10,
-        }),
-      ]);
-      const { times: sampled, statuses } = JSON.parse(probed.stdout) as {
-        times: Record<string, number[]>;
-        statuses: number[];
-      };
-      assert.deepEqual(statuses, [401], 'every probe was refused');
-      const times = new Map(Object.entries(sampled));
-      const medians = Object.fromEntries(reasons.map((r) => [r, median(times.get(r)!)]));
-      process.stdout.write(
-        `# 401 median ms (${backend}): ${reasons.map((r) => `${r} ${medians[r]!.toFixed(3)}`).join(', ')}\n`,
-      );
-      const lookup = medians.unknown! - medians.missing!;
-      const spread =
-        Math.max(...wellFormed.map((r) => medians[r]!)) - Math.min(...wellFormed.map((r) => medians[r]!));
-      const bound = Math.max(0.5 * lookup, 0.25);
-      process.stdout.write(
-        `# look-up ${lookup.toFixed(3)} ms, spread ${spread.toFixed(3)} ms, bound ${bound.toFixed(3)} ms\n`,
-      );
-      return { lookup, spread, bound };
+    const counting = countWhileAnswering();
+    const comparisons = recordConstantTimeComparisons();
+    const counts = new Map<string, StatementCounts[]>(reasons.map((r) => [r, []]));
+    const times = new Map<string, number[]>(reasons.map((r) => [r, []]));
+    try {
+      for (let round = 0; round < 3; round++) {
+        // Each round starts with another reason, so that none always follows the same one.
+        for (const reason of [...reasons.slice(round), ...reasons.slice(0, round)]) {
+          const token = tokens[reason];
+          const compared = comparisons.compared.length;
+          const answer = await probe(svc, token, `${reason} ${round}`);
+          assert.equal(answer.status, 401, `${reason}: ${answer.text}`);
+          counts.get(reason)!.push(counting.counts.get(`${reason} ${round}`)!);
+          times.get(reason)!.push(answer.ms);
+          if (wellFormed.includes(reason)) {
+            const hash = secretHashOf(token!);
+            assert.ok(
+              comparisons.compared.slice(compared).some((given) => given.equals(hash)),
+              `${reason}: the presented secret's hash is compared before the 401`,
+            );
+          }
+          if (KNOWN_KEY_REASONS.has(reason)) await auditWritten(svc, answer);
+        }
+      }
+    } finally {
+      comparisons.restore();
+      counting.stop();
+    }
+    const fewest = (reason: string) =>
+      counts
+        .get(reason)!
+        .reduce((a, b) => (b.roundTrips + b.statements < a.roundTrips + a.statements ? b : a));
+    const shown = (reason: string) => {
+      const c = fewest(reason);
+      return `${reason} ${c.statements}/${c.roundTrips}/${c.transactions}, ${median(times.get(reason)!).toFixed(3)} ms`;
     };
-    // A machine busy with other work can widen one measurement's spread; a difference the service
-    // makes shows in every measurement, so a spread past its bound is measured again, up to three
-    // measurements in all, and the last decides.
-    let measured = await measure();
-    for (let again = 0; again < 2 && measured.spread >= measured.bound; again++) measured = await measure();
-    assert.ok(measured.lookup > 0, 'an unknown key is looked up');
-    assert.ok(
-      measured.spread < measured.bound,
-      `well-formed key reasons differ by ${measured.spread.toFixed(3)} ms (bound ${measured.bound.toFixed(3)})`,
+    process.stdout.write(
+      `# before each 401 (${backend}), statements/round trips/transactions and median time: ${reasons.map(shown).join('; ')}\n`,
     );
+    assert.deepEqual(
+      fewest('missing'),
+      { statements: 0, roundTrips: 0, transactions: 0 },
+      'no key, no look-up',
+    );
+    assert.ok(fewest('unknown').roundTrips > 0, 'an unknown key is looked up');
+    for (const reason of wellFormed) {
+      assert.deepEqual(
+        fewest(reason),
+        fewest('unknown'),
+        `${reason} is refused after other work than unknown`,
+      );
+    }
   });
 
   test('headers fit for an API: no framework banner, no-store on patient data, nosniff', async () => {

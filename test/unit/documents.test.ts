@@ -1,5 +1,5 @@
-// Keeps the documents beside the README honest: every local link and heading anchor in them
-// resolves, every `npm` script CONTRIBUTING.md and bench/README.md name exists, every `practice-billing`
+// Keeps the documents beside the README honest: README.md stays at most 600 lines (the rest belongs
+// in docs/ or the client package's README), every local link and heading anchor in them resolves, every `npm` script CONTRIBUTING.md and bench/README.md name exists, every `practice-billing`
 // command and admin command (with its flags) the documents show exists, every decision record
 // under docs/decisions/ has its five sections and a line in the index, and every benchmark run a
 // document cites is committed under bench/results/. Reads files only; no database.
@@ -17,7 +17,10 @@ function read(relative: string): string {
   return fs.readFileSync(path.join(ROOT, relative), 'utf8');
 }
 
-/** The documents: the top-level Markdown files, bench/README.md and every Markdown file in docs/. */
+/**
+ * The documents: the top-level Markdown files, bench/README.md, the client package's README and every
+ * Markdown file in docs/.
+ */
 function documents(): string[] {
   const inDir = (dir: string): string[] =>
     fs
@@ -28,6 +31,7 @@ function documents(): string[] {
     'README.md',
     'CONTRIBUTING.md',
     path.join('bench', 'README.md'),
+    path.join('packages', 'client', 'README.md'),
     ...inDir('docs'),
     ...inDir('docs/decisions'),
   ];
@@ -50,6 +54,18 @@ function slug(heading: string): string {
 function anchorsOf(markdown: string): Set<string> {
   return new Set([...prose(markdown).matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1]!)));
 }
+
+/** The README is for a person who wants to run and use the service; an operator's detail goes to docs/. */
+const README_MOST_LINES = 600;
+
+test(`README.md is at most ${README_MOST_LINES} lines`, () => {
+  const lines = read('README.md').split('\n');
+  const count = lines.at(-1) === '' ? lines.length - 1 : lines.length;
+  assert.ok(
+    count <= README_MOST_LINES,
+    `README.md is ${count} lines: move what is for operators to docs/operator-guide.md or docs/operations.md`,
+  );
+});
 
 test('every local link and heading anchor in the documents resolves', () => {
   const broken: string[] = [];
