@@ -1,30 +1,29 @@
 // Owns the claim lifecycle on our side. A claim is sent (submitting), the insurer's answer makes it
 // accepted, partially_accepted or rejected; a reversal goes reversing → reversed or reversal_failed;
 // a resubmission of a rejected or reversed claim is sent again from the invoice's current lines, and
-// one of a partially accepted claim is reversed first, then sent by itself. One rule (`resubmission`)
-// decides both whether resubmit is accepted and what the claim's `resubmittable` says. Every status change
-// updates the invoice's claimStatus and writes claim.status_changed in the same transaction; the
-// insurer is called only by background jobs enqueued in that transaction.
+// one of a partially accepted claim is reversed first, then sent by itself. Sending and resubmitting
+// gather what they need (the invoice locked, its claim, the coverage), ask the pure rules of
+// sending.ts, then write; one rule (`decideResubmission`) decides both whether resubmit is accepted and
+// what the claim's `resubmittable` says. Every status change updates the invoice's claimStatus and
+// writes claim.status_changed in the same transaction; the insurer is called only by background jobs
+// enqueued in that transaction.
+import type { Insertable } from 'kysely';
 import type { Static } from 'typebox';
-import {
-  type CoverageRow,
-  coverageOfPatient,
-  firstActiveCoverage,
-  notPatientsCoverage,
-  serviceDaysOf,
-} from '../insurance/service.ts';
-import { OWING_STATUSES } from '../invoices/payment-status.ts';
-import type { InvoiceStatus } from '../invoices/schemas.ts';
+import { type CoverageFound, type CoverageRow, coverageFor, serviceDaysOf } from '../insurance/service.ts';
+import type { ClaimQueuer } from '../invoices/bill.ts';
+import type { ClaimableInvoice } from '../invoices/claimable.ts';
 import { readInvoice, touchInvoice } from '../invoices/service.ts';
 import type { InvoiceRecord, InvoiceRow } from '../invoices/store.ts';
 import { enqueueJob } from '../jobs/queue.ts';
+import type { ClaimsTable } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
-import { AppError, notFound } from '../platform/http/errors.ts';
+import { AppError, fieldErrors, notFound } from '../platform/http/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { PracticeBilling } from '../practices/service.ts';
 import { recordEvent } from '../webhooks/outbox.ts';
 import { CLAIM_JOBS } from './job-kinds.ts';
 import type { Claim, ClaimRequest, ClaimStatus } from './schemas.ts';
+import { decideResubmission, decideSend, RESUBMITTABLE, REVERSIBLE } from './sending.ts';
 import {
   type ClaimItemRow,
   type ClaimRow,
@@ -47,14 +46,11 @@ const OUTCOME_OF: Record<ClaimStatus, Claim['outcome']> = {
   rejected: 'error',
   reversal_failed: 'error',
 };
-/** Claim statuses resubmit takes: a partially accepted claim is reversed first, then sent again. */
-const RESUBMITTABLE: readonly string[] = ['rejected', 'reversed', 'partially_accepted'];
-const REVERSIBLE: readonly string[] = ['accepted', 'partially_accepted', 'reversal_failed'];
 
 /**
- * The claim as the API shows it. `invoiceClaimable` says whether the invoice could be claimed now
- * under the claim's coverage (`claimReadiness`), so `resubmittable` is the rule the resubmit action
- * applies (`resubmission`): true exactly when a resubmission without a body would be accepted.
+ * The claim as the API shows it. `resubmittable` is true exactly when a resubmission without a body
+ * would be accepted: the claim is in a status resubmit takes and `invoiceClaimable` (the claim rule,
+ * `decideResubmission`, under the claim's coverage) lets it go.
  */
 export function claimOf(row: ClaimRow, items: ClaimItemRow[], invoiceClaimable: boolean): Claim {
   const status = row.status as ClaimStatus;
@@ -87,8 +83,13 @@ export async function readClaim(trx: Trx, billing: PracticeBilling, invoiceId: s
   const record = await readInvoice(trx, billing.id, invoiceId);
   const claim = await findClaimOfInvoice(trx, billing.id, invoiceId);
   if (!claim) throw notFound('Claim');
-  const readiness = await claimReadiness(trx, billing, record, {}, claim.coverage_id);
-  return claimOf(claim, await claimItems(trx, billing.id, claim.id), readiness.ready);
+  // Only a claim resubmit takes needs its coverage found: no other is resubmittable, whatever it is.
+  const coverage = RESUBMITTABLE.includes(claim.status)
+    ? await coverageOfClaim(trx, billing, record, claim, {})
+    : undefined;
+  const resubmittable =
+    coverage !== undefined && decideResubmission({ invoice: claimableOf(record), claim, coverage }).claimable;
+  return claimOf(claim, await claimItems(trx, billing.id, claim.id), resubmittable);
 }
 
 /** Changes a claim's status with its event and the invoice's claimStatus, in the caller's transaction. */
@@ -133,53 +134,44 @@ export async function setClaimStatus(
   return updated;
 }
 
-const NO_ACTIVE_COVERAGE =
-  "The patient has no active coverage on the invoice's dates of service; add one to the patient's coverages or send coverageId.";
+/** The invoice's lock, its claim's (when it has one) and the coverage the claim would go under. */
+async function gatherClaim(trx: Trx, billing: PracticeBilling, invoiceId: string, request: ClaimRequest) {
+  const record = await readInvoice(trx, billing.id, invoiceId, true);
+  const claim = await findClaimOfInvoice(trx, billing.id, invoiceId, true);
+  const coverage = await coverageOfClaim(trx, billing, record, claim, request);
+  return { record, claim, coverage };
+}
 
-/** Why the invoice cannot be claimed now, or the coverage to claim under. */
-async function claimReadiness(
+/**
+ * The coverage a claim of the invoice goes under: the one the request names, else the claim's last,
+ * else the patient's first active on the invoice's dates of service.
+ */
+async function coverageOfClaim(
   trx: Trx,
   billing: PracticeBilling,
   record: InvoiceRecord,
+  claim: ClaimRow | undefined,
   request: ClaimRequest,
-  lastCoverageId: string | null,
-  known?: CoverageRow | null,
-): Promise<{ ready: true; coverage: CoverageRow } | { ready: false; reason: string }> {
-  const invoice = record.invoice;
-  if (!OWING_STATUSES.includes(invoice.status as InvoiceStatus)) {
-    return {
-      ready: false,
-      reason: `Invoice ${invoice.number} is ${invoice.status}; only an issued, partially paid or overdue invoice can be claimed.`,
-    };
-  }
-  if (record.lines.length === 0)
-    return { ready: false, reason: `Invoice ${invoice.number} has no lines to claim.` };
-  const withoutPrimary = record.lines.findIndex((l) => !l.diagnoses.some((d) => d.primary));
-  if (withoutPrimary >= 0) {
-    return {
-      ready: false,
-      reason: `Line ${withoutPrimary + 1} (${record.lines[withoutPrimary]!.code}) has no primary diagnosis; add one before claiming.`,
-    };
-  }
-  // The coverage the caller already found by these same rules (the bill's), or null for none.
-  if (known !== undefined) {
-    return known
-      ? { ready: true, coverage: known }
-      : {
-          ready: false,
-          reason: NO_ACTIVE_COVERAGE,
-        };
-  }
-  const coverageId = request.coverageId ?? lastCoverageId;
-  if (coverageId) {
-    const coverage = await coverageOfPatient(trx, billing.id, invoice.patient_id, coverageId);
-    if (coverage) return { ready: true, coverage };
-    if (request.coverageId) throw notPatientsCoverage();
-  }
-  const servicedOn = serviceDaysOf(record.lines);
-  const active = await firstActiveCoverage(trx, billing.id, invoice.patient_id, servicedOn);
-  if (!active) return { ready: false, reason: NO_ACTIVE_COVERAGE };
-  return { ready: true, coverage: active };
+): Promise<CoverageFound> {
+  return coverageFor(
+    trx,
+    billing.id,
+    record.invoice.patient_id,
+    { asked: request.coverageId, kept: claim?.coverage_id },
+    serviceDaysOf(record.lines),
+  );
+}
+
+/** What the claim rule reads of an invoice. */
+function claimableOf({ invoice, lines }: InvoiceRecord): ClaimableInvoice {
+  return { number: invoice.number, status: invoice.status, lines };
+}
+
+/** A claim action's refusal: 422 naming the request's field to blame, else business_rule. */
+function refusalOf(refused: { reason: string; field: 'coverageId' | null }): AppError {
+  return refused.field
+    ? fieldErrors([{ field: refused.field, code: 'invalid', message: refused.reason }])
+    : new AppError('business_rule', refused.reason);
 }
 
 /**
@@ -215,7 +207,7 @@ async function queueSubmission(
   );
 }
 
-/** Sends the invoice's first claim. Throws business_rule with the reason when it cannot. */
+/** Sends the invoice's first claim. Throws the refusal (`refusalOf`) when it cannot. */
 export async function sendClaim(
   trx: Trx,
   billing: PracticeBilling,
@@ -223,121 +215,70 @@ export async function sendClaim(
   request: ClaimRequest,
   now: Date,
 ): Promise<ClaimRow> {
-  return (await sendClaimOf(trx, billing, invoiceId, request, now)).claim;
+  const { record, claim: existing, coverage } = await gatherClaim(trx, billing, invoiceId, request);
+  const verdict = decideSend({ invoice: claimableOf(record), claim: existing, coverage });
+  if (!verdict.claimable) throw refusalOf(verdict);
+  const placeOfServiceCode = request.placeOfServiceCode ?? record.invoice.place_of_service_code;
+  const claim = await insertSentClaim(
+    trx,
+    billing,
+    newClaimRow(record.invoice, verdict.coverage, placeOfServiceCode, now),
+    now,
+  );
+  await touchInvoice(trx, billing, invoiceId, { claim_status: 'submitting', coverage_id: claim.coverage_id });
+  await queueSubmission(trx, billing, claim, now, { record, coverage: verdict.coverage });
+  return claim;
 }
 
 /**
- * sendClaim, answering the invoice as the claim leaves it too. `created` is an invoice this transaction
- * created (it holds the row already, and the invoice can have no claim); `knownCoverage` the coverage
- * the caller found by the claim's own rules (null: none).
+ * Bill's submitClaim, once the bill has decided to send it (src/invoices/bill.ts, ClaimQueuer): the
+ * claim with its event, the invoice inserted already as the claim leaves it. Answers the queueing of the
+ * submission, which the bill does once the invoice's number is given (numberInvoiceAtCommit): the
+ * job's deferred write goes out behind the number's, and so takes the number.
  */
-async function sendClaimOf(
-  trx: Trx,
-  billing: PracticeBilling,
-  invoiceId: string,
-  request: ClaimRequest,
+export const queueClaimFromBill: ClaimQueuer = async (trx, billing, { record, coverage }, now) => {
+  const row = newClaimRow(record.invoice, coverage, record.invoice.place_of_service_code, now);
+  const claim = await insertSentClaim(trx, billing, row, now);
+  return () => queueSubmission(trx, billing, claim, now, { record, coverage });
+};
+
+/** A new claim of the invoice: submitting under the coverage, with a fresh submission. */
+function newClaimRow(
+  invoice: InvoiceRow,
+  coverage: CoverageRow,
+  placeOfServiceCode: string | null,
   now: Date,
-  created?: InvoiceRecord,
-  knownCoverage?: CoverageRow | null,
-): Promise<{ claim: ClaimRow; invoice: InvoiceRow; submit: () => Promise<void> }> {
-  const record = created ?? (await readInvoice(trx, billing.id, invoiceId, true));
-  const existing = created ? undefined : await findClaimOfInvoice(trx, billing.id, invoiceId, true);
-  if (existing) {
-    const next = REVERSIBLE.includes(existing.status)
-      ? 'reverse it, or resubmit'
-      : RESUBMITTABLE.includes(existing.status)
-        ? 'resubmit it'
-        : 'wait for the insurer to answer';
-    throw new AppError(
-      'business_rule',
-      `Invoice ${record.invoice.number} already has a claim that is ${existing.status}; ${next}.`,
-    );
-  }
-  const readiness = await claimReadiness(trx, billing, record, request, null, knownCoverage);
-  if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
-  const claim = await insertClaim(trx, {
-    practice_id: billing.id,
+): Insertable<ClaimsTable> {
+  return {
+    practice_id: invoice.practice_id,
     id: newId('claim'),
-    invoice_id: invoiceId,
+    invoice_id: invoice.id,
     status: 'submitting',
     message: null,
     authorization_reference: null,
     submitted_at: now,
-    currency: record.invoice.currency,
-    coverage_id: readiness.coverage.id,
-    place_of_service_code: request.placeOfServiceCode ?? record.invoice.place_of_service_code,
+    currency: invoice.currency,
+    coverage_id: coverage.id,
+    place_of_service_code: placeOfServiceCode,
     submission_id: newId('submission'),
     submission_started_at: now,
     created_at: now,
     updated_at: now,
-  });
-  // An invoice this transaction created may have been inserted as its claim leaves it (the bill).
-  const touched =
-    created?.invoice.claim_status === 'submitting' && created.invoice.coverage_id === claim.coverage_id
-      ? { row: created.invoice }
-      : await touchInvoice(trx, billing, invoiceId, {
-          claim_status: 'submitting',
-          coverage_id: claim.coverage_id,
-        });
-  await recordEvent(trx, billing.id, 'claim.status_changed', { type: 'invoice', id: invoiceId }, now, {
+  };
+}
+
+/** Inserts a new claim with its claim.status_changed event. */
+async function insertSentClaim(
+  trx: Trx,
+  billing: PracticeBilling,
+  row: Insertable<ClaimsTable>,
+  now: Date,
+): Promise<ClaimRow> {
+  const claim = await insertClaim(trx, row);
+  await recordEvent(trx, billing.id, 'claim.status_changed', { type: 'invoice', id: claim.invoice_id }, now, {
     claim: { id: claim.id, status: 'submitting' },
   });
-  // A new invoice (`created`) is numbered last in its transaction, with the COMMIT: its submission is
-  // queued behind the number, whose provisional stand-in it carries until then
-  // (src/invoices/store.ts, numberInvoiceAtCommit).
-  const submit = () => queueSubmission(trx, billing, claim, now, { record, coverage: readiness.coverage });
-  if (!created) await submit();
-  return { claim, invoice: touched.row, submit: created ? submit : async () => {} };
-}
-
-/** Bill's submitClaim: queue the claim, or say why it was not sent. */
-export async function queueClaimFromBill(
-  trx: Trx,
-  billing: PracticeBilling,
-  created: InvoiceRecord,
-  request: ClaimRequest & { coverage: CoverageRow | null },
-  now: Date,
-): Promise<
-  | { queued: true; invoice: InvoiceRow; submit: () => Promise<void> }
-  | { queued: false; reason: string; invoice: InvoiceRow }
-> {
-  try {
-    const { coverage, ...claimRequest } = request;
-    const sent = await sendClaimOf(trx, billing, created.invoice.id, claimRequest, now, created, coverage);
-    return { queued: true, invoice: sent.invoice, submit: sent.submit };
-  } catch (error) {
-    if (error instanceof AppError && (error.code === 'business_rule' || error.code === 'validation_failed')) {
-      // Inserted as a claim would have left it: no claim was sent, so the row says none.
-      const invoice =
-        created.invoice.claim_status === null
-          ? created.invoice
-          : (await touchInvoice(trx, billing, created.invoice.id, { claim_status: null, coverage_id: null }))
-              .row;
-      return { queued: false, reason: error.errors?.[0]?.message ?? error.detail, invoice };
-    }
-    throw error;
-  }
-}
-
-/**
- * Whether the claim can be resubmitted now with this request, and under which coverage: the claim is
- * rejected, reversed or partially accepted, and the invoice is claim-ready as for a first claim. The
- * claim's `resubmittable` field (`claimOf`) is this rule applied to an empty request.
- */
-async function resubmission(
-  trx: Trx,
-  billing: PracticeBilling,
-  record: InvoiceRecord,
-  claim: ClaimRow,
-  request: ClaimRequest,
-): Promise<{ ready: true; coverage: CoverageRow } | { ready: false; reason: string }> {
-  if (!RESUBMITTABLE.includes(claim.status)) {
-    return {
-      ready: false,
-      reason: `The claim is ${claim.status}; only a rejected, reversed or partially accepted claim can be resubmitted.`,
-    };
-  }
-  return claimReadiness(trx, billing, record, request, claim.coverage_id);
+  return claim;
 }
 
 export async function resubmitClaim(
@@ -347,38 +288,36 @@ export async function resubmitClaim(
   request: ClaimRequest,
   now: Date,
 ): Promise<ClaimRow> {
-  const record = await readInvoice(trx, billing.id, invoiceId, true);
-  const claim = await findClaimOfInvoice(trx, billing.id, invoiceId, true);
-  if (!claim)
-    throw new AppError('business_rule', `Invoice ${record.invoice.number} has no claim yet; send it first.`);
-  const readiness = await resubmission(trx, billing, record, claim, request);
-  if (!readiness.ready) throw new AppError('business_rule', readiness.reason);
-  if (claim.status === 'partially_accepted') {
+  const { record, claim, coverage } = await gatherClaim(trx, billing, invoiceId, request);
+  const decision = decideResubmission({ invoice: claimableOf(record), claim, coverage });
+  if (!decision.claimable) throw refusalOf(decision);
+  const sentUnder = {
+    coverageId: decision.coverage.id,
+    placeOfServiceCode: request.placeOfServiceCode ?? decision.claim.place_of_service_code,
+  };
+  if (decision.reverseFirst) {
     // Accepted lines must not be billed twice: reverse first, then send again by itself, under the
     // coverage and place of service this request names (the invoice cannot be amended while the
     // claim is reversing).
     return startReversal(
       trx,
       billing,
-      claim,
+      decision.claim,
       now,
-      {
-        coverageId: readiness.coverage.id,
-        placeOfServiceCode: request.placeOfServiceCode ?? claim.place_of_service_code,
-      },
+      sentUnder,
       'Resubmission of a partially accepted claim',
     );
   }
   const updated = await setClaimStatus(
     trx,
     billing,
-    claim,
+    decision.claim,
     'submitting',
     {
       message: null,
       authorization_reference: null,
-      coverage_id: readiness.coverage.id,
-      place_of_service_code: request.placeOfServiceCode ?? claim.place_of_service_code,
+      coverage_id: sentUnder.coverageId,
+      place_of_service_code: sentUnder.placeOfServiceCode,
       submission_id: newId('submission'),
       submission_started_at: now,
       submitted_at: now,
@@ -386,7 +325,7 @@ export async function resubmitClaim(
     },
     now,
   );
-  await queueSubmission(trx, billing, updated, now, { record, coverage: readiness.coverage });
+  await queueSubmission(trx, billing, updated, now, { record, coverage: decision.coverage });
   return updated;
 }
 

@@ -149,10 +149,38 @@ export async function readCoverage(trx: Trx, practiceId: string, coverageId: str
 }
 
 /**
+ * The coverage a bill prices under or a claim is sent under, found: the one `asked` for, else the one
+ * `kept` from before (a claim's last coverage) while it is still the patient's, else the patient's first
+ * active on the dates of service. An `asked` coverage that is not the patient's is not replaced by
+ * another: whoever asked is told (`not_patients`).
+ */
+export type CoverageFound =
+  | { kind: 'found'; coverage: CoverageRow }
+  | { kind: 'not_patients' }
+  | { kind: 'none' };
+
+export async function coverageFor(
+  trx: Trx,
+  practiceId: string,
+  patientId: string,
+  wanted: { asked?: string | null; kept?: string | null },
+  servicedOn: readonly string[],
+): Promise<CoverageFound> {
+  const named = wanted.asked ?? wanted.kept;
+  if (named) {
+    const coverage = await coverageOfPatient(trx, practiceId, patientId, named);
+    if (coverage) return { kind: 'found', coverage };
+    if (wanted.asked) return { kind: 'not_patients' };
+  }
+  const active = await firstActiveCoverage(trx, practiceId, patientId, servicedOn);
+  return active ? { kind: 'found', coverage: active } : { kind: 'none' };
+}
+
+/**
  * The coverage when it is one of the patient's; undefined when the id names none of the practice's,
  * or another patient's. Another patient's coverage id is as unknown as a made-up one.
  */
-export async function coverageOfPatient(
+async function coverageOfPatient(
   trx: Trx,
   practiceId: string,
   patientId: string,
@@ -162,11 +190,11 @@ export async function coverageOfPatient(
   return row?.patient_id === patientId ? row : undefined;
 }
 
+export const NOT_PATIENTS_COVERAGE = "coverageId is not one of this patient's coverages";
+
 /** The refusal of a coverageId that is not one of the patient's coverages. */
 export function notPatientsCoverage() {
-  return fieldErrors([
-    { field: 'coverageId', code: 'invalid', message: "coverageId is not one of this patient's coverages" },
-  ]);
+  return fieldErrors([{ field: 'coverageId', code: 'invalid', message: NOT_PATIENTS_COVERAGE }]);
 }
 
 /** One coverage of one patient: another patient's coverage id is as unknown as a made-up one. */
