@@ -97,7 +97,6 @@ const SERVICE_METRICS: ServiceMetric[] = [
       [{ reason: 'event_loop_lag' }, shed.eventLoopLag],
       [{ reason: 'in_flight_limit' }, shed.inFlightLimit],
       [{ reason: 'claim_backlog' }, shed.claimBacklog],
-      [{ reason: 'webhook_backlog' }, shed.webhookBacklog],
     ],
   },
   single(
