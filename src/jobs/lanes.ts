@@ -195,8 +195,8 @@ class PolledLane implements LanePoller {
 
   /**
    * Takes up to `free` due jobs and starts them in the same turn as the take's answer, so that no
-   * follow-on is given a slot they fill; answers how many it took (none when the take failed: the next
-   * turn tries again).
+   * follow-on is given a slot a taken job is about to fill; answers how many it took (none when the
+   * take failed: the next turn tries again).
    */
   async #takeAndStart(free: number): Promise<number> {
     this.#signalled = false;
