@@ -99,6 +99,33 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
 }
 
 export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
+  const app = fastifyOf(deps, options);
+  acceptJsonOnly(app);
+  observeRequests(app);
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    reply.header('cache-control', 'no-store');
+    reply.header('x-content-type-options', 'nosniff');
+    done();
+  });
+  await registerDocs(app);
+  registerHealthChecks(app, deps, options);
+  await app.register(
+    async (api) => {
+      // Before anything else: an overloaded service refuses at once, having done nothing.
+      deps.loadShedder.start();
+      api.addHook('onClose', async () => deps.loadShedder.stop());
+      api.addHook('onRequest', deps.loadShedder.admit);
+      registerApiScope(api, deps, apiRoutes);
+    },
+    { prefix: '/api/v1' },
+  );
+  await registerOperatorApi(app, deps, options);
+  return app;
+}
+
+/** The Fastify instance: its request ids, limits, router and error handling; no route yet. */
+function fastifyOf(deps: Deps, options: AppOptions): FastifyInstance {
   const limitSource = (request: FastifyRequest, reply: FastifyReply) =>
     limitSourceOrRefuse(deps.rateLimits, reply, request.ip, deps.config.unauthenticatedRateLimitPerMinute);
   const app = Fastify({
@@ -119,8 +146,11 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
   app.setValidatorCompiler(validatorCompiler);
   const refuseUnrouted = trackRoutesForMethodCheck(app, limitSource);
   installErrorHandler(app, deps.config, refuseUnrouted);
+  return app;
+}
 
-  // JSON only. An empty body counts as no body, so operations with an optional body accept none.
+/** JSON only. An empty body counts as no body, so operations with an optional body accept none. */
+function acceptJsonOnly(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser(
@@ -132,15 +162,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       parseJson(request, text, done);
     },
   );
+}
 
-  observeRequests(app);
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    reply.header('cache-control', 'no-store');
-    reply.header('x-content-type-options', 'nosniff');
-    done();
-  });
-
+/** The OpenAPI document (built from the routes as they register) and its pages at /docs. */
+async function registerDocs(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
     openapi: openApiInfo(),
     // Only OpenAPI 3 is produced here.
@@ -152,7 +177,10 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
       ),
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { deepLinking: true } });
+}
 
+/** The errors page, /healthz, /readyz and the OpenAPI document's address. */
+function registerHealthChecks(app: FastifyInstance, deps: Deps, options: AppOptions): void {
   app.get('/errors', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('text/html; charset=utf-8').send(errorsPageHtml()),
   );
@@ -175,33 +203,25 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     return reply.send({ status: 'ready', database: deps.db.kind });
   });
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}
 
-  await app.register(
-    async (api) => {
-      // Before anything else: an overloaded service refuses at once, having done nothing.
-      deps.loadShedder.start();
-      api.addHook('onClose', async () => deps.loadShedder.stop());
-      api.addHook('onRequest', deps.loadShedder.admit);
-      registerApiScope(api, deps, apiRoutes);
-    },
-    { prefix: '/api/v1' },
-  );
+/**
+ * /metrics, read with METRICS_TOKEN where it is set, else with any admin token; and, given an admin
+ * token, the operator API (/admin/v1) and its console.
+ */
+async function registerOperatorApi(app: FastifyInstance, deps: Deps, options: AppOptions): Promise<void> {
   const adminTokens = [
     ...new Set([...(options.adminToken ? [options.adminToken] : []), ...(options.adminTokens ?? [])]),
   ];
-  // /metrics is read with METRICS_TOKEN where it is set, else with any admin token.
   const metricsTokens = deps.config.metricsToken ? [deps.config.metricsToken] : adminTokens;
   if (metricsTokens.length > 0) await registerMetricsEndpoint(app, deps, metricsTokens);
-  if (adminTokens.length > 0) {
-    const token = adminTokens;
-    await app.register(
-      async (adminScope) => {
-        registerAdminScope(adminScope, deps, token, allAdminRoutes);
-      },
-      { prefix: '/admin/v1' },
-    );
-    // The console is a client of the admin API, so it is served only where that API is.
-    await app.register(async (consoleScope) => registerConsole(consoleScope));
-  }
-  return app;
+  if (adminTokens.length === 0) return;
+  await app.register(
+    async (adminScope) => {
+      registerAdminScope(adminScope, deps, adminTokens, allAdminRoutes);
+    },
+    { prefix: '/admin/v1' },
+  );
+  // The console is a client of the admin API, so it is served only where that API is.
+  await app.register(async (consoleScope) => registerConsole(consoleScope));
 }

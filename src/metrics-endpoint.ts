@@ -17,91 +17,157 @@ import { processMetricsText } from './platform/observability/metrics.ts';
 import { type ServiceMetrics, serviceMetrics } from './service-metrics.ts';
 import { failingEndpoints } from './webhooks/store.ts';
 
+/** A metric of the service's figures: its name after `practice_billing_`, and its samples. */
+interface ServiceMetric {
+  type: 'gauge' | 'counter';
+  name: string;
+  help: string;
+  labelNames?: string[];
+  samples(metrics: ServiceMetrics): Array<[labels: Record<string, string>, value: number]>;
+}
+
+/** A gauge per lane of the job queue. */
+function perLane(name: string, help: string, value: (lane: ServiceMetrics['lanes'][number]) => number) {
+  return {
+    type: 'gauge',
+    name,
+    help,
+    labelNames: ['lane'],
+    samples: (metrics) => metrics.lanes.map((lane) => [{ lane: lane.lane }, value(lane)]),
+  } satisfies ServiceMetric;
+}
+
+/** A metric without labels. */
+function single(
+  type: ServiceMetric['type'],
+  name: string,
+  help: string,
+  value: (m: ServiceMetrics) => number,
+) {
+  return { type, name, help, samples: (metrics) => [[{}, value(metrics)]] } satisfies ServiceMetric;
+}
+
+/** The service's figures as Prometheus metrics, in the order they are written. */
+const SERVICE_METRICS: ServiceMetric[] = [
+  perLane('jobs_waiting', 'Jobs due and not running, per lane.', (lane) => lane.waiting),
+  perLane('jobs_running', 'Jobs running under a lease in every worker, per lane.', (lane) => lane.running),
+  perLane(
+    'jobs_oldest_waiting_seconds',
+    'Seconds since the oldest waiting job fell due.',
+    (lane) => lane.oldestWaitingSeconds ?? 0,
+  ),
+  perLane('jobs_slots', 'Jobs of the lane one worker runs at once.', (lane) => lane.slots),
+  {
+    type: 'gauge',
+    name: 'practice_jobs_waiting',
+    help: 'Jobs waiting of the practices with the deepest backlogs.',
+    labelNames: ['practice', 'lane'],
+    samples: (metrics) =>
+      metrics.deepestBacklogs.map((row) => [{ practice: row.practiceId, lane: row.lane }, row.waiting]),
+  },
+  {
+    type: 'gauge',
+    name: 'webhook_deliveries_in_flight',
+    help: 'Deliveries running per endpoint.',
+    labelNames: ['practice', 'endpoint'],
+    samples: (metrics) =>
+      metrics.deliveriesInFlight.map((row) => [
+        { practice: row.practiceId, endpoint: row.endpointId },
+        row.running,
+      ]),
+  },
+  {
+    type: 'gauge',
+    name: 'webhook_deliveries_waiting',
+    help: 'Deliveries waiting per endpoint with some running.',
+    labelNames: ['practice', 'endpoint'],
+    samples: (metrics) =>
+      metrics.deliveriesInFlight.map((row) => [
+        { practice: row.practiceId, endpoint: row.endpointId },
+        row.waiting,
+      ]),
+  },
+  {
+    type: 'counter',
+    name: 'requests_shed_total',
+    help: 'API requests this process refused with 503 because it was overloaded, by reason.',
+    labelNames: ['reason'],
+    samples: ({ requestsShed: shed }) => [
+      [{ reason: 'connection_wait' }, shed.connectionWait],
+      [{ reason: 'event_loop_lag' }, shed.eventLoopLag],
+      [{ reason: 'in_flight_limit' }, shed.inFlightLimit],
+      [{ reason: 'claim_backlog' }, shed.claimBacklog],
+    ],
+  },
+  single(
+    'gauge',
+    'api_requests_in_flight',
+    'API requests this process is serving now.',
+    (m) => m.requestsInFlight.running,
+  ),
+  single(
+    'gauge',
+    'api_requests_in_flight_limit',
+    'API requests in flight past which this process sheds now; 0: none.',
+    (m) => m.requestsInFlight.limit,
+  ),
+  single(
+    'gauge',
+    'api_requests_in_flight_ceiling',
+    'The most the in-flight limit rises to; 0: no limit.',
+    (m) => m.requestsInFlight.ceiling,
+  ),
+  single(
+    'counter',
+    'first_connection_waits_total',
+    "API requests whose first transaction had its connection (this process's).",
+    (m) => m.firstConnectionWait.requests,
+  ),
+  single(
+    'gauge',
+    'first_connection_wait_longest_seconds',
+    "The longest an API request waited for its first transaction's connection (this process's).",
+    (m) => m.firstConnectionWait.longestMs / 1000,
+  ),
+  single(
+    'gauge',
+    'event_loop_lag_seconds',
+    "This process's event-loop lag at its latest sample.",
+    (m) => m.eventLoopLagMs / 1000,
+  ),
+  single(
+    'counter',
+    'db_statements_total',
+    'SQL statements this process has sent to the database, BEGIN, COMMIT and ROLLBACK not included.',
+    (m) => m.database.statements,
+  ),
+  single(
+    'counter',
+    'db_round_trips_total',
+    'Round trips this process has made to the database.',
+    (m) => m.database.roundTrips,
+  ),
+  single(
+    'counter',
+    'db_transactions_total',
+    'Transactions this process has begun on the database.',
+    (m) => m.database.transactions,
+  ),
+];
+
 /** The figures as Prometheus text (exposition format 0.0.4). */
 export async function prometheusText(
   metrics: ServiceMetrics,
 ): Promise<{ contentType: string; text: string }> {
   const registry = new Registry();
-  const registers = [registry];
-  const gauge = (name: string, help: string, labelNames: string[] = []) =>
-    new Gauge({ name: `practice_billing_${name}`, help, labelNames, registers });
-  const waiting = gauge('jobs_waiting', 'Jobs due and not running, per lane.', ['lane']);
-  const running = gauge('jobs_running', 'Jobs running under a lease in every worker, per lane.', ['lane']);
-  const oldest = gauge('jobs_oldest_waiting_seconds', 'Seconds since the oldest waiting job fell due.', [
-    'lane',
-  ]);
-  const slots = gauge('jobs_slots', 'Jobs of the lane one worker runs at once.', ['lane']);
-  for (const lane of metrics.lanes) {
-    waiting.set({ lane: lane.lane }, lane.waiting);
-    running.set({ lane: lane.lane }, lane.running);
-    oldest.set({ lane: lane.lane }, lane.oldestWaitingSeconds ?? 0);
-    slots.set({ lane: lane.lane }, lane.slots);
+  for (const { type, name, help, labelNames = [], samples } of SERVICE_METRICS) {
+    const declared = { name: `practice_billing_${name}`, help, labelNames, registers: [registry] };
+    const metric = type === 'gauge' ? new Gauge(declared) : new Counter(declared);
+    for (const [labels, value] of samples(metrics)) {
+      if (metric instanceof Gauge) metric.set(labels, value);
+      else metric.inc(labels, value);
+    }
   }
-  const backlog = gauge('practice_jobs_waiting', 'Jobs waiting of the practices with the deepest backlogs.', [
-    'practice',
-    'lane',
-  ]);
-  for (const row of metrics.deepestBacklogs)
-    backlog.set({ practice: row.practiceId, lane: row.lane }, row.waiting);
-  const inFlight = gauge('webhook_deliveries_in_flight', 'Deliveries running per endpoint.', [
-    'practice',
-    'endpoint',
-  ]);
-  const endpointWaiting = gauge(
-    'webhook_deliveries_waiting',
-    'Deliveries waiting per endpoint with some running.',
-    ['practice', 'endpoint'],
-  );
-  for (const row of metrics.deliveriesInFlight) {
-    inFlight.set({ practice: row.practiceId, endpoint: row.endpointId }, row.running);
-    endpointWaiting.set({ practice: row.practiceId, endpoint: row.endpointId }, row.waiting);
-  }
-  const shed = new Counter({
-    name: 'practice_billing_requests_shed_total',
-    help: 'API requests this process refused with 503 because it was overloaded, by reason.',
-    labelNames: ['reason'],
-    registers,
-  });
-  shed.inc({ reason: 'connection_wait' }, metrics.requestsShed.connectionWait);
-  shed.inc({ reason: 'event_loop_lag' }, metrics.requestsShed.eventLoopLag);
-  shed.inc({ reason: 'in_flight_limit' }, metrics.requestsShed.inFlightLimit);
-  shed.inc({ reason: 'claim_backlog' }, metrics.requestsShed.claimBacklog);
-  shed.inc({ reason: 'webhook_backlog' }, metrics.requestsShed.webhookBacklog);
-  gauge('api_requests_in_flight', 'API requests this process is serving now.').set(
-    metrics.requestsInFlight.running,
-  );
-  gauge(
-    'api_requests_in_flight_limit',
-    'API requests in flight past which this process sheds now; 0: none.',
-  ).set(metrics.requestsInFlight.limit);
-  gauge('api_requests_in_flight_ceiling', 'The most the in-flight limit rises to; 0: no limit.').set(
-    metrics.requestsInFlight.ceiling,
-  );
-  new Counter({
-    name: 'practice_billing_first_connection_waits_total',
-    help: "API requests whose first transaction had its connection (this process's).",
-    registers,
-  }).inc(metrics.firstConnectionWait.requests);
-  gauge(
-    'first_connection_wait_longest_seconds',
-    "The longest an API request waited for its first transaction's connection (this process's).",
-  ).set(metrics.firstConnectionWait.longestMs / 1000);
-  gauge('event_loop_lag_seconds', "This process's event-loop lag at its latest sample.").set(
-    metrics.eventLoopLagMs / 1000,
-  );
-  const counter = (name: string, help: string, value: number) =>
-    new Counter({ name: `practice_billing_db_${name}_total`, help, registers }).inc(value);
-  counter(
-    'statements',
-    'SQL statements this process has sent to the database, BEGIN, COMMIT and ROLLBACK not included.',
-    metrics.database.statements,
-  );
-  counter('round_trips', 'Round trips this process has made to the database.', metrics.database.roundTrips);
-  counter(
-    'transactions',
-    'Transactions this process has begun on the database.',
-    metrics.database.transactions,
-  );
   return { contentType: registry.contentType, text: await registry.metrics() };
 }
 

@@ -44,82 +44,117 @@ async function processLogger(config: Config): Promise<pino.Logger> {
   return pino(options, pretty({ sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }));
 }
 
+type App = Awaited<ReturnType<typeof buildApp>>;
+
+/** What a starting service has started so far, each set once it has; what shutting down closes. */
+interface Started {
+  app?: App;
+  worker?: Worker;
+  metricsPort?: { close(): Promise<void> };
+  /** Why this process takes no more work (a newer build's migrations under it); undefined while it may. */
+  newerSchema?: string;
+  stopWatching: () => void;
+}
+
 export async function runService(configured: Config, options: RunOptions): Promise<void> {
   const log = await processLogger(configured);
   armFaultPoints(configured.faultPoints);
   refuseImpossible(configured, options);
   const config = options.api ? await withConcretePort(configured) : configured;
   await reachConfiguredDatabases(config, { warn: (message) => log.warn(message) });
-  const { db, workerDb, closeDatabases } = await openDatabases(config, options, log);
-  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
-  let worker: Worker | undefined;
-  let metricsPort: { close(): Promise<void> } | undefined;
-  let newerSchema: string | undefined;
+  const databases = await openDatabases(config, options, log);
+  const started: Started = { stopWatching: () => {} };
+  const shutdown = shutdownOf(started, databases.closeDatabases, options.tracing, log);
+  stopOnSignals(log, shutdown.closeAll);
+  try {
+    await startService(config, options, databases, started, shutdown.stopWorker, log);
+  } catch (error) {
+    // A failed start (migration, port in use) must not leave the database open or the data directory locked.
+    await shutdown.closeAll().catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * How the service stops: the worker once, whoever asks first (a newer schema, a signal, a failed
+ * start); everything, the metrics port first and the database last.
+ */
+function shutdownOf(
+  started: Started,
+  closeDatabases: () => Promise<void>,
+  tracing: Tracing | undefined,
+  log: pino.Logger,
+) {
   let workerStopped: Promise<void> | undefined;
-  // Stopped once, whoever asks first (a newer schema, a signal, a failed start).
   const stopWorker = () => {
-    workerStopped ??= worker?.stop() ?? Promise.resolve();
+    workerStopped ??= started.worker?.stop() ?? Promise.resolve();
     return workerStopped;
   };
-  let stopWatching = () => {};
   const closeAll = async () => {
-    stopWatching();
+    started.stopWatching();
     try {
-      await metricsPort?.close();
-      await app?.close();
+      await started.metricsPort?.close();
+      await started.app?.close();
       await stopWorker();
     } finally {
       // Always release the database (and the embedded data directory's lock).
       await closeDatabases().catch((err: unknown) => log.error({ err }, 'error closing the database'));
       // What the exporter still holds goes out before the process ends.
-      await options.tracing?.shutdown();
+      await tracing?.shutdown();
     }
   };
-  stopOnSignals(log, closeAll);
-  try {
-    await prepareDatabase(config, db, options, log);
-    const deps = await buildDeps(config, db, { log });
-    // The worker's pool reaches the same database: distributed or not, as buildDeps found it.
-    workerDb.distributed = db.distributed;
-    await checkSealedSecrets(db, deps.secrets, log);
+  return { stopWorker, closeAll };
+}
 
-    const sandbox =
-      db.kind === 'pglite' ? await ensureSandbox(db, config.dataDir, config.adminToken) : undefined;
-    app = options.api
-      ? await buildApp(deps, {
-          logger: log,
-          adminToken: sandbox?.adminToken ?? config.adminToken,
-          adminTokens: config.adminTokens,
-          notReadyReason: () => newerSchema,
-        })
-      : undefined;
-    worker = options.worker ? startJobWorker({ ...deps, db: workerDb, log }) : undefined;
-    metricsPort =
-      config.metricsPort === undefined
-        ? undefined
-        : await serveMetricsPort({
-            port: config.metricsPort,
-            host: config.host,
-            token: config.metricsToken,
-            db: workerDb,
-            deps: options.api ? deps : undefined,
-            log,
-          });
-    stopWatching = stopOnNewerSchema(db, config, log, (message) => {
-      newerSchema = message;
-      void stopWorker().catch((err: unknown) => log.error({ err }, 'stopping the worker failed'));
-    });
-    if (app) {
-      await listenOrSay(app, config);
-      if (sandbox) printSandbox(config, sandbox);
-      void compilePendingSchemas().catch((err: unknown) =>
-        log.error({ err }, 'a route schema does not compile'),
-      );
-    }
-  } catch (error) {
-    // A failed start (migration, port in use) must not leave the database open or the data directory locked.
-    await closeAll().catch(() => {});
-    throw error;
+/**
+ * Brings the database up to date, then starts, in order, the API, the worker, the metrics port and
+ * the watch for a newer schema, and listens; each is noted in `started` as soon as it is, for shutdown.
+ */
+async function startService(
+  config: Config,
+  options: RunOptions,
+  { db, workerDb }: { db: Database; workerDb: Database },
+  started: Started,
+  stopWorker: () => Promise<void>,
+  log: pino.Logger,
+): Promise<void> {
+  await prepareDatabase(config, db, options, log);
+  const deps = await buildDeps(config, db, { log });
+  // The worker's pool reaches the same database: distributed or not, as buildDeps found it.
+  workerDb.distributed = db.distributed;
+  await checkSealedSecrets(db, deps.secrets, log);
+  const sandbox =
+    db.kind === 'pglite' ? await ensureSandbox(db, config.dataDir, config.adminToken) : undefined;
+  started.app = options.api
+    ? await buildApp(deps, {
+        logger: log,
+        adminToken: sandbox?.adminToken ?? config.adminToken,
+        adminTokens: config.adminTokens,
+        notReadyReason: () => started.newerSchema,
+      })
+    : undefined;
+  started.worker = options.worker ? startJobWorker({ ...deps, db: workerDb, log }) : undefined;
+  started.metricsPort =
+    config.metricsPort === undefined
+      ? undefined
+      : await serveMetricsPort({
+          port: config.metricsPort,
+          host: config.host,
+          token: config.metricsToken,
+          db: workerDb,
+          deps: options.api ? deps : undefined,
+          log,
+        });
+  started.stopWatching = stopOnNewerSchema(db, config, log, (message) => {
+    started.newerSchema = message;
+    void stopWorker().catch((err: unknown) => log.error({ err }, 'stopping the worker failed'));
+  });
+  if (started.app) {
+    await listenOrSay(started.app, config);
+    if (sandbox) printSandbox(config, sandbox);
+    void compilePendingSchemas().catch((err: unknown) =>
+      log.error({ err }, 'a route schema does not compile'),
+    );
   }
 }
 
@@ -231,7 +266,7 @@ async function checkSealedSecrets(db: Database, box: SecretBox | undefined, log:
 }
 
 /** Listens, or throws a ConfigError that names HOST and PORT with the reason. */
-async function listenOrSay(app: Awaited<ReturnType<typeof buildApp>>, config: Config): Promise<void> {
+async function listenOrSay(app: App, config: Config): Promise<void> {
   try {
     await app.listen({ port: config.port, host: config.host });
   } catch (error) {

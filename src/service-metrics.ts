@@ -49,7 +49,6 @@ export const ServiceMetrics = Type.Object(
         eventLoopLag: Count,
         inFlightLimit: Count,
         claimBacklog: Count,
-        webhookBacklog: Count,
       },
       { additionalProperties: false },
     ),
@@ -118,7 +117,6 @@ export async function serviceMetrics(trx: Trx, deps: Deps): Promise<ServiceMetri
       eventLoopLag: shed.event_loop_lag,
       inFlightLimit: shed.in_flight_limit,
       claimBacklog: shed.claim_backlog,
-      webhookBacklog: shed.webhook_backlog,
     },
     requestsInFlight: {
       running: deps.loadShedder.inFlight,

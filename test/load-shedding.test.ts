@@ -364,15 +364,13 @@ describeEachBackend('load shedding', (backend) => {
       assert.equal(answer.headers.get('retry-after'), '1');
       assert.equal(answer.body.code, 'service_unavailable');
     }
-    const shedSince = (
-      reason: 'connectionWait' | 'eventLoopLag' | 'inFlightLimit' | 'claimBacklog' | 'webhookBacklog',
-    ) => after.requestsShed[reason] - before.requestsShed[reason];
+    const shedSince = (reason: 'connectionWait' | 'eventLoopLag' | 'inFlightLimit' | 'claimBacklog') =>
+      after.requestsShed[reason] - before.requestsShed[reason];
     assert.equal(
       shedSince('inFlightLimit') +
         shedSince('connectionWait') +
         shedSince('eventLoopLag') +
-        shedSince('claimBacklog') +
-        shedSince('webhookBacklog'),
+        shedSince('claimBacklog'),
       refused.length,
       'every refusal is counted by its reason',
     );

@@ -66,7 +66,6 @@ describeEachBackend('service metrics', (backend) => {
       eventLoopLag: 0,
       inFlightLimit: 0,
       claimBacklog: 0,
-      webhookBacklog: 0,
     });
     assert.deepEqual(metrics.requestsInFlight, {
       running: 0,
@@ -95,6 +94,11 @@ describeEachBackend('service metrics', (backend) => {
     );
     assert.match(text.text, /^practice_billing_requests_shed_total\{reason="connection_wait"\} 0$/m);
     assert.match(text.text, /^practice_billing_requests_shed_total\{reason="in_flight_limit"\} 0$/m);
+    // No reason that nothing counts any more (webhook_backlog, docs/decisions/0245-no-always-zero-shed-reason.md).
+    assert.deepEqual(
+      [...text.text.matchAll(/^practice_billing_requests_shed_total\{reason="(\w+)"\}/gm)].map((m) => m[1]),
+      ['connection_wait', 'event_loop_lag', 'in_flight_limit', 'claim_backlog'],
+    );
     assert.match(text.text, /^practice_billing_api_requests_in_flight_limit 50$/m);
     assert.match(text.text, /^practice_billing_api_requests_in_flight_ceiling 50$/m);
   });

@@ -4,12 +4,13 @@
 // run by the public API's own mechanism (src/idempotency/keyed-request.ts); the stored answer of one
 // that answers a secret shown once is sealed with the configured SecretBox (answerHoldsSecret).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
 import {
   headerValue,
   IDEMPOTENCY_HEADER,
   idempotencyKeyHeader,
+  type KeyUse,
   keyStillRunning,
   readIdempotencyKey,
   runKeyed,
@@ -149,108 +150,145 @@ export function registerAdminScope(
       throw keyStillRunning();
     }
   });
-  for (const spec of routes) {
-    const keyUse = adminKeyUse(spec);
-    app.route({
-      method: spec.method,
-      url: spec.url,
-      schema: {
-        operationId: spec.operationId,
-        summary: spec.summary,
-        ...(spec.description ? { description: spec.description } : {}),
-        tags: ['Admin'],
-        security: [{ adminToken: [] }],
-        ...(keyUse === 'none'
-          ? {}
-          : { headers: Type.Object(idempotencyKeyHeader(keyUse), { additionalProperties: true }) }),
-        ...(spec.params ? { params: spec.params } : {}),
-        ...(spec.querystring ? { querystring: spec.querystring } : {}),
-        ...(spec.body ? { body: spec.body } : {}),
-        ...(spec.bodyOptional && spec.body ? { [BODY_OPTIONAL]: true } : {}),
-        response: {
-          [spec.successStatus]: successResponse(spec.response, spec.produces),
-          '4xx': ProblemSchema,
-          '5xx': ProblemSchema,
-        },
-      },
-      ...(spec.body
-        ? {
-            preValidation: async (request: FastifyRequest) => {
-              if (spec.bodyOptional && (request.body === undefined || request.body === null))
-                request.body = {};
-              else if (request.body === null) throw nullBodyRefused();
-            },
-          }
-        : {}),
-      handler: async (request, reply) => {
-        const key = readIdempotencyKey(request, keyUse);
-        let done: AdminResult<unknown> | undefined;
-        const { answer, replayed } = await runKeyed({
-          request,
-          scope: key === undefined ? undefined : { holder: 'operator', key },
-          inFlight: deps.inFlight,
-          errorsDocUrl: deps.config.errorsDocUrl,
-          changes: spec.method !== 'GET',
-          // Without a key a refusal leaves nothing to keep (the operator's refusals are not audited).
-          keepsRefusals: key !== undefined,
-          secretAnswer: spec.answerHoldsSecret ? { box: deps.secrets } : undefined,
-          transaction: (lockName, fn) =>
-            lockName
-              ? asOperatorHolding(deps.db, lockName, fn)
-              : asOperator(deps.db, (trx) => fn(trx, holdsNoLock)),
-          perform: async (trx) => {
-            const result = await spec.handler({
-              trx,
-              deps,
-              params: request.params,
-              query: request.query,
-              body: request.body,
-              requestId: request.id,
-              now: deps.clock.now(),
-              operator: operators.get(request) ?? 'operator:unknown',
-            });
-            done = result;
-            if (afterCommitOf(result)) return { status: spec.successStatus, headers: {}, body: '' };
-            const location = result.location && `${deps.config.publicBaseUrl}${result.location}`;
-            return successAnswer(reply, spec.successStatus, result.body, location);
+  for (const spec of routes) registerAdminRoute(app, deps, spec);
+}
+
+function registerAdminRoute(app: FastifyInstance, deps: Deps, spec: AnyAdminRoute): void {
+  const keyUse = adminKeyUse(spec);
+  app.route({
+    method: spec.method,
+    url: spec.url,
+    schema: adminRouteSchema(spec, keyUse),
+    ...(spec.body
+      ? {
+          preValidation: async (request: FastifyRequest) => {
+            if (spec.bodyOptional && (request.body === undefined || request.body === null)) request.body = {};
+            else if (request.body === null) throw nullBodyRefused();
           },
-          // What the operator changed is audited in the practice it touched; a replay changes nothing.
-          record: async (trx, _answer, outcome) => {
-            if (outcome.kind !== 'succeeded' || !done?.audit) return;
-            if (spec.method === 'GET' && !done.audit.patientId) return;
-            await deps.audit.write(trx, {
-              practiceId: done.audit.practiceId,
-              actor: 'operator',
-              clientId: null,
-              keyId: null,
-              performerId: null,
-              sourceIp: request.ip,
-              method: request.method,
-              route: `/admin/v1${spec.url}`,
-              status: spec.successStatus,
-              outcome: 'succeeded',
-              reason: done.audit.reason ?? null,
-              resourceType: done.audit.resourceType,
-              resourceId: done.audit.resourceId,
-              patientId: done.audit.patientId ?? null,
-              requestId: request.id,
-              idempotencyKey: key ?? null,
-            });
-          },
-        });
-        // A change may concern who may call: the practice's remembered keys go before the answer does.
-        // (The writing transaction's NOTIFY says so too, to every process, but here it could arrive
-        // after the caller's next request.)
-        if (spec.method !== 'GET' && done && !replayed) {
-          if (done.audit) deps.keyCache.forgetPractice(done.audit.practiceId);
-          else deps.keyCache.flush();
         }
-        const later = done && afterCommitOf(done);
-        if (later && answer.status === spec.successStatus) {
-          return sendAfterCommit(reply, answer.status, answer.headers, later);
-        }
-        return sendAnswer(reply, answer, replayed);
-      },
-    });
+      : {}),
+    handler: (request, reply) => runAdminHandler(deps, spec, keyUse, request, reply),
+  });
+}
+
+/** The operation's schema: what it takes and answers, as validation and the OpenAPI document read it. */
+function adminRouteSchema(spec: AnyAdminRoute, keyUse: KeyUse) {
+  return {
+    operationId: spec.operationId,
+    summary: spec.summary,
+    ...(spec.description ? { description: spec.description } : {}),
+    tags: ['Admin'],
+    security: [{ adminToken: [] }],
+    ...(keyUse === 'none'
+      ? {}
+      : { headers: Type.Object(idempotencyKeyHeader(keyUse), { additionalProperties: true }) }),
+    ...(spec.params ? { params: spec.params } : {}),
+    ...(spec.querystring ? { querystring: spec.querystring } : {}),
+    ...(spec.body ? { body: spec.body } : {}),
+    ...(spec.bodyOptional && spec.body ? { [BODY_OPTIONAL]: true } : {}),
+    response: {
+      [spec.successStatus]: successResponse(spec.response, spec.produces),
+      '4xx': ProblemSchema,
+      '5xx': ProblemSchema,
+    },
+  };
+}
+
+/**
+ * Runs an operation: its work under its Idempotency-Key in one operator transaction with its audit row
+ * (runKeyed), the practice's remembered API keys dropped when it changed something, and the answer.
+ */
+async function runAdminHandler(
+  deps: Deps,
+  spec: AnyAdminRoute,
+  keyUse: KeyUse,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const key = readIdempotencyKey(request, keyUse);
+  let done: AdminResult<unknown> | undefined;
+  const { answer, replayed } = await runKeyed({
+    request,
+    scope: key === undefined ? undefined : { holder: 'operator', key },
+    inFlight: deps.inFlight,
+    errorsDocUrl: deps.config.errorsDocUrl,
+    changes: spec.method !== 'GET',
+    // Without a key a refusal leaves nothing to keep (the operator's refusals are not audited).
+    keepsRefusals: key !== undefined,
+    secretAnswer: spec.answerHoldsSecret ? { box: deps.secrets } : undefined,
+    transaction: (lockName, fn) =>
+      lockName
+        ? asOperatorHolding(deps.db, lockName, fn)
+        : asOperator(deps.db, (trx) => fn(trx, holdsNoLock)),
+    perform: async (trx) => {
+      done = await spec.handler(adminContextOf(trx, deps, request));
+      if (afterCommitOf(done)) return { status: spec.successStatus, headers: {}, body: '' };
+      const location = done.location && `${deps.config.publicBaseUrl}${done.location}`;
+      return successAnswer(reply, spec.successStatus, done.body, location);
+    },
+    // What the operator changed is audited in the practice it touched; a replay changes nothing.
+    record: async (trx, _answer, outcome) => {
+      if (outcome.kind !== 'succeeded' || !done?.audit) return;
+      if (spec.method === 'GET' && !done.audit.patientId) return;
+      await auditChange(deps, spec, request, trx, done.audit, key);
+    },
+  });
+  // A change may concern who may call: the practice's remembered keys go before the answer does.
+  // (The writing transaction's NOTIFY says so too, to every process, but here it could arrive
+  // after the caller's next request.)
+  if (spec.method !== 'GET' && done && !replayed) {
+    if (done.audit) deps.keyCache.forgetPractice(done.audit.practiceId);
+    else deps.keyCache.flush();
   }
+  const later = done && afterCommitOf(done);
+  if (later && answer.status === spec.successStatus) {
+    return sendAfterCommit(reply, answer.status, answer.headers, later);
+  }
+  return sendAnswer(reply, answer, replayed);
+}
+
+function adminContextOf(
+  trx: Trx,
+  deps: Deps,
+  request: FastifyRequest,
+): AdminContext<unknown, unknown, unknown> {
+  return {
+    trx,
+    deps,
+    params: request.params,
+    query: request.query,
+    body: request.body,
+    requestId: request.id,
+    now: deps.clock.now(),
+    operator: operators.get(request) ?? 'operator:unknown',
+  };
+}
+
+/** The audit row of what the operator did, in the practice it touched, in the operation's transaction. */
+async function auditChange(
+  deps: Deps,
+  spec: AnyAdminRoute,
+  request: FastifyRequest,
+  trx: Trx,
+  audit: NonNullable<AdminAnswer['audit']>,
+  key: string | undefined,
+): Promise<void> {
+  await deps.audit.write(trx, {
+    practiceId: audit.practiceId,
+    actor: 'operator',
+    clientId: null,
+    keyId: null,
+    performerId: null,
+    sourceIp: request.ip,
+    method: request.method,
+    route: `/admin/v1${spec.url}`,
+    status: spec.successStatus,
+    outcome: 'succeeded',
+    reason: audit.reason ?? null,
+    resourceType: audit.resourceType,
+    resourceId: audit.resourceId,
+    patientId: audit.patientId ?? null,
+    requestId: request.id,
+    idempotencyKey: key ?? null,
+  });
 }

@@ -209,56 +209,11 @@ async function assertPerformerExists(trx: Trx, practiceId: string, performerId: 
 }
 
 export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiRoute): void {
-  // Every operation reads X-Service-Performer, and a wrong one is 400 invalid_request on any of them.
-  const problemStatuses = [...new Set([400, ...spec.errorStatuses])];
-  const problemResponses = Object.fromEntries(problemStatuses.map((s) => [s, ProblemSchema]));
-  const headers = Type.Object(
-    {
-      ...idempotencyKeyHeader(keyUseOf(spec)),
-      [PERFORMER_HEADER]: Type.Optional(
-        Type.String({
-          minLength: 1,
-          maxLength: 100,
-          pattern: idPattern('practitioner'),
-          description:
-            'Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail.',
-        }),
-      ),
-    },
-    { additionalProperties: true },
-  );
-  // A route with field rules checks its body in the handler, after authentication, params, query and
-  // headers, so that the schema's errors and the rules' errors make one answer.
-  const bodyCheck =
-    spec.fieldRules && spec.body
-      ? (validatorCompiler({
-          schema: spec.body,
-          method: spec.method,
-          url: spec.url,
-          httpPart: 'body',
-        }) as ValidateFunction)
-      : undefined;
+  const bodyCheck = bodyCheckOf(spec);
   app.route({
     method: spec.method,
     url: spec.url,
-    schema: {
-      operationId: spec.operationId,
-      summary: spec.summary,
-      ...(spec.description ? { description: spec.description } : {}),
-      tags: [spec.tag],
-      security: [{ apiKey: [] }],
-      headers,
-      ...(spec.params ? { params: spec.params } : {}),
-      ...(spec.querystring ? { querystring: spec.querystring } : {}),
-      ...(spec.body ? { body: spec.body } : {}),
-      ...(spec.consumes ? { consumes: ['application/json', ...spec.consumes] } : {}),
-      response: {
-        [spec.successStatus]: successResponse(spec.response, spec.produces),
-        ...problemResponses,
-      },
-      'x-permission': spec.permission,
-      ...(spec.bodyOptional && spec.body ? { [BODY_OPTIONAL]: true } : {}),
-    },
+    schema: apiRouteSchema(spec),
     ...(bodyCheck
       ? {
           validatorCompiler: (route: Parameters<FastifySchemaCompiler<unknown>>[0]) =>
@@ -287,6 +242,61 @@ export function registerApiRoute(app: FastifyInstance, deps: Deps, spec: AnyApiR
       : [],
     handler: (request, reply) => runApiHandler(deps, spec, request, reply, bodyCheck),
   });
+}
+
+/**
+ * The validator of a body with field rules: such a route checks its body in the handler, after
+ * authentication, params, query and headers, so that the schema's errors and the rules' errors make
+ * one answer. Undefined for any other route, whose body Fastify validates.
+ */
+function bodyCheckOf(spec: AnyApiRoute): ValidateFunction | undefined {
+  if (!spec.fieldRules || !spec.body) return undefined;
+  return validatorCompiler({
+    schema: spec.body,
+    method: spec.method,
+    url: spec.url,
+    httpPart: 'body',
+  }) as ValidateFunction;
+}
+
+/** The route's schema: what it takes and answers, as validation and the OpenAPI document read it. */
+function apiRouteSchema(spec: AnyApiRoute) {
+  // Every operation reads X-Service-Performer, and a wrong one is 400 invalid_request on any of them.
+  const problemStatuses = [...new Set([400, ...spec.errorStatuses])];
+  const problemResponses = Object.fromEntries(problemStatuses.map((s) => [s, ProblemSchema]));
+  const headers = Type.Object(
+    {
+      ...idempotencyKeyHeader(keyUseOf(spec)),
+      [PERFORMER_HEADER]: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          pattern: idPattern('practitioner'),
+          description:
+            'Optional: id of a practitioner of this practice (`prt_...`) acting, recorded in the audit trail.',
+        }),
+      ),
+    },
+    { additionalProperties: true },
+  );
+  return {
+    operationId: spec.operationId,
+    summary: spec.summary,
+    ...(spec.description ? { description: spec.description } : {}),
+    tags: [spec.tag],
+    security: [{ apiKey: [] }],
+    headers,
+    ...(spec.params ? { params: spec.params } : {}),
+    ...(spec.querystring ? { querystring: spec.querystring } : {}),
+    ...(spec.body ? { body: spec.body } : {}),
+    ...(spec.consumes ? { consumes: ['application/json', ...spec.consumes] } : {}),
+    response: {
+      [spec.successStatus]: successResponse(spec.response, spec.produces),
+      ...problemResponses,
+    },
+    'x-permission': spec.permission,
+    ...(spec.bodyOptional && spec.body ? { [BODY_OPTIONAL]: true } : {}),
+  };
 }
 
 /** Refuses a request whose body needs permissions (the route's extraPermissions) its client lacks. */

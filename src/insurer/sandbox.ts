@@ -92,96 +92,23 @@ export class SandboxInsurer implements Insurer {
 
   async #adjudicate(trx: Trx, submission: ClaimSubmission): Promise<SubmitAnswer> {
     const member = submission.member.memberNumber.toUpperCase();
-    const rejectAll = (message: string): SubmitAnswer => ({
-      status: 'rejected',
-      message,
-      authorizationReference: null,
-      lines: submission.lines.map((line) => ({
-        lineNumber: line.lineNumber,
-        decision: 'denied',
-        submitted: line.amount,
-        benefit: 0,
-        rejections: [{ code: 'CLAIM_REJECTED', description: message }],
-        warnings: [],
-      })),
-    });
     if (member.startsWith(SANDBOX_TRIGGERS.reject)) {
-      return rejectAll(
+      return rejectedClaim(
+        submission,
         `Member ${submission.member.memberNumber} is not known to the scheme (sandbox REJECT trigger).`,
       );
     }
     if (!submission.member.membershipActive) {
-      return rejectAll(`Membership ${submission.member.memberNumber} is not active on the date of service.`);
+      return rejectedClaim(
+        submission,
+        `Membership ${submission.member.memberNumber} is not active on the date of service.`,
+      );
     }
     const rates = await this.#planRates(trx, submission.member.planId);
     const rateOf = (system: string | null, code: string) =>
       rates.find((r) => r.code === code && (system === null || r.system === system));
-    const lines: AdjudicatedLine[] = submission.lines.map((line) => {
-      const base = {
-        lineNumber: line.lineNumber,
-        submitted: line.amount,
-        warnings: [] as AdjudicatedLine['warnings'],
-      };
-      if (!line.primaryDiagnosis) {
-        return {
-          ...base,
-          decision: 'denied',
-          benefit: 0,
-          rejections: [{ code: 'NO_PRIMARY_DIAGNOSIS', description: 'The line has no primary diagnosis.' }],
-        };
-      }
-      if (isExternalCause(line.primaryDiagnosis)) {
-        return {
-          ...base,
-          decision: 'denied',
-          benefit: 0,
-          rejections: [
-            {
-              code: 'DIAGNOSIS_NOT_PRIMARY',
-              description: `${line.primaryDiagnosis.code} is an external cause and cannot be the primary diagnosis; put the injury first.`,
-            },
-          ],
-        };
-      }
-      const rate = rateOf(line.system, line.code);
-      if (!rate) {
-        return {
-          ...base,
-          decision: 'denied',
-          benefit: 0,
-          rejections: [{ code: 'NOT_COVERED', description: `Code ${line.code} is not covered by the plan.` }],
-        };
-      }
-      // The plan's rate is per unit: a line of several units is allowed that many times the rate.
-      const planRate = Math.round(Number(rate.amount) * line.quantity);
-      if (line.amount > planRate) {
-        return {
-          ...base,
-          decision: 'approved_with_warning',
-          benefit: planRate,
-          rejections: [],
-          warnings: [
-            {
-              code: 'ABOVE_PLAN_RATE',
-              description: `Billed ${line.amount} above the plan rate ${planRate}; the benefit is the plan rate.`,
-            },
-          ],
-        };
-      }
-      return { ...base, decision: 'approved', benefit: line.amount, rejections: [] };
-    });
-    const approved = lines.filter((l) => l.decision !== 'denied').length;
-    const status =
-      approved === 0 ? 'rejected' : approved === lines.length ? 'accepted' : 'partially_accepted';
-    return {
-      status,
-      message: status === 'rejected' ? 'No line of the claim was approved.' : null,
-      authorizationReference:
-        status === 'rejected'
-          ? null
-          : `SBX-${createHash('sha256').update(submission.submissionId).digest('hex').slice(0, 12).toUpperCase()}`,
-      lines,
-    };
+    const lines = submission.lines.map((line) => adjudicatedLine(line, rateOf(line.system, line.code)));
+    return claimAnswer(submission, lines);
   }
 
   async reverse(request: ReversalRequest): Promise<ReverseAnswer> {
@@ -198,4 +125,79 @@ export class SandboxInsurer implements Insurer {
         : { reversed: true as const },
     );
   }
+}
+
+/** A whole claim rejected: every line denied with the claim's reason. */
+function rejectedClaim(submission: ClaimSubmission, message: string): SubmitAnswer {
+  return {
+    status: 'rejected',
+    message,
+    authorizationReference: null,
+    lines: submission.lines.map((line) => ({
+      lineNumber: line.lineNumber,
+      decision: 'denied',
+      submitted: line.amount,
+      benefit: 0,
+      rejections: [{ code: 'CLAIM_REJECTED', description: message }],
+      warnings: [],
+    })),
+  };
+}
+
+/** One line's decision, by the rules of the module header, given the plan's rate for its code. */
+function adjudicatedLine(
+  line: ClaimSubmission['lines'][number],
+  rate: { amount: number } | undefined,
+): AdjudicatedLine {
+  const base = {
+    lineNumber: line.lineNumber,
+    submitted: line.amount,
+    warnings: [] as AdjudicatedLine['warnings'],
+  };
+  const denied = (code: string, description: string): AdjudicatedLine => ({
+    ...base,
+    decision: 'denied',
+    benefit: 0,
+    rejections: [{ code, description }],
+  });
+  if (!line.primaryDiagnosis) return denied('NO_PRIMARY_DIAGNOSIS', 'The line has no primary diagnosis.');
+  if (isExternalCause(line.primaryDiagnosis)) {
+    return denied(
+      'DIAGNOSIS_NOT_PRIMARY',
+      `${line.primaryDiagnosis.code} is an external cause and cannot be the primary diagnosis; put the injury first.`,
+    );
+  }
+  if (!rate) return denied('NOT_COVERED', `Code ${line.code} is not covered by the plan.`);
+  // The plan's rate is per unit: a line of several units is allowed that many times the rate.
+  const planRate = Math.round(Number(rate.amount) * line.quantity);
+  if (line.amount > planRate) {
+    return {
+      ...base,
+      decision: 'approved_with_warning',
+      benefit: planRate,
+      rejections: [],
+      warnings: [
+        {
+          code: 'ABOVE_PLAN_RATE',
+          description: `Billed ${line.amount} above the plan rate ${planRate}; the benefit is the plan rate.`,
+        },
+      ],
+    };
+  }
+  return { ...base, decision: 'approved', benefit: line.amount, rejections: [] };
+}
+
+/** The claim's answer from its lines' decisions: rejected, accepted or partially accepted. */
+function claimAnswer(submission: ClaimSubmission, lines: AdjudicatedLine[]): SubmitAnswer {
+  const approved = lines.filter((l) => l.decision !== 'denied').length;
+  const status = approved === 0 ? 'rejected' : approved === lines.length ? 'accepted' : 'partially_accepted';
+  return {
+    status,
+    message: status === 'rejected' ? 'No line of the claim was approved.' : null,
+    authorizationReference:
+      status === 'rejected'
+        ? null
+        : `SBX-${createHash('sha256').update(submission.submissionId).digest('hex').slice(0, 12).toUpperCase()}`,
+    lines,
+  };
 }

@@ -87,113 +87,146 @@ export interface LanePoller {
   adopt(job: JobRow): Promise<void> | undefined;
 }
 
-/**
- * Keeps up to `limits.concurrency` jobs of the lane running, taking more as soon as a slot frees, so one
- * slow job never holds up the rest of the lane.
- */
-export function pollLane(options: {
+/** What a lane's poller is given: the lane, its limits, how to take its due jobs and how to run one. */
+interface LaneOptions {
   lane: JobLane;
   limits: LaneLimits;
   settings: Pick<LaneSettings, 'jobPollMs' | 'jobPollMaxMs'>;
   take: (limit: number) => Promise<TakeAnswer>;
   run: (job: JobRow) => Promise<void>;
   log: FastifyBaseLogger;
-}): LanePoller {
-  const { lane, limits, settings, log } = options;
-  const inFlight = new Set<Promise<void>>();
+}
+
+/**
+ * Keeps up to `limits.concurrency` jobs of the lane running, taking more as soon as a slot frees, so one
+ * slow job never holds up the rest of the lane.
+ */
+export function pollLane(options: LaneOptions): LanePoller {
+  return new PolledLane(options);
+}
+
+class PolledLane implements LanePoller {
+  readonly #options: LaneOptions;
+  readonly #inFlight = new Set<Promise<void>>();
   // Slots held for follow-on jobs whose transaction has not committed yet.
-  let reserved = 0;
+  #reserved = 0;
   // Slots a take on its way may fill: not to be held for a follow-on meanwhile.
-  let taking = 0;
-  let stopped = false;
-  let wake: (() => void) | undefined;
+  #taking = 0;
+  #stopped = false;
+  #wake: (() => void) | undefined;
   // A signal that arrives while the loop is taking jobs must not be lost: it makes the loop look again.
-  let signalled = false;
-  let idleMs = settings.jobPollMs;
-  const signal = () => {
-    signalled = true;
-    idleMs = settings.jobPollMs;
-    wake?.();
-  };
+  #signalled = false;
+  #idleMs: number;
   // Whether the latest take filled every free slot: then more may be due than it took.
-  let lastTakeFull = false;
+  #lastTakeFull = false;
   // Whether the latest take left a due job behind a key's cap: a job of that key ending may free it.
-  let lastTakeHeldBack = false;
-  const start = (job: JobRow): Promise<void> => {
-    const run: Promise<void> = options.run(job).finally(() => {
-      inFlight.delete(run);
+  #lastTakeHeldBack = false;
+  readonly #loop: Promise<void>;
+
+  constructor(options: LaneOptions) {
+    this.#options = options;
+    this.#idleMs = options.settings.jobPollMs;
+    this.#loop = this.#keepSlotsFull();
+  }
+
+  signal(): void {
+    this.#signalled = true;
+    this.#idleMs = this.#options.settings.jobPollMs;
+    this.#wake?.();
+  }
+
+  get running(): number {
+    return this.#inFlight.size;
+  }
+
+  reserve(): boolean {
+    const busy = this.#inFlight.size + this.#reserved + this.#taking;
+    if (this.#stopped || busy >= this.#options.limits.concurrency) return false;
+    this.#reserved += 1;
+    return true;
+  }
+
+  release(): void {
+    this.#reserved = Math.max(0, this.#reserved - 1);
+  }
+
+  adopt(job: JobRow): Promise<void> | undefined {
+    this.#reserved = Math.max(0, this.#reserved - 1);
+    return this.#stopped ? undefined : this.#start(job);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wake?.();
+    await this.#loop;
+  }
+
+  #start(job: JobRow): Promise<void> {
+    const run: Promise<void> = this.#options.run(job).finally(() => {
+      this.#inFlight.delete(run);
       // A slot freed: look again at once when more may be due (the latest take filled its slots) or a
       // key's cap held a job back and a keyed job ended, also when this lands while a take is on its
       // way (no wake to call then). Otherwise nothing was left when the lane last looked, and a job
       // queued since signals it (its take then says whether a cap holds it back).
-      if (lastTakeFull || (lastTakeHeldBack && job.concurrency_key !== '')) {
-        signalled = true;
-        wake?.();
+      if (this.#lastTakeFull || (this.#lastTakeHeldBack && job.concurrency_key !== '')) {
+        this.#signalled = true;
+        this.#wake?.();
       }
     });
-    inFlight.add(run);
+    this.#inFlight.add(run);
     return run;
-  };
-  const loop = (async () => {
-    while (!stopped) {
-      const free = limits.concurrency - inFlight.size - reserved;
-      let taken: JobRow[] = [];
-      if (free > 0) {
-        signalled = false;
-        taking = free;
-        try {
-          const answer = await options.take(free);
-          taken = answer.jobs;
-          lastTakeHeldBack = answer.heldBack;
-        } catch (err) {
-          log.warn({ err, lane }, 'taking jobs failed; will retry');
-          // Unknown: a keyed job ending looks again, as if a cap held one back.
-          lastTakeHeldBack = true;
-        } finally {
-          taking = 0;
-        }
-      }
-      if (free > 0) lastTakeFull = taken.length === free;
-      for (const job of taken) start(job);
-      if (stopped || (free > 0 && taken.length === free) || (signalled && free > 0)) continue;
+  }
+
+  async #keepSlotsFull(): Promise<void> {
+    const { settings } = this.#options;
+    while (!this.#stopped) {
+      const free = this.#options.limits.concurrency - this.#inFlight.size - this.#reserved;
+      const taken = free > 0 ? await this.#takeAndStart(free) : 0;
+      if (this.#stopped || (free > 0 && taken === free) || (this.#signalled && free > 0)) continue;
       // A take that found nothing makes the next wait longer, up to the bound; one that found jobs, or
       // a signal, brings it back to JOB_POLL_MS.
-      if (taken.length > 0) idleMs = settings.jobPollMs;
-      const waitMs = idleMs;
-      if (free > 0 && taken.length === 0) idleMs = Math.min(idleMs * 2, settings.jobPollMaxMs);
-      // Nothing more is due, or every slot is busy: wait for the poll, a signal or a finished job.
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, waitMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = undefined;
+      if (taken > 0) this.#idleMs = settings.jobPollMs;
+      const waitMs = this.#idleMs;
+      if (free > 0 && taken === 0) this.#idleMs = Math.min(this.#idleMs * 2, settings.jobPollMaxMs);
+      await this.#waitForWork(waitMs);
     }
-    await Promise.allSettled([...inFlight]);
-  })();
-  return {
-    signal,
-    get running() {
-      return inFlight.size;
-    },
-    reserve() {
-      if (stopped || inFlight.size + reserved + taking >= limits.concurrency) return false;
-      reserved += 1;
-      return true;
-    },
-    release() {
-      reserved = Math.max(0, reserved - 1);
-    },
-    adopt(job) {
-      reserved = Math.max(0, reserved - 1);
-      return stopped ? undefined : start(job);
-    },
-    async stop() {
-      stopped = true;
-      wake?.();
-      await loop;
-    },
-  };
+    await Promise.allSettled([...this.#inFlight]);
+  }
+
+  /**
+   * Takes up to `free` due jobs and starts them in the same turn as the take's answer, so that no
+   * follow-on is given a slot a taken job is about to fill; answers how many it took (none when the
+   * take failed: the next turn tries again).
+   */
+  async #takeAndStart(free: number): Promise<number> {
+    this.#signalled = false;
+    this.#taking = free;
+    let taken: JobRow[] = [];
+    try {
+      const answer = await this.#options.take(free);
+      taken = answer.jobs;
+      this.#lastTakeHeldBack = answer.heldBack;
+    } catch (err) {
+      this.#options.log.warn({ err, lane: this.#options.lane }, 'taking jobs failed; will retry');
+      // Unknown: a keyed job ending looks again, as if a cap held one back.
+      this.#lastTakeHeldBack = true;
+    } finally {
+      this.#taking = 0;
+    }
+    this.#lastTakeFull = taken.length === free;
+    for (const job of taken) this.#start(job);
+    return taken.length;
+  }
+
+  /** Nothing more is due, or every slot is busy: waits for the poll, a signal or a finished job. */
+  async #waitForWork(waitMs: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, waitMs);
+      this.#wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.#wake = undefined;
+  }
 }

@@ -132,6 +132,9 @@ export function newJobRow<S extends TSchema>(
   return jobRowOf(practiceId, kind, payload, now, delayMs, concurrencyKey, handoff).insert;
 }
 
+/** How a new job may be leased as a follow-on (src/jobs/follow-on.ts); undefined when it is not one. */
+type FollowOnLease = ReturnType<typeof followOnLease>;
+
 /**
  * newJobRow's row, and what its insert answers (insertJobRows) when that follows from the row alone:
  * always, but for a follow-on whose key has a cap, leased or not as the insert finds the key.
@@ -149,23 +152,7 @@ function jobRowOf<S extends TSchema>(
   const id = newId('job');
   const traceContext = currentTraceparent();
   const lease = followOnLease(kind.lane, concurrencyKey, delayMs);
-  const keyBelowCap =
-    lease?.keyCap != null
-      ? sql<boolean>`(SELECT count(*) FROM jobs
-           WHERE lane = ${kind.lane} AND practice_id = ${practiceId} AND concurrency_key = ${concurrencyKey}
-             AND state = 'queued' AND locked_until > now()) < ${lease.keyCap}::int`
-      : undefined;
-  // The practice's cap, as a take counts it: its jobs of the lane running under a live lease.
-  const practiceBelowCap =
-    lease?.practiceCap != null
-      ? sql<boolean>`(SELECT count(*) FROM jobs
-           WHERE lane = ${kind.lane} AND practice_id = ${practiceId}
-             AND state = 'queued' AND locked_until > now()) < ${lease.practiceCap}::int`
-      : undefined;
-  const belowCap =
-    keyBelowCap && practiceBelowCap
-      ? sql<boolean>`(${keyBelowCap} AND ${practiceBelowCap})`
-      : (keyBelowCap ?? practiceBelowCap);
+  const belowCap = lease && capsHaveRoom(lease, kind.lane, practiceId, concurrencyKey);
   const leased = <T>(value: RawBuilder<T>, otherwise: RawBuilder<T>): RawBuilder<T> =>
     belowCap ? sql<T>`CASE WHEN ${belowCap} THEN ${value} ELSE ${otherwise} END` : value;
   const insert = {
@@ -188,28 +175,62 @@ function jobRowOf<S extends TSchema>(
     finished_at: null,
     trace_context: traceContext,
   };
-  lease?.claim(
-    insert,
-    {
-      practice_id: practiceId,
-      id,
-      kind: kind.name,
-      lane: kind.lane,
-      concurrency_key: concurrencyKey,
-      payload: payload as Record<string, unknown>,
-      run_at: now,
-      created_at: now,
-      locked_by: lease.locked_by,
-      locked_until: new Date(now.getTime() + lease.leaseMs),
-      attempts: lease.attempts,
-      state: 'queued',
-      last_error: null,
-      finished_at: null,
-      trace_context: traceContext,
-    },
-    handoff,
-  );
+  lease?.claim(insert, followOnRow(insert, lease, payload, now), handoff);
   return { insert, answer: belowCap ? undefined : { id, locked_by: lease?.locked_by ?? null } };
+}
+
+/**
+ * Whether a follow-on's caps leave room for it, as the insert's own statement counts (its key's jobs
+ * and its practice's of the lane, running under a live lease); undefined when it has no cap.
+ */
+function capsHaveRoom(
+  lease: NonNullable<FollowOnLease>,
+  lane: JobLane,
+  practiceId: string,
+  concurrencyKey: string,
+): RawBuilder<boolean> | undefined {
+  const keyBelowCap =
+    lease.keyCap != null
+      ? sql<boolean>`(SELECT count(*) FROM jobs
+           WHERE lane = ${lane} AND practice_id = ${practiceId} AND concurrency_key = ${concurrencyKey}
+             AND state = 'queued' AND locked_until > now()) < ${lease.keyCap}::int`
+      : undefined;
+  // The practice's cap, as a take counts it: its jobs of the lane running under a live lease.
+  const practiceBelowCap =
+    lease.practiceCap != null
+      ? sql<boolean>`(SELECT count(*) FROM jobs
+           WHERE lane = ${lane} AND practice_id = ${practiceId}
+             AND state = 'queued' AND locked_until > now()) < ${lease.practiceCap}::int`
+      : undefined;
+  return keyBelowCap && practiceBelowCap
+    ? sql<boolean>`(${keyBelowCap} AND ${practiceBelowCap})`
+    : (keyBelowCap ?? practiceBelowCap);
+}
+
+/** The row a follow-on job will be when its insert leases it: what its worker runs. */
+function followOnRow(
+  insert: Pick<JobRow, 'practice_id' | 'id' | 'kind' | 'lane' | 'concurrency_key' | 'trace_context'>,
+  lease: NonNullable<FollowOnLease>,
+  payload: unknown,
+  now: Date,
+): JobRow {
+  return {
+    practice_id: insert.practice_id,
+    id: insert.id,
+    kind: insert.kind,
+    lane: insert.lane,
+    concurrency_key: insert.concurrency_key,
+    payload: payload as Record<string, unknown>,
+    run_at: now,
+    created_at: now,
+    locked_by: lease.locked_by,
+    locked_until: new Date(now.getTime() + lease.leaseMs),
+    attempts: lease.attempts,
+    state: 'queued',
+    last_error: null,
+    finished_at: null,
+    trace_context: insert.trace_context,
+  };
 }
 
 /** What an insert of job rows answers (insertJobRows): whether each came back leased. */

@@ -280,7 +280,29 @@ function tracingOf(env: NodeJS.ProcessEnv): Config['tracing'] {
   return { serviceName: env.OTEL_SERVICE_NAME || undefined };
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * The settings the others follow from (DATABASE_URL's defaults, the public address), read and checked
+ * first, in this order.
+ */
+type BaseSettings = Pick<
+  Config,
+  | 'port'
+  | 'host'
+  | 'databaseUrl'
+  | 'migrationDatabaseUrl'
+  | 'databaseListenUrl'
+  | 'databasePoolSize'
+  | 'publicBaseUrl'
+  | 'logLevel'
+  | 'adminToken'
+  | 'adminTokens'
+  | 'logFormat'
+  | 'metricsPort'
+>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function baseSettings(env: NodeJS.ProcessEnv): BaseSettings {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST || '127.0.0.1';
   const databaseUrl = databaseUrlOf(env, 'DATABASE_URL');
@@ -298,90 +320,107 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   ).replace(/\/+$/, '');
   const logLevel = env.LOG_LEVEL || 'info';
   const adminTokens = adminTokensOf(env);
-  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
-    throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent`);
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   }
   const logFormat = env.LOG_FORMAT || 'json';
   if (logFormat !== 'json' && logFormat !== 'pretty') {
     throw new ConfigError(`LOG_FORMAT must be json or pretty, got "${logFormat}"`);
   }
-  const metricsPort = env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined;
   return {
     port,
     host,
-    logFormat,
-    tracing: tracingOf(env),
-    metricsToken: env.METRICS_TOKEN || undefined,
-    metricsPort,
     databaseUrl,
     migrationDatabaseUrl: migrationDatabaseUrl || databaseUrl,
-    migrateOnStart:
-      env.MIGRATE_ON_START === undefined || env.MIGRATE_ON_START === ''
-        ? undefined
-        : flag(env, 'MIGRATE_ON_START', true),
-    databaseRolePrefix: rolePrefixOf(env.DATABASE_ROLE_PREFIX),
-    schemaCheckSeconds: integer(env, 'SCHEMA_CHECK_SECONDS', 10, 1, 3600),
-    databaseConnectTimeoutS: integer(env, 'DATABASE_CONNECT_TIMEOUT_S', 30, 0, 3600),
     databaseListenUrl: databaseListenUrl ?? databaseUrl,
-    listenHeartbeatMs: integer(env, 'DATABASE_LISTEN_HEARTBEAT_MS', 2000, 50, 60_000),
-    dataDir: path.resolve(env.DATA_DIR || './data'),
-    catalogueDir: env.CATALOGUE_DIR ? path.resolve(env.CATALOGUE_DIR) : undefined,
+    databasePoolSize,
+    publicBaseUrl,
+    logLevel,
     adminToken: adminTokens[0],
     adminTokens,
-    publicBaseUrl,
-    errorsDocUrl: httpUrlOf(env, 'ERRORS_DOC_URL') || `${publicBaseUrl}/errors`,
-    logLevel,
-    insurerDelayMs: integer(env, 'INSURER_DELAY_MS', 1000, 0, 600_000),
-    embeddedSharedBuffersMb: integer(env, 'EMBEDDED_SHARED_BUFFERS_MB', 16, 1, 4096),
-    databasePoolSize,
-    workerDatabasePoolSize: integer(env, 'WORKER_DATABASE_POOL_SIZE', 8, 1, 500),
-    statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
-    preparedStatements: flag(env, 'DATABASE_PREPARED_STATEMENTS', true),
-    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
-    unauthenticatedRateLimitPerMinute: integer(
-      env,
-      'RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE',
-      600,
-      1,
-      10_000_000,
-    ),
-    apiKeyCacheSeconds: integer(env, 'API_KEY_CACHE_SECONDS', 60, 0, 3600),
-    webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', databaseUrl === undefined),
-    claimAnswerWindowSeconds: integer(env, 'CLAIM_ANSWER_WINDOW_SECONDS', 900, 1, 7 * 24 * 3600),
-    remittanceDelayMs: integer(env, 'REMITTANCE_DELAY_MS', 30_000, 0, 7 * 24 * 3600 * 1000),
-    jobPollMs: integer(env, 'JOB_POLL_MS', 200, 10, 60_000),
-    jobPollMaxMs: integer(env, 'JOB_POLL_MAX_MS', 2000, 10, 60_000),
-    jobConcurrency: integer(env, 'JOB_CONCURRENCY', 8, 1, 256),
-    // On by default with PostgreSQL; the embedded database runs each statement on the event loop, one
-    // transaction after another, so one slow statement would look like overload (docs/decisions/0022-load-shedding-answers-503.md).
-    loadShedConnectionWaitMs: integer(env, 'LOAD_SHED_CONNECTION_WAIT_MS', databaseUrl ? 500 : 0, 0, 60_000),
-    loadShedEventLoopLagMs: integer(env, 'LOAD_SHED_EVENT_LOOP_LAG_MS', databaseUrl ? 500 : 0, 0, 60_000),
-    // Four times the API's connections: never reached by callers whose requests are served quickly,
-    // and at most four holds of a connection ahead of any transaction when it is (docs/decisions/0022-load-shedding-answers-503.md).
-    loadShedMaxInFlight: integer(
-      env,
-      'LOAD_SHED_MAX_IN_FLIGHT',
-      databaseUrl ? 4 * databasePoolSize : 0,
-      0,
-      100_000,
-    ),
-    // Ten times a bill's answer on an idle two-core machine: reached only when requests queue for the
-    // cores or the connections (docs/decisions/0022-load-shedding-answers-503.md, "An in-flight limit that follows the machine").
-    loadShedLatencyTargetMs: integer(env, 'LOAD_SHED_LATENCY_TARGET_MS', databaseUrl ? 250 : 0, 0, 60_000),
-    loadShedClaimBacklogMs: integer(env, 'LOAD_SHED_CLAIM_BACKLOG_MS', databaseUrl ? 2000 : 0, 0, 600_000),
-    deliveriesHeld: flag(env, 'DELIVERIES_HELD', false),
-    webhookJobConcurrency: integer(env, 'WEBHOOK_JOB_CONCURRENCY', 24, 1, 256),
-    webhookEndpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 64),
-    webhookPracticeConcurrency: integer(env, 'WEBHOOK_PRACTICE_CONCURRENCY', 8, 1, 256),
-    mailJobConcurrency: integer(env, 'MAIL_JOB_CONCURRENCY', 4, 1, 64),
-    jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 60, 5, 3600),
-    jobRetentionDays: integer(env, 'JOB_RETENTION_DAYS', 7, 1, 3650),
-    secretEncryptionKey: encryptionKey(env.SECRET_ENCRYPTION_KEY),
-    secretEncryptionPreviousKeys: previousKeys(env.SECRET_ENCRYPTION_PREVIOUS_KEYS),
-    trustProxy: trustProxyOf(env.TRUST_PROXY),
-    webhookSecretOverlapSeconds: integer(env, 'WEBHOOK_SECRET_OVERLAP_SECONDS', 24 * 3600, 0, 30 * 24 * 3600),
-    faultPoints: faultPointsOf(env.FAULT_POINTS),
-    smtpUrl: smtpUrlOf(env.SMTP_URL),
-    mailFrom: mailFromOf(env.MAIL_FROM),
+    logFormat,
+    metricsPort: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
   };
+}
+
+/** How a setting is read from the environment, given the base settings. */
+type Reader<T> = (env: NodeJS.ProcessEnv, base: BaseSettings) => T;
+
+/** An integer setting: its variable, its default (or how the base settings choose it) and its range. */
+function int(name: string, fallback: number | ((base: BaseSettings) => number), min: number, max: number) {
+  return (env: NodeJS.ProcessEnv, base: BaseSettings) =>
+    integer(env, name, typeof fallback === 'number' ? fallback : fallback(base), min, max);
+}
+
+/** A default for PostgreSQL; 0 (off) with the embedded database. */
+const withPostgres =
+  (value: number) =>
+  ({ databaseUrl }: BaseSettings): number =>
+    databaseUrl ? value : 0;
+
+/** Every other setting, read (and so checked) in this order once the base settings are. */
+const SETTINGS: { [K in Exclude<keyof Config, keyof BaseSettings>]: Reader<Config[K]> } = {
+  tracing: (env) => tracingOf(env),
+  metricsToken: (env) => env.METRICS_TOKEN || undefined,
+  migrateOnStart: (env) =>
+    env.MIGRATE_ON_START === undefined || env.MIGRATE_ON_START === ''
+      ? undefined
+      : flag(env, 'MIGRATE_ON_START', true),
+  databaseRolePrefix: (env) => rolePrefixOf(env.DATABASE_ROLE_PREFIX),
+  schemaCheckSeconds: int('SCHEMA_CHECK_SECONDS', 10, 1, 3600),
+  databaseConnectTimeoutS: int('DATABASE_CONNECT_TIMEOUT_S', 30, 0, 3600),
+  listenHeartbeatMs: int('DATABASE_LISTEN_HEARTBEAT_MS', 2000, 50, 60_000),
+  dataDir: (env) => path.resolve(env.DATA_DIR || './data'),
+  catalogueDir: (env) => (env.CATALOGUE_DIR ? path.resolve(env.CATALOGUE_DIR) : undefined),
+  errorsDocUrl: (env, base) => httpUrlOf(env, 'ERRORS_DOC_URL') || `${base.publicBaseUrl}/errors`,
+  insurerDelayMs: int('INSURER_DELAY_MS', 1000, 0, 600_000),
+  embeddedSharedBuffersMb: int('EMBEDDED_SHARED_BUFFERS_MB', 16, 1, 4096),
+  workerDatabasePoolSize: int('WORKER_DATABASE_POOL_SIZE', 8, 1, 500),
+  statementTimeoutMs: int('STATEMENT_TIMEOUT_MS', 15_000, 100, 600_000),
+  preparedStatements: (env) => flag(env, 'DATABASE_PREPARED_STATEMENTS', true),
+  rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 6000, 1, 10_000_000),
+  unauthenticatedRateLimitPerMinute: int('RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE', 600, 1, 10_000_000),
+  apiKeyCacheSeconds: int('API_KEY_CACHE_SECONDS', 60, 0, 3600),
+  webhookAllowPrivate: (env, base) => flag(env, 'WEBHOOK_ALLOW_PRIVATE', base.databaseUrl === undefined),
+  claimAnswerWindowSeconds: int('CLAIM_ANSWER_WINDOW_SECONDS', 900, 1, 7 * 24 * 3600),
+  remittanceDelayMs: int('REMITTANCE_DELAY_MS', 30_000, 0, 7 * 24 * 3600 * 1000),
+  jobPollMs: int('JOB_POLL_MS', 200, 10, 60_000),
+  jobPollMaxMs: int('JOB_POLL_MAX_MS', 2000, 10, 60_000),
+  jobConcurrency: int('JOB_CONCURRENCY', 8, 1, 256),
+  // On by default with PostgreSQL; the embedded database runs each statement on the event loop, one
+  // transaction after another, so one slow statement would look like overload (docs/decisions/0022-load-shedding-answers-503.md).
+  loadShedConnectionWaitMs: int('LOAD_SHED_CONNECTION_WAIT_MS', withPostgres(500), 0, 60_000),
+  loadShedEventLoopLagMs: int('LOAD_SHED_EVENT_LOOP_LAG_MS', withPostgres(500), 0, 60_000),
+  // Four times the API's connections: never reached by callers whose requests are served quickly,
+  // and at most four holds of a connection ahead of any transaction when it is (docs/decisions/0022-load-shedding-answers-503.md).
+  loadShedMaxInFlight: int(
+    'LOAD_SHED_MAX_IN_FLIGHT',
+    ({ databaseUrl, databasePoolSize }) => (databaseUrl ? 4 * databasePoolSize : 0),
+    0,
+    100_000,
+  ),
+  // Ten times a bill's answer on an idle two-core machine: reached only when requests queue for the
+  // cores or the connections (docs/decisions/0022-load-shedding-answers-503.md, "An in-flight limit that follows the machine").
+  loadShedLatencyTargetMs: int('LOAD_SHED_LATENCY_TARGET_MS', withPostgres(250), 0, 60_000),
+  loadShedClaimBacklogMs: int('LOAD_SHED_CLAIM_BACKLOG_MS', withPostgres(2000), 0, 600_000),
+  deliveriesHeld: (env) => flag(env, 'DELIVERIES_HELD', false),
+  webhookJobConcurrency: int('WEBHOOK_JOB_CONCURRENCY', 24, 1, 256),
+  webhookEndpointConcurrency: int('WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 64),
+  webhookPracticeConcurrency: int('WEBHOOK_PRACTICE_CONCURRENCY', 8, 1, 256),
+  mailJobConcurrency: int('MAIL_JOB_CONCURRENCY', 4, 1, 64),
+  jobLeaseSeconds: int('JOB_LEASE_SECONDS', 60, 5, 3600),
+  jobRetentionDays: int('JOB_RETENTION_DAYS', 7, 1, 3650),
+  secretEncryptionKey: (env) => encryptionKey(env.SECRET_ENCRYPTION_KEY),
+  secretEncryptionPreviousKeys: (env) => previousKeys(env.SECRET_ENCRYPTION_PREVIOUS_KEYS),
+  trustProxy: (env) => trustProxyOf(env.TRUST_PROXY),
+  webhookSecretOverlapSeconds: int('WEBHOOK_SECRET_OVERLAP_SECONDS', 24 * 3600, 0, 30 * 24 * 3600),
+  faultPoints: (env) => faultPointsOf(env.FAULT_POINTS),
+  smtpUrl: (env) => smtpUrlOf(env.SMTP_URL),
+  mailFrom: (env) => mailFromOf(env.MAIL_FROM),
+};
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const base = baseSettings(env);
+  const rest = Object.entries(SETTINGS).map(([key, read]) => [key, read(env, base)]);
+  return { ...base, ...Object.fromEntries(rest) } as Config;
 }

@@ -112,8 +112,8 @@ export function DashboardPage() {
 
 /** The whole service, every practice: what the queue holds and what the API refused. */
 function ServiceLoad({ metrics }: { metrics: ServiceMetrics }) {
-  const { connectionWait, eventLoopLag, inFlightLimit, claimBacklog, webhookBacklog } = metrics.requestsShed;
-  const shed = connectionWait + eventLoopLag + inFlightLimit + claimBacklog + webhookBacklog;
+  const { connectionWait, eventLoopLag, inFlightLimit, claimBacklog } = metrics.requestsShed;
+  const shed = connectionWait + eventLoopLag + inFlightLimit + claimBacklog;
   const inFlight = metrics.requestsInFlight;
   return (
     <>
@@ -121,7 +121,7 @@ function ServiceLoad({ metrics }: { metrics: ServiceMetrics }) {
       <p class="muted">
         Every practice. Requests shed (answered 503 because this API process was overloaded): {shed}
         {shed > 0
-          ? ` (${connectionWait} waiting for the database, ${eventLoopLag} on event-loop lag, ${inFlightLimit} past the in-flight limit, ${claimBacklog} behind the claims backlog, ${webhookBacklog} behind their practice's webhook deliveries)`
+          ? ` (${connectionWait} waiting for the database, ${eventLoopLag} on event-loop lag, ${inFlightLimit} past the in-flight limit, ${claimBacklog} behind the claims backlog)`
           : ''}
         ; requests in flight {inFlight.running}
         {inFlight.limit > 0 ? ` of ${inFlight.limit}` : ''}

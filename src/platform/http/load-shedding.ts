@@ -54,9 +54,6 @@ export const SHED_REASONS = [
   'event_loop_lag',
   'in_flight_limit',
   'claim_backlog',
-  // Never counted any more (a practice's slow webhook receivers no longer refuse its requests); kept,
-  // at 0, so that the metrics keep their shape.
-  'webhook_backlog',
 ] as const;
 export type ShedReason = (typeof SHED_REASONS)[number];
 
@@ -107,7 +104,6 @@ export class LoadShedder {
     event_loop_lag: 0,
     in_flight_limit: 0,
     claim_backlog: 0,
-    webhook_backlog: 0,
   };
   readonly firstConnectionWaits: FirstConnectionWaits = { requests: 0, longestMs: 0 };
   #inFlight = 0;

@@ -2637,7 +2637,6 @@ export interface components {
                 eventLoopLag: number;
                 inFlightLimit: number;
                 claimBacklog: number;
-                webhookBacklog: number;
             };
             requestsInFlight: {
                 running: number;
