@@ -34,7 +34,7 @@ describeEachBackend('service metrics', (backend) => {
     const busy = await svc.newPractice();
     const endpoint = await addEndpoint(svc, busy.practiceId, receiver);
     // Three visits: three invoice.issued events, three deliveries to the one endpoint.
-    for (let i = 0; i < 3; i++) await billVisit(svc, busy);
+    for (let i = 0; i < 3; i++) await billVisit(svc, busy, { email: `patient${i}@example.org` });
     // A worker elsewhere has taken what the endpoint's cap lets run.
     const taken = await takeDueJobs(svc.db, 'wrk_elsewhere', 8, 60_000, { lanes: ['webhooks'], keyCap: 2 });
     assert.equal(taken.length, 2);
@@ -50,7 +50,7 @@ describeEachBackend('service metrics', (backend) => {
     assert.ok(webhooks.oldestWaitingSeconds >= 0);
     const claims = metrics.lanes.find((lane: { lane: string }) => lane.lane === 'claims');
     assert.deepEqual([claims.running, claims.waiting], [0, 0]);
-    // Each issue also queued the patient's e-mail, in the mail lane of its own.
+    // Each issue also queued the patient's e-mail (the patients have an address), in the mail lane of its own.
     const mail = metrics.lanes.find((lane: { lane: string }) => lane.lane === 'mail');
     assert.deepEqual([mail.running, mail.waiting], [0, 3]);
     assert.deepEqual(

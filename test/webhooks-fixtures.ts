@@ -225,10 +225,12 @@ export interface Visit {
 export async function billVisit(
   svc: TestService,
   practice: TestPractice,
-  options: { claim?: boolean } = {},
+  options: { claim?: boolean; email?: string } = {},
 ): Promise<Visit> {
   const api = apiClient(svc, practice.key);
-  const person = patientBody();
+  const person = patientBody(
+    options.email ? { contactPoints: [{ system: 'email', value: options.email, rank: 1 }] } : {},
+  );
   const patient = await createPatient(api, person);
   await createCoverage(api, patient.id, { planId: 'pln_ubuntu_essential', memberNumber: 'M1' });
   const when = new Date(svc.clock.now().getTime() - 3600_000).toISOString();
