@@ -35,6 +35,7 @@ import * as m0045 from './0045_patient_retention.ts';
 import * as m0046 from './0046_practice_offboarding.ts';
 import * as m0047 from './0047_lifelong_retention.ts';
 import * as m0050 from './0050_drop_practice_job_backlog.ts';
+import * as m0055 from './0055_operator_idempotency_keys_apart.ts';
 
 export const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
@@ -72,4 +73,5 @@ export const migrations: Record<string, Migration> = {
   '0046_practice_offboarding': m0046,
   '0047_lifelong_retention': m0047,
   '0050_drop_practice_job_backlog': m0050,
+  '0055_operator_idempotency_keys_apart': m0055,
 };

@@ -60,6 +60,7 @@ const generic = (name: string, ...args: ExpressionNode[]) => new GenericExpressi
  */
 const JSON_SHAPES: Record<string, ExpressionNode> = {
   'idempotency_keys.response_headers': generic('Record', named('string'), named('string')),
+  'operator_idempotency_keys.response_headers': generic('Record', named('string'), named('string')),
   'patients.given_names': arrayOf('string'),
   'patients.identifiers': arrayOf('PatientIdentifier'),
   'patients.contact_points': arrayOf('PatientContactPoint'),

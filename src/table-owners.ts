@@ -20,7 +20,10 @@ export const TABLE_OWNERS: Record<string, TableOwner> = {
   },
   'change-feed': { stores: ['src/platform/db/change-feed.ts'], tables: ['change_feed_samples'] },
   'rate-limits': { stores: ['src/platform/http/rate-limit.ts'], tables: ['rate_limits'] },
-  idempotency: { stores: ['src/idempotency/idempotency-store.ts'], tables: ['idempotency_keys'] },
+  idempotency: {
+    stores: ['src/idempotency/idempotency-store.ts'],
+    tables: ['idempotency_keys', 'operator_idempotency_keys'],
+  },
   jobs: {
     // The queue, the fair take across practices and lanes, and the queue's figures for the operator.
     stores: ['src/jobs/queue.ts', 'src/jobs/take.ts', 'src/jobs/queue-figures.ts'],

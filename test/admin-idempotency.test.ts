@@ -261,9 +261,8 @@ describeEachBackend('admin idempotency', (backend) => {
   const storedRecord = async (key: string) => {
     const row = await asOperator(svc.db, (trx) =>
       trx
-        .selectFrom('idempotency_keys')
+        .selectFrom('operator_idempotency_keys')
         .selectAll()
-        .where('practice_id', 'is', null)
         .where('key', '=', key)
         .executeTakeFirstOrThrow(),
     );

@@ -154,10 +154,10 @@ async function failingEndpoints(trx: Trx, practiceId: string): Promise<Dashboard
   }>`
     SELECT w.id, w.url, w.enabled, w.disabled_reason, w.failing_since,
            (SELECT count(*) FROM webhook_deliveries d
-             WHERE d.practice_id = w.practice_id AND d.endpoint_id = w.id
+             WHERE d.practice_id = ${practiceId} AND d.endpoint_id = w.id
                AND ((d.state = 'pending' AND d.attempts > 0)
                  OR (d.state IN ('failed', 'cancelled')
-                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = d.practice_id
+                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = ${practiceId}
                            AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id
                            AND o.state IN ('pending', 'delivered'))))) AS failed
       FROM webhook_endpoints w

@@ -39,7 +39,7 @@ export async function claimItems(trx: Trx, practiceId: string, claimId: string):
 
 /**
  * The claim with the benefit its items approved (`approved_benefit`: a denied line's counts nothing), in
- * one statement.
+ * one statement (its subquery filtered by the practice itself, so that Citus routes it to one node).
  */
 export async function findClaimWithBenefit(trx: Trx, practiceId: string, claimId: string) {
   return trx
@@ -47,7 +47,7 @@ export async function findClaimWithBenefit(trx: Trx, practiceId: string, claimId
     .selectAll()
     .select(
       sql<number>`(SELECT coalesce(sum(CASE WHEN i.decision = 'denied' THEN 0 ELSE coalesce(i.benefit, 0) END), 0)
-        FROM claim_items i WHERE i.practice_id = claims.practice_id AND i.claim_id = claims.id)`.as(
+        FROM claim_items i WHERE i.practice_id = ${practiceId} AND i.claim_id = claims.id)`.as(
         'approved_benefit',
       ),
     )

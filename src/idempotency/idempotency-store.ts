@@ -1,16 +1,18 @@
-// Owns Idempotency-Key records. A key belongs to its holder: an integration client of a practice, or
-// the operator (the admin API). It is held, for the time of the work's own transaction, by a
-// transaction-scoped advisory lock on (holder, key) taken in that transaction's first statement
-// (inPracticeHolding, asOperatorHolding), so a concurrent request with the same key in any process is
-// refused at once, and a process that dies mid-request lets go of it with its connection. Under the
-// lock the stored answer is looked up (a replay needs no other work), and the answer of new work is
-// written last, in the same transaction: only committed work is ever replayed, and nothing needs
-// releasing. A success whose body holds a secret shown once is stored sealed (sealAnswer, openAnswer):
-// the row, readable by the operator role and kept in backups, never holds that secret readable.
-import { type Kysely, sql } from 'kysely';
+// Owns Idempotency-Key records. A key belongs to its holder: an integration client of a practice,
+// or the operator (the admin API). A client's keys are stored in idempotency_keys, by practice,
+// beside the practice's other rows (on Citus, on its node: a keyed write commits there alone); the
+// operator's in operator_idempotency_keys (docs/decisions/0260-idempotency-keys-by-holder.md). A
+// key is held, for the time of the work's own transaction, by a transaction-scoped advisory lock on
+// (holder, key) taken in that transaction's first statement (inPracticeHolding, asOperatorHolding),
+// so a concurrent request with the same key in any process is refused at once, and a process that
+// dies mid-request lets go of it with its connection. Under the lock the stored answer is looked up
+// (a replay needs no other work), and the answer of new work is written last, in the same
+// transaction: only committed work is ever replayed, and nothing needs releasing. A success whose
+// body holds a secret shown once is stored sealed (sealAnswer, openAnswer): the row, readable by
+// the operator role and kept in backups, never holds that secret readable.
+import { sql } from 'kysely';
 import { compiledOnce } from '../platform/db/compiled-once.ts';
 import { jsonWithLateTexts } from '../platform/db/late-text.ts';
-import type { Tables } from '../platform/db/tables.ts';
 import type { Trx } from '../platform/db/transaction.ts';
 import { writeUnanswered } from '../platform/db/unanswered-writes.ts';
 import type { SecretBox } from '../platform/secret-box.ts';
@@ -25,7 +27,7 @@ export interface StoredAnswer {
 
 /**
  * Whose key it is: an integration client of a practice, or the operator, who calls the admin API with
- * the one ADMIN_TOKEN (stored with neither practice nor client; migration 0014).
+ * an admin token (one holder, whichever token: migration 0055 keeps its keys apart).
  */
 export type KeyHolder = { practiceId: string; clientId: string } | 'operator';
 
@@ -42,30 +44,25 @@ export function keyLockName(scope: KeyScope): string {
     : `idempotency:${holder.practiceId}:${holder.clientId}:${scope.key}`;
 }
 
-/** The key's client, or none for the operator's keys (stored with null practice and client). */
-function clientOf(scope: KeyScope): { practiceId: string; clientId: string } | undefined {
-  return scope.holder === 'operator' ? undefined : scope.holder;
-}
-
-function storedAnswerOf(db: Kysely<Tables>, key: string) {
-  return db
-    .selectFrom('idempotency_keys')
-    .select(['fingerprint', 'response_status', 'response_headers', 'response_body'])
-    .where('key', '=', key)
-    .where('expires_at', '>', sql<Date>`now()`);
-}
-
 /** The stored-answer look-up of a client's key. */
 const clientAnswer = compiledOnce<{ practiceId: string; clientId: string; key: string }, StoredRow>(
   (db, value) =>
-    storedAnswerOf(db, value('key'))
+    db
+      .selectFrom('idempotency_keys')
+      .select(['fingerprint', 'response_status', 'response_headers', 'response_body'])
       .where('practice_id', '=', value('practiceId'))
-      .where('client_id', '=', value('clientId')),
+      .where('client_id', '=', value('clientId'))
+      .where('key', '=', value('key'))
+      .where('expires_at', '>', sql<Date>`now()`),
 );
 
-/** The stored-answer look-up of the operator's key (stored with null practice and client). */
+/** The stored-answer look-up of the operator's key. */
 const operatorAnswer = compiledOnce<{ key: string }, StoredRow>((db, value) =>
-  storedAnswerOf(db, value('key')).where('practice_id', 'is', null).where('client_id', 'is', null),
+  db
+    .selectFrom('operator_idempotency_keys')
+    .select(['fingerprint', 'response_status', 'response_headers', 'response_body'])
+    .where('key', '=', value('key'))
+    .where('expires_at', '>', sql<Date>`now()`),
 );
 
 interface StoredRow {
@@ -80,10 +77,11 @@ export async function storedAnswer(
   trx: Trx,
   scope: KeyScope,
 ): Promise<{ fingerprint: string; answer: StoredAnswer } | undefined> {
-  const client = clientOf(scope);
-  const [row] = client
-    ? await clientAnswer(trx, { ...client, key: scope.key })
-    : await operatorAnswer(trx, { key: scope.key });
+  const { holder } = scope;
+  const [row] =
+    holder === 'operator'
+      ? await operatorAnswer(trx, { key: scope.key })
+      : await clientAnswer(trx, { ...holder, key: scope.key });
   if (!row) return undefined;
   return {
     fingerprint: row.fingerprint,
@@ -100,22 +98,29 @@ export async function storeAnswer(
 ): Promise<void> {
   // Written last and read by nobody in this request: it goes with the COMMIT. The body may name a text
   // the transaction gives with its COMMIT (a new invoice's number), which it takes in SQL.
-  const client = clientOf(scope);
+  const { holder } = scope;
   const body = await jsonWithLateTexts(trx, answer.body);
-  await writeUnanswered(
-    trx,
-    sql`
-    INSERT INTO idempotency_keys AS k
-      (practice_id, client_id, key, fingerprint, response_status, response_headers, response_body,
-       created_at, expires_at)
-    VALUES (${client?.practiceId ?? null}, ${client?.clientId ?? null}, ${scope.key}, ${fingerprint},
-      ${answer.status}, ${JSON.stringify(answer.headers)}, ${body}, now(),
-      now() + make_interval(hours => ${KEY_LIFETIME_HOURS}))
-    ON CONFLICT ON CONSTRAINT idempotency_keys_holder_key DO UPDATE SET
+  const stored = sql`${fingerprint}, ${answer.status}, ${JSON.stringify(answer.headers)}, ${body}, now(),
+      now() + make_interval(hours => ${KEY_LIFETIME_HOURS})`;
+  const replaceExpired = sql`DO UPDATE SET
       fingerprint = excluded.fingerprint, response_status = excluded.response_status,
       response_headers = excluded.response_headers, response_body = excluded.response_body,
       created_at = excluded.created_at, expires_at = excluded.expires_at
-    WHERE k.expires_at <= excluded.created_at`,
+    WHERE k.expires_at <= excluded.created_at`;
+  await writeUnanswered(
+    trx,
+    holder === 'operator'
+      ? sql`
+    INSERT INTO operator_idempotency_keys AS k
+      (key, fingerprint, response_status, response_headers, response_body, created_at, expires_at)
+    VALUES (${scope.key}, ${stored})
+    ON CONFLICT (key) ${replaceExpired}`
+      : sql`
+    INSERT INTO idempotency_keys AS k
+      (practice_id, client_id, key, fingerprint, response_status, response_headers, response_body,
+       created_at, expires_at)
+    VALUES (${holder.practiceId}, ${holder.clientId}, ${scope.key}, ${stored})
+    ON CONFLICT (practice_id, client_id, key) ${replaceExpired}`,
   );
 }
 
@@ -144,13 +149,15 @@ export function openAnswer(stored: StoredAnswer, box: SecretBox | undefined): St
   }
 }
 
-/** Deletes keys past their 24 hours; run by the worker. */
+/** Deletes keys past their 24 hours, the clients' and the operator's; run by the worker. */
 export async function purgeExpiredKeys(trx: Trx): Promise<number> {
-  const result = await trx
-    .deleteFrom('idempotency_keys')
-    .where('expires_at', '<=', new Date())
+  const now = new Date();
+  const clients = await trx.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
+  const operator = await trx
+    .deleteFrom('operator_idempotency_keys')
+    .where('expires_at', '<=', now)
     .executeTakeFirst();
-  return Number(result.numDeletedRows);
+  return Number(clients.numDeletedRows) + Number(operator.numDeletedRows);
 }
 
 /**
@@ -172,8 +179,7 @@ export async function forgetAnswersNaming(trx: Trx, practiceId: string, patientI
  */
 export async function forgetOperatorAnswersNaming(trx: Trx, practiceId: string): Promise<void> {
   await trx
-    .deleteFrom('idempotency_keys')
-    .where('practice_id', 'is', null)
+    .deleteFrom('operator_idempotency_keys')
     .where((eb) =>
       eb.or([
         eb('response_body', 'like', `%${practiceId}%`),

@@ -1,14 +1,14 @@
 // Owns the invoice tables: invoices, their lines and visits, the per-practice invoice numbering, and
 // the payments and refunds on an invoice.
-import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
+import { type Insertable, type RawBuilder, type Selectable, sql, type Updateable } from 'kysely';
 import { renumberInvoiceNotifications } from '../notifications/store.ts';
 import { pastPosition } from '../paging/keyset.ts';
 import { safeHighWaterMark } from '../platform/db/change-feed.ts';
 import { childRows } from '../platform/db/child-rows.ts';
 import { addLateText } from '../platform/db/late-text.ts';
 import type { InvoiceLinesTable, InvoicesTable, PaymentsTable, RefundsTable } from '../platform/db/tables.ts';
-import type { Trx } from '../platform/db/transaction.ts';
-import { writeAnsweredLater } from '../platform/db/unanswered-writes.ts';
+import { runsDistributed, type Trx } from '../platform/db/transaction.ts';
+import { writeAnsweredLater, writeUnanswered } from '../platform/db/unanswered-writes.ts';
 import { practiceTimezoneOf } from '../practices/store.ts';
 import type { InvoiceStatus } from './schemas.ts';
 
@@ -29,7 +29,7 @@ export interface InvoiceRecord {
  * the commit. Until then the invoice carries its provisional number, which stands for the number in
  * what the transaction still writes and answers (src/platform/db/late-text.ts): deferred writes queued
  * after this one (the claim's submission, the stored answer) and the request's answer take the number.
- * Issued notifications written earlier in the transaction are renumbered by this statement.
+ * Issued notifications written earlier in the transaction are renumbered with it.
  */
 export async function numberInvoiceAtCommit(
   trx: Trx,
@@ -38,29 +38,68 @@ export async function numberInvoiceAtCommit(
   prefix: string,
   provisional: { number: string; notifiedAt: Date | null },
 ): Promise<void> {
-  const numbered = await writeAnsweredLater<{ number: string }>(
-    trx,
-    sql`
+  const read = sql<string>`(SELECT number FROM invoices WHERE practice_id = ${practiceId} AND id = ${invoiceId})`;
+  const numbered = runsDistributed(trx)
+    ? await numberOnTheNode(trx, practiceId, invoiceId, prefix, { ...provisional, read })
+    : await writeAnsweredLater<{ number: string }>(
+        trx,
+        sql`
     WITH n AS (
       INSERT INTO invoice_clocks AS c (practice_id, last_number) VALUES (${practiceId}, 1)
       ON CONFLICT (practice_id) DO UPDATE SET last_number = c.last_number + 1
-      RETURNING ${prefix} || lpad(last_number::text, greatest(6, length(last_number::text)), '0') AS number
+      RETURNING ${invoiceNumber(prefix, sql`last_number`)} AS number
     ),
     numbered AS (
       UPDATE invoices i SET number = n.number FROM n
       WHERE i.practice_id = ${practiceId} AND i.id = ${invoiceId}
       RETURNING i.number
     ),
-    told AS (${renumberInvoiceNotifications(practiceId, invoiceId, provisional, 'n')})
+    told AS (${renumberInvoiceNotifications(practiceId, invoiceId, provisional, sql`(SELECT number FROM n)`)})
     SELECT number FROM numbered`,
-  );
+      );
   addLateText(trx, {
     placeholder: provisional.number,
-    read: sql<string>`(SELECT number FROM invoices WHERE practice_id = ${practiceId} AND id = ${invoiceId})`,
+    read,
     // The statement updates the invoice this transaction inserted and holds: it answers one row.
     value: async () => (await numbered.rows())[0]!.number,
     known: () => numbered.known()?.[0]?.number,
   });
+}
+
+/** The practice's `prefix` and a counter's value, as an invoice number (at least six digits). */
+const invoiceNumber = (prefix: string, counter: RawBuilder<unknown>) =>
+  sql<string>`${prefix} || lpad(${counter}::text, greatest(6, length(${counter}::text)), '0')`;
+
+/**
+ * The numbering on a distributed database (Citus): the counter, the invoice and its notifications
+ * written by three statements, each sent to the practice's node alone, deferred together into the
+ * COMMIT's write. Citus runs a statement whose WITH writes in steps, passing the number through the
+ * coordinator (intermediate results): round trips between the nodes while the counter is locked, and a
+ * practice on the coordinator committing with two-phase commit with itself (docs/scale-out.md).
+ */
+async function numberOnTheNode(
+  trx: Trx,
+  practiceId: string,
+  invoiceId: string,
+  prefix: string,
+  provisional: { number: string; notifiedAt: Date | null; read: RawBuilder<string> },
+) {
+  await writeUnanswered(
+    trx,
+    sql`INSERT INTO invoice_clocks AS c (practice_id, last_number) VALUES (${practiceId}, 1)
+        ON CONFLICT (practice_id) DO UPDATE SET last_number = c.last_number + 1`,
+  );
+  const numbered = await writeAnsweredLater<{ number: string }>(
+    trx,
+    sql`UPDATE invoices i SET number = ${invoiceNumber(prefix, sql`c.last_number`)} FROM invoice_clocks c
+        WHERE c.practice_id = ${practiceId} AND i.practice_id = ${practiceId} AND i.id = ${invoiceId}
+        RETURNING i.number`,
+  );
+  await writeUnanswered(
+    trx,
+    renumberInvoiceNotifications(practiceId, invoiceId, provisional, provisional.read),
+  );
+  return numbered;
 }
 
 export async function findInvoiceRow(trx: Trx, practiceId: string, id: string, forUpdate = false) {
@@ -184,7 +223,7 @@ export async function listInvoiceRows(
         eb
           .selectFrom('invoice_encounters as ie')
           .select('ie.invoice_id')
-          .whereRef('ie.practice_id', '=', 'i.practice_id')
+          .where('ie.practice_id', '=', practiceId)
           .whereRef('ie.invoice_id', '=', 'i.id')
           .where('ie.encounter_id', '=', encounterId),
       ),

@@ -43,19 +43,18 @@ export async function listNotifications(
 }
 
 /**
- * The statement, meant for a WITH of the statement that numbers an invoice, that replaces the
- * invoice's provisional number in the notifications written about it at `notifiedAt`. The new number
- * is the `number` column of the caller's WITH query named `numberedBy`.
+ * The statement that replaces an invoice's provisional number in the notifications written about it
+ * at `notifiedAt` by the number `number` reads (SQL: a scalar subquery of the statement, or of the
+ * transaction, that numbers the invoice).
  */
 export function renumberInvoiceNotifications(
   practiceId: string,
   invoiceId: string,
   provisional: { number: string; notifiedAt: Date | null },
-  numberedBy: string,
+  number: RawBuilder<string>,
 ): RawBuilder<unknown> {
   return sql`
-      UPDATE notifications o SET message = replace(o.message, ${provisional.number}, ${sql.ref(`${numberedBy}.number`)})
-      FROM ${sql.table(numberedBy)}
+      UPDATE notifications o SET message = replace(o.message, ${provisional.number}, ${number})
       WHERE o.practice_id = ${practiceId} AND o.created_at = ${provisional.notifiedAt}
         AND o.subject_type = 'invoice' AND o.subject_id = ${invoiceId}
     `;

@@ -12,7 +12,7 @@ interface SealedColumn {
   kind: SealedKind;
   table: string;
   column: string;
-  /** The columns that name one row (compared with IS NOT DISTINCT FROM: the operator's keys have nulls). */
+  /** The columns that name one row. */
   keys: string[];
 }
 
@@ -35,18 +35,24 @@ export const SEALED_COLUMNS: readonly SealedColumn[] = [
     column: 'response_body',
     keys: ['practice_id', 'client_id', 'key'],
   },
+  {
+    kind: 'idempotentAnswers',
+    table: 'operator_idempotency_keys',
+    column: 'response_body',
+    keys: ['key'],
+  },
 ];
 
 export interface SealedValue {
   /** The row's key values, in the column's `keys` order. */
-  key: (string | null)[];
+  key: string[];
   sealed: string;
 }
 
 /** Every sealed value of one column (a sealed body starts `v1.`; plain answers are JSON). */
 export async function readSealed(trx: Trx, column: SealedColumn): Promise<SealedValue[]> {
   const keys = column.keys.map((k) => sql.ref(k));
-  const { rows } = await sql<{ key: (string | null)[]; sealed: string }>`
+  const { rows } = await sql<{ key: string[]; sealed: string }>`
     SELECT ARRAY[${sql.join(keys)}]::text[] AS key, ${sql.ref(column.column)} AS sealed
     FROM ${sql.table(column.table)}
     WHERE ${sql.ref(column.column)} LIKE 'v1.%'`.execute(trx);
@@ -60,7 +66,7 @@ export async function replaceSealed(
   value: SealedValue,
   to: string,
 ): Promise<boolean> {
-  const matches = column.keys.map((k, i) => sql`${sql.ref(k)} IS NOT DISTINCT FROM ${value.key[i] ?? null}`);
+  const matches = column.keys.map((k, i) => sql`${sql.ref(k)} = ${value.key[i]}`);
   const result = await sql`
     UPDATE ${sql.table(column.table)} SET ${sql.ref(column.column)} = ${to}
     WHERE ${sql.join(matches, sql` AND `)} AND ${sql.ref(column.column)} = ${value.sealed}`.execute(trx);

@@ -146,7 +146,7 @@ export async function undeliveredEventsSince(
     SELECT d.event_id, bool_or(d.state = 'pending') AS retrying FROM webhook_deliveries d
      WHERE d.practice_id = ${practiceId} AND d.endpoint_id = ${endpointId} AND d.created_at >= ${since}
        AND (d.state IN ('failed', 'cancelled') OR (${includeRetrying}::boolean AND d.state = 'pending' AND d.attempts > 0))
-       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = d.practice_id
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.practice_id = ${practiceId}
              AND o.endpoint_id = d.endpoint_id AND o.event_id = d.event_id
              AND (o.state = 'delivered' OR (o.state = 'pending' AND (o.attempts = 0 OR NOT ${includeRetrying}::boolean))))
      GROUP BY d.event_id

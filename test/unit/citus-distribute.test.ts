@@ -1,6 +1,6 @@
 // src/platform/db/citus.ts places every table of the migrated schema exactly once (distributed by
-// practice_id, a reference table, a Citus local table, or left alone), so that a table a migration adds
-// cannot be left out of a distributed deployment unnoticed. The schema's tables are those of
+// practice_id, a reference table, or left a plain table of the coordinator), so that a table a
+// migration adds cannot be left out of a distributed deployment unnoticed. The schema's tables are those of
 // src/platform/db/tables.ts, which test/platform-db-tables.test.ts holds to the migrations.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -8,7 +8,6 @@ import path from 'node:path';
 import { test } from 'node:test';
 import {
   CITUS_DISTRIBUTED_TABLES,
-  CITUS_LOCAL_TABLES,
   CITUS_REFERENCE_TABLES,
   CITUS_UNTOUCHED_TABLES,
 } from '../../src/platform/db/citus.ts';
@@ -20,12 +19,7 @@ const schemaTables = [
   ),
 ].map((m) => m[1]!);
 
-const placed: string[] = [
-  ...CITUS_DISTRIBUTED_TABLES,
-  ...CITUS_REFERENCE_TABLES,
-  ...CITUS_LOCAL_TABLES,
-  ...CITUS_UNTOUCHED_TABLES,
-];
+const placed: string[] = [...CITUS_DISTRIBUTED_TABLES, ...CITUS_REFERENCE_TABLES, ...CITUS_UNTOUCHED_TABLES];
 
 test('the schema has tables to place', () => {
   assert.ok(schemaTables.length > 30, `read ${schemaTables.length} tables from src/platform/db/tables.ts`);

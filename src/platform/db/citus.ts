@@ -1,7 +1,7 @@
 // Owns placing the schema on a Citus cluster: after the migrations, on a database where the citus
 // extension is installed and worker nodes are added, every table of the schema is placed (tenant
 // tables distributed by practice_id and colocated, catalogue and look-up tables as reference tables,
-// the rest kept on the coordinator), the functions the nodes run are distributed, and the settings the
+// the rest left as plain tables of the coordinator), the functions the nodes run are distributed, and the settings the
 // nodes need are made. Idempotent: a table or function already placed is left alone, so every
 // `practice-billing migrate` runs it, and a new table a migration adds is placed on the next one. On
 // plain PostgreSQL and the embedded database nothing of it applies (docs/scale-out.md).
@@ -53,21 +53,20 @@ export const CITUS_DISTRIBUTED_TABLES = [
   'webhook_attempts',
   'jobs',
   'audit_events',
+  'idempotency_keys',
 ] as const;
 
 /**
- * Kept on the coordinator, in the metadata (joinable, written in the same transactions as tenant
- * rows): idempotency_keys holds the operator's keys with no practice (practice_id NULL).
- */
-export const CITUS_LOCAL_TABLES = ['idempotency_keys'] as const;
-
-/**
- * Left as plain tables of the coordinator: rate_limits (UNLOGGED request counts, never joined) and
- * change_feed_samples (the coordinator's own transaction-id horizon).
+ * Left as plain tables of the coordinator: rate_limits (UNLOGGED request counts, never joined),
+ * change_feed_samples (the coordinator's own transaction-id horizon) and operator_idempotency_keys
+ * (the operator's stored answers: Citus does not know the table, so the operator's write of one
+ * practice on another node still commits there in one phase, before the coordinator's own commit;
+ * docs/decisions/0260-idempotency-keys-by-holder.md).
  */
 export const CITUS_UNTOUCHED_TABLES = [
   'rate_limits',
   'change_feed_samples',
+  'operator_idempotency_keys',
   'kysely_migration',
   'kysely_migration_lock',
 ] as const;
@@ -120,17 +119,21 @@ async function triggersToLift(db: Db, unplaced: string[]): Promise<Trigger[]> {
   return rows;
 }
 
+/**
+ * The tables placed as they should be. A tenant table Citus holds otherwise is not: an older build kept
+ * idempotency_keys on the coordinator as a Citus local table, which create_distributed_table then
+ * distributes, rows and all.
+ */
 async function placedTables(db: Db): Promise<Set<string>> {
-  const { rows } = await sql<{ table: string }>`
-    SELECT logicalrelid::regclass::text AS table FROM pg_dist_partition`.execute(db);
-  return new Set(rows.map((r) => r.table));
+  const { rows } = await sql<{ table: string; method: string }>`
+    SELECT logicalrelid::regclass::text AS table, partmethod AS method FROM pg_dist_partition`.execute(db);
+  const distributed = new Set<string>(CITUS_DISTRIBUTED_TABLES);
+  return new Set(rows.filter((r) => !distributed.has(r.table) || r.method === 'h').map((r) => r.table));
 }
 
 async function placeTable(db: Db, table: string, anchor: string): Promise<void> {
   if ((CITUS_REFERENCE_TABLES as readonly string[]).includes(table))
     await sql`SELECT create_reference_table(${table})`.execute(db);
-  else if ((CITUS_LOCAL_TABLES as readonly string[]).includes(table))
-    await sql`SELECT citus_add_local_table_to_metadata(${table})`.execute(db);
   else if (table === anchor) await sql`SELECT create_distributed_table(${table}, 'practice_id')`.execute(db);
   else
     await sql`SELECT create_distributed_table(${table}, 'practice_id', colocate_with => ${anchor})`.execute(
@@ -216,7 +219,7 @@ export async function distributeOnCitus(db: Db): Promise<string[]> {
     await sql`SET LOCAL citus.enable_unsafe_triggers = on`.execute(trx);
     await sql`SET LOCAL citus.multi_shard_modify_mode = 'sequential'`.execute(trx);
     const already = await placedTables(trx);
-    const order = [...CITUS_REFERENCE_TABLES, ...CITUS_DISTRIBUTED_TABLES, ...CITUS_LOCAL_TABLES];
+    const order = [...CITUS_REFERENCE_TABLES, ...CITUS_DISTRIBUTED_TABLES];
     const unplaced = order.filter((t) => !already.has(t));
     const keys = await foreignKeysToLift(trx, unplaced);
     const triggers = await triggersToLift(trx, unplaced);

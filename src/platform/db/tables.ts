@@ -210,12 +210,12 @@ export interface GoverningBodyRatesTable {
 }
 
 export interface IdempotencyKeysTable {
-  client_id: string | null;
+  client_id: string;
   created_at: Generated<NeverUpdated<Date>>;
   expires_at: Date;
   fingerprint: string;
   key: string;
-  practice_id: string | null;
+  practice_id: string;
   response_body: string;
   response_headers: JSONColumnType<Record<string, string>>;
   response_status: number;
@@ -366,6 +366,16 @@ export interface NotificationsTable {
   recipient: 'patient' | 'practice';
   subject_id: string;
   subject_type: string;
+}
+
+export interface OperatorIdempotencyKeysTable {
+  created_at: Generated<NeverUpdated<Date>>;
+  expires_at: Date;
+  fingerprint: string;
+  key: string;
+  response_body: string;
+  response_headers: JSONColumnType<Record<string, string>>;
+  response_status: number;
 }
 
 export interface PatientsTable {
@@ -584,6 +594,7 @@ export interface Tables {
   jobs: JobsTable;
   mail_outbox: MailOutboxTable;
   notifications: NotificationsTable;
+  operator_idempotency_keys: OperatorIdempotencyKeysTable;
   patients: PatientsTable;
   payments: PaymentsTable;
   practice_code_concepts: PracticeCodeConceptsTable;
