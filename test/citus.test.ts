@@ -521,7 +521,8 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
         };
         const before = await ran();
         const mark = logMark();
-        const { invoiceId } = await issuedInvoice(w);
+        // The patient has an address, so the issue queues the e-mail job too.
+        const { invoiceId } = await issuedInvoice(w, { email: 'patient@example.org' });
         await sendClaim(w, invoiceId);
         await svc.worker.drain();
         assert.equal((await readClaim(w, invoiceId)).status, 'accepted');
@@ -608,7 +609,7 @@ describe('the service on a two-node Citus cluster', { skip }, () => {
   test("a take of both practices' jobs leases and prepares each practice's with statements of its own", async () => {
     const both = [worlds.coordinator!, worlds.worker!];
     // Each issue queues the patient's e-mail and the invoice.issued delivery: two lanes, two practices.
-    for (const w of both) await issuedInvoice(w, { coverage: null });
+    for (const w of both) await issuedInvoice(w, { coverage: null, email: 'patient@example.org' });
     const mark = logMark();
     assert.ok((await svc.worker.drain()) >= 4, 'the jobs of both practices ran');
     const reach = await reachSince(mark);

@@ -62,8 +62,13 @@ export async function addCoverage(w: World, patientId: string, spec: CoverageSpe
 export async function newPatient(
   w: World,
   coverage: CoverageSpec | null = {},
+  /** The patient's e-mail address: without one, an issue queues no e-mail job. */
+  email?: string,
 ): Promise<{ patientId: string; coverageId: string | null }> {
-  const patient = await createPatient(w.api, patientBody());
+  const patient = await createPatient(
+    w.api,
+    patientBody(email ? { contactPoints: [{ system: 'email', value: email, rank: 1 }] } : {}),
+  );
   const coverageId = coverage ? await addCoverage(w, patient.id, coverage) : null;
   return { patientId: patient.id, coverageId };
 }
@@ -115,11 +120,12 @@ export async function billVisit(
 /** A patient with a coverage and an issued invoice for the procedures, not yet claimed. */
 export async function issuedInvoice(
   w: World,
-  options: { coverage?: CoverageSpec | null; procedures?: Procedure[] } = {},
+  options: { coverage?: CoverageSpec | null; procedures?: Procedure[]; email?: string } = {},
 ): Promise<{ invoiceId: string; invoice: Json; patientId: string; coverageId: string | null }> {
   const { patientId, coverageId } = await newPatient(
     w,
     options.coverage === undefined ? {} : options.coverage,
+    options.email,
   );
   const billed = await billVisit(w, patientId, options.procedures);
   assert.equal(billed.body.invoice.status, 'issued');
