@@ -83,8 +83,7 @@ export async function queueFigures(trx: Trx, top = 10): Promise<QueueFigures> {
 /**
  * How long the oldest due job of `lane` has waited for a worker, in milliseconds (0 when none waits),
  * of every practice, through the operator-owned function of migration 0023 (callOperatorFunction).
- * Never under a request's bound on its connection wait. (Migration 0024's per-practice function is no
- * longer read: a practice's webhook backlog refuses nothing.)
+ * Never under a request's bound on its connection wait.
  */
 export async function laneBacklogMs(db: Database, lane: JobLane): Promise<number> {
   const query = sql<{ ms: number }>`SELECT job_backlog_ms(${lane}) AS ms`;

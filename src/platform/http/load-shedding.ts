@@ -116,18 +116,18 @@ export class LoadShedder {
   readonly #db: Database;
   readonly #settings: LoadSheddingSettings;
   /** The claims lane's backlog, one reading for the whole process. */
-  readonly #claimBacklog: BacklogReadings<null>;
+  readonly #claimBacklog: BacklogReading;
 
   constructor(db: Database, settings: LoadSheddingSettings, backlogs: BacklogReaders = {}) {
     this.#db = db;
     this.#settings = settings;
-    this.#claimBacklog = new BacklogReadings(backlogs.claimBacklogMs ?? null);
+    this.#claimBacklog = new BacklogReading(backlogs.claimBacklogMs ?? null);
     this.#limit = new AdaptiveInFlightLimit(settings.loadShedMaxInFlight, settings.loadShedLatencyTargetMs);
   }
 
   /** The claims backlog as last read (milliseconds), while that reading is trusted; else 0. */
   get claimBacklogMs(): number {
-    return this.#claimBacklog.trusted(null);
+    return this.#claimBacklog.trusted();
   }
 
   /** The most requests in flight at once now: 0 when there is no limit. */
@@ -205,7 +205,7 @@ export class LoadShedder {
   #claimBacklogReason(): ShedReason | null {
     const bound = this.#settings.loadShedClaimBacklogMs;
     if (bound <= 0) return null;
-    this.#claimBacklog.sample(null);
+    this.#claimBacklog.sample();
     return this.claimBacklogMs >= bound ? 'claim_backlog' : null;
   }
 
@@ -288,45 +288,37 @@ export interface BacklogReaders {
   claimBacklogMs?: () => Promise<number>;
 }
 
-/** Readings of a backlog per key (null: one for the process), each sampled and trusted as BACKLOG_*_MS say. */
-class BacklogReadings<K> {
-  readonly #read: ((key: K) => Promise<number>) | null;
-  readonly #readings = new Map<K, { ms: number; at: number }>();
-  readonly #reading = new Set<K>();
+/** The latest reading of a backlog, sampled and trusted as BACKLOG_*_MS say. */
+class BacklogReading {
+  readonly #read: (() => Promise<number>) | null;
+  #latest: { ms: number; at: number } | null = null;
+  #reading = false;
 
-  constructor(read: ((key: K) => Promise<number>) | null) {
+  constructor(read: (() => Promise<number>) | null) {
     this.#read = read;
   }
 
-  /** The latest reading for key while it is trusted; else 0. */
-  trusted(key: K): number {
-    const reading = this.#readings.get(key);
-    return reading && performance.now() - reading.at <= BACKLOG_TRUST_MS ? reading.ms : 0;
+  /** The latest reading while it is trusted; else 0. */
+  trusted(): number {
+    const latest = this.#latest;
+    return latest && performance.now() - latest.at <= BACKLOG_TRUST_MS ? latest.ms : 0;
   }
 
-  /** Reads key's backlog again in the background, unless read within BACKLOG_SAMPLE_MS or on its way. */
-  sample(key: K): void {
+  /** Reads the backlog again in the background, unless read within BACKLOG_SAMPLE_MS or on its way. */
+  sample(): void {
     const read = this.#read;
-    const last = this.#readings.get(key);
-    if (!read || this.#reading.has(key) || (last && performance.now() - last.at < BACKLOG_SAMPLE_MS)) return;
-    this.#reading.add(key);
-    read(key)
+    const last = this.#latest;
+    if (!read || this.#reading || (last && performance.now() - last.at < BACKLOG_SAMPLE_MS)) return;
+    this.#reading = true;
+    read()
       .then((ms) => {
-        this.#forgetStale();
-        this.#readings.set(key, { ms, at: performance.now() });
+        this.#latest = { ms, at: performance.now() };
       })
       .catch(() => {
         // Not known: the reading before it runs out after BACKLOG_TRUST_MS, and the next request reads again.
       })
       .finally(() => {
-        this.#reading.delete(key);
+        this.#reading = false;
       });
-  }
-
-  /** Drops readings no longer trusted, so that keys seen once do not stay. */
-  #forgetStale(): void {
-    if (this.#readings.size < 1000) return;
-    const since = performance.now() - BACKLOG_TRUST_MS;
-    for (const [key, reading] of this.#readings) if (reading.at < since) this.#readings.delete(key);
   }
 }
