@@ -123,6 +123,8 @@ export async function billVisit(baseUrl: string, key: string, practitionerId: st
     lastName: 'Dlamini',
     birthDate: '1990-02-28',
     externalId: { system: 'urn:test:mrn', value: randomBytes(6).toString('hex') },
+    // An address: the issue queues the patient's e-mail (kept in the outbox without SMTP_URL).
+    contactPoints: [{ system: 'email', value: 'lerato@example.org', rank: 1 }],
   });
   assert.equal(patient.status, 201, patient.text);
   const when = new Date(Date.now() - 3600_000).toISOString();
