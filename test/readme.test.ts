@@ -100,7 +100,8 @@ test('every practice-billing command and admin command the README names exists, 
 test('the configuration table lists exactly the environment the service and the CLI read', () => {
   const source = fs.readFileSync(path.join(ROOT, 'src', 'platform', 'config.ts'), 'utf8');
   const read = new Set(
-    [...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(\s*env,\s*'([A-Z][A-Z0-9_]+)'/g)].map(
+    // env.NAME, or a reader called with the name: flag(env, 'NAME', …), int('NAME', …).
+    [...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|\(\s*(?:env,\s*)?'([A-Z][A-Z0-9_]+)'/g)].map(
       (m) => (m[1] ?? m[2])!,
     ),
   );
