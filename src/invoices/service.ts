@@ -6,7 +6,8 @@
 import type { Updateable } from 'kysely';
 import { tellByMail } from '../notifications/tell.ts';
 import { patientMailAddress } from '../patients/email.ts';
-import { findPatient, type PatientRow } from '../patients/store.ts';
+import { readPatient } from '../patients/service.ts';
+import type { PatientRow } from '../patients/store.ts';
 import { dateIn } from '../platform/clock.ts';
 import { stampChange } from '../platform/db/change-feed.ts';
 import type { InvoicesTable } from '../platform/db/tables.ts';
@@ -291,6 +292,8 @@ export async function issueInvoice(
     },
     record.invoice.number,
   );
+  // The patient is told, at the address the patient's row gives (announceIssued).
+  const patient = await readPatient(trx, billing.id, record.invoice.patient_id);
   const today = dateIn(billing.timezone, now);
   // A draft is dated the day it is issued; an amended invoice issued again keeps its date and due date.
   const dated =
@@ -304,8 +307,6 @@ export async function issueInvoice(
     { settleOn: today, retotal: lineTotals, ...(held ? { held: held.invoice } : {}) },
   );
   const issued: InvoiceRecord = { ...record, invoice: touched.row };
-  const patient = await findPatient(trx, billing.id, record.invoice.patient_id);
-  if (!patient) throw notFound('Patient');
   await announceIssued(trx, billing, issued, patient, now, record.invoice.status === 'amending');
   return issued;
 }
