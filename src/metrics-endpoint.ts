@@ -37,6 +37,25 @@ function perLane(name: string, help: string, value: (lane: ServiceMetrics['lanes
   } satisfies ServiceMetric;
 }
 
+/** A gauge per webhook endpoint with deliveries running. */
+function perEndpoint(
+  name: string,
+  help: string,
+  value: (row: ServiceMetrics['deliveriesInFlight'][number]) => number,
+) {
+  return {
+    type: 'gauge',
+    name,
+    help,
+    labelNames: ['practice', 'endpoint'],
+    samples: (metrics) =>
+      metrics.deliveriesInFlight.map((row) => [
+        { practice: row.practiceId, endpoint: row.endpointId },
+        value(row),
+      ]),
+  } satisfies ServiceMetric;
+}
+
 /** A metric without labels. */
 function single(
   type: ServiceMetric['type'],
@@ -65,28 +84,12 @@ const SERVICE_METRICS: ServiceMetric[] = [
     samples: (metrics) =>
       metrics.deepestBacklogs.map((row) => [{ practice: row.practiceId, lane: row.lane }, row.waiting]),
   },
-  {
-    type: 'gauge',
-    name: 'webhook_deliveries_in_flight',
-    help: 'Deliveries running per endpoint.',
-    labelNames: ['practice', 'endpoint'],
-    samples: (metrics) =>
-      metrics.deliveriesInFlight.map((row) => [
-        { practice: row.practiceId, endpoint: row.endpointId },
-        row.running,
-      ]),
-  },
-  {
-    type: 'gauge',
-    name: 'webhook_deliveries_waiting',
-    help: 'Deliveries waiting per endpoint with some running.',
-    labelNames: ['practice', 'endpoint'],
-    samples: (metrics) =>
-      metrics.deliveriesInFlight.map((row) => [
-        { practice: row.practiceId, endpoint: row.endpointId },
-        row.waiting,
-      ]),
-  },
+  perEndpoint('webhook_deliveries_in_flight', 'Deliveries running per endpoint.', (row) => row.running),
+  perEndpoint(
+    'webhook_deliveries_waiting',
+    'Deliveries waiting per endpoint with some running.',
+    (row) => row.waiting,
+  ),
   {
     type: 'counter',
     name: 'requests_shed_total',
