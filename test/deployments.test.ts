@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
-import pg from 'pg';
 import { remotePractice } from './child-service.ts';
 import { call } from './harness.ts';
 import {
@@ -19,30 +18,10 @@ import {
   startServiceProcess,
   tempDir,
 } from './processes.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
+import { queryAs, urlFor } from './support/operator-scene.ts';
 
 const SUPER = process.env.DATABASE_URL;
 const TOKEN = `adm_deploy_${randomBytes(16).toString('hex')}`;
-
-function urlFor(user: string, database: string): string {
-  const url = new URL(SUPER!);
-  url.username = user;
-  url.password = '';
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-async function query<R>(url: string, statements: string[]): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    let rows: R[] = [];
-    for (const statement of statements) rows = (await client.query(statement)).rows as R[];
-    return rows;
-  } finally {
-    await client.end();
-  }
-}
 
 interface Deployment {
   owner: string;
@@ -56,16 +35,16 @@ function deployment(): Deployment {
 }
 
 describe('two deployments on one cluster (postgres)', {
-  skip: SUPER ? skipInMidnightRun : 'needs DATABASE_URL',
+  skip: SUPER ? false : 'needs DATABASE_URL',
 }, () => {
   const deployments = [deployment(), deployment()];
   const dir = tempDir('deployments');
   after(async () => {
-    for (const d of deployments) await query(SUPER!, [`DROP DATABASE IF EXISTS ${d.database} WITH (FORCE)`]);
+    for (const d of deployments) await queryAs(SUPER!, `DROP DATABASE IF EXISTS ${d.database} WITH (FORCE)`);
     for (const d of deployments) {
       for (const role of [`${d.prefix}_app`, `${d.prefix}_operator`, d.owner]) {
-        await query(SUPER!, [`DROP OWNED BY ${role}`]).catch(() => {});
-        await query(SUPER!, [`DROP ROLE IF EXISTS ${role}`]);
+        await queryAs(SUPER!, `DROP OWNED BY ${role}`).catch(() => {});
+        await queryAs(SUPER!, `DROP ROLE IF EXISTS ${role}`);
       }
     }
     removeDataDir(dir);
@@ -74,7 +53,7 @@ describe('two deployments on one cluster (postgres)', {
   test("no role reachable from one owner reads the other's patients", { timeout: 300_000 }, async () => {
     const url = new URL(SUPER!);
     for (const d of deployments) {
-      await query(SUPER!, [`CREATE ROLE ${d.owner} LOGIN CREATEROLE CREATEDB`]);
+      await queryAs(SUPER!, `CREATE ROLE ${d.owner} LOGIN CREATEROLE CREATEDB`);
       const created = await run(
         'createdb',
         ['-h', url.hostname, '-p', url.port || '5432', '-U', d.owner, d.database],
@@ -118,19 +97,21 @@ describe('two deployments on one cluster (postgres)', {
     for (const [from, to] of [deployments, [...deployments].reverse()] as [Deployment, Deployment][]) {
       // Every role the owner is, or may become: itself and the roles it is a member of, transitively.
       const reachable = (
-        await query<{ name: string }>(SUPER!, [
+        await queryAs<{ name: string }>(
+          SUPER!,
           `WITH RECURSIVE r(oid) AS (
              SELECT oid FROM pg_roles WHERE rolname = '${from.owner}'
              UNION SELECT am.roleid FROM pg_auth_members am JOIN r ON am.member = r.oid)
            SELECT rolname AS name FROM pg_roles WHERE oid IN (SELECT oid FROM r) ORDER BY 1`,
-        ])
+        )
       ).map((r) => r.name);
       assert.ok(reachable.includes(`${from.prefix}_operator`), reachable.join(', '));
       for (const role of reachable) {
-        const seen = await query<{ n: number }>(urlFor(new URL(SUPER!).username || 'postgres', to.database), [
+        const seen = await queryAs<{ n: number }>(
+          urlFor(new URL(SUPER!).username || 'postgres', to.database),
           `SET ROLE ${role}`,
           'SELECT count(*)::int AS n FROM patients',
-        ]).then(
+        ).then(
           (rows) => rows[0]!.n,
           (error: Error) => error.message,
         );
@@ -140,7 +121,7 @@ describe('two deployments on one cluster (postgres)', {
           `${role} (of ${from.owner}) read ${to.database}'s patients: ${seen}`,
         );
       }
-      const connect = await query(urlFor(from.owner, to.database), ['SELECT 1']).then(
+      const connect = await queryAs(urlFor(from.owner, to.database), 'SELECT 1').then(
         () => 'connected',
         (error: Error) => error.message,
       );

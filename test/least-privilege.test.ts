@@ -6,33 +6,14 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { remotePractice } from './child-service.ts';
 import { call } from './harness.ts';
 import { BIN, childEnv, cli, freePort, NODE, ROOT, run, trackChild } from './processes.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
+import { queryAs, urlFor } from './support/operator-scene.ts';
 
 const SUPER = process.env.DATABASE_URL;
 const TOKEN = `adm_least_${randomBytes(16).toString('hex')}`;
 const LAST = '0026_migration_table_readable';
-
-function urlFor(user: string, database: string): string {
-  const url = new URL(SUPER!);
-  url.username = user;
-  url.password = '';
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-async function as(url: string, statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
 
 function startProcess(command: string, env: NodeJS.ProcessEnv) {
   const child = spawn(NODE, [BIN, command], { cwd: ROOT, env, stdio: 'pipe' });
@@ -55,19 +36,19 @@ function startProcess(command: string, env: NodeJS.ProcessEnv) {
 }
 
 describe('serve and worker with only the service login (postgres)', {
-  skip: SUPER ? skipInMidnightRun : 'needs DATABASE_URL',
+  skip: SUPER ? false : 'needs DATABASE_URL',
 }, () => {
   const owner = `pb_own_${randomBytes(5).toString('hex')}`;
   const login = `pb_svc_${randomBytes(5).toString('hex')}`;
   const database = `pb_lp_${randomBytes(5).toString('hex')}`;
   before(async () => {
-    await as(SUPER!, `CREATE ROLE ${owner} LOGIN CREATEROLE CREATEDB`);
+    await queryAs(SUPER!, `CREATE ROLE ${owner} LOGIN CREATEROLE CREATEDB`);
   });
   after(async () => {
-    await as(SUPER!, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await queryAs(SUPER!, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     for (const role of [login, owner]) {
-      await as(SUPER!, `DROP OWNED BY ${role}`).catch(() => {});
-      await as(SUPER!, `DROP ROLE IF EXISTS ${role}`);
+      await queryAs(SUPER!, `DROP OWNED BY ${role}`).catch(() => {});
+      await queryAs(SUPER!, `DROP ROLE IF EXISTS ${role}`);
     }
   });
 
@@ -84,8 +65,8 @@ describe('serve and worker with only the service login (postgres)', {
     const ownerUrl = urlFor(owner, database);
     const migrated = await cli(['migrate'], childEnv({ DATABASE_URL: ownerUrl }), 120_000);
     assert.equal(migrated.code, 0, migrated.stderr);
-    await as(ownerUrl, `CREATE ROLE ${login} LOGIN`);
-    await as(ownerUrl, `GRANT practice_billing_app, practice_billing_operator TO ${login}`);
+    await queryAs(ownerUrl, `CREATE ROLE ${login} LOGIN`);
+    await queryAs(ownerUrl, `GRANT practice_billing_app, practice_billing_operator TO ${login}`);
 
     const port = await freePort();
     const env = childEnv({
@@ -96,14 +77,14 @@ describe('serve and worker with only the service login (postgres)', {
     });
 
     // A pending migration: the service login neither migrates nor starts, and says what to do.
-    await as(ownerUrl, `DELETE FROM kysely_migration WHERE name = '${LAST}'`);
+    await queryAs(ownerUrl, `DELETE FROM kysely_migration WHERE name = '${LAST}'`);
     for (const command of ['serve', 'worker']) {
       const refused = await cli([command], env, 120_000);
       assert.equal(refused.code, 1, refused.stderr);
       assert.match(refused.stderr, new RegExp(`migrations pending for this build \\(${LAST}\\)`));
       assert.match(refused.stderr, /practice-billing migrate/);
     }
-    await as(
+    await queryAs(
       ownerUrl,
       `INSERT INTO kysely_migration (name, timestamp) VALUES ('${LAST}', '2026-12-06T00:00:00.000Z')`,
     );

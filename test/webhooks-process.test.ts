@@ -15,12 +15,12 @@ import {
   startServiceProcess,
   tempDir,
 } from './processes.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
+import { billVisit } from './support/operator-scene.ts';
 import { Receiver, sleep } from './webhooks-fixtures.ts';
 
 const ENV = { INSURER_DELAY_MS: '0', REMITTANCE_DELAY_MS: '0', JOB_LEASE_SECONDS: '5', LOG_LEVEL: 'warn' };
 
-describe('webhooks survive a killed service process (embedded database)', { skip: skipInMidnightRun }, () => {
+describe('webhooks survive a killed service process (embedded database)', () => {
   const dataDir = tempDir('webhooks-crash');
   const running: ServiceProcess[] = [];
   let receiver: Receiver | undefined;
@@ -62,13 +62,6 @@ describe('webhooks survive a killed service process (embedded database)', { skip
         token: banner.adminToken,
         ...(body !== undefined ? { body } : {}),
       });
-    const api = (method: string, path: string, body?: unknown) =>
-      call(first.baseUrl, method, `/api/v1${path}`, {
-        token: banner.apiKey,
-        idempotencyKey: `idem-${Math.random().toString(36).slice(2)}`,
-        ...(body !== undefined ? { body } : {}),
-      });
-
     const endpoint = await admin('POST', `/practices/${banner.practiceId}/webhook-endpoints`, {
       url: r.url(),
     });
@@ -76,36 +69,8 @@ describe('webhooks survive a killed service process (embedded database)', { skip
     r.secret = endpoint.body.secret;
 
     const invoices: string[] = [];
-    for (let i = 0; i < 2; i++) {
-      const patient = await api('POST', '/patients', {
-        givenNames: ['Thandi'],
-        lastName: 'Mokoena',
-        birthDate: '1985-06-01',
-        externalId: { system: 'urn:test:mrn', value: `crash-${i}-${Date.now()}` },
-      });
-      assert.equal(patient.status, 201, patient.text);
-      const coverage = await api('POST', `/patients/${patient.body.id}/coverages`, {
-        planId: 'pln_ubuntu_essential',
-        memberNumber: 'M1',
-      });
-      assert.equal(coverage.status, 201, coverage.text);
-      const when = new Date(Date.now() - 3600_000).toISOString();
-      const encounter = await api('POST', '/encounters', {
-        patientId: patient.body.id,
-        practitionerId,
-        start: when,
-        end: when,
-        diagnoses: [{ code: 'J06.9' }],
-        procedures: [{ code: '0190' }],
-      });
-      assert.equal(encounter.status, 201, encounter.text);
-      const bill = await api('POST', `/encounters/${encounter.body.id}/bill`, {
-        issue: true,
-        submitClaim: true,
-      });
-      assert.ok(bill.status === 200 || bill.status === 201, bill.text);
-      invoices.push(bill.body.invoice.id);
-    }
+    for (let i = 0; i < 2; i++)
+      invoices.push((await billVisit(first.baseUrl, banner.apiKey, practitionerId, { claim: true })).id);
 
     // Kill the process while the receiver holds its first two deliveries.
     const inFlightBy = Date.now() + 15_000;

@@ -1,5 +1,6 @@
 // What the tests of the operator's procedures (test/backup-restore.test.ts,
-// test/secrets-rotation.test.ts) share: service processes started the way an operator starts them on
+// test/secrets-rotation.test.ts, and for roles and URLs test/least-privilege.test.ts and
+// test/deployments.test.ts) share: service processes started the way an operator starts them on
 // one port and data directory, a webhook receiver, the PostgreSQL roles and databases made for the
 // test, all of it stopped, closed and dropped when the scene closes; and a patient's visit billed
 // through the public API of a running process.
@@ -10,15 +11,22 @@ import { call, emptyPostgresDatabase } from '../harness.ts';
 import { freePort, removeDataDir, type ServiceProcess, startServiceProcess, tempDir } from '../processes.ts';
 import { Receiver } from '../webhooks-fixtures.ts';
 
-/** Runs one statement as DATABASE_URL's role (a superuser in the tests). */
-export async function asSuperuser(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+/** Runs statements in order on one connection as the URL's role; the rows of the last. */
+export async function queryAs<R>(url: string, ...statements: string[]): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query(statement);
+    let rows: R[] = [];
+    for (const statement of statements) rows = (await client.query(statement)).rows as R[];
+    return rows;
   } finally {
     await client.end();
   }
+}
+
+/** Runs one statement as DATABASE_URL's role (a superuser in the tests). */
+export async function asSuperuser(statement: string): Promise<void> {
+  await queryAs(process.env.DATABASE_URL!, statement);
 }
 
 /** The URL of `database` on DATABASE_URL's server, for `user` (no password). */
@@ -110,8 +118,16 @@ export class OperatorScene {
   }
 }
 
-/** Registers a patient, records a visit an hour ago and bills it, issued; answers the invoice's number. */
-export async function billVisit(baseUrl: string, key: string, practitionerId: string): Promise<string> {
+/**
+ * Registers a patient, records a visit an hour ago and bills it, issued; with `claim`, the patient has
+ * the sandbox scheme's cover and the bill sends its claim. Answers the invoice's id and number.
+ */
+export async function billVisit(
+  baseUrl: string,
+  key: string,
+  practitionerId: string,
+  options: { claim?: boolean } = {},
+): Promise<{ id: string; number: string }> {
   const api = (method: string, path: string, body: unknown) =>
     call(baseUrl, method, `/api/v1${path}`, {
       token: key,
@@ -127,6 +143,13 @@ export async function billVisit(baseUrl: string, key: string, practitionerId: st
     contactPoints: [{ system: 'email', value: 'lerato@example.org', rank: 1 }],
   });
   assert.equal(patient.status, 201, patient.text);
+  if (options.claim) {
+    const coverage = await api('POST', `/patients/${patient.body.id}/coverages`, {
+      planId: 'pln_ubuntu_essential',
+      memberNumber: 'M1',
+    });
+    assert.equal(coverage.status, 201, coverage.text);
+  }
   const when = new Date(Date.now() - 3600_000).toISOString();
   const encounter = await api('POST', '/encounters', {
     patientId: patient.body.id,
@@ -137,7 +160,10 @@ export async function billVisit(baseUrl: string, key: string, practitionerId: st
     procedures: [{ code: '0190' }],
   });
   assert.equal(encounter.status, 201, encounter.text);
-  const bill = await api('POST', `/encounters/${encounter.body.id}/bill`, { issue: true });
+  const bill = await api('POST', `/encounters/${encounter.body.id}/bill`, {
+    issue: true,
+    ...(options.claim ? { submitClaim: true } : {}),
+  });
   assert.ok(bill.status === 200 || bill.status === 201, bill.text);
-  return bill.body.invoice.number as string;
+  return { id: bill.body.invoice.id as string, number: bill.body.invoice.number as string };
 }
