@@ -52,7 +52,6 @@ import {
   loggedTransactions,
   shardIdsNamed,
 } from './support/citus-log.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
 import { migrateUpToBefore } from './support/older-schema.ts';
 import { addEndpoint, Receiver } from './webhooks-fixtures.ts';
 
@@ -60,9 +59,7 @@ const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
 const CLUSTER = path.resolve(ROOT, '../shared/citus/cluster.sh');
 const skip =
-  skipInMidnightRun ||
-  (!fs.existsSync(CLUSTER) &&
-    `the Citus cluster script is absent (${CLUSTER}): nothing to run a cluster with`);
+  !fs.existsSync(CLUSTER) && `the Citus cluster script is absent (${CLUSTER}): nothing to run a cluster with`;
 
 /** The cluster's own directory, and ports the system has free, so that it never meets another run's. */
 let clusterDir = '';

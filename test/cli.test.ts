@@ -28,7 +28,6 @@ import {
   startServiceProcess,
   tempDir,
 } from './processes.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
 
 const MIGRATION_NAMES = Object.keys(migrations);
 const tempDirs: string[] = [];
@@ -349,7 +348,7 @@ test('the bin runs on an older Node through the Node 24 the project installs', a
   assert.match(help.stdout, /^Usage: practice-billing <command>/);
 });
 
-describe('admin commands against a running server', { skip: skipInMidnightRun }, () => {
+describe('admin commands against a running server', () => {
   let server: ServiceProcess;
   let dataDir: string;
   let env: NodeJS.ProcessEnv;

@@ -30,9 +30,17 @@ export function backends(): Backend[] {
   return process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
 }
 
-/** The times of day (TEST_CLOCK_TIME, comma-separated) test clocks start at; none: now. */
-function clockTimesOfDay(): Array<string | undefined> {
-  const listed = process.env.TEST_CLOCK_TIME?.split(',').filter(Boolean) ?? [];
+/**
+ * The times of day test clocks start at on a backend, from TEST_CLOCK_TIME (comma-separated): an entry
+ * is a time for every backend (`23:55:00Z`) or for one (`postgres=23:55:00Z`). None listed: now.
+ */
+function clockTimesOfDay(backend?: Backend): Array<string | undefined> {
+  const listed = (process.env.TEST_CLOCK_TIME?.split(',').filter(Boolean) ?? []).flatMap((entry) => {
+    const [named, timeOfDay] = entry.includes('=') ? entry.split('=', 2) : [undefined, entry];
+    if (named !== undefined && named !== 'pglite' && named !== 'postgres')
+      throw new Error(`TEST_CLOCK_TIME names a backend as pglite or postgres, not ${named}`);
+    return named === undefined || named === backend ? [timeOfDay] : [];
+  });
   return listed.length > 0 ? listed : [undefined];
 }
 
@@ -67,13 +75,14 @@ export function noteRunning(what: string, startedAt = callerOutsideHarness()): (
 
 /**
  * One describe block per backend, titled `title (backend)`, and per time of day when TEST_CLOCK_TIME
- * lists several (`title (backend, 23:55:00Z)`). The body declares its own hooks and tests and starts
- * its own service in `before`, so each block gets one service, whose clock starts at the block's time.
+ * lists several for the backend (`title (backend, 23:55:00Z)`). The body declares its own hooks and
+ * tests and starts its own service in `before`, so each block gets one service, whose clock starts at
+ * the block's time.
  */
 export function describeEachBackend(title: string, body: (backend: Backend) => void): void {
-  const times = clockTimesOfDay();
-  for (const timeOfDay of times) {
-    for (const backend of backends()) {
+  for (const backend of backends()) {
+    const times = clockTimesOfDay(backend);
+    for (const timeOfDay of times) {
       const name = times.length > 1 ? `${title} (${backend}, ${timeOfDay})` : `${title} (${backend})`;
       describe(name, () => {
         const running = new Map<object, string>();
@@ -224,10 +233,7 @@ const DAY_MS = 86_400_000;
  * `23:55:00Z`; the describe block's, when it lists several) on the latest day it has already been,
  * so the suite can run as if just after or just before midnight. Read when each service starts.
  */
-export function startingOffsetMs(
-  timeOfDay = blockTimeOfDay ?? clockTimesOfDay()[0],
-  realNow = Date.now(),
-): number {
+function startingOffsetMs(timeOfDay: string | undefined, realNow = Date.now()): number {
   if (!timeOfDay) return 0;
   const match = /^(\d{2}):(\d{2}):(\d{2})Z$/.exec(timeOfDay);
   if (!match) throw new Error(`TEST_CLOCK_TIME must look like 23:55:00Z, not ${timeOfDay}`);
@@ -240,8 +246,13 @@ export function startingOffsetMs(
 
 /** The service clock of a test: it runs with real time from where it starts, and tests move it. */
 export class TestClock implements Clock {
-  readonly startOffsetMs = startingOffsetMs();
-  offsetMs = this.startOffsetMs;
+  readonly startOffsetMs: number;
+  offsetMs: number;
+  /** Started at the running describe block's time of day, else at the first TEST_CLOCK_TIME gives the backend. */
+  constructor(backend?: Backend) {
+    this.startOffsetMs = startingOffsetMs(blockTimeOfDay ?? clockTimesOfDay(backend)[0]);
+    this.offsetMs = this.startOffsetMs;
+  }
   now(): Date {
     return new Date(Date.now() + this.offsetMs);
   }
@@ -348,7 +359,7 @@ export async function startService(backend: Backend, options: ServiceOptions = {
       listenHeartbeatMs: config.listenHeartbeatMs,
     });
   }
-  const clock = new TestClock();
+  const clock = new TestClock(backend);
   const deps = await buildDeps(config, db, {
     clock,
     ...(options.auditFault ? { auditFault: options.auditFault } : {}),

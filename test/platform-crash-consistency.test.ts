@@ -25,7 +25,6 @@ import {
   startServiceProcess,
   tempDir,
 } from './processes.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
 import { Receiver, sleep } from './webhooks-fixtures.ts';
 
 const KILLS_PER_POINT = 3;
@@ -84,7 +83,6 @@ describeEachBackend('crash consistency at every fault point', (backend) => {
 
   test('no request, job or delivery is lost or done twice across SIGKILLs', {
     timeout: 300_000,
-    skip: skipInMidnightRun,
   }, async (t) => {
     const port = await freePort();
     const secretKey = randomBytes(32).toString('hex');

@@ -22,7 +22,6 @@ import {
 } from './child-service.ts';
 import { call, patientBody } from './harness.ts';
 import { freePort } from './processes.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
 
 const PG_BIN = '/usr/lib/postgresql/15/bin';
 const STATEMENT_TIMEOUT_MS = 1500;
@@ -238,7 +237,7 @@ async function timedCall(
 }
 
 describe('database faults (own PostgreSQL cluster)', {
-  skip: skipInMidnightRun || (clusterUnavailable() ?? false),
+  skip: clusterUnavailable() ?? false,
 }, () => {
   let cluster: TempCluster | undefined;
   let proxy: StallProxy | undefined;

@@ -10,7 +10,6 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { emptyPostgresDatabase } from './harness.ts';
 import { childEnv, freePort, ROOT, removeDataDir, tempDir, trackChild } from './processes.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
   version: string;
@@ -43,7 +42,6 @@ async function status(url: string): Promise<number | undefined> {
 }
 
 test('npm ci --omit=dev, then --version and the production command', {
-  skip: skipInMidnightRun,
   timeout: 600_000,
 }, async () => {
   const files = execFileSync('git', ['ls-files', '-z'], { cwd: ROOT, encoding: 'utf8' }).split('\0');

@@ -12,7 +12,6 @@ import {
   startServiceProcess,
   tempDir,
 } from './processes.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
 
 const running: ServiceProcess[] = [];
 const dataDir = tempDir('sandbox');
@@ -72,7 +71,7 @@ async function practices(baseUrl: string, adminToken: string) {
   return ((await answer.json()) as { data: Array<{ id: string; name: string }> }).data;
 }
 
-describe('npm start on an empty data directory', { skip: skipInMidnightRun }, () => {
+describe('npm start on an empty data directory', () => {
   let first: ServiceProcess;
   let banner: ReturnType<typeof sandboxBanner>;
   let patient: { id: string };

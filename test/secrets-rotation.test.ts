@@ -12,7 +12,6 @@ import { judgeSealed } from '../src/secrets/service.ts';
 import { remotePractice } from './child-service.ts';
 import { type Backend, call } from './harness.ts';
 import { childEnv, cli, removeDataDir, tempDir } from './processes.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
 import { billVisit, OperatorScene } from './support/operator-scene.ts';
 import { sleep } from './webhooks-fixtures.ts';
 
@@ -49,7 +48,7 @@ test('an admin token shorter than 32 characters is refused at start, naming its 
 });
 
 for (const backend of (process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite']) as Backend[]) {
-  describe(`rotating the secret key (${backend})`, { skip: skipInMidnightRun }, () => {
+  describe(`rotating the secret key (${backend})`, () => {
     const scene = new OperatorScene('rotate');
     after(() => scene.close());
 

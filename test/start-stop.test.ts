@@ -9,12 +9,11 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { emptyPostgresDatabase } from './harness.ts';
 import { BIN, childEnv, cli, freePort, ROOT, removeDataDir, tempDir, trackChild } from './processes.ts';
-import { skipInMidnightRun } from './support/midnight-run.ts';
 
 const ADMIN_TOKEN = 'start-stop-admin-token-0123456789abcdef';
 /** serve on a fresh database migrates only when told to (MIGRATE_ON_START is on by default for start only). */
 const MIGRATE_ON_START = 'true';
-const needsPostgres = process.env.DATABASE_URL ? skipInMidnightRun : 'needs DATABASE_URL';
+const needsPostgres = process.env.DATABASE_URL ? false : 'needs DATABASE_URL';
 const dirs: string[] = [];
 after(() => {
   for (const dir of dirs) removeDataDir(dir);
@@ -112,7 +111,7 @@ describe('a start that cannot run says why and exits', () => {
     assert.match(run.stderr, /PUBLIC_BASE_URL must be an http or https URL.*"not a url"/);
   });
 
-  test('a port in use: the embedded start exits 1 naming PORT', { skip: skipInMidnightRun }, async () => {
+  test('a port in use: the embedded start exits 1 naming PORT', async () => {
     const held = await holdPort();
     const dir = tempDir('inuse');
     dirs.push(dir);
