@@ -16,7 +16,7 @@ import type { CompiledQuery, DatabaseConnection, Driver, QueryResult, Transactio
 import { PGliteDialect } from 'kysely';
 import { traceStatement } from '../observability/spans.ts';
 import { TransactionRolledBackError } from './postgres-session.ts';
-import { queryOptionsOf, settleDeferred } from './query-options.ts';
+import { dropDeferred, queryOptionsOf, settleDeferred } from './query-options.ts';
 import { countRoundTrip, countTransaction } from './statement-counts.ts';
 
 type Run = (compiled: CompiledQuery) => Promise<QueryResult<unknown>>;
@@ -60,8 +60,7 @@ class PgliteSession {
   }
 
   drop(): void {
-    const error = new Error('the transaction ended before the statement was sent');
-    for (const query of this.deferred) settleDeferred(query, { error });
+    dropDeferred(this.deferred);
     this.deferred = [];
   }
 }

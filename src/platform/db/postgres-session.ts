@@ -30,7 +30,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import type pg from 'pg';
-import { queryOptionsOf, settleDeferred } from './query-options.ts';
+import { dropDeferred, queryOptionsOf, settleDeferred } from './query-options.ts';
 import { countRoundTrip, countTransaction } from './statement-counts.ts';
 
 /** A COMMIT that PostgreSQL answered with ROLLBACK: the transaction had failed, nothing was kept. */
@@ -197,8 +197,7 @@ export class PostgresSession implements DatabaseConnection {
   }
 
   #reset(): void {
-    const error = new Error('the transaction ended before the statement was sent');
-    for (const dropped of this.#deferred) settleDeferred(dropped, { error });
+    dropDeferred(this.#deferred);
     this.#deferred = [];
     this.#beginHeld = false;
     this.#inTransaction = false;

@@ -81,3 +81,13 @@ export function settleDeferred(
   if ('rows' in outcome) rows.resolve(outcome.rows);
   else rows.reject(outcome.error);
 }
+
+/**
+ * For the sessions: deferred statements a transaction ended without sending fail. The error is made
+ * only when there are some: it captures a stack, and most transactions end with none left.
+ */
+export function dropDeferred(queries: readonly CompiledQuery[]): void {
+  if (queries.length === 0) return;
+  const error = new Error('the transaction ended before the statement was sent');
+  for (const query of queries) settleDeferred(query, { error });
+}
